@@ -1,0 +1,76 @@
+//! Rate limiters that keep a nanosecond schedule and report every operation's
+//! wait time.
+//!
+//! ratekeeper implements, behind one small trait, the limiters of well-known
+//! designs, exact to their reference implementations:
+//!
+//! * [`Pacer`]: nosqlbench's core rate limiter. A lock-free nanosecond schedule
+//!   (one atomic add per grant), a shared last-seen clock that lets callers
+//!   already behind schedule skip the clock read, and one
+//!   [strictness](pacer::Strictness) knob: average, burst compensation, strict,
+//!   or burst ratio.
+//!
+//! # Contents
+//!
+//! * [Which limiter should I use?](#which-limiter-should-i-use)
+//! * [Time is the currency](#time-is-the-currency)
+//! * [API themes](#api-themes)
+//! * [Crate features](#crate-features)
+//!
+//! # Which limiter should I use?
+//!
+//! | you want | use |
+//! |---|---|
+//! | to pace a load generator and report latency free of coordinated omission | [`Pacer`] (burst 1.1, the default) |
+//! | ops never closer than 1/rate, lateness kept | [`Pacer`] with strictness `1.0` |
+//! | only the long-run average to hold, any catch-up burst allowed | [`Pacer`] with strictness `0.0` |
+//!
+//! More limiters (nosqlbench's token pool, Guava's smooth limiters and a
+//! Resilience4j-compatible refill limiter) are planned behind the same trait.
+//!
+//! # Time is the currency
+//!
+//! A rate R gives each permit `floor(1e9 / R)` ns of a timeline. For each
+//! request a limiter decides when it may go: its **scheduled** time (when it
+//! would start if every request had kept the ideal schedule) and its **ready**
+//! time (when the limiter lets it go). When the op actually starts minus its
+//! scheduled time is its **wait time**; response time = wait time + service
+//! time. Every [`Grant`] carries all three.
+//!
+//! # API themes
+//!
+//! * **Decide, then wait.** [`RateLimiter::reserve`] decides and never sleeps.
+//!   `try_acquire*` never waits, `acquire*` blocks the thread,
+//!   `acquire_timeout` waits at most a timeout and refuses at once, changing
+//!   nothing, when that would not be enough.
+//! * **Not now versus never.** [`AcquireError::WouldWait`] says how long the
+//!   wait would be; [`AcquireError::ZeroPermits`] and
+//!   [`AcquireError::InsufficientCapacity`] can never succeed.
+//! * **Injectable clocks.** Limiters are generic over a [`Clock`]:
+//!   [`MonotonicClock`] by default, [`ManualClock`] for exact, instant tests
+//!   (`*_with_clock` constructors).
+//! * **No spinning.** Blocking waits sleep and coalesce waits shorter than a
+//!   sleep can resolve ([`WaitPolicy`]); spinning is opt-in.
+//! * **Specs as strings.** [`RateSpec`] parses nosqlbench's `rate[,burst][,verb]`
+//!   grammar, e.g. `"12000,1.1,restart"`.
+//!
+//! # Crate features
+//!
+//! * `serde`: `Serialize`/`Deserialize` for [`RateSpec`] (as its string form)
+//!   and `Serialize` for [`Rate`].
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod clock;
+pub mod limiter;
+pub mod pacer;
+pub mod rate;
+pub mod spec;
+mod sync;
+pub mod wait;
+
+pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
+pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+pub use pacer::{Pacer, PacerBuilder, PacerError};
+pub use rate::{Rate, RateError};
+pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
+pub use wait::WaitPolicy;

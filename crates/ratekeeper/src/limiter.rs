@@ -1,0 +1,299 @@
+//! The trait family every limiter implements, and what a decision returns.
+//!
+//! A limiter's only required decision is [`RateLimiter::reserve`]: given a
+//! number of permits and how long the caller is willing to wait, it either
+//! reserves time on the limiter's schedule and returns a [`Grant`] saying when
+//! the caller may go, or refuses without changing anything. It never sleeps.
+//! Waiting is written once, in the provided methods (`acquire*`), on top of it.
+
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::wait::{self, WaitPolicy};
+
+/// A reservation a limiter granted: when the operation was due, when it may go,
+/// and, once it went, when it started.
+///
+/// All times are nanoseconds of the limiter's [`Clock`].
+///
+/// * **scheduled**: when the operation would start if every earlier operation
+///   had kept the ideal schedule;
+/// * **ready**: when the limiter lets it go (never before `scheduled`);
+/// * **started**: when the caller was actually let go. For a blocking acquire
+///   this is the clock reading at the end of the wait: later than `ready` by a
+///   sleep's lateness, or earlier by at most the coalescing window of the
+///   [`WaitPolicy`]. For a decision that did not wait, it is the clock reading the
+///   decision was made against, which may be the limiter's cached last-seen
+///   clock (see [`Pacer`](crate::Pacer)).
+///
+/// The op's **wait time** is `started − scheduled`: the scheduling delay a load
+/// generator adds to the measured service time to get a response time free of
+/// coordinated omission. The most exact form of that measurement is to read the
+/// clock when the operation ends and subtract `scheduled` (see
+/// [`Grant::response_nanos`]).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::{ManualClock, Pacer, RateLimiter, Rate};
+///
+/// let clock = ManualClock::new(0);
+/// let pacer = Pacer::builder(Rate::new(1000.0)?).strictness(1.0).build_with_clock(clock.clone())?;
+/// clock.advance_nanos(3_000_000); // the caller shows up 3 ms late
+/// let g = pacer.acquire();
+/// assert_eq!(g.scheduled_nanos(), 0);
+/// assert_eq!(g.ready_nanos(), 3_000_000);
+/// assert_eq!(g.wait_nanos(), 3_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    scheduled: u64,
+    ready: u64,
+    started: u64,
+    permits: u32,
+}
+
+impl Grant {
+    /// Builds a grant; `ready` is raised to `scheduled` if earlier.
+    pub fn new(scheduled: u64, ready: u64, started: u64, permits: u32) -> Grant {
+        Grant {
+            scheduled,
+            ready: ready.max(scheduled),
+            started,
+            permits,
+        }
+    }
+
+    /// When the operation was due on the ideal schedule.
+    pub fn scheduled_nanos(&self) -> u64 {
+        self.scheduled
+    }
+
+    /// When the limiter lets the operation go.
+    pub fn ready_nanos(&self) -> u64 {
+        self.ready
+    }
+
+    /// When the caller was let go (see the type's documentation).
+    pub fn started_nanos(&self) -> u64 {
+        self.started
+    }
+
+    /// How many permits this grant holds.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The operation's wait time: `started − scheduled`, zero if it started on
+    /// time or early.
+    pub fn wait_nanos(&self) -> u64 {
+        self.started.saturating_sub(self.scheduled)
+    }
+
+    /// [`wait_nanos`](Self::wait_nanos) as a `Duration`.
+    pub fn wait(&self) -> Duration {
+        Duration::from_nanos(self.wait_nanos())
+    }
+
+    /// How long the caller still has to wait before `ready`, as of `started`.
+    /// Zero for a grant that may go at once.
+    pub fn delay_nanos(&self) -> u64 {
+        self.ready.saturating_sub(self.started)
+    }
+
+    /// Response time of an operation that ended at `end_nanos` (same clock):
+    /// `end − scheduled`, i.e. wait time plus service time, measured from when
+    /// the operation should have started.
+    pub fn response_nanos(&self, end_nanos: u64) -> u64 {
+        end_nanos.saturating_sub(self.scheduled)
+    }
+
+    /// The same grant, started at `started` (used by the waiting layer).
+    pub(crate) fn started_at(self, started: u64) -> Grant {
+        Grant { started, ..self }
+    }
+}
+
+/// Why a reservation was not granted.
+///
+/// [`WouldWait`](AcquireError::WouldWait) is "not now": the caller may retry
+/// later, or wait longer. The other variants are "never": retrying the same
+/// request cannot succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// The reservation would have had to wait longer than the caller allowed.
+    /// Nothing was reserved.
+    #[error("would have to wait {wait:?}, longer than the {max_wait:?} allowed")]
+    WouldWait {
+        /// How long the caller would have had to wait.
+        wait: Duration,
+        /// How long the caller was willing to wait.
+        max_wait: Duration,
+    },
+    /// Zero permits were asked for.
+    #[error("cannot acquire zero permits")]
+    ZeroPermits,
+    /// More permits were asked for at once than the limiter can ever grant.
+    #[error("cannot acquire {requested} permits at once: this limiter grants at most {max}")]
+    InsufficientCapacity {
+        /// Permits asked for.
+        requested: u32,
+        /// The most this limiter can grant in one reservation.
+        max: u32,
+    },
+    /// The request needs more of the schedule than a limiter can hold: over
+    /// 2^62 ns in one reservation, or a schedule reserved past 2^63 ns of its
+    /// clock (292 years).
+    #[error("the request needs more schedule than the limiter can hold")]
+    ScheduleExhausted,
+}
+
+impl AcquireError {
+    /// For [`WouldWait`](AcquireError::WouldWait), how long the caller would have
+    /// had to wait; `None` for errors that no wait can cure.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            AcquireError::WouldWait { wait, .. } => Some(*wait),
+            _ => None,
+        }
+    }
+}
+
+/// A limiter's wait bookkeeping, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WaitStats {
+    /// How far the schedule is behind the clock now: the wait the next operation
+    /// would start with. Zero when the limiter is on or ahead of schedule.
+    pub backlog_nanos: u64,
+    /// All wait accumulated since the limiter started (or was restarted): the
+    /// current backlog plus backlog checkpointed at earlier configuration
+    /// changes or forfeited by the limiter's strictness, each counted once.
+    pub total_wait_nanos: u64,
+}
+
+/// A rate limiter: a decision that never sleeps, plus the waiting built on it.
+///
+/// Implementors provide [`reserve`](RateLimiter::reserve),
+/// [`clock`](RateLimiter::clock) and [`wait_stats`](RateLimiter::wait_stats);
+/// everything else has a default implementation:
+///
+/// | call | waits? | fails when |
+/// |---|---|---|
+/// | [`try_acquire`](RateLimiter::try_acquire), [`try_acquire_n`](RateLimiter::try_acquire_n) | never | the permits are not available now |
+/// | [`acquire`](RateLimiter::acquire), [`acquire_n`](RateLimiter::acquire_n) | until ready | `acquire_n`: the request can never be granted |
+/// | [`acquire_timeout`](RateLimiter::acquire_timeout) | up to the timeout | the wait would exceed the timeout (returns at once, nothing reserved) |
+///
+/// Blocking calls sleep the current thread (see [`WaitPolicy`]); do not call
+/// them from an async task.
+///
+/// The trait is implemented for `&L` and `Arc<L>` of any limiter `L`.
+pub trait RateLimiter {
+    /// Decides, without sleeping, whether and when `permits` may go.
+    ///
+    /// With `max_wait: None` the reservation is always made (for a valid
+    /// request) and the grant says how long to wait. With `Some(max)`, a
+    /// reservation that would have to wait longer than `max` is refused with
+    /// [`AcquireError::WouldWait`] and changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::ZeroPermits`], [`AcquireError::InsufficientCapacity`],
+    /// or [`AcquireError::WouldWait`] as above.
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError>;
+
+    /// The clock the limiter's schedule is kept in.
+    fn clock(&self) -> &dyn Clock;
+
+    /// The limiter's current backlog and accumulated wait.
+    fn wait_stats(&self) -> WaitStats;
+
+    /// How blocking calls wait; defaults to the clock's coalescing window.
+    fn wait_policy(&self) -> WaitPolicy {
+        WaitPolicy::default()
+    }
+
+    /// Takes one permit if it is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::WouldWait`] if the permit is not available now.
+    fn try_acquire(&self) -> Result<Grant, AcquireError> {
+        self.try_acquire_n(1)
+    }
+
+    /// Takes `permits` if they are available now.
+    ///
+    /// # Errors
+    ///
+    /// As [`reserve`](RateLimiter::reserve) with a zero wait.
+    fn try_acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
+        self.reserve(permits, Some(Duration::ZERO))
+    }
+
+    /// Takes one permit, blocking the thread until it may go.
+    ///
+    /// # Panics
+    ///
+    /// Only if the limiter cannot grant a single permit at all, which no limiter
+    /// in this crate allows to be configured.
+    fn acquire(&self) -> Grant {
+        match self.acquire_n(1) {
+            Ok(g) => g,
+            Err(e) => panic!("a limiter refused a single unbounded permit: {e}"),
+        }
+    }
+
+    /// Takes `permits`, blocking the thread until they may go.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::ZeroPermits`] or [`AcquireError::InsufficientCapacity`].
+    fn acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
+        let grant = self.reserve(permits, None)?;
+        Ok(wait::block_until(self.clock(), grant, self.wait_policy()))
+    }
+
+    /// Takes `permits` if they can go within `timeout`, blocking until then;
+    /// returns at once, with nothing reserved, if they cannot.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::WouldWait`] when the wait would exceed `timeout`, or the
+    /// errors of [`acquire_n`](RateLimiter::acquire_n).
+    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
+        let grant = self.reserve(permits, Some(timeout))?;
+        Ok(wait::block_until(self.clock(), grant, self.wait_policy()))
+    }
+}
+
+impl<L: RateLimiter + ?Sized> RateLimiter for &L {
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        (**self).reserve(permits, max_wait)
+    }
+    fn clock(&self) -> &dyn Clock {
+        (**self).clock()
+    }
+    fn wait_stats(&self) -> WaitStats {
+        (**self).wait_stats()
+    }
+    fn wait_policy(&self) -> WaitPolicy {
+        (**self).wait_policy()
+    }
+}
+
+impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        (**self).reserve(permits, max_wait)
+    }
+    fn clock(&self) -> &dyn Clock {
+        (**self).clock()
+    }
+    fn wait_stats(&self) -> WaitStats {
+        (**self).wait_stats()
+    }
+    fn wait_policy(&self) -> WaitPolicy {
+        (**self).wait_policy()
+    }
+}

@@ -1,0 +1,889 @@
+//! The Pacer: nosqlbench's core rate limiter, a lock-free nanosecond schedule.
+//!
+//! A [`Pacer`] hands out slices of a nanosecond timeline, one slice of
+//! `floor(1e9 / rate)` ns per permit, in order. Each grant says when its op was
+//! due (**scheduled**), when the pacer lets it go (**ready**) and, once it went,
+//! its **wait time**: what a load generator needs to report response times free
+//! of coordinated omission. One knob, [`Strictness`], says what happens to time
+//! callers did not use.
+//!
+//! ```
+//! use ratekeeper::{Pacer, RateLimiter};
+//!
+//! let pacer = Pacer::from_spec(&"10K,1.1".parse()?)?.build()?;
+//! for _ in 0..10 {
+//!     let grant = pacer.acquire(); // sleeps until the op's slot
+//!     // ... do the op; response time = end - grant.scheduled_nanos()
+//!     assert!(grant.ready_nanos() >= grant.scheduled_nanos());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Memory ordering
+//!
+//! Every reservation is a read-modify-write of the same atomic schedule with
+//! acquire-release ordering, so a grant *happens after* every grant reserved
+//! before it on the same pacer: data written by one caller before it acquired is
+//! visible to a caller that acquired later.
+//!
+//! # Implementation details
+//!
+//! State (each hot atomic on its own cache line):
+//!
+//! * `ideal`: the **ticks accumulator**, the ideal start of the next free slot.
+//!   Every grant takes its slot with one `fetch_add` (or, when the caller set a
+//!   maximum wait, one successful compare-exchange), so slots are handed out
+//!   exactly once and none is lost: the slots granted are a contiguous run of
+//!   the timeline.
+//! * `last_seen`: the **shared last-seen clock**, the latest clock reading any
+//!   caller stored. It is always a value the clock returned earlier, so it is
+//!   never later than the current time on any thread (the clock is monotonic
+//!   across CPUs). A caller whose slot is *strictly* earlier than `last_seen` is
+//!   known to be due and skips the clock read ("calling-overhead
+//!   compensation"); its wait is measured against `last_seen`, a lower bound.
+//! * `actual` (strict and burst modes only): the earliest start of the next op
+//!   on the actual timeline (G1.5's `scheduledNanos`). An op goes at
+//!   `max(actual, slot, now)` and then moves `actual` to its start plus one
+//!   burst slice (`floor(1e9 / (rate × burst))` per permit) with a
+//!   compare-exchange. An op that goes exactly at its slot leaves `actual`
+//!   alone: the next op's slot is at least a full slice later, so the stale
+//!   value can never be the maximum (the single-threaded result is identical to
+//!   the serial dual-timeline model, which the conformance vectors check).
+//! * `accumulated`: wait checkpointed at configuration changes and time
+//!   forfeited by compensation, so that the total wait counts each backlog once.
+//! * `params`: nanos per op, burst nanos per op and a mode word; written only
+//!   under the `control` mutex, read with relaxed loads. An acquire that races a
+//!   configuration change may be paced by either the old or the new parameters.
+//!
+//! Invariants: (1) no grant is ready before its slot; (2) in strict and burst
+//! modes, grants that are not exactly on their slot are ready at least one burst
+//! slice apart; (3) a refused bounded reservation changes nothing, except that
+//! under contention in strict or burst mode a slot already taken may be
+//! forfeited (a hole in the schedule: fewer grants, never more).
+
+mod strictness;
+
+pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
+
+use core::fmt;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::clock::{Clock, DefaultClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::rate::{Rate, RateError};
+use crate::spec::{RateSpec, Verb};
+use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use crate::wait::WaitPolicy;
+
+/// The most schedule one reservation may take: 2^62 ns (146 years).
+const MAX_SPAN: u64 = 1 << 62;
+/// Slots at or beyond 2^63 ns are refused, so the timeline cannot wrap.
+const SCHEDULE_LIMIT: u64 = 1 << 63;
+
+// Mode word layout: bits 0..=7 compensation shift; bits 8..=9 kind; bit 16 idle;
+// bit 17 cached clock enabled.
+const KIND_SHIFT: u32 = 8;
+const KIND_AVERAGE: u64 = 0;
+const KIND_COMPENSATE: u64 = 1;
+const KIND_DUAL: u64 = 2;
+const IDLE: u64 = 1 << 16;
+const CACHED_CLOCK: u64 = 1 << 17;
+
+/// A lock-free pacer on a nanosecond schedule; see the [module docs](self).
+///
+/// Build one with [`Pacer::builder`], [`Pacer::from_spec`] or [`Pacer::new`],
+/// share it by reference or in an `Arc`, and take permits through the
+/// [`RateLimiter`] methods.
+///
+/// # Examples
+///
+/// Strict pacing on a manual clock: a caller that shows up late keeps its
+/// lateness, and the next op is still a full slot later.
+///
+/// ```
+/// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
+///
+/// let clock = ManualClock::new(0);
+/// let pacer = Pacer::builder(Rate::new(1000.0)?)
+///     .strictness(1.0)
+///     .build_with_clock(clock.clone())?;
+///
+/// clock.advance_nanos(2_500_000);
+/// let a = pacer.acquire();
+/// let b = pacer.acquire(); // sleeps (on the manual clock: advances it) 1 ms
+/// assert_eq!((a.wait_nanos(), b.wait_nanos()), (2_500_000, 2_500_000));
+/// assert_eq!(b.ready_nanos() - a.ready_nanos(), 1_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Pacer<C = DefaultClock> {
+    ideal: CachePadded<AtomicU64>,
+    last_seen: CachePadded<AtomicU64>,
+    actual: CachePadded<AtomicU64>,
+    params: CachePadded<Params>,
+    accumulated: AtomicU64,
+    control: Mutex<Control>,
+    clock: C,
+    policy: WaitPolicy,
+}
+
+struct Params {
+    op_nanos: AtomicU64,
+    burst_nanos: AtomicU64,
+    mode: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Control {
+    rate: Rate,
+    strictness: Strictness,
+}
+
+/// Why a pacer could not be built or reconfigured.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PacerError {
+    /// The rate cannot be kept on a nanosecond schedule.
+    #[error("invalid rate")]
+    Rate(#[source] RateError),
+    /// The strictness is not a valid value.
+    #[error("invalid strictness")]
+    Strictness(#[source] StrictnessError),
+}
+
+impl From<RateError> for PacerError {
+    fn from(e: RateError) -> Self {
+        PacerError::Rate(e)
+    }
+}
+
+impl From<StrictnessError> for PacerError {
+    fn from(e: StrictnessError) -> Self {
+        PacerError::Strictness(e)
+    }
+}
+
+/// Configures a [`Pacer`]. Setters take any value; [`build`](Self::build)
+/// validates them.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::{Pacer, Rate, WaitPolicy};
+///
+/// let pacer = Pacer::builder(Rate::new(250.0)?)
+///     .strictness(0.0)                // average: backlog may go at once
+///     .cached_clock(false)            // read the clock on every acquire
+///     .wait_policy(WaitPolicy::precise(Duration::from_micros(150)))
+///     .build()?;
+/// assert_eq!(pacer.strictness().get(), 0.0);
+///
+/// let err = Pacer::builder(Rate::new(2e9)?).build().unwrap_err();
+/// assert!(err.to_string().contains("rate"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct PacerBuilder {
+    rate: Rate,
+    strictness: f64,
+    verb: Verb,
+    cached_clock: bool,
+    policy: WaitPolicy,
+}
+
+impl PacerBuilder {
+    /// The strictness (default 1.1, the default burst ratio); see [`Strictness`].
+    pub fn strictness(mut self, strictness: f64) -> Self {
+        self.strictness = strictness;
+        self
+    }
+
+    /// The rate in operations per second.
+    pub fn rate(mut self, rate: Rate) -> Self {
+        self.rate = rate;
+        self
+    }
+
+    /// Start state: [`Verb::Start`] (the default) and [`Verb::Restart`] start
+    /// the schedule at build time; [`Verb::Configure`] and [`Verb::Stop`] leave
+    /// the pacer idle until its first acquire or [`Pacer::start`].
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.verb = verb;
+        self
+    }
+
+    /// Whether callers already behind schedule skip the clock read (default
+    /// `true`). With `false` every acquire reads the clock, so every reported
+    /// wait is exact, at about 31 ns per acquire here.
+    pub fn cached_clock(mut self, enabled: bool) -> Self {
+        self.cached_clock = enabled;
+        self
+    }
+
+    /// How blocking acquires wait (default: coalesce within the clock's sleep
+    /// overshoot, see [`WaitPolicy`]).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Builds a pacer on the default real clock.
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Rate`] if the rate is above 1e9/s or so slow that one slice
+    /// exceeds 2^63 ns; [`PacerError::Strictness`] for a NaN, negative or
+    /// infinite strictness.
+    pub fn build(self) -> Result<Pacer, PacerError> {
+        self.build_with_clock(DefaultClock::new())
+    }
+
+    /// Builds a pacer on `clock`.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<Pacer<C>, PacerError> {
+        let strictness = Strictness::new(self.strictness)?;
+        let (op_nanos, burst_nanos) = slices(self.rate, strictness)?;
+        let now = clock.now_nanos();
+        let idle = matches!(self.verb, Verb::Configure | Verb::Stop);
+        let mode = mode_word(strictness, self.cached_clock) | if idle { IDLE } else { 0 };
+        Ok(Pacer {
+            ideal: CachePadded::new(AtomicU64::new(now)),
+            last_seen: CachePadded::new(AtomicU64::new(now)),
+            actual: CachePadded::new(AtomicU64::new(now)),
+            params: CachePadded::new(Params {
+                op_nanos: AtomicU64::new(op_nanos),
+                burst_nanos: AtomicU64::new(burst_nanos),
+                mode: AtomicU64::new(mode),
+            }),
+            accumulated: AtomicU64::new(0),
+            control: Mutex::new(Control {
+                rate: self.rate,
+                strictness,
+            }),
+            clock,
+            policy: self.policy,
+        })
+    }
+}
+
+/// Nanoseconds per op and burst nanoseconds per op for a configuration.
+fn slices(rate: Rate, strictness: Strictness) -> Result<(u64, u64), PacerError> {
+    let op = rate.nanos_per_op()?;
+    let burst = match strictness.mode() {
+        StrictnessMode::Strict => op,
+        // (long)(1e9 / (rate × burst)), as G1.5 computes it.
+        StrictnessMode::Burst(b) => (1e9 / (rate.get() * b)) as u64,
+        StrictnessMode::Average | StrictnessMode::Compensate { .. } => 0,
+    };
+    Ok((op, burst))
+}
+
+fn mode_word(strictness: Strictness, cached_clock: bool) -> u64 {
+    let (kind, shift) = match strictness.mode() {
+        StrictnessMode::Average => (KIND_AVERAGE, 0),
+        StrictnessMode::Compensate { shift } => (KIND_COMPENSATE, u64::from(shift)),
+        StrictnessMode::Strict | StrictnessMode::Burst(_) => (KIND_DUAL, 0),
+    };
+    (kind << KIND_SHIFT) | shift | if cached_clock { CACHED_CLOCK } else { 0 }
+}
+
+impl Pacer {
+    /// A builder for a pacer at `rate`, strictness 1.1, started at build time.
+    pub fn builder(rate: Rate) -> PacerBuilder {
+        PacerBuilder {
+            rate,
+            strictness: Strictness::DEFAULT.get(),
+            verb: Verb::Start,
+            cached_clock: true,
+            policy: WaitPolicy::default(),
+        }
+    }
+
+    /// A builder set from a spec: its rate, its burst ratio as the strictness,
+    /// and its verb as the start state.
+    ///
+    /// # Errors
+    ///
+    /// Never at present; the `Result` leaves room for spec fields a pacer
+    /// cannot honour. Validation of the values happens in `build`.
+    pub fn from_spec(spec: &RateSpec) -> Result<PacerBuilder, PacerError> {
+        Ok(Pacer::builder(spec.rate())
+            .strictness(spec.burst_ratio())
+            .verb(spec.verb()))
+    }
+
+    /// A started pacer at `rate` with the default strictness (burst 1.1) on the
+    /// real clock.
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Rate`] if the rate cannot be kept on a nanosecond schedule.
+    pub fn new(rate: Rate) -> Result<Pacer, PacerError> {
+        Pacer::builder(rate).build()
+    }
+}
+
+impl<C: Clock> Pacer<C> {
+    /// Reserves `nanos` nanoseconds of schedule directly, instead of whole
+    /// permits: for operations whose cost is not a whole number of permits
+    /// (nosqlbench's `acquire(nanos)`). In strict and burst modes the burst
+    /// spacing is scaled by the same proportion. The grant reports 0 permits.
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::ZeroPermits`] for 0 ns, [`AcquireError::ScheduleExhausted`]
+    /// above 2^62 ns, [`AcquireError::WouldWait`] as for
+    /// [`reserve`](RateLimiter::reserve).
+    pub fn reserve_nanos(
+        &self,
+        nanos: u64,
+        max_wait: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        if nanos == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        if nanos > MAX_SPAN {
+            return Err(AcquireError::ScheduleExhausted);
+        }
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
+        let burst_span = (u128::from(nanos) * u128::from(burst) / u128::from(op.max(1))) as u64;
+        self.reserve_span(nanos, burst_span, 0, max_wait)
+    }
+
+    /// [`reserve_nanos`](Self::reserve_nanos), then a blocking wait.
+    ///
+    /// # Errors
+    ///
+    /// As [`reserve_nanos`](Self::reserve_nanos) without a maximum wait.
+    pub fn acquire_nanos(&self, nanos: u64) -> Result<Grant, AcquireError> {
+        let g = self.reserve_nanos(nanos, None)?;
+        Ok(crate::wait::block_until(&self.clock, g, self.policy))
+    }
+
+    fn reserve_span(
+        &self,
+        span: u64,
+        burst_span: u64,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        // Ordering: Relaxed. The mode word is configuration; an acquire racing a
+        // change may use either value (documented), and nothing else is read
+        // through it.
+        let mut mode = self.params.mode.load(Ordering::Relaxed);
+        if mode & IDLE != 0 {
+            self.start();
+            mode = self.params.mode.load(Ordering::Relaxed);
+        }
+        let cached = mode & CACHED_CLOCK != 0;
+        let kind = (mode >> KIND_SHIFT) & 0b11;
+        let dual = kind == KIND_DUAL && burst_span > 0;
+        match (max_wait, dual) {
+            (None, false) => self.reserve_accumulator(span, permits, mode, cached),
+            (None, true) => self.reserve_dual(span, burst_span, permits, cached),
+            (Some(max), false) => {
+                self.reserve_accumulator_bounded(span, permits, mode, cached, max)
+            }
+            (Some(max), true) => self.reserve_dual_bounded(span, burst_span, permits, cached, max),
+        }
+    }
+
+    /// Reads the clock and publishes the reading as the last-seen clock.
+    #[inline]
+    fn refresh(&self, seen: u64) -> u64 {
+        let now = self.clock.now_nanos();
+        if now > seen {
+            // Ordering: Relaxed. `last_seen` is a hint whose only requirement is
+            // that it is a value the clock returned, hence never later than the
+            // present; it orders no other memory. A racing store may briefly
+            // move it back to an older reading, which is still a valid bound.
+            self.last_seen.store(now, Ordering::Relaxed);
+        }
+        now
+    }
+
+    /// Average and compensation modes, no maximum wait: one `fetch_add`.
+    #[inline]
+    fn reserve_accumulator(
+        &self,
+        span: u64,
+        permits: u32,
+        mode: u64,
+        cached: bool,
+    ) -> Result<Grant, AcquireError> {
+        // Ordering: AcqRel, so this grant happens-after every grant whose
+        // fetch_add came earlier in the accumulator's modification order
+        // (the public "Memory ordering" promise).
+        let slot = self.ideal.fetch_add(span, Ordering::AcqRel);
+        if slot >= SCHEDULE_LIMIT {
+            return Err(self.undo_exhausted(span));
+        }
+        // Ordering: Relaxed; see `refresh`.
+        let seen = self.last_seen.load(Ordering::Relaxed);
+        if cached && slot < seen {
+            // Known due without reading the clock: calling-overhead compensation.
+            return Ok(Grant::new(slot, seen, seen, permits));
+        }
+        let now = self.refresh(seen);
+        if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
+            self.compensate(slot, span, now, (mode & 0xff) as u32);
+        }
+        Ok(Grant::new(slot, now, now, permits))
+    }
+
+    /// Burst compensation: on a clock refresh that finds the schedule behind
+    /// by more than this op's own span, forfeit `gap >> shift` of the gap.
+    #[inline]
+    fn compensate(&self, slot: u64, span: u64, now: u64, shift: u32) {
+        let end = slot.saturating_add(span);
+        if now > end {
+            let forfeit = (now - end) >> shift;
+            if forfeit > 0 {
+                // Ordering: Relaxed. Moving the accumulator forward only makes
+                // later slots later; the grant itself was already published by
+                // the AcqRel fetch_add above.
+                self.ideal.fetch_add(forfeit, Ordering::Relaxed);
+                // Ordering: Relaxed; a statistic.
+                self.accumulated.fetch_add(forfeit, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Strict and burst modes, no maximum wait: `fetch_add` for the slot, then
+    /// (only when not exactly on schedule) a compare-exchange on `actual`.
+    #[inline]
+    fn reserve_dual(
+        &self,
+        span: u64,
+        burst_span: u64,
+        permits: u32,
+        cached: bool,
+    ) -> Result<Grant, AcquireError> {
+        // Ordering: AcqRel, as in `reserve_accumulator`.
+        let slot = self.ideal.fetch_add(span, Ordering::AcqRel);
+        if slot >= SCHEDULE_LIMIT {
+            return Err(self.undo_exhausted(span));
+        }
+        // Ordering: Acquire, pairing with the AcqRel compare-exchange below so
+        // the spacing decided by an earlier op is seen before ours is computed.
+        let mut actual = self.actual.load(Ordering::Acquire);
+        // Ordering: Relaxed; see `refresh`.
+        let seen = self.last_seen.load(Ordering::Relaxed);
+        let now = if cached && slot.max(actual) < seen {
+            seen
+        } else {
+            self.refresh(seen)
+        };
+        loop {
+            let start = actual.max(slot).max(now);
+            if start == slot {
+                // Exactly on schedule: `actual` may stay stale (module docs).
+                return Ok(Grant::new(slot, start, now, permits));
+            }
+            // Ordering: AcqRel on success (publish our spacing, see earlier
+            // ones); Acquire on failure to retry with the freshest value. `now`
+            // stays a valid lower bound of the present across retries.
+            match self.actual.compare_exchange_weak(
+                actual,
+                start.saturating_add(burst_span),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(Grant::new(slot, start, now, permits)),
+                Err(current) => actual = current,
+            }
+        }
+    }
+
+    /// Average and compensation modes with a maximum wait: compare-exchange,
+    /// so a refusal changes nothing.
+    fn reserve_accumulator_bounded(
+        &self,
+        span: u64,
+        permits: u32,
+        mode: u64,
+        cached: bool,
+        max_wait: Duration,
+    ) -> Result<Grant, AcquireError> {
+        let max = duration_nanos(max_wait);
+        // Ordering: Acquire, to start from the latest published schedule.
+        let mut slot = self.ideal.load(Ordering::Acquire);
+        loop {
+            if slot >= SCHEDULE_LIMIT {
+                return Err(AcquireError::ScheduleExhausted);
+            }
+            // Ordering: Relaxed; see `refresh`.
+            let seen = self.last_seen.load(Ordering::Relaxed);
+            let now = if cached && slot < seen {
+                seen
+            } else {
+                self.refresh(seen)
+            };
+            let ready = slot.max(now);
+            if ready - now > max {
+                return Err(would_wait(ready - now, max_wait));
+            }
+            // Ordering: AcqRel on success as for fetch_add; Acquire on failure
+            // to retry against the freshest schedule.
+            match self.ideal.compare_exchange_weak(
+                slot,
+                slot + span,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE && !(cached && slot < seen) {
+                        self.compensate(slot, span, now, (mode & 0xff) as u32);
+                    }
+                    return Ok(Grant::new(slot, ready, now, permits));
+                }
+                Err(current) => slot = current,
+            }
+        }
+    }
+
+    /// Strict and burst modes with a maximum wait.
+    fn reserve_dual_bounded(
+        &self,
+        span: u64,
+        burst_span: u64,
+        permits: u32,
+        cached: bool,
+        max_wait: Duration,
+    ) -> Result<Grant, AcquireError> {
+        let max = duration_nanos(max_wait);
+        loop {
+            // Ordering: Acquire for both, to decide on the latest published state.
+            let slot = self.ideal.load(Ordering::Acquire);
+            if slot >= SCHEDULE_LIMIT {
+                return Err(AcquireError::ScheduleExhausted);
+            }
+            let mut actual = self.actual.load(Ordering::Acquire);
+            // Ordering: Relaxed; see `refresh`.
+            let seen = self.last_seen.load(Ordering::Relaxed);
+            let now = if cached && slot.max(actual) < seen {
+                seen
+            } else {
+                self.refresh(seen)
+            };
+            let start = actual.max(slot).max(now);
+            if start - now > max {
+                return Err(would_wait(start - now, max_wait));
+            }
+            // Ordering: AcqRel on success as for fetch_add; Acquire on failure.
+            if self
+                .ideal
+                .compare_exchange_weak(slot, slot + span, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                continue;
+            }
+            // The slot is ours; now the spacing on the actual timeline.
+            loop {
+                let start = actual.max(slot).max(now);
+                if start - now > max {
+                    // Another op moved `actual` since we looked. Give the slot
+                    // back if nobody reserved after it, else leave a hole.
+                    // Ordering: AcqRel/Relaxed: success publishes the rollback
+                    // like any reservation; failure needs nothing.
+                    let _ = self.ideal.compare_exchange(
+                        slot + span,
+                        slot,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    );
+                    return Err(would_wait(start - now, max_wait));
+                }
+                if start == slot {
+                    return Ok(Grant::new(slot, start, now, permits));
+                }
+                // Ordering: as in `reserve_dual`.
+                match self.actual.compare_exchange_weak(
+                    actual,
+                    start.saturating_add(burst_span),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return Ok(Grant::new(slot, start, now, permits)),
+                    Err(current) => actual = current,
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn undo_exhausted(&self, span: u64) -> AcquireError {
+        // Ordering: Relaxed; returning time nobody was granted.
+        self.ideal.fetch_sub(span, Ordering::Relaxed);
+        AcquireError::ScheduleExhausted
+    }
+
+    /// Starts an idle pacer: its schedule begins now. No effect if started.
+    pub fn start(&self) {
+        let _guard = lock(&self.control);
+        // Ordering: Relaxed; writes to the mode word happen under the lock.
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        if mode & IDLE != 0 {
+            let now = self.clock.now_nanos();
+            self.reset_timeline(now);
+            // Ordering: Release, so a caller that sees the cleared idle bit also
+            // sees the fresh timeline (it reads the timeline with Acquire/AcqRel).
+            self.params.mode.store(mode & !IDLE, Ordering::Release);
+        }
+    }
+
+    /// Re-initialises the schedule as if starting for the first time: the
+    /// backlog and the accumulated wait are cleared and the next op is due now
+    /// (spec verb `restart`). Starts an idle pacer.
+    pub fn restart(&self) {
+        let _guard = lock(&self.control);
+        let now = self.clock.now_nanos();
+        self.reset_timeline(now);
+        // Ordering: Relaxed; a statistic.
+        self.accumulated.store(0, Ordering::Relaxed);
+        // Ordering: Relaxed under the lock; Release as in `start`.
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        self.params.mode.store(mode & !IDLE, Ordering::Release);
+    }
+
+    /// Stops metering: the current backlog is checkpointed into the total wait
+    /// and the pacer goes idle; its next acquire (or [`start`](Self::start))
+    /// begins a fresh schedule (spec verb `stop`).
+    pub fn stop(&self) {
+        let _guard = lock(&self.control);
+        // Ordering: Relaxed under the lock.
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        if mode & IDLE == 0 {
+            self.checkpoint_and_reset(self.clock.now_nanos());
+            // Ordering: Relaxed; readers that miss it keep using the running
+            // schedule for one more op, which `checkpoint_and_reset` already
+            // made fresh.
+            self.params.mode.store(mode | IDLE, Ordering::Relaxed);
+        }
+    }
+
+    /// Changes the rate. The current backlog is checkpointed into the total
+    /// wait, then the schedule restarts from now at the new rate, so later ops
+    /// are not charged for the old backlog and it is counted once. Setting the
+    /// current rate again changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Rate`] if the rate cannot be kept; nothing changes.
+    pub fn set_rate(&self, rate: Rate) -> Result<(), PacerError> {
+        let strictness = lock(&self.control).strictness;
+        self.reconfigure(rate, strictness)
+    }
+
+    /// Changes the strictness, with the same checkpoint-then-reset as
+    /// [`set_rate`](Self::set_rate).
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Strictness`] for an invalid value; nothing changes.
+    pub fn set_strictness(&self, strictness: f64) -> Result<(), PacerError> {
+        let s = Strictness::new(strictness)?;
+        let rate = lock(&self.control).rate;
+        self.reconfigure(rate, s)
+    }
+
+    /// Changes rate and strictness together, with one checkpoint-then-reset
+    /// (see [`set_rate`](Self::set_rate)). Equal values change nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError`] for an invalid rate or strictness; nothing changes.
+    pub fn configure(&self, rate: Rate, strictness: f64) -> Result<(), PacerError> {
+        self.reconfigure(rate, Strictness::new(strictness)?)
+    }
+
+    /// Applies a spec: its rate, its burst ratio as the strictness (as
+    /// [`set_rate`](Self::set_rate) does), then its verb: `configure` changes
+    /// nothing else, `start` starts an idle pacer, `restart` clears the backlog
+    /// and accumulated wait, `stop` goes idle.
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Rate`] if the spec's rate cannot be kept; nothing changes.
+    pub fn apply(&self, spec: &RateSpec) -> Result<(), PacerError> {
+        let s = Strictness::new(spec.burst_ratio())?;
+        self.reconfigure(spec.rate(), s)?;
+        match spec.verb() {
+            Verb::Configure => {}
+            Verb::Start => self.start(),
+            Verb::Restart => self.restart(),
+            Verb::Stop => self.stop(),
+        }
+        Ok(())
+    }
+
+    fn reconfigure(&self, rate: Rate, strictness: Strictness) -> Result<(), PacerError> {
+        let (op, burst) = slices(rate, strictness)?;
+        let mut control = lock(&self.control);
+        if control.rate == rate && control.strictness == strictness {
+            return Ok(());
+        }
+        // Ordering: Relaxed under the lock (only writer).
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        let idle = mode & IDLE;
+        let cached = mode & CACHED_CLOCK != 0;
+        // Ordering: Relaxed; parameters carry no other memory (documented race).
+        self.params.op_nanos.store(op, Ordering::Relaxed);
+        self.params.burst_nanos.store(burst, Ordering::Relaxed);
+        self.params
+            .mode
+            .store(mode_word(strictness, cached) | idle, Ordering::Relaxed);
+        if idle == 0 {
+            self.checkpoint_and_reset(self.clock.now_nanos());
+        }
+        control.rate = rate;
+        control.strictness = strictness;
+        Ok(())
+    }
+
+    /// Adds the backlog to the accumulated wait and restarts both timelines at
+    /// `now`. The swap makes it exact under concurrency: a reservation either
+    /// landed before it (and is in the checkpoint) or after it (on the new
+    /// timeline).
+    fn checkpoint_and_reset(&self, now: u64) {
+        // Ordering: AcqRel, ordered with reservations like one of them.
+        let old = self.ideal.swap(now, Ordering::AcqRel);
+        // Ordering: Relaxed; a statistic.
+        self.accumulated
+            .fetch_add(now.saturating_sub(old), Ordering::Relaxed);
+        // Ordering: Release; pairs with the Acquire loads in the dual paths.
+        self.actual.store(now, Ordering::Release);
+        // Ordering: Relaxed; see `refresh`.
+        self.last_seen.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn reset_timeline(&self, now: u64) {
+        // Ordering: Release, so reservations after it build on the new value.
+        self.ideal.store(now, Ordering::Release);
+        self.actual.store(now, Ordering::Release);
+        // Ordering: Relaxed; see `refresh`.
+        self.last_seen.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// The ideal start of the next free slot (nosqlbench's ticks accumulator).
+    pub fn next_slot_nanos(&self) -> u64 {
+        // Ordering: Acquire, to observe the latest reservation.
+        self.ideal.load(Ordering::Acquire)
+    }
+
+    /// `now − next slot`: positive when behind schedule, negative when ahead
+    /// (nosqlbench's `getRateSchedulingDelay`).
+    pub fn schedule_delay_nanos(&self) -> i64 {
+        let now = i128::from(self.clock.now_nanos());
+        let next = i128::from(self.next_slot_nanos());
+        (now - next).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
+
+    /// Wait checkpointed at configuration changes and forfeited by burst
+    /// compensation since the pacer started or was restarted.
+    pub fn accumulated_wait_nanos(&self) -> u64 {
+        // Ordering: Relaxed; a statistic.
+        self.accumulated.load(Ordering::Relaxed)
+    }
+
+    /// The current rate.
+    pub fn rate(&self) -> Rate {
+        lock(&self.control).rate
+    }
+
+    /// The current strictness.
+    pub fn strictness(&self) -> Strictness {
+        lock(&self.control).strictness
+    }
+
+    /// Whether the schedule is running (not idle).
+    pub fn is_started(&self) -> bool {
+        // Ordering: Relaxed; a snapshot.
+        self.params.mode.load(Ordering::Relaxed) & IDLE == 0
+    }
+
+    /// Nanoseconds of schedule per permit at the current rate.
+    pub fn nanos_per_op(&self) -> u64 {
+        // Ordering: Relaxed; configuration snapshot.
+        self.params.op_nanos.load(Ordering::Relaxed)
+    }
+
+    /// The clock this pacer reads.
+    pub fn clock_ref(&self) -> &C {
+        &self.clock
+    }
+}
+
+fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn would_wait(wait: u64, max_wait: Duration) -> AcquireError {
+    AcquireError::WouldWait {
+        wait: Duration::from_nanos(wait),
+        max_wait,
+    }
+}
+
+impl<C: Clock> RateLimiter for Pacer<C> {
+    /// Reserves `permits` slices of the schedule.
+    ///
+    /// Without a maximum wait, the common path is one atomic add (plus, in
+    /// strict and burst modes when off schedule, one compare-exchange). With a
+    /// maximum wait, a compare-exchange loop, so a refusal changes nothing.
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        if permits == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        // Ordering: Relaxed; configuration snapshot.
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let span = u64::from(permits).saturating_mul(op);
+        if span > MAX_SPAN {
+            return Err(AcquireError::InsufficientCapacity {
+                requested: permits,
+                max: u32::try_from(MAX_SPAN / op.max(1)).unwrap_or(u32::MAX),
+            });
+        }
+        // Ordering: Relaxed; configuration snapshot.
+        let burst =
+            u64::from(permits).saturating_mul(self.params.burst_nanos.load(Ordering::Relaxed));
+        self.reserve_span(span, burst, permits, max_wait)
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        &self.clock
+    }
+
+    fn wait_stats(&self) -> WaitStats {
+        let backlog = self.schedule_delay_nanos().max(0) as u64;
+        WaitStats {
+            backlog_nanos: backlog,
+            total_wait_nanos: backlog.saturating_add(self.accumulated_wait_nanos()),
+        }
+    }
+
+    fn wait_policy(&self) -> WaitPolicy {
+        self.policy
+    }
+}
+
+impl<C> fmt::Debug for Pacer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let control = *lock(&self.control);
+        f.debug_struct("Pacer")
+            .field("rate", &control.rate)
+            .field("strictness", &control.strictness)
+            // Ordering: Relaxed; a snapshot for display.
+            .field("next_slot_nanos", &self.ideal.load(Ordering::Relaxed))
+            .field(
+                "accumulated_wait_nanos",
+                &self.accumulated.load(Ordering::Relaxed),
+            )
+            .field("wait_policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,151 @@
+//! Validated rates: operations per second as a finite, positive `f64`.
+
+use core::fmt;
+
+/// Nanoseconds in one second, the unit every schedule in this crate is kept in.
+pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// A validated rate in operations per second: finite and greater than zero.
+///
+/// Fractional rates are allowed (`0.5` is one operation every two seconds). A
+/// `Rate` says nothing about whether a given limiter can represent it: the
+/// limiters work in whole nanoseconds per operation and reject rates that do not
+/// fit (see [`Rate::nanos_per_op`]).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::Rate;
+///
+/// let r = Rate::new(0.5)?;
+/// assert_eq!(r.get(), 0.5);
+/// assert_eq!(r.nanos_per_op()?, 2_000_000_000);
+///
+/// assert!(Rate::new(0.0).is_err());
+/// assert!(Rate::new(f64::NAN).is_err());
+/// # Ok::<(), ratekeeper::RateError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+pub struct Rate(f64);
+
+impl Rate {
+    /// Validates `ops_per_second`.
+    ///
+    /// # Errors
+    ///
+    /// [`RateError::NotFinite`] for NaN or an infinity, [`RateError::NotPositive`]
+    /// for zero or a negative value.
+    pub fn new(ops_per_second: f64) -> Result<Rate, RateError> {
+        if !ops_per_second.is_finite() {
+            Err(RateError::NotFinite(ops_per_second))
+        } else if ops_per_second <= 0.0 {
+            Err(RateError::NotPositive(ops_per_second))
+        } else {
+            Ok(Rate(ops_per_second))
+        }
+    }
+
+    /// A whole number of operations per second; cannot fail.
+    ///
+    /// ```
+    /// use core::num::NonZeroU32;
+    /// use ratekeeper::Rate;
+    ///
+    /// const R: Rate = Rate::per_second(NonZeroU32::new(1000).unwrap());
+    /// assert_eq!(R.get(), 1000.0);
+    /// ```
+    pub const fn per_second(ops: core::num::NonZeroU32) -> Rate {
+        Rate(ops.get() as f64)
+    }
+
+    /// The rate in operations per second.
+    pub const fn get(self) -> f64 {
+        self.0
+    }
+
+    /// One operation's share of the schedule: `floor(1e9 / rate)` nanoseconds,
+    /// exactly as nosqlbench computes `(long)(1e9 / opsPerSec)`.
+    ///
+    /// # Errors
+    ///
+    /// [`RateError::TooFast`] when the rate is above one operation per nanosecond
+    /// (the slice would round to zero), [`RateError::TooSlow`] when one slice does
+    /// not fit in a signed 64-bit count of nanoseconds (below about 1.08e-10 ops/s,
+    /// one operation every 292 years).
+    pub fn nanos_per_op(self) -> Result<u64, RateError> {
+        let nanos = NANOS_PER_SECOND as f64 / self.0;
+        if nanos < 1.0 {
+            Err(RateError::TooFast(self.0))
+        } else if nanos >= i64::MAX as f64 {
+            Err(RateError::TooSlow(self.0))
+        } else {
+            // Truncation toward zero is the reference's rounding.
+            Ok(nanos as u64)
+        }
+    }
+}
+
+impl fmt::Debug for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Rate({}/s)", self.0)
+    }
+}
+
+impl fmt::Display for Rate {
+    /// Shortest form that parses back to the same value, e.g. `12000` or `0.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Why a rate was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RateError {
+    /// NaN or an infinity.
+    #[error("rate must be finite, got {0}")]
+    NotFinite(f64),
+    /// Zero or negative.
+    #[error("rate must be greater than zero, got {0}")]
+    NotPositive(f64),
+    /// More than one operation per nanosecond: a nanosecond schedule cannot hold it.
+    #[error("rate {0}/s is above one operation per nanosecond (1e9/s), the finest schedule a limiter can keep")]
+    TooFast(f64),
+    /// One operation's slice does not fit in 2^63 nanoseconds.
+    #[error("rate {0}/s is too slow: one operation's slice would exceed 2^63 ns")]
+    TooSlow(f64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanos_per_op_truncates_like_java() {
+        assert_eq!(Rate::new(3.0).unwrap().nanos_per_op(), Ok(333_333_333));
+        assert_eq!(Rate::new(1e9).unwrap().nanos_per_op(), Ok(1));
+        assert_eq!(Rate::new(7e8).unwrap().nanos_per_op(), Ok(1));
+        assert_eq!(
+            Rate::new(1.5e9).unwrap().nanos_per_op(),
+            Err(RateError::TooFast(1.5e9))
+        );
+        assert_eq!(
+            Rate::new(1e-10).unwrap().nanos_per_op(),
+            Err(RateError::TooSlow(1e-10))
+        );
+        assert!(Rate::new(2e-10).unwrap().nanos_per_op().is_ok());
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(matches!(Rate::new(f64::NAN), Err(RateError::NotFinite(_))));
+        assert!(matches!(
+            Rate::new(f64::INFINITY),
+            Err(RateError::NotFinite(_))
+        ));
+        assert_eq!(Rate::new(-1.0), Err(RateError::NotPositive(-1.0)));
+        assert_eq!(Rate::new(-0.0), Err(RateError::NotPositive(-0.0)));
+    }
+}

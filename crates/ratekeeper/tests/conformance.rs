@@ -1,0 +1,403 @@
+//! Replays every conformance vector file on a manual clock.
+//!
+//! Files: every `*.json` in `tests/vectors/`, plus every `*.json` in the folder
+//! named by the environment variable `RATEKEEPER_VECTORS`, if set. The replayer
+//! is chosen by the file's `format` and each vector's `family`; a format or
+//! family this crate does not implement yet is reported as unsupported (set
+//! `RATEKEEPER_VECTORS_STRICT=1` to make that a failure), never skipped
+//! silently. A failure names the file, the vector and the step.
+//!
+//! Where a vector carries the reference's value beside ours (`legacy_expect`,
+//! `upstream_expect`, `upstream*`), the primary `expect` is checked: it is
+//! ratekeeper's behaviour, and the differences are documented on the limiter.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ratekeeper::pacer::{compensation_shift, StrictnessError};
+use ratekeeper::{Clock, ManualClock, Pacer, Rate, RateLimiter, RateSpec, WaitPolicy};
+use serde_json::{Map, Value};
+
+type Obj = Map<String, Value>;
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: Vec<String>,
+    unsupported: BTreeMap<String, usize>,
+}
+
+#[test]
+fn conformance_vectors() {
+    let mut files = json_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors"));
+    if let Some(dir) = std::env::var_os("RATEKEEPER_VECTORS") {
+        // `cargo test` runs in the crate folder; a relative path is tried from
+        // there and then from the workspace root, where users usually are.
+        let mut dir = PathBuf::from(dir);
+        let from_root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(&dir);
+        if dir.is_relative() && !dir.is_dir() && from_root.is_dir() {
+            dir = from_root;
+        }
+        let extra = json_files(&dir);
+        assert!(
+            !extra.is_empty(),
+            "RATEKEEPER_VECTORS={} holds no *.json file",
+            dir.display()
+        );
+        files.extend(extra);
+    }
+    assert!(!files.is_empty(), "no vector files found");
+
+    let mut tally = Tally::default();
+    for file in &files {
+        replay_file(file, &mut tally);
+    }
+
+    println!("conformance: {} vectors passed", tally.passed);
+    for (what, n) in &tally.unsupported {
+        println!("conformance: unsupported (not implemented yet): {what}: {n} vectors");
+    }
+    if !tally.failed.is_empty() {
+        panic!(
+            "{} conformance failures:\n{}",
+            tally.failed.len(),
+            tally.failed.join("\n")
+        );
+    }
+    if std::env::var_os("RATEKEEPER_VECTORS_STRICT").is_some() && !tally.unsupported.is_empty() {
+        panic!(
+            "unsupported vectors under RATEKEEPER_VECTORS_STRICT: {:?}",
+            tally.unsupported
+        );
+    }
+    assert!(tally.passed > 0, "no vector was replayed");
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read vector folder {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    out.sort();
+    out
+}
+
+fn replay_file(path: &Path, tally: &mut Tally) {
+    let name = path
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let doc: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
+    let format = doc["format"].as_str().unwrap_or("<no format>").to_owned();
+    let vectors = doc["vectors"].as_array().cloned().unwrap_or_default();
+    if !format.starts_with("nosqlbench-ratelimiter-vectors/") {
+        let n = vectors.len() + doc["validation_vectors"].as_array().map_or(0, Vec::len);
+        *tally
+            .unsupported
+            .entry(format!("{name}: format {format}"))
+            .or_default() += n;
+        return;
+    }
+    for v in &vectors {
+        let vname = v["name"].as_str().unwrap_or("<unnamed>");
+        let family = v["family"].as_str().unwrap_or("<no family>");
+        let result = match family {
+            "cas_accumulator" => Some(replay_cas(v)),
+            "dual_timeline" => Some(replay_dual(v)),
+            "strictness_shift" => Some(replay_strictness(v)),
+            "rate_spec" => Some(replay_spec(v)),
+            _ => None,
+        };
+        match result {
+            None => {
+                *tally
+                    .unsupported
+                    .entry(format!("{name}: family {family}"))
+                    .or_default() += 1;
+            }
+            Some(Ok(())) => tally.passed += 1,
+            Some(Err(e)) => tally.failed.push(format!("{name} / {vname} / {e}")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn f64_of(v: &Value) -> f64 {
+    match v {
+        Value::String(s) if s == "NaN" => f64::NAN,
+        Value::String(s) if s == "Infinity" => f64::INFINITY,
+        Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+        other => other
+            .as_f64()
+            .unwrap_or_else(|| panic!("not a number: {other}")),
+    }
+}
+
+fn u64_of(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+/// Compares every field of `expect` with `actual`; integers exactly, floats
+/// bit-for-bit (NaN equal to NaN).
+fn check_fields(
+    step: usize,
+    op: &str,
+    expect: &Obj,
+    actual: &[(&str, Value)],
+) -> Result<(), String> {
+    for (k, want) in expect {
+        let got = actual
+            .iter()
+            .find(|(name, _)| name == k)
+            .map(|(_, v)| v)
+            .ok_or_else(|| format!("step {step} ({op}): harness has no field {k:?}"))?;
+        let same = match (want, got) {
+            (Value::Number(a), Value::Number(b)) if a.is_f64() || b.is_f64() => {
+                f64_of(want).to_bits() == f64_of(got).to_bits()
+            }
+            _ => want == got,
+        };
+        if !same {
+            return Err(format!(
+                "step {step} ({op}): {k}: expected {want}, got {got}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn expect_of(step: &Value) -> Option<&Obj> {
+    step.get("expect").and_then(Value::as_object)
+}
+
+/// Applies a clock step; returns false if the step is not a clock step.
+fn clock_step(clock: &ManualClock, step: &Value) -> Result<bool, String> {
+    match step["op"].as_str() {
+        Some("advance") => {
+            clock.advance_nanos(u64_of(&step["nanos"]));
+            Ok(true)
+        }
+        Some("set_clock") => {
+            let to = u64_of(&step["nanos"]);
+            if to < clock.now_nanos() {
+                return Err(format!("set_clock {to} would move the clock backwards"));
+            }
+            clock.set_nanos(to);
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+fn exact_pacer(rate: f64, strictness: f64, clock: &ManualClock) -> Pacer<ManualClock> {
+    Pacer::builder(Rate::new(rate).expect("vector rate"))
+        .strictness(strictness)
+        .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
+        .build_with_clock(clock.clone())
+        .expect("vector config")
+}
+
+// ---------------------------------------------------------------- cas_accumulator
+
+/// nosqlbench G1d's CAS accumulator = a Pacer in average mode (strictness 0):
+/// the burst ratio in the config is carried by the reference's spec but unused
+/// by its limiter. `report = false` makes the reference's acquire return 0; the
+/// pacer always reports the wait, so the harness returns 0 for such vectors.
+fn replay_cas(v: &Value) -> Result<(), String> {
+    let cfg = &v["config"];
+    let clock = ManualClock::new(u64_of(&cfg["clock_start"]));
+    let pacer = exact_pacer(f64_of(&cfg["rate"]), 0.0, &clock);
+    let report = cfg["report"].as_bool().unwrap_or(true);
+    for (i, step) in v["steps"].as_array().into_iter().flatten().enumerate() {
+        if clock_step(&clock, step)? {
+            continue;
+        }
+        let op = step["op"].as_str().unwrap_or("");
+        match op {
+            "acquire" => {
+                let oversleep = step.get("oversleep_nanos").map_or(0, u64_of);
+                clock.set_sleep_overshoot_nanos(oversleep);
+                let grant = match step.get("nanos") {
+                    Some(n) => pacer.acquire_nanos(u64_of(n)),
+                    None => pacer.acquire_n(1),
+                }
+                .map_err(|e| format!("step {i} (acquire): {e}"))?;
+                clock.set_sleep_overshoot_nanos(0);
+                let returns = if report { grant.wait_nanos() } else { 0 };
+                if let Some(e) = expect_of(step) {
+                    check_fields(
+                        i,
+                        op,
+                        e,
+                        &[
+                            ("returns", returns.into()),
+                            ("ticks", pacer.next_slot_nanos().into()),
+                            ("clock", clock.now_nanos().into()),
+                        ],
+                    )?;
+                }
+            }
+            "set_rate" => {
+                pacer
+                    .set_rate(Rate::new(f64_of(&step["rate"])).map_err(|e| e.to_string())?)
+                    .map_err(|e| format!("step {i} (set_rate): {e}"))?;
+            }
+            "check" => {
+                let rate_delay = pacer.schedule_delay_nanos();
+                let total = rate_delay + pacer.accumulated_wait_nanos() as i64;
+                if let Some(e) = expect_of(step) {
+                    check_fields(
+                        i,
+                        op,
+                        e,
+                        &[
+                            ("ticks", pacer.next_slot_nanos().into()),
+                            ("rate_delay", rate_delay.into()),
+                            ("total_delay", total.into()),
+                            ("clock", clock.now_nanos().into()),
+                        ],
+                    )?;
+                }
+            }
+            other => return Err(format!("step {i}: unknown op {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- dual_timeline
+
+/// The dual timeline = a Pacer whose strictness is the vector's burst ratio
+/// (0.0 average, 1.0 strict, > 1 burst).
+fn replay_dual(v: &Value) -> Result<(), String> {
+    let cfg = &v["config"];
+    let clock = ManualClock::new(u64_of(&cfg["clock_start"]));
+    let burst = f64_of(&cfg["burst_ratio"]);
+    let pacer = exact_pacer(f64_of(&cfg["rate"]), burst, &clock);
+    for (i, step) in v["steps"].as_array().into_iter().flatten().enumerate() {
+        if clock_step(&clock, step)? {
+            continue;
+        }
+        let op = step["op"].as_str().unwrap_or("");
+        match op {
+            "acquire" => {
+                let grant = pacer.acquire();
+                if let Some(e) = expect_of(step) {
+                    check_fields(
+                        i,
+                        op,
+                        e,
+                        &[
+                            ("returns", grant.wait_nanos().into()),
+                            ("ideal", grant.scheduled_nanos().into()),
+                            ("start", grant.ready_nanos().into()),
+                            ("clock", clock.now_nanos().into()),
+                        ],
+                    )?;
+                }
+            }
+            "set_rate" => {
+                let rate = Rate::new(f64_of(&step["rate"])).map_err(|e| e.to_string())?;
+                pacer
+                    .configure(rate, f64_of(&step["burst_ratio"]))
+                    .map_err(|e| format!("step {i} (set_rate): {e}"))?;
+            }
+            "internal_add_ideal" => {
+                // The reference test poked allocatedIdealNanos. Reserving the
+                // same span of schedule does exactly that when there is no
+                // burst spacing (average mode); refuse anything else loudly.
+                if burst != 0.0 {
+                    return Err(format!(
+                        "step {i}: internal_add_ideal only replays with burst 0.0"
+                    ));
+                }
+                pacer
+                    .reserve_nanos(u64_of(&step["nanos"]), None)
+                    .map_err(|e| format!("step {i} (internal_add_ideal): {e}"))?;
+            }
+            "check" => {
+                let stats = pacer.wait_stats();
+                if let Some(e) = expect_of(step) {
+                    check_fields(
+                        i,
+                        op,
+                        e,
+                        &[
+                            ("wait_time", stats.backlog_nanos.into()),
+                            ("total_wait_time", stats.total_wait_nanos.into()),
+                            ("next_ideal", pacer.next_slot_nanos().into()),
+                            ("clock", clock.now_nanos().into()),
+                        ],
+                    )?;
+                }
+            }
+            other => return Err(format!("step {i}: unknown op {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- strictness_shift
+
+fn strictness_error_kind(e: StrictnessError) -> &'static str {
+    match e {
+        StrictnessError::AboveOne(_) => "strictness_above_one",
+        StrictnessError::Negative(_) => "strictness_negative",
+        StrictnessError::NaN => "strictness_nan",
+        _ => "strictness_other",
+    }
+}
+
+fn replay_strictness(v: &Value) -> Result<(), String> {
+    for (i, step) in v["steps"].as_array().into_iter().flatten().enumerate() {
+        let ratio = f64_of(&step["ratio"]);
+        let expect = expect_of(step).ok_or_else(|| format!("step {i}: no expect"))?;
+        let got: Vec<(&str, Value)> = match compensation_shift(ratio) {
+            Ok(shift) => vec![("shift", shift.into())],
+            Err(e) => vec![("error", strictness_error_kind(e).into())],
+        };
+        check_fields(i, &format!("strictness_shift {ratio}"), expect, &got)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- rate_spec
+
+fn replay_spec(v: &Value) -> Result<(), String> {
+    for (i, step) in v["steps"].as_array().into_iter().flatten().enumerate() {
+        let input = step["input"]
+            .as_str()
+            .ok_or_else(|| format!("step {i}: no input"))?;
+        let expect = expect_of(step).ok_or_else(|| format!("step {i}: no expect"))?;
+        let got: Vec<(&str, Value)> = match input.parse::<RateSpec>() {
+            Ok(spec) => {
+                // A valid spec must also round-trip through its Display form.
+                let again: RateSpec = spec.to_string().parse().map_err(|e| {
+                    format!("step {i}: {input:?} displays as {spec} which fails to parse: {e}")
+                })?;
+                if again != spec {
+                    return Err(format!(
+                        "step {i}: {input:?} does not round-trip via {spec}"
+                    ));
+                }
+                vec![
+                    ("rate", spec.rate().get().into()),
+                    ("burst_ratio", spec.burst_ratio().into()),
+                    ("verb", spec.verb().as_str().into()),
+                    ("scope", spec.scope().as_str().into()),
+                ]
+            }
+            Err(e) => vec![("error", e.kind().as_str().into())],
+        };
+        check_fields(i, &format!("parse_rate_spec {input:?}"), expect, &got)?;
+    }
+    Ok(())
+}
