@@ -101,8 +101,7 @@
 //! * [`configure`](Verb::Configure): apply the parameters without changing the
 //!   run state. An idle limiter stays idle; a running one keeps its schedule.
 //! * [`start`](Verb::Start) (the default): start metering now. The start time is
-//!   the origin of the average rate and of the accumulated wait time. Starting
-//!   a limiter that is already running changes nothing but its parameters.
+//!   the origin of the average rate and of the accumulated wait time.
 //! * [`restart`](Verb::Restart): clear the backlog and the accumulated wait
 //!   time, as if the limiter were started afresh now. Use it when stepping
 //!   through independent target rates.
@@ -152,7 +151,7 @@
 //! * An empty field is an error, including a trailing separator (`1000,`),
 //!   which Java's `split` silently drops.
 //! * Count suffixes are matched ASCII case-insensitively; Java's Unicode
-//!   lower-casing also accepts the Kelvin sign `K` (U+212A) as `K`.
+//!   lower-casing also accepts the Kelvin sign (U+212A) as `K`.
 //! * nosqlbench 1's `co` flag and the old limiter type words (`dynamic`, ...)
 //!   are unknown words, as in every later nosqlbench.
 
@@ -350,8 +349,7 @@ pub enum Verb {
     /// stays idle and a running one keeps its schedule.
     Configure,
     /// Start metering now (the default). The start time is the origin of the
-    /// average rate and of the accumulated wait time. A running limiter keeps
-    /// running with the new parameters.
+    /// average rate and of the accumulated wait time.
     #[default]
     Start,
     /// Clear the backlog and the accumulated wait time, as if the limiter were
