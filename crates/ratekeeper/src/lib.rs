@@ -74,3 +74,8 @@ pub use pacer::{Pacer, PacerBuilder, PacerError};
 pub use rate::{Rate, RateError};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::WaitPolicy;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

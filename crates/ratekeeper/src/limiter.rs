@@ -214,6 +214,13 @@ pub trait RateLimiter {
         WaitPolicy::default()
     }
 
+    /// Blocks the thread until a grant from [`reserve`](RateLimiter::reserve)
+    /// is ready, under this limiter's [`WaitPolicy`], and returns it with its
+    /// start time filled in.
+    fn wait_for(&self, grant: Grant) -> Grant {
+        wait::block_until(self.clock(), grant, self.wait_policy())
+    }
+
     /// Takes one permit if it is available now.
     ///
     /// # Errors
@@ -252,7 +259,7 @@ pub trait RateLimiter {
     /// [`AcquireError::ZeroPermits`] or [`AcquireError::InsufficientCapacity`].
     fn acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
         let grant = self.reserve(permits, None)?;
-        Ok(wait::block_until(self.clock(), grant, self.wait_policy()))
+        Ok(self.wait_for(grant))
     }
 
     /// Takes `permits` if they can go within `timeout`, blocking until then;
@@ -264,7 +271,7 @@ pub trait RateLimiter {
     /// errors of [`acquire_n`](RateLimiter::acquire_n).
     fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
         let grant = self.reserve(permits, Some(timeout))?;
-        Ok(wait::block_until(self.clock(), grant, self.wait_policy()))
+        Ok(self.wait_for(grant))
     }
 }
 

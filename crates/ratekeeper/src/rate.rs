@@ -26,9 +26,15 @@ pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
 /// # Ok::<(), ratekeeper::RateError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, PartialOrd)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Rate(f64);
+
+/// Serializes as the number of operations per second.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.0)
+    }
+}
 
 impl Rate {
     /// Validates `ops_per_second`.

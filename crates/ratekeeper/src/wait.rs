@@ -90,10 +90,29 @@ fn saturating_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Blocks until `grant` is ready (per `policy`) and returns it with its start
-/// time filled in. A grant that was ready when decided returns at once, without
-/// reading the clock again.
-pub(crate) fn block_until(clock: &dyn Clock, grant: Grant, policy: WaitPolicy) -> Grant {
+/// Blocks the thread until `grant` is ready on `clock` (per `policy`) and
+/// returns it with its start time filled in. A grant that was ready when
+/// decided returns at once, without reading the clock again.
+///
+/// This is the wait every blocking `acquire*` uses; call it (or
+/// [`RateLimiter::wait_for`](crate::RateLimiter::wait_for)) to decide first
+/// with [`reserve`](crate::RateLimiter::reserve) and wait later.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::{Clock, ManualClock, Pacer, Rate, RateLimiter, WaitPolicy, wait};
+///
+/// let clock = ManualClock::new(0);
+/// let pacer = Pacer::builder(Rate::new(100.0)?).build_with_clock(clock.clone())?;
+/// let first = pacer.reserve(1, None)?;
+/// let second = pacer.reserve(1, None)?;
+/// assert_eq!(second.delay_nanos(), 10_000_000); // due in 10 ms
+/// let second = wait::block_until(&clock, second, WaitPolicy::coalesce(Duration::ZERO));
+/// assert_eq!(clock.now_nanos(), 10_000_000);
+/// assert_eq!((first.wait_nanos(), second.wait_nanos()), (0, 0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn block_until(clock: &dyn Clock, grant: Grant, policy: WaitPolicy) -> Grant {
     let ready = grant.ready_nanos();
     let mut now = grant.started_nanos();
     if ready <= now {

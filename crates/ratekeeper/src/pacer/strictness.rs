@@ -21,7 +21,6 @@ use core::fmt;
 /// strict     |----------------x---x---x---x---x---x---x   4 slots late, for good
 /// burst 2.0  |----------------x-x-x-x-x-x-x-x-x---x---x   twice the rate until caught up
 /// ```
-/// ```
 ///
 /// # Examples
 ///
@@ -152,7 +151,8 @@ pub fn compensation_shift(ratio: f64) -> Result<u32, StrictnessError> {
         return Ok(0);
     }
     // Java's (long) cast of a double: truncates, saturates; `as` does the same.
-    let scaled = (ratio * 9.223_372_036_854_775_807E18) as i64;
+    // (double)Long.MAX_VALUE is exactly 2^63.
+    let scaled = (ratio * 9_223_372_036_854_775_808.0) as i64;
     Ok(scaled.leading_zeros().min(63))
 }
 

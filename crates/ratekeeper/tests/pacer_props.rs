@@ -1,0 +1,254 @@
+//! Property tests of the Pacer on a manual clock: for random arrival patterns
+//! and every strictness mode, grants never exceed what the mode allows, no slot
+//! is handed out twice or lost, refusals change nothing, and the strict and
+//! burst modes match a serial model of the dual timeline exactly.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use ratekeeper::{AcquireError, Clock, ManualClock, Pacer, Rate, RateLimiter, WaitPolicy};
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Time passes outside the limiter.
+    Advance(u64),
+    /// Blocking acquire of n permits.
+    Acquire(u32),
+    /// Non-blocking try.
+    Try(u32),
+    /// Acquire with a timeout (in nanoseconds).
+    Timeout(u32, u64),
+}
+
+fn ops(op_nanos: u64) -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        3 => (0..op_nanos * 6).prop_map(Op::Advance),
+        4 => (1u32..4).prop_map(Op::Acquire),
+        2 => (1u32..4).prop_map(Op::Try),
+        2 => ((1u32..4), 0..op_nanos * 4).prop_map(|(n, t)| Op::Timeout(n, t)),
+    ];
+    prop::collection::vec(op, 1..120)
+}
+
+/// Strictness values covering every mode.
+fn strictness() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(0.0),
+        Just(0.5),
+        Just(0.1),
+        Just(1.0),
+        Just(1.1),
+        Just(1.5),
+        Just(3.0),
+        (1.0f64..4.0),
+    ]
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Granted {
+    scheduled: u64,
+    ready: u64,
+    started: u64,
+    permits: u32,
+}
+
+fn run(
+    rate: f64,
+    s: f64,
+    cached: bool,
+    start: u64,
+    ops: &[Op],
+) -> (Pacer<ManualClock>, ManualClock, Vec<Granted>) {
+    let clock = ManualClock::new(start);
+    let pacer = Pacer::builder(Rate::new(rate).unwrap())
+        .strictness(s)
+        .cached_clock(cached)
+        .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
+        .build_with_clock(clock.clone())
+        .unwrap();
+    let mut grants = Vec::new();
+    for op in ops {
+        let before = (pacer.next_slot_nanos(), pacer.accumulated_wait_nanos());
+        let result = match *op {
+            Op::Advance(n) => {
+                clock.advance_nanos(n);
+                continue;
+            }
+            Op::Acquire(n) => pacer.acquire_n(n),
+            Op::Try(n) => pacer.try_acquire_n(n),
+            Op::Timeout(n, t) => pacer.acquire_timeout(n, Duration::from_nanos(t)),
+        };
+        match result {
+            Ok(g) => grants.push(Granted {
+                scheduled: g.scheduled_nanos(),
+                ready: g.ready_nanos(),
+                started: g.started_nanos(),
+                permits: g.permits(),
+            }),
+            Err(AcquireError::WouldWait { wait, max_wait }) => {
+                assert!(
+                    wait > max_wait,
+                    "refused a wait {wait:?} within {max_wait:?}"
+                );
+                assert_eq!(
+                    (pacer.next_slot_nanos(), pacer.accumulated_wait_nanos()),
+                    before,
+                    "a refusal changed the schedule"
+                );
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    (pacer, clock, grants)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn grants_never_exceed_what_the_mode_allows(
+        rate in prop_oneof![Just(1000.0), Just(3.0), (1.0f64..1e6)],
+        s in strictness(),
+        cached in any::<bool>(),
+        start in 0u64..1_000_000_000,
+        seed_ops in ops(1_000_000),
+    ) {
+        let op = Rate::new(rate).unwrap().nanos_per_op().unwrap();
+        // Scale the arrival pattern to this rate's slice.
+        let ops: Vec<Op> = seed_ops.iter().map(|o| match *o {
+            Op::Advance(n) => Op::Advance(n * op / 1_000_000),
+            Op::Timeout(k, t) => Op::Timeout(k, t * op / 1_000_000),
+            ref other => other.clone(),
+        }).collect();
+        let (pacer, _clock, grants) = run(rate, s, cached, start, &ops);
+        let burst = if s == 1.0 {
+            op
+        } else if s > 1.0 {
+            (1e9 / (rate * s)) as u64
+        } else {
+            0
+        };
+        let compensating = s > 0.0 && s < 1.0;
+
+        let mut next = start;
+        let mut forfeited = 0;
+        for (i, g) in grants.iter().enumerate() {
+            // No grant goes before its slot.
+            prop_assert!(g.ready >= g.scheduled, "grant {i} ready before its slot");
+            // Slots tile the timeline: none handed out twice, none lost
+            // (compensation may skip forward: that time is forfeited).
+            if compensating {
+                prop_assert!(g.scheduled >= next, "grant {i}: slot {} reused (next free {next})", g.scheduled);
+                forfeited += g.scheduled - next;
+            } else {
+                prop_assert_eq!(g.scheduled, next, "grant {} slot", i);
+            }
+            next = g.scheduled + u64::from(g.permits) * op;
+            // Strict and burst: consecutive grants are a burst slice apart.
+            if i > 0 && burst > 0 {
+                let p = grants[i - 1];
+                prop_assert!(
+                    g.ready >= p.ready + u64::from(p.permits) * burst,
+                    "grant {i} at {} closer than {} after {}", g.ready, u64::from(p.permits) * burst, p.ready
+                );
+            }
+        }
+        // Over any horizon, grants ready by T never exceed the slots due by T.
+        for g in &grants {
+            let due_slots = (g.ready - start) / op + 1;
+            let permits_by_t: u64 = grants.iter().filter(|h| h.ready <= g.ready).map(|h| u64::from(h.permits)).sum();
+            prop_assert!(permits_by_t <= due_slots + 3, "{permits_by_t} permits by {} > {due_slots} slots", g.ready);
+        }
+        if compensating {
+            // Every forfeited nanosecond is accounted in the total wait.
+            prop_assert!(pacer.next_slot_nanos() >= next);
+            prop_assert_eq!(pacer.accumulated_wait_nanos(), forfeited + (pacer.next_slot_nanos() - next));
+        } else {
+            prop_assert_eq!(pacer.next_slot_nanos(), next);
+            prop_assert_eq!(pacer.accumulated_wait_nanos(), 0);
+        }
+    }
+
+    /// Strict and burst modes against a serial model of the dual timeline
+    /// (G1.5's arithmetic with a fresh clock read per acquire).
+    #[test]
+    fn dual_modes_match_the_serial_model(
+        rate in prop_oneof![Just(1000.0), (1.0f64..1e6)],
+        s in prop_oneof![Just(1.0), Just(1.1), (1.0f64..4.0)],
+        cached in any::<bool>(),
+        start in 0u64..1_000_000_000,
+        arrivals in prop::collection::vec((0u64..4_000_000, 1u32..3), 1..80),
+    ) {
+        let op = Rate::new(rate).unwrap().nanos_per_op().unwrap();
+        let ops: Vec<Op> = arrivals.iter().flat_map(|&(gap, n)| [Op::Advance(gap * op / 1_000_000), Op::Acquire(n)]).collect();
+        let (_, _, grants) = run(rate, s, cached, start, &ops);
+        let burst = if s == 1.0 { op } else { (1e9 / (rate * s)) as u64 };
+        // The model.
+        let (mut clock, mut ideal, mut scheduled) = (start, start, start);
+        let mut k = 0;
+        for o in &ops {
+            match *o {
+                Op::Advance(n) => clock += n,
+                Op::Acquire(n) => {
+                    let op_ideal = ideal;
+                    ideal += u64::from(n) * op;
+                    let st = scheduled.max(op_ideal).max(clock);
+                    scheduled = st + u64::from(n) * burst;
+                    clock = clock.max(st);
+                    let g = grants[k];
+                    k += 1;
+                    prop_assert_eq!((g.scheduled, g.ready, g.started), (op_ideal, st, st));
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+
+    /// Average mode with the clock read on every acquire matches G1d exactly:
+    /// every op goes at max(slot, now) and reports now - slot when late.
+    #[test]
+    fn average_mode_matches_the_accumulator(
+        start in 0u64..1_000_000_000,
+        arrivals in prop::collection::vec((0u64..5_000_000, 1u32..4), 1..80),
+    ) {
+        let ops: Vec<Op> = arrivals.iter().flat_map(|&(gap, n)| [Op::Advance(gap), Op::Acquire(n)]).collect();
+        let (_, _, grants) = run(1000.0, 0.0, false, start, &ops);
+        let (mut clock, mut ticks) = (start, start);
+        let mut k = 0;
+        for o in &ops {
+            match *o {
+                Op::Advance(n) => clock += n,
+                Op::Acquire(n) => {
+                    let slot = ticks;
+                    ticks += u64::from(n) * 1_000_000;
+                    clock = clock.max(slot);
+                    let g = grants[k];
+                    k += 1;
+                    prop_assert_eq!((g.scheduled, g.started, g.started - g.scheduled), (slot, clock, clock - slot));
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+}
+
+/// The cached last-seen clock never lets an op go before its slot, and its
+/// wait is a lower bound of the true wait.
+#[test]
+fn cached_clock_wait_is_a_lower_bound() {
+    let clock = ManualClock::new(0);
+    let pacer = Pacer::builder(Rate::new(1000.0).unwrap())
+        .strictness(0.0)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    clock.advance_nanos(10_000_000);
+    let first = pacer.acquire(); // reads the clock: 10 ms late
+    assert_eq!(first.wait_nanos(), 10_000_000);
+    clock.advance_nanos(1_000_000);
+    let second = pacer.acquire(); // slot 1 ms < last seen 10 ms: no clock read
+    assert_eq!(second.scheduled_nanos(), 1_000_000);
+    assert_eq!(second.started_nanos(), 10_000_000);
+    let true_wait = clock.now_nanos() - second.scheduled_nanos();
+    assert!(second.wait_nanos() <= true_wait);
+    assert_eq!(second.response_nanos(clock.now_nanos()), true_wait);
+}
