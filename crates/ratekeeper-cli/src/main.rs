@@ -1,1 +1,104 @@
-fn main() {}
+//! The `ratekeeper` command: pace real work through a rate limiter and see
+//! what happened.
+//!
+//! Each subcommand lives in its own module and returns a report that
+//! [`report`] prints as text or JSON. Exit statuses:
+//!
+//! * `0`: success (also when stdout was closed early, e.g. piped to `head`);
+//! * `1`: a runtime failure (e.g. an I/O error writing the report);
+//! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count.
+
+mod pace;
+mod report;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Examples:
+  ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --rate 2000 --count 200 --json
+
+Run `ratekeeper help <COMMAND>` or `ratekeeper <COMMAND> --help` for a command's options.";
+
+/// Pace real work through a rate limiter and see what happened.
+#[derive(Debug, Parser)]
+#[command(name = "ratekeeper", version, about, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Pace worker threads through one shared Pacer and report the achieved
+    /// rate, the ops' wait times and the CPU cost per permit.
+    #[command(
+        long_about = pace::LONG_ABOUT,
+        after_help = pace::AFTER_HELP,
+        after_long_help = pace::AFTER_LONG_HELP
+    )]
+    Pace(pace::PaceArgs),
+}
+
+/// An error in what the user asked for, found after argument parsing (for
+/// example a pacer the library refuses to build): exits with status 2, like
+/// clap's own usage errors.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` are "errors" with exit code 0. Printing
+            // fails only if stdout/stderr is closed, and then there is nobody to
+            // tell.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if report::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Pace(args) => {
+            let json = args.json;
+            let report = pace::run(&args)?;
+            report::emit(&report, json)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,264 @@
+//! What every subcommand shares for reporting: a wait-time recorder and its
+//! percentile summary, human-readable formatting, CPU time, and writing a
+//! report to stdout as text or JSON.
+
+use std::fmt::Display;
+use std::io::{self, Write};
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// The largest wait a recorder tells apart: one hour. Longer waits are
+/// recorded as one hour in the histogram (the exact maximum is kept aside).
+const HIGHEST_TRACKABLE_NANOS: u64 = 3_600 * 1_000_000_000;
+
+/// Significant decimal digits the histogram keeps: values are exact to 0.1 %.
+const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// Wait times of one or more threads' operations, in nanoseconds.
+///
+/// Each worker thread keeps its own recorder (no sharing on the hot path); the
+/// recorders are merged when the run ends.
+#[derive(Debug, Clone)]
+pub struct WaitRecorder {
+    hist: Histogram<u64>,
+    max: u64,
+    sum: u128,
+}
+
+impl WaitRecorder {
+    /// An empty recorder.
+    pub fn new() -> WaitRecorder {
+        WaitRecorder {
+            // Cannot fail: the bounds and precision are valid constants.
+            hist: Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NANOS, SIGNIFICANT_DIGITS)
+                .expect("valid histogram bounds"),
+            max: 0,
+            sum: 0,
+        }
+    }
+
+    /// Records one operation's wait.
+    #[inline]
+    pub fn record(&mut self, wait_nanos: u64) {
+        self.hist.saturating_record(wait_nanos);
+        self.max = self.max.max(wait_nanos);
+        self.sum += u128::from(wait_nanos);
+    }
+
+    /// Adds another recorder's operations to this one.
+    pub fn merge(&mut self, other: &WaitRecorder) {
+        // Cannot fail: both histograms have the same bounds and precision.
+        self.hist
+            .add(&other.hist)
+            .expect("histograms with equal bounds");
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+    }
+
+    /// Operations recorded.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Percentiles, mean and exact maximum. All zero when nothing was recorded.
+    pub fn summary(&self) -> WaitSummary {
+        if self.count() == 0 {
+            return WaitSummary::default();
+        }
+        // The histogram reports the highest value equivalent to a bucket, up to
+        // 0.1 % above what was recorded; never report a percentile above the
+        // exact maximum.
+        let q = |quantile: f64| self.hist.value_at_quantile(quantile).min(self.max);
+        WaitSummary {
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: self.max,
+            mean: u64::try_from(self.sum / u128::from(self.count())).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl Default for WaitRecorder {
+    fn default() -> Self {
+        WaitRecorder::new()
+    }
+}
+
+/// Wait-time percentiles in nanoseconds (JSON: the `wait_ns` object).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WaitSummary {
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// The exact maximum.
+    pub max: u64,
+    /// The exact mean, rounded down.
+    pub mean: u64,
+}
+
+/// Formats nanoseconds with three significant digits and a unit:
+/// `850ns`, `12.3µs`, `1.23ms`, `5.00s`.
+pub fn fmt_nanos(nanos: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")];
+    for (scale, unit) in UNITS {
+        // 999_999 ns rounds to 1.00ms, not 1000µs.
+        if nanos as f64 >= scale as f64 * 0.9995 {
+            let v = nanos as f64 / scale as f64;
+            return format!("{}{unit}", three_digits(v));
+        }
+    }
+    format!("{nanos}ns")
+}
+
+/// A number with three significant digits (more left of the point if needed).
+fn three_digits(v: f64) -> String {
+    // Round first, so 9.996 prints as 10.0 and not 10.00.
+    if v >= 99.95 {
+        format!("{v:.0}")
+    } else if v >= 9.995 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Formats a rate in operations per second: `10000 ops/s`, `9987.3 ops/s`.
+pub fn fmt_rate(ops_per_second: f64) -> String {
+    if ops_per_second.fract() == 0.0 && ops_per_second.abs() < 1e15 {
+        format!("{ops_per_second:.0} ops/s")
+    } else if ops_per_second >= 100.0 {
+        format!("{ops_per_second:.1} ops/s")
+    } else {
+        format!("{ops_per_second:.4} ops/s")
+    }
+}
+
+/// The process's CPU time so far (user + system, all threads), in
+/// nanoseconds; `None` where the platform has no per-process CPU clock.
+pub fn process_cpu_nanos() -> Option<u64> {
+    #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    ))]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        let secs = u64::try_from(t.tv_sec).ok()?;
+        let nanos = u64::try_from(t.tv_nsec).ok()?;
+        Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    )))]
+    {
+        None
+    }
+}
+
+/// Writes `report` to stdout: its `Display` text, or one line of JSON.
+///
+/// # Errors
+///
+/// An I/O error writing stdout; a closed stdout shows up as
+/// [`io::ErrorKind::BrokenPipe`] (see [`is_broken_pipe`]).
+pub fn emit<R: Serialize + Display>(report: &R, json: bool) -> anyhow::Result<()> {
+    let text = if json {
+        let mut s = serde_json::to_string(report).context("serializing the report")?;
+        s.push('\n');
+        s
+    } else {
+        report.to_string()
+    };
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the report to stdout")
+}
+
+/// Whether `err` is, or was caused by, a write to a closed pipe: the reader
+/// went away (e.g. `| head -c1`), which is not worth an error message.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nanos_are_formatted_with_three_digits() {
+        assert_eq!(fmt_nanos(0), "0ns");
+        assert_eq!(fmt_nanos(850), "850ns");
+        assert_eq!(fmt_nanos(1_000), "1.00µs");
+        assert_eq!(fmt_nanos(12_345), "12.3µs");
+        assert_eq!(fmt_nanos(123_456), "123µs");
+        assert_eq!(fmt_nanos(999_999), "1.00ms");
+        assert_eq!(fmt_nanos(999), "999ns");
+        assert_eq!(fmt_nanos(1_234_567), "1.23ms");
+        assert_eq!(fmt_nanos(9_996_000), "10.0ms");
+        assert_eq!(fmt_nanos(5_000_000_000), "5.00s");
+        assert_eq!(fmt_nanos(300_000_000_000), "300s");
+    }
+
+    #[test]
+    fn rates_are_formatted() {
+        assert_eq!(fmt_rate(10_000.0), "10000 ops/s");
+        assert_eq!(fmt_rate(9_987.34), "9987.3 ops/s");
+        assert_eq!(fmt_rate(0.5), "0.5000 ops/s");
+    }
+
+    #[test]
+    fn summary_is_ordered_and_capped_at_the_exact_max() {
+        let mut a = WaitRecorder::new();
+        let mut b = WaitRecorder::new();
+        for v in 0..1_000u64 {
+            a.record(v * 1_001);
+            b.record(v);
+        }
+        a.merge(&b);
+        let s = a.summary();
+        assert_eq!(a.count(), 2_000);
+        assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999 && s.p999 <= s.max);
+        assert_eq!(s.max, 999 * 1_001);
+        assert_eq!(WaitRecorder::new().summary(), WaitSummary::default());
+    }
+
+    #[test]
+    fn waits_past_the_histogram_range_are_kept_as_max() {
+        let mut r = WaitRecorder::new();
+        r.record(u64::MAX);
+        let s = r.summary();
+        assert_eq!(s.max, u64::MAX);
+        assert!(s.p50 <= s.max);
+    }
+
+    #[test]
+    fn broken_pipe_is_recognised_through_context() {
+        let e = anyhow::Error::from(io::Error::from(io::ErrorKind::BrokenPipe)).context("writing");
+        assert!(is_broken_pipe(&e));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+    }
+}

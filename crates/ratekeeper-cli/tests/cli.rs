@@ -1,0 +1,303 @@
+//! End-to-end tests of the `ratekeeper` binary.
+//!
+//! Runs are short (at most a few hundred milliseconds each) and real-clock
+//! assertions are generous: the tests share a noisy 2-core machine.
+
+use std::io::Read;
+use std::process::Stdio;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn ratekeeper() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+}
+
+/// Runs `ratekeeper ARGS`, expects success, and parses stdout as one JSON object.
+fn json_run(args: &[&str]) -> Value {
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    assert_eq!(stdout.lines().count(), 1, "one line of JSON: {stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn u(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+#[test]
+fn count_run_reports_consistent_json() {
+    let v = json_run(&["pace", "--rate", "2000", "--count", "200", "--json"]);
+    assert_eq!(u(&v, "ops"), 200);
+    assert_eq!(u(&v, "count"), 200);
+    assert_eq!(u(&v, "threads"), 1);
+    assert_eq!(u(&v, "pacers"), 1);
+    assert_eq!(v["mode"], "count");
+    assert!(v["duration_ns"].is_null());
+    assert_eq!(v["spec"], "2000,1.1,start,activity");
+    assert_eq!(f(&v, "target_rate"), 2000.0);
+    assert_eq!(f(&v, "strictness"), 1.1);
+    assert_eq!(v["strictness_mode"], "burst_ratio");
+    assert_eq!(v["wait_policy"], "coalesce");
+
+    let achieved = f(&v, "achieved_rate");
+    assert!((1000.0..4000.0).contains(&achieved), "achieved {achieved}");
+    // 200 ops at 2000/s take about 100 ms.
+    let elapsed = u(&v, "elapsed_ns");
+    assert!(
+        (50_000_000..2_000_000_000).contains(&elapsed),
+        "elapsed {elapsed}"
+    );
+    let recomputed = 200.0 * 1e9 / elapsed as f64;
+    assert!((recomputed - achieved).abs() < 1e-6 * achieved);
+
+    let w = &v["wait_ns"];
+    let (p50, p90, p99, p999, max) = (
+        u(w, "p50"),
+        u(w, "p90"),
+        u(w, "p99"),
+        u(w, "p999"),
+        u(w, "max"),
+    );
+    assert!(
+        p50 <= p90 && p90 <= p99 && p99 <= p999 && p999 <= max,
+        "{w}"
+    );
+    assert!(u(w, "mean") <= max);
+
+    assert!(u(&v, "total_wait_ns") >= u(&v, "backlog_ns"));
+    if cfg!(target_os = "linux") {
+        let cpu = u(&v, "cpu_ns");
+        let per_op = u(&v, "cpu_ns_per_op");
+        assert!(per_op > 0 && per_op <= cpu, "cpu {cpu}, per op {per_op}");
+    }
+}
+
+#[test]
+fn text_report_shows_every_figure() {
+    ratekeeper()
+        .args(["pace", "--rate", "2000", "--count", "100", "--threads", "2"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("target rate")
+                .and(predicate::str::contains("achieved rate"))
+                .and(predicate::str::contains("ops             100"))
+                .and(predicate::str::contains("threads         2"))
+                .and(predicate::str::contains("elapsed"))
+                .and(predicate::str::contains("wait p50"))
+                .and(predicate::str::contains("wait p90"))
+                .and(predicate::str::contains("wait p99 "))
+                .and(predicate::str::contains("wait p99.9"))
+                .and(predicate::str::contains("wait max"))
+                .and(predicate::str::contains("backlog"))
+                .and(predicate::str::contains("total wait"))
+                .and(predicate::str::contains("cpu per op")),
+        )
+        .stderr(predicate::str::is_empty());
+}
+
+#[test]
+fn duration_run_stops_at_the_deadline() {
+    let v = json_run(&[
+        "pace",
+        "--rate",
+        "1000",
+        "--threads",
+        "2",
+        "--duration",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(v["mode"], "duration");
+    assert_eq!(u(&v, "duration_ns"), 300_000_000);
+    assert_eq!(u(&v, "elapsed_ns"), 300_000_000);
+    assert!(v["count"].is_null());
+    assert_eq!(u(&v, "threads"), 2);
+    // About 300 ops; the pacer cannot grant more than its schedule holds.
+    let ops = u(&v, "ops");
+    assert!((100..=301).contains(&ops), "ops {ops}");
+    assert!(u(&v, "wall_ns") >= 300_000_000);
+    let achieved = f(&v, "achieved_rate");
+    assert!((300.0..=1004.0).contains(&achieved), "achieved {achieved}");
+}
+
+#[test]
+fn strictness_below_one_and_precise_waits_run() {
+    let v = json_run(&[
+        "pace",
+        "--rate",
+        "2000,1",
+        "--strictness",
+        "0.5",
+        "--precise",
+        "--count",
+        "40",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "ops"), 40);
+    assert_eq!(f(&v, "strictness"), 0.5);
+    assert_eq!(v["strictness_mode"], "burst_compensation");
+    assert_eq!(v["wait_policy"], "precise");
+
+    let v = json_run(&[
+        "pace",
+        "--rate",
+        "2000",
+        "--strictness",
+        "0",
+        "--count",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(v["strictness_mode"], "average");
+}
+
+#[test]
+fn thread_scope_gives_each_worker_its_own_pacer() {
+    let v = json_run(&[
+        "pace",
+        "--rate",
+        "1000,thread",
+        "--threads",
+        "2",
+        "--count",
+        "100",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "pacers"), 2);
+    assert_eq!(f(&v, "target_rate"), 2000.0);
+    assert_eq!(u(&v, "ops"), 100);
+    let achieved = f(&v, "achieved_rate");
+    assert!((1000.0..4000.0).contains(&achieved), "achieved {achieved}");
+}
+
+/// Bad input exits 2 with a message naming the offending value, never a panic.
+fn rejects(args: &[&str], expected: &[&str]) {
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.stdout.is_empty(), "{args:?}: stdout not empty");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    assert!(!stderr.contains("RUST_BACKTRACE"), "{args:?}: {stderr}");
+    for e in expected {
+        assert!(stderr.contains(e), "{args:?}: {e:?} not in {stderr}");
+    }
+}
+
+#[test]
+fn bad_rate_specs_exit_2() {
+    rejects(
+        &["pace", "--rate", "abc"],
+        &["'abc'", "--rate", "not a rate"],
+    );
+    rejects(&["pace", "--rate", "0"], &["'0'", "greater than zero"]);
+    rejects(
+        &["pace", "--rate", "10,0.5"],
+        &["'10,0.5'", "\"0.5\"", "at least 1.0", "--strictness"],
+    );
+    rejects(&["pace", "--rate", "2B"], &["'2B'", "1e9"]);
+    rejects(&["pace"], &["--rate"]);
+}
+
+#[test]
+fn bad_options_exit_2() {
+    rejects(
+        &["pace", "--rate", "100", "--threads", "0"],
+        &["'0'", "--threads", "at least 1"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--threads", "two"],
+        &["'two'", "--threads"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--duration", "xyz"],
+        &["'xyz'", "--duration", "500ms"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--duration", "0s"],
+        &["'0s'", "greater than zero"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--count", "0"],
+        &["'0'", "--count"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--duration", "1s", "--count", "5"],
+        &["--duration", "--count"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--strictness", "-1"],
+        &["'-1'", "negative"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--strictness", "fast"],
+        &["'fast'", "--strictness"],
+    );
+    rejects(&["pace", "--rate", "100", "--bogus"], &["'--bogus'"]);
+    rejects(&["frobnicate"], &["'frobnicate'"]);
+}
+
+#[test]
+fn help_shows_examples_and_the_json_schema() {
+    for flag in ["-h", "--help"] {
+        ratekeeper().args(["pace", flag]).assert().success().stdout(
+            predicate::str::contains("Examples:")
+                .and(predicate::str::contains("ratekeeper pace --rate 10k,1.1")),
+        );
+    }
+    ratekeeper()
+        .args(["pace", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("wait_ns")
+                .and(predicate::str::contains("cpu_ns_per_op"))
+                .and(predicate::str::contains("achieved_rate")),
+        );
+    ratekeeper()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("pace").and(predicate::str::contains("Examples:")));
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .args(["pace", "--rate", "2000", "--count", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    // Close the read end before the report (written after ~25 ms) goes out.
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "status {status}, stderr {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+}

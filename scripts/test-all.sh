@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace: unit, integration, property, conformance
+# (including ../shared/vectors when present), doc tests, and the loom models.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${RATEKEEPER_VECTORS:-}" ] && [ -d ../shared/vectors ]; then
+  export RATEKEEPER_VECTORS="$PWD/../shared/vectors"
+fi
+
+echo "== cargo test (all features)"
+cargo test --workspace --all-features
+
+echo "== loom models"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+  cargo test --release -p ratekeeper --test loom
