@@ -887,3 +887,6 @@ impl<C> fmt::Debug for Pacer<C> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;
