@@ -1,0 +1,112 @@
+//! `contended` group: aggregate grants per second of 1 and 2 threads sharing
+//! one limiter that never makes them wait (the limiters of
+//! `single_threaded.rs`).
+//!
+//! Each sample starts its threads once (`std::thread::scope`), releases them
+//! together with a barrier, and lets each take its share of the sample's
+//! grants; the sample's time is from the first thread's start to the last
+//! thread's end. The throughput reported is grants per second, all threads
+//! together.
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use governor::DefaultDirectRateLimiter;
+use ratekeeper::{MonotonicClock, Pacer, RateLimiter};
+
+use crate::single_threaded::{
+    assert_governor_never_denies, assert_never_waits, governor_unthrottled, pacer, UNTHROTTLED,
+};
+
+/// Runs `grant` `iters` times in total, split over `threads` threads, and
+/// returns the wall time from the first start to the last end.
+fn run_split<F>(threads: u64, iters: u64, grant: F) -> Duration
+where
+    F: Fn() + Sync,
+{
+    let barrier = Barrier::new(threads as usize);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let n = iters / threads + u64::from(t < iters % threads);
+                let barrier = &barrier;
+                let grant = &grant;
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        grant();
+                    }
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread panicked"))
+            .collect()
+    });
+    let first = spans.iter().map(|s| s.0).min().expect("one thread");
+    let last = spans.iter().map(|s| s.1).max().expect("one thread");
+    last - first
+}
+
+/// Checks from `threads` threads at once that the pacer never makes a caller wait.
+fn assert_never_waits_shared(p: &Pacer<MonotonicClock>, threads: u64, n: u64) {
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| assert_never_waits(p, n));
+        }
+    });
+}
+
+fn assert_never_denies_shared(gov: &DefaultDirectRateLimiter, threads: u64, n: u64) {
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| assert_governor_never_denies(gov, n));
+        }
+    });
+}
+
+pub fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("contended");
+    g.throughput(Throughput::Elements(1));
+    const CHECK: u64 = 1_000_000;
+
+    for threads in [1u64, 2] {
+        for (name, strictness) in [
+            ("pacer_acquire/burst_1.1", 1.1),
+            ("pacer_acquire/average_0", 0.0),
+        ] {
+            let p = pacer(UNTHROTTLED, strictness, true);
+            assert_never_waits_shared(&p, threads, CHECK);
+            g.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &threads| {
+                b.iter_custom(|iters| {
+                    run_split(threads, iters, || {
+                        black_box(black_box(&p).acquire());
+                    })
+                })
+            });
+            assert_never_waits_shared(&p, threads, CHECK);
+        }
+
+        let gov = governor_unthrottled();
+        assert_never_denies_shared(&gov, threads, CHECK);
+        g.bench_with_input(
+            BenchmarkId::new("governor_check", threads),
+            &threads,
+            |b, &threads| {
+                b.iter_custom(|iters| {
+                    run_split(threads, iters, || {
+                        let _ = black_box(black_box(&gov).check());
+                    })
+                })
+            },
+        );
+        assert_never_denies_shared(&gov, threads, CHECK);
+    }
+
+    g.finish();
+}

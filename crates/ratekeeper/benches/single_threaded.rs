@@ -1,0 +1,115 @@
+//! `uncontended` group: the cost of one grant on one thread, from limiters
+//! configured so that they never make the caller wait.
+//!
+//! * The Pacer runs at 1e9 ops/s on the real [`MonotonicClock`]: one permit is a
+//!   1 ns slice, and one thread cannot take more than one permit per ns, so the
+//!   schedule only falls further behind the clock and `acquire()` never sleeps.
+//!   [`assert_never_waits`] checks this before and after the measurements: every
+//!   grant must be ready no later than it started.
+//! * governor 0.10: `RateLimiter::direct(Quota::per_second(NonZeroU32::MAX))`,
+//!   whose `check()` never denies (1 ns per cell, a burst of 2^32 − 1 cells);
+//!   the setup asserts that it is `Ok`.
+
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use criterion::Criterion;
+use governor::{DefaultDirectRateLimiter, Quota};
+use ratekeeper::{MonotonicClock, Pacer, Rate, RateLimiter};
+
+/// Rate of the unthrottled pacers: one 1 ns slice per permit.
+pub const UNTHROTTLED: f64 = 1e9;
+
+/// A started pacer on the real clock at `rate` with `strictness`.
+pub fn pacer(rate: f64, strictness: f64, cached_clock: bool) -> Pacer<MonotonicClock> {
+    let rate = Rate::new(rate).expect("valid rate");
+    Pacer::builder(rate)
+        .strictness(strictness)
+        .cached_clock(cached_clock)
+        .build()
+        .expect("valid pacer")
+}
+
+/// governor's direct limiter with the largest quota, which never denies.
+pub fn governor_unthrottled() -> DefaultDirectRateLimiter {
+    let lim = governor::RateLimiter::direct(Quota::per_second(NonZeroU32::MAX));
+    for _ in 0..1_000 {
+        assert!(lim.check().is_ok(), "governor denied an unthrottled check");
+    }
+    lim
+}
+
+/// Takes `n` blocking grants and panics if any of them had to wait, i.e. was
+/// ready later than it started (a wait would have been coalesced or slept).
+pub fn assert_never_waits<L: RateLimiter>(limiter: &L, n: u64) {
+    for i in 0..n {
+        let g = limiter.acquire();
+        assert!(
+            g.ready_nanos() <= g.started_nanos(),
+            "grant {i} had to wait: {g:?}"
+        );
+    }
+}
+
+/// Asserts that `check()` never denied over `n` calls.
+pub fn assert_governor_never_denies(lim: &DefaultDirectRateLimiter, n: u64) {
+    for i in 0..n {
+        assert!(lim.check().is_ok(), "governor denied check {i}");
+    }
+}
+
+pub fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("uncontended");
+    const CHECK: u64 = 1_000_000;
+
+    let variants: [(&str, f64, f64, bool); 5] = [
+        // The default strictness, burst 1.1. At 1e9/s its burst slice
+        // floor(1e9 / (1e9 × 1.1)) is 0 ns, which makes the pacer take the
+        // single-timeline path of average mode.
+        ("pacer_acquire/burst_1.1", UNTHROTTLED, 1.1, true),
+        ("pacer_acquire/average_0", UNTHROTTLED, 0.0, true),
+        ("pacer_acquire/strict_1.0", UNTHROTTLED, 1.0, true),
+        (
+            "pacer_acquire/burst_1.1_uncached_clock",
+            UNTHROTTLED,
+            1.1,
+            false,
+        ),
+        // Burst 1.1 at 5e8/s: a 2 ns slice and a 1 ns burst slice, so the
+        // default strictness takes its real dual-timeline path, still without
+        // ever waiting.
+        ("pacer_acquire/burst_1.1_at_5e8", 5e8, 1.1, true),
+    ];
+    for (name, rate, strictness, cached) in variants {
+        let p = pacer(rate, strictness, cached);
+        assert_never_waits(&p, CHECK);
+        g.bench_function(name, |b| b.iter(|| black_box(black_box(&p).acquire())));
+        assert_never_waits(&p, CHECK);
+    }
+
+    // The non-blocking peer of governor's `check()`: a bounded reservation
+    // (compare-exchange loop) with a zero maximum wait.
+    let p = pacer(UNTHROTTLED, 1.1, true);
+    assert_never_waits(&p, CHECK);
+    g.bench_function("pacer_try_acquire/burst_1.1", |b| {
+        b.iter(|| black_box(black_box(&p).try_acquire()).expect("unthrottled"))
+    });
+    assert_never_waits(&p, CHECK);
+
+    let gov = governor_unthrottled();
+    assert_governor_never_denies(&gov, CHECK);
+    g.bench_function("governor_check", |b| {
+        b.iter(|| black_box(black_box(&gov).check()))
+    });
+    assert_governor_never_denies(&gov, CHECK);
+
+    // The floor: the one uncontended atomic read-modify-write a Pacer grant
+    // makes (the `fetch_add` on its schedule), with nothing around it.
+    let floor = AtomicU64::new(0);
+    g.bench_function("floor_atomic_fetch_add", |b| {
+        b.iter(|| black_box(black_box(&floor).fetch_add(1, Ordering::AcqRel)))
+    });
+
+    g.finish();
+}
