@@ -9,6 +9,7 @@
 //! together.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,20 @@ pub fn bench(c: &mut Criterion) {
             },
         );
         assert_never_denies_shared(&gov, threads, CHECK);
+
+        // The floor: the one shared read-modify-write a grant makes.
+        let floor = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+        g.bench_with_input(
+            BenchmarkId::new("floor_atomic_fetch_add", threads),
+            &threads,
+            |b, &threads| {
+                b.iter_custom(|iters| {
+                    run_split(threads, iters, || {
+                        black_box(black_box(&floor).fetch_add(1, Ordering::AcqRel));
+                    })
+                })
+            },
+        );
     }
 
     g.finish();

@@ -56,6 +56,7 @@ pub struct Grant {
 
 impl Grant {
     /// Builds a grant; `ready` is raised to `scheduled` if earlier.
+    #[inline]
     pub fn new(scheduled: u64, ready: u64, started: u64, permits: u32) -> Grant {
         Grant {
             scheduled,
@@ -66,38 +67,45 @@ impl Grant {
     }
 
     /// When the operation was due on the ideal schedule.
+    #[inline]
     pub fn scheduled_nanos(&self) -> u64 {
         self.scheduled
     }
 
     /// When the limiter lets the operation go.
+    #[inline]
     pub fn ready_nanos(&self) -> u64 {
         self.ready
     }
 
     /// When the caller was let go (see the type's documentation).
+    #[inline]
     pub fn started_nanos(&self) -> u64 {
         self.started
     }
 
     /// How many permits this grant holds.
+    #[inline]
     pub fn permits(&self) -> u32 {
         self.permits
     }
 
     /// The operation's wait time: `started − scheduled`, zero if it started on
     /// time or early.
+    #[inline]
     pub fn wait_nanos(&self) -> u64 {
         self.started.saturating_sub(self.scheduled)
     }
 
     /// [`wait_nanos`](Self::wait_nanos) as a `Duration`.
+    #[inline]
     pub fn wait(&self) -> Duration {
         Duration::from_nanos(self.wait_nanos())
     }
 
     /// How long the caller still has to wait before `ready`, as of `started`.
     /// Zero for a grant that may go at once.
+    #[inline]
     pub fn delay_nanos(&self) -> u64 {
         self.ready.saturating_sub(self.started)
     }
@@ -105,11 +113,13 @@ impl Grant {
     /// Response time of an operation that ended at `end_nanos` (same clock):
     /// `end − scheduled`, i.e. wait time plus service time, measured from when
     /// the operation should have started.
+    #[inline]
     pub fn response_nanos(&self, end_nanos: u64) -> u64 {
         end_nanos.saturating_sub(self.scheduled)
     }
 
     /// The same grant, started at `started` (used by the waiting layer).
+    #[inline]
     pub(crate) fn started_at(self, started: u64) -> Grant {
         Grant { started, ..self }
     }
@@ -217,7 +227,12 @@ pub trait RateLimiter {
     /// Blocks the thread until a grant from [`reserve`](RateLimiter::reserve)
     /// is ready, under this limiter's [`WaitPolicy`], and returns it with its
     /// start time filled in.
+    #[inline]
     fn wait_for(&self, grant: Grant) -> Grant {
+        if grant.ready_nanos() <= grant.started_nanos() {
+            // Ready when decided: no clock read, no call.
+            return grant;
+        }
         wait::block_until(self.clock(), grant, self.wait_policy())
     }
 
@@ -226,6 +241,7 @@ pub trait RateLimiter {
     /// # Errors
     ///
     /// [`AcquireError::WouldWait`] if the permit is not available now.
+    #[inline]
     fn try_acquire(&self) -> Result<Grant, AcquireError> {
         self.try_acquire_n(1)
     }
@@ -235,6 +251,7 @@ pub trait RateLimiter {
     /// # Errors
     ///
     /// As [`reserve`](RateLimiter::reserve) with a zero wait.
+    #[inline]
     fn try_acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
         self.reserve(permits, Some(Duration::ZERO))
     }
@@ -245,6 +262,7 @@ pub trait RateLimiter {
     ///
     /// Only if the limiter cannot grant a single permit at all, which no limiter
     /// in this crate allows to be configured.
+    #[inline]
     fn acquire(&self) -> Grant {
         match self.acquire_n(1) {
             Ok(g) => g,
@@ -257,6 +275,7 @@ pub trait RateLimiter {
     /// # Errors
     ///
     /// [`AcquireError::ZeroPermits`] or [`AcquireError::InsufficientCapacity`].
+    #[inline]
     fn acquire_n(&self, permits: u32) -> Result<Grant, AcquireError> {
         let grant = self.reserve(permits, None)?;
         Ok(self.wait_for(grant))
@@ -269,6 +288,7 @@ pub trait RateLimiter {
     ///
     /// [`AcquireError::WouldWait`] when the wait would exceed `timeout`, or the
     /// errors of [`acquire_n`](RateLimiter::acquire_n).
+    #[inline]
     fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
         let grant = self.reserve(permits, Some(timeout))?;
         Ok(self.wait_for(grant))
