@@ -131,8 +131,8 @@ pub struct PaceArgs {
     pub strictness: Option<f64>,
 
     /// Sleep, then spin the last 150µs before each op's slot, so no op goes
-    /// early (costs CPU). Default: coalesce waits shorter than a sleep's
-    /// overshoot (ops may go up to 100µs early).
+    /// early (costs CPU). Default: coalesce waits within the library's 500µs
+    /// window (ops closer together than that go in groups, up to 500µs early).
     #[arg(long)]
     pub precise: bool,
 
@@ -477,7 +477,7 @@ impl fmt::Display for PaceReport {
         let w = &self.wait_ns;
         let policy = match self.wait_policy {
             "precise" => "precise (sleep, then spin 150µs)",
-            _ => "coalesce (waits under 100µs are not slept)",
+            _ => "coalesce (waits within 500µs are not slept)",
         };
         let pacers = if self.pacers == 1 {
             "1 shared pacer".to_owned()

@@ -11,16 +11,8 @@
 //! these limiters, all measured in the same run:
 //!
 //! * `ratekeeper`: a [`Pacer`] from the default spec (`"<rate>"`, burst 1.1),
-//!   `pacer.acquire()` per permit (sleeps; waits shorter than the 100 µs
-//!   coalescing window are not slept).
-//! * `ratekeeper-batched` (a sketch of a cheaper waiting layer, not a library
-//!   API): the same pacer, `reserve(1, None)`, and a sleep only when the grant
-//!   is more than 500 µs ahead, then until 100 µs before its ready time. The
-//!   library's `acquire()` sleeps whenever a grant is more than its 100 µs
-//!   window ahead, until 100 µs before ready: a request of about 1 µs that
-//!   lasts a sleep's overshoot, so it sleeps about once per overshoot (~90 µs
-//!   here) at any rate above ~11k ops/s. Batching lets it sleep once per
-//!   ~500 µs, releasing permits up to 500 µs early.
+//!   `pacer.acquire()` per permit (sleeps, waking about when due; waits
+//!   within the default 500 µs coalescing window are not slept).
 //! * `sleep`: a plain absolute-schedule loop: permit `i` is due at
 //!   `start + i / rate`; if that is in the future, `std::thread::sleep` the
 //!   remaining time (no spinning, no coalescing).
@@ -67,11 +59,6 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::Quota;
 use ratekeeper::{Pacer, RateLimiter, RateSpec};
 
-/// `ratekeeper-batched`: sleep only once the caller is this far ahead...
-const BATCH_AHEAD_NANOS: u64 = 500_000;
-/// ...and then until this long before the ready time (a sleep's lateness).
-const SLEEP_LATE_NANOS: u64 = 100_000;
-
 type Governor = governor::RateLimiter<
     NotKeyed,
     InMemoryState,
@@ -82,16 +69,14 @@ type Governor = governor::RateLimiter<
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Ratekeeper,
-    RatekeeperBatched,
     Sleep,
     Governor,
     GovernorAsync,
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 4] = [
         Kind::Ratekeeper,
-        Kind::RatekeeperBatched,
         Kind::Sleep,
         Kind::Governor,
         Kind::GovernorAsync,
@@ -100,7 +85,6 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Ratekeeper => "ratekeeper",
-            Kind::RatekeeperBatched => "ratekeeper-batched",
             Kind::Sleep => "sleep",
             Kind::Governor => "governor",
             Kind::GovernorAsync => "governor-async",
@@ -110,7 +94,6 @@ impl Kind {
     fn label(self) -> &'static str {
         match self {
             Kind::Ratekeeper => "ratekeeper Pacer, burst 1.1, `acquire()`",
-            Kind::RatekeeperBatched => "same Pacer, `reserve` + batched sleep (sketch)",
             Kind::Sleep => "absolute-schedule `thread::sleep` loop",
             Kind::Governor => "governor `check()` + `thread::sleep`",
             Kind::GovernorAsync => "governor `block_on(until_ready())`",
@@ -207,22 +190,6 @@ fn run(kind: Kind, rate: u32, run_for: Duration) -> Result<Outcome, Box<dyn Erro
                 ..o
             }
         }
-        Kind::RatekeeperBatched => {
-            let spec: RateSpec = rate.to_string().parse()?;
-            let pacer = Pacer::from_spec(&spec)?.build()?;
-            let o = measure(run_for, batch, rate, || {
-                let g = pacer.reserve(1, None).expect("one permit");
-                let ahead = g.delay_nanos();
-                if ahead > BATCH_AHEAD_NANOS {
-                    std::thread::sleep(Duration::from_nanos(ahead - SLEEP_LATE_NANOS));
-                }
-                black_box(g);
-            });
-            Outcome {
-                backlog: Some(Duration::from_nanos(pacer.wait_stats().backlog_nanos)),
-                ..o
-            }
-        }
         Kind::Sleep => {
             let start = Instant::now();
             let mut i: u64 = 0;
@@ -305,7 +272,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             "-h" | "--help" => {
                 println!(
                     "pacing_accuracy [--seconds S] [--repeats N] [--rates 1000,10K,...] \
-                     [--limiters ratekeeper,ratekeeper-batched,sleep,governor,governor-async]"
+                     [--limiters ratekeeper,sleep,governor,governor-async]"
                 );
                 std::process::exit(0);
             }

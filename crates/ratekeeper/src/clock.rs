@@ -45,21 +45,23 @@ pub trait Clock: Send + Sync {
 
     /// How late a sleep on this clock typically ends, in nanoseconds.
     ///
-    /// Blocking waits use it as their default coalescing window (see
-    /// [`WaitPolicy`](crate::WaitPolicy)): a wait shorter than this is not worth
-    /// a sleep. The default, 100 µs, covers the ~85 µs median overshoot measured
-    /// for `thread::sleep` on this project's Linux machines.
+    /// Blocking waits sleep this much less than they need, so they wake about
+    /// on time (see [`WaitPolicy`](crate::WaitPolicy)); a clock that returns 0
+    /// (sleeps are exact) also gets no coalescing by default. The default is
+    /// [`DEFAULT_SLEEP_OVERSHOOT_NANOS`].
     fn sleep_overshoot_nanos(&self) -> u64 {
         DEFAULT_SLEEP_OVERSHOOT_NANOS
     }
 }
 
-/// Default coalescing window for real clocks: 100 µs.
+/// Typical lateness of a real sleep: 100 µs.
 ///
 /// Measured on the project's 2-core AMD EPYC KVM machine (Linux, `tsc`
-/// clocksource): `thread::sleep(1 µs)` returned after 85 µs at the median,
-/// 88 µs at p90 and 121 µs at p99; `sleep(100 µs)` after 185 µs. Reproduce with
-/// `cargo run --release -p ratekeeper --example sleep_overshoot`.
+/// clocksource) with `cargo run --release -p ratekeeper --example
+/// sleep_overshoot`: `thread::sleep(1 µs)` ended 86 µs late at the median,
+/// 94 µs at p90 and 116 µs at p99; sleeps of 10 µs to 1 ms, 95–118 µs late at
+/// the median. Blocking waits sleep this much less than the wait so that they
+/// wake about on time.
 pub const DEFAULT_SLEEP_OVERSHOOT_NANOS: u64 = 100_000;
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -98,20 +100,23 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 /// this, and governor issue #299 shows what happens when a thread moves between
 /// cores whose TSCs disagree: time goes backwards and waits become huge.
 ///
-/// The price, measured on the project's 2-core AMD EPYC KVM machine (`tsc`
-/// clocksource), 20 M calls in a loop, three runs:
+/// The price, measured with criterion on the project's 2-core AMD EPYC KVM
+/// machine (`tsc` clocksource), median of three runs of
+/// `cargo bench -p ratekeeper --bench ratekeeper -- clock`:
 ///
 /// | read | ns per call |
 /// |---|---|
-/// | `std::time::Instant::now()` | 31.5–32.0 |
-/// | `quanta::Clock::now()` (scaled) | 22.5–23.5 |
-/// | `quanta::Clock::raw()` (TSC, unscaled) | 11.4–11.5 |
+/// | `std::time::Instant::now()` | 28.5 |
+/// | `MonotonicClock::now_nanos()` (the above plus conversion to `u64`) | 32.4 |
+/// | `quanta::Clock::now()` (TSC, scaled) | 11.5 |
+/// | `quanta::Clock::raw()` (TSC, unscaled) | 11.4 |
 ///
-/// About 9 ns per read more than quanta. The [`Pacer`](crate::Pacer) skips the
-/// clock read entirely for callers already behind schedule (its shared
-/// last-seen clock), so the difference shows only where callers are ahead of
-/// schedule and about to sleep anyway. Correctness wins. The criterion group
-/// `clock` (`cargo bench -p ratekeeper -- clock`) repeats the measurement.
+/// About 21 ns per read more than quanta. The [`Pacer`](crate::Pacer) skips
+/// the clock read entirely for callers already behind schedule (its shared
+/// last-seen clock), so the difference shows mainly where callers are ahead of
+/// schedule and about to wait anyway. A clock that can go backwards between
+/// cores costs far more than 21 ns when it does, so correctness wins; a caller
+/// who trusts their TSCs can implement [`Clock`] over quanta in a few lines.
 ///
 /// # Examples
 ///

@@ -73,7 +73,7 @@ pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError};
 pub use rate::{Rate, RateError};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
-pub use wait::WaitPolicy;
+pub use wait::{WaitPolicy, DEFAULT_COALESCE_WINDOW_NANOS};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
