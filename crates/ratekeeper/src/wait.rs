@@ -7,8 +7,7 @@
 //!
 //! * **Wake early.** A wait is slept as `wait − lead`, where the lead is the
 //!   clock's typical sleep lateness
-//!   ([`Clock::sleep_overshoot_nanos`](crate::Clock::sleep_overshoot_nanos),
-//!   100 µs for real clocks), so the thread wakes about when the op is due
+//!   ([`Clock::sleep_overshoot_nanos`], 100 µs for real clocks), so the thread wakes about when the op is due
 //!   instead of 100 µs after.
 //! * **Coalesce short waits.** An op whose ready time is within the
 //!   *coalescing window* goes at once, up to one window early. Operations
