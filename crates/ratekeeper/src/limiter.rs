@@ -260,8 +260,11 @@ pub trait RateLimiter {
     ///
     /// # Panics
     ///
-    /// Only if the limiter cannot grant a single permit at all, which no limiter
-    /// in this crate allows to be configured.
+    /// Only if the limiter cannot grant a single permit at all. No limiter in
+    /// this crate can be configured so; a [`Pacer`](crate::Pacer) refuses one
+    /// only after more than 2^63 ns (292 years) of its schedule were reserved
+    /// ahead without waiting ([`AcquireError::ScheduleExhausted`]). Use
+    /// [`acquire_n`](RateLimiter::acquire_n) to get that as an error.
     #[inline]
     fn acquire(&self) -> Grant {
         match self.acquire_n(1) {

@@ -5,6 +5,9 @@ use core::fmt;
 /// Nanoseconds in one second, the unit every schedule in this crate is kept in.
 pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
+/// The longest slice a rate may give one operation: 2^62 ns (146 years).
+pub const MAX_NANOS_PER_OP: u64 = 1 << 62;
+
 /// A validated rate in operations per second: finite and greater than zero.
 ///
 /// Fractional rates are allowed (`0.5` is one operation every two seconds). A
@@ -77,14 +80,14 @@ impl Rate {
     /// # Errors
     ///
     /// [`RateError::TooFast`] when the rate is above one operation per nanosecond
-    /// (the slice would round to zero), [`RateError::TooSlow`] when one slice does
-    /// not fit in a signed 64-bit count of nanoseconds (below about 1.08e-10 ops/s,
-    /// one operation every 292 years).
+    /// (the slice would round to zero), [`RateError::TooSlow`] when one slice
+    /// exceeds 2^62 ns (below about 2.17e-10 ops/s, one operation every 146
+    /// years), the most schedule a limiter reserves at once.
     pub fn nanos_per_op(self) -> Result<u64, RateError> {
         let nanos = NANOS_PER_SECOND as f64 / self.0;
         if nanos < 1.0 {
             Err(RateError::TooFast(self.0))
-        } else if nanos >= i64::MAX as f64 {
+        } else if nanos > MAX_NANOS_PER_OP as f64 {
             Err(RateError::TooSlow(self.0))
         } else {
             // Truncation toward zero is the reference's rounding.
@@ -119,8 +122,8 @@ pub enum RateError {
     /// More than one operation per nanosecond: a nanosecond schedule cannot hold it.
     #[error("rate {0}/s is above one operation per nanosecond (1e9/s), the finest schedule a limiter can keep")]
     TooFast(f64),
-    /// One operation's slice does not fit in 2^63 nanoseconds.
-    #[error("rate {0}/s is too slow: one operation's slice would exceed 2^63 ns")]
+    /// One operation's slice exceeds 2^62 nanoseconds.
+    #[error("rate {0}/s is too slow: one operation's slice would exceed 2^62 ns (146 years)")]
     TooSlow(f64),
 }
 
@@ -141,7 +144,13 @@ mod tests {
             Rate::new(1e-10).unwrap().nanos_per_op(),
             Err(RateError::TooSlow(1e-10))
         );
-        assert!(Rate::new(2e-10).unwrap().nanos_per_op().is_ok());
+        // Between 2^62 and 2^63 ns: representable as i64, but more than a
+        // limiter reserves at once, so refused here rather than at acquire.
+        assert_eq!(
+            Rate::new(1.5e-10).unwrap().nanos_per_op(),
+            Err(RateError::TooSlow(1.5e-10))
+        );
+        assert!(Rate::new(2.2e-10).unwrap().nanos_per_op().is_ok());
     }
 
     #[test]

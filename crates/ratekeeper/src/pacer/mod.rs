@@ -77,8 +77,9 @@ use crate::spec::{RateSpec, Verb};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 use crate::wait::WaitPolicy;
 
-/// The most schedule one reservation may take: 2^62 ns (146 years).
-const MAX_SPAN: u64 = 1 << 62;
+/// The most schedule one reservation may take: 2^62 ns (146 years). Equal to
+/// the longest slice a `Rate` may have, so one permit always fits.
+const MAX_SPAN: u64 = crate::rate::MAX_NANOS_PER_OP;
 /// Slots at or beyond 2^63 ns are refused, so the timeline cannot wrap.
 const SCHEDULE_LIMIT: u64 = 1 << 63;
 
@@ -232,7 +233,7 @@ impl PacerBuilder {
     /// # Errors
     ///
     /// [`PacerError::Rate`] if the rate is above 1e9/s or so slow that one slice
-    /// exceeds 2^63 ns; [`PacerError::Strictness`] for a NaN, negative or
+    /// exceeds 2^62 ns; [`PacerError::Strictness`] for a NaN, negative or
     /// infinite strictness.
     pub fn build(self) -> Result<Pacer, PacerError> {
         self.build_with_clock(DefaultClock::new())
