@@ -422,6 +422,10 @@ impl<C: Clock> Pacer<C> {
         mode: u64,
         cached: bool,
     ) -> Result<Grant, AcquireError> {
+        // Loaded before the fetch_add, whose lock prefix would otherwise hold
+        // this load back: a clock reading stored earlier is still a lower
+        // bound of the present after the add. Ordering: Relaxed; see `refresh`.
+        let seen = self.last_seen.load(Ordering::Relaxed);
         // Ordering: AcqRel, so this grant happens-after every grant whose
         // fetch_add came earlier in the accumulator's modification order
         // (the public "Memory ordering" promise).
@@ -429,8 +433,6 @@ impl<C: Clock> Pacer<C> {
         if slot >= SCHEDULE_LIMIT {
             return Err(self.undo_exhausted(span));
         }
-        // Ordering: Relaxed; see `refresh`.
-        let seen = self.last_seen.load(Ordering::Relaxed);
         if cached && slot < seen {
             // Known due without reading the clock: calling-overhead compensation.
             return Ok(Grant::new(slot, seen, seen, permits));
