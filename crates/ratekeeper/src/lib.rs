@@ -49,8 +49,9 @@
 //! * **Injectable clocks.** Limiters are generic over a [`Clock`]:
 //!   [`MonotonicClock`] by default, [`ManualClock`] for exact, instant tests
 //!   (`*_with_clock` constructors).
-//! * **No spinning.** Blocking waits sleep and coalesce waits shorter than a
-//!   sleep can resolve ([`WaitPolicy`]); spinning is opt-in.
+//! * **No spinning.** Blocking waits sleep, wake about on time, and let ops
+//!   due within a 500 µs window go together, so high rates cost few sleeps
+//!   ([`WaitPolicy`]); spinning is opt-in.
 //! * **Specs as strings.** [`RateSpec`] parses nosqlbench's `rate[,burst][,verb]`
 //!   grammar, e.g. `"12000,1.1,restart"`.
 //!

@@ -221,8 +221,8 @@ impl PacerBuilder {
         self
     }
 
-    /// How blocking acquires wait (default: coalesce within the clock's sleep
-    /// overshoot, see [`WaitPolicy`]).
+    /// How blocking acquires wait (default: sleep until about due, and let ops
+    /// due within 500 µs go at once; see [`WaitPolicy`]).
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
         self.policy = policy;
         self
