@@ -186,3 +186,50 @@ fn debug_shows_the_configuration() {
     let s = format!("{p:?}");
     assert!(s.contains("Pacer") && s.contains("1000"));
 }
+
+/// A clock that goes backwards on every other read.
+struct Backwards(crate::sync::AtomicU64);
+
+impl Clock for Backwards {
+    fn now_nanos(&self) -> u64 {
+        // Ordering: Relaxed; a test counter.
+        let n = self.0.fetch_add(1, crate::sync::Ordering::Relaxed);
+        if n % 2 == 0 {
+            10 * MS + n * MS
+        } else {
+            MS
+        }
+    }
+    fn sleep_nanos(&self, _nanos: u64) {}
+}
+
+#[test]
+fn time_going_backwards_is_no_time_passing() {
+    for strictness in [0.0, 0.5, 1.0, 1.1] {
+        let p = Pacer::builder(Rate::new(1000.0).unwrap())
+            .strictness(strictness)
+            .cached_clock(false)
+            .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
+            .build_with_clock(Backwards(crate::sync::AtomicU64::new(0)))
+            .unwrap();
+        let mut last_slot = None;
+        for _ in 0..50 {
+            let g = p.acquire();
+            assert!(g.ready_nanos() >= g.scheduled_nanos());
+            if let Some(prev) = last_slot {
+                assert!(g.scheduled_nanos() > prev, "slots move forward");
+            }
+            last_slot = Some(g.scheduled_nanos());
+            let _ = p.try_acquire();
+            let _ = p.acquire_timeout(1, Duration::from_millis(2));
+            let stats = p.wait_stats();
+            assert!(stats.total_wait_nanos >= stats.backlog_nanos);
+            let _ = p.schedule_delay_nanos();
+        }
+        p.set_rate(Rate::new(10.0).unwrap()).unwrap();
+        p.stop();
+        p.restart();
+        let stats = p.wait_stats();
+        assert_eq!(stats.total_wait_nanos, stats.backlog_nanos);
+    }
+}
