@@ -64,6 +64,7 @@
 pub mod clock;
 pub mod limiter;
 pub mod pacer;
+pub mod pool;
 pub mod rate;
 pub mod spec;
 mod sync;
@@ -72,6 +73,7 @@ pub mod wait;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError};
+pub use pool::Pools;
 pub use rate::{Rate, RateError};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::{WaitPolicy, DEFAULT_COALESCE_WINDOW_NANOS};
