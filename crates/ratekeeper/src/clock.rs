@@ -102,20 +102,21 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 ///
 /// The price, measured with criterion on the project's 2-core AMD EPYC KVM
 /// machine (`tsc` clocksource), median of three runs of
-/// `cargo bench -p ratekeeper --bench ratekeeper -- clock`:
+/// `cargo bench -p ratekeeper --bench ratekeeper` (the `clock` group; the
+/// table in BENCHMARKS.md):
 ///
 /// | read | ns per call |
 /// |---|---|
-/// | `std::time::Instant::now()` | 28.5 |
-/// | `MonotonicClock::now_nanos()` (the above plus conversion to `u64`) | 32.4 |
+/// | `std::time::Instant::now()` | 29.3 |
+/// | `MonotonicClock::now_nanos()` (the above plus conversion to `u64`) | 34.1 |
 /// | `quanta::Clock::now()` (TSC, scaled) | 11.5 |
-/// | `quanta::Clock::raw()` (TSC, unscaled) | 11.4 |
+/// | `quanta::Clock::raw()` (TSC, unscaled) | 11.5 |
 ///
-/// About 21 ns per read more than quanta. The [`Pacer`](crate::Pacer) skips
+/// About 22 ns per read more than quanta. The [`Pacer`](crate::Pacer) skips
 /// the clock read entirely for callers already behind schedule (its shared
 /// last-seen clock), so the difference shows mainly where callers are ahead of
 /// schedule and about to wait anyway. A clock that can go backwards between
-/// cores costs far more than 21 ns when it does, so correctness wins; a caller
+/// cores costs far more than 22 ns when it does, so correctness wins; a caller
 /// who trusts their TSCs can implement [`Clock`] over quanta in a few lines.
 ///
 /// # Examples
