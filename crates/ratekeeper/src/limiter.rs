@@ -52,6 +52,9 @@ pub struct Grant {
     ready: u64,
     started: u64,
     permits: u32,
+    /// A limiter's own handle on a reservation still to be completed (a
+    /// [`TokenPool`](crate::TokenPool) claim waiting for tokens); 0 for none.
+    claim: u64,
 }
 
 impl Grant {
@@ -63,6 +66,7 @@ impl Grant {
             ready: ready.max(scheduled),
             started,
             permits,
+            claim: 0,
         }
     }
 
@@ -122,6 +126,18 @@ impl Grant {
     #[inline]
     pub(crate) fn started_at(self, started: u64) -> Grant {
         Grant { started, ..self }
+    }
+
+    /// The same grant, tied to a limiter's pending claim `id` (non-zero).
+    #[inline]
+    pub(crate) fn with_claim(self, id: u64) -> Grant {
+        Grant { claim: id, ..self }
+    }
+
+    /// The pending claim this grant is tied to, if any.
+    #[inline]
+    pub(crate) fn claim(&self) -> Option<u64> {
+        (self.claim != 0).then_some(self.claim)
     }
 }
 
@@ -198,7 +214,9 @@ pub struct WaitStats {
 /// Blocking calls sleep the current thread (see [`WaitPolicy`]); do not call
 /// them from an async task.
 ///
-/// The trait is implemented for `&L` and `Arc<L>` of any limiter `L`.
+/// The trait is implemented for `&L` and `Arc<L>` of any limiter `L`; they
+/// forward every method a limiter may override (`reserve`, `clock`,
+/// `wait_stats`, `wait_policy`, `wait_for`, `acquire_timeout`).
 pub trait RateLimiter {
     /// Decides, without sleeping, whether and when `permits` may go.
     ///
@@ -311,6 +329,12 @@ impl<L: RateLimiter + ?Sized> RateLimiter for &L {
     fn wait_policy(&self) -> WaitPolicy {
         (**self).wait_policy()
     }
+    fn wait_for(&self, grant: Grant) -> Grant {
+        (**self).wait_for(grant)
+    }
+    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
+        (**self).acquire_timeout(permits, timeout)
+    }
 }
 
 impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
@@ -325,5 +349,11 @@ impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
     }
     fn wait_policy(&self) -> WaitPolicy {
         (**self).wait_policy()
+    }
+    fn wait_for(&self, grant: Grant) -> Grant {
+        (**self).wait_for(grant)
+    }
+    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
+        (**self).acquire_timeout(permits, timeout)
     }
 }
