@@ -9,6 +9,11 @@
 //!   already behind schedule skip the clock read, and one
 //!   [strictness](pacer::Strictness) knob: average, burst compensation, strict,
 //!   or burst ratio.
+//! * [`TokenPool`]: nosqlbench's hybrid limiter. Active, burst and waiting
+//!   pools of nanosecond tokens refilled from measured time (inline by the
+//!   callers, or by a thread), a lock-free take, first-come-first-served
+//!   waiting woken by the fills, and the backlog reported apart from each
+//!   op's own wait.
 //!
 //! # Contents
 //!
@@ -24,9 +29,10 @@
 //! | to pace a load generator and report latency free of coordinated omission | [`Pacer`] (burst 1.1, the default) |
 //! | ops never closer than 1/rate, lateness kept | [`Pacer`] with strictness `1.0` |
 //! | only the long-run average to hold, any catch-up burst allowed | [`Pacer`] with strictness `0.0` |
+//! | nosqlbench's token pool: a small bank of idle time, a backlog caught up at `burst × rate`, the backlog as a gauge | [`TokenPool`] |
 //!
-//! More limiters (nosqlbench's token pool, Guava's smooth limiters and a
-//! Resilience4j-compatible refill limiter) are planned behind the same trait.
+//! More limiters (Guava's smooth limiters and a Resilience4j-compatible
+//! refill limiter) are planned behind the same trait.
 //!
 //! # Time is the currency
 //!
@@ -73,7 +79,7 @@ pub mod wait;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError};
-pub use pool::Pools;
+pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::{WaitPolicy, DEFAULT_COALESCE_WINDOW_NANOS};

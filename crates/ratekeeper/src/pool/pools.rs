@@ -427,6 +427,14 @@ impl Pools {
         held
     }
 
+    /// Sets the active pool to `active` tokens (the limiter keeps the active
+    /// pool in atomics and syncs it here before each refill), cut so that the
+    /// content stays within [`MAX_POOL_NANOS`].
+    pub(crate) fn set_active(&mut self, active: u64) {
+        let room = (i64::MAX - self.waiting) as u64;
+        self.active = active.min(room) as i64;
+    }
+
     /// Tokens the active pool holds now, available to takers.
     ///
     /// # Examples
