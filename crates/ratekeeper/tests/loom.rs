@@ -1,4 +1,6 @@
-//! Loom models of the Pacer's lock-free paths.
+//! Loom models of the Pacer's lock-free paths, and of the token pool's
+//! waiting: lock-free takers racing fills that serve queued claims, and
+//! waiters parked until a fill completes their claim.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p ratekeeper --test loom`
@@ -8,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loom::thread;
+use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{Clock, ManualClock, Pacer, Rate, RateLimiter, WaitPolicy};
 
 const OP: u64 = 1_000_000; // 1000 ops/s
@@ -162,5 +165,176 @@ fn rate_change_races_a_reservation() {
             assert_eq!(p.accumulated_wait_nanos(), 5 * OP);
             assert!(next == 5 * OP + OP || next == 5 * OP + OP / 2);
         }
+    });
+}
+
+fn pool(filling: Filling, clock: &ManualClock) -> Arc<TokenPool<ManualClock>> {
+    Arc::new(
+        TokenPool::builder(Rate::new(1000.0).unwrap())
+            .burst_ratio(1.1)
+            .filling(filling)
+            .build_with_clock(clock.clone())
+            .unwrap(),
+    )
+}
+
+/// Blocks in `acquire` on a loom thread. The call goes through
+/// `TokenPool`'s own implementation: the blanket `RateLimiter for Arc<L>`
+/// does not forward `wait_for`.
+fn spawn_acquire(p: &Arc<TokenPool<ManualClock>>) -> thread::JoinHandle<ratekeeper::Grant> {
+    let p = Arc::clone(p);
+    thread::spawn(move || (*p).acquire())
+}
+
+/// Tokens are conserved: the pre-fills and refills are in the pools or were
+/// taken by `ops` granted ops (no claim is left partly served).
+fn assert_conserved(p: &TokenPool<ManualClock>, refilled: u64, ops: u64) {
+    assert_eq!(p.waiters(), 0, "a claim left waiting");
+    let pools = p.pools();
+    assert_eq!(
+        pools.active() + pools.waiting() + ops * OP,
+        refilled,
+        "tokens not conserved: active {}, waiting {}, {ops} ops",
+        pools.active(),
+        pools.waiting()
+    );
+}
+
+/// A caller blocked in `acquire` while another thread refills one op's
+/// tokens: whether the refill comes before the caller queues, between its
+/// queueing and its parking, or after it parked, the caller gets the tokens
+/// (no lost wake-up: loom reports a deadlock if it stays parked) and no
+/// token is lost or doubled.
+#[test]
+fn pool_waiter_is_woken_by_a_refill() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pool(Filling::Manual, &clock);
+        p.try_acquire().unwrap(); // the pre-filled op
+        clock.advance_nanos(5 * OP);
+        let w = spawn_acquire(&p);
+        p.refill(OP).unwrap();
+        let g = w.join().unwrap();
+        assert_eq!(g.scheduled_nanos(), OP);
+        assert_eq!(g.started_nanos(), 5 * OP);
+        assert_conserved(&p, 2 * OP, 2);
+    });
+}
+
+/// Two blocked callers and two refills racing them: both are served, once
+/// each, in the order they queued (distinct slots), and no token is lost.
+#[test]
+fn pool_two_waiters_and_two_refills() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pool(Filling::Manual, &clock);
+        p.try_acquire().unwrap();
+        clock.advance_nanos(5 * OP);
+        let a = spawn_acquire(&p);
+        let b = spawn_acquire(&p);
+        p.refill(OP).unwrap();
+        p.refill(OP).unwrap();
+        let mut slots = [a.join().unwrap(), b.join().unwrap()].map(|g| g.scheduled_nanos());
+        slots.sort_unstable();
+        assert_eq!(slots, [OP, 2 * OP], "a slot handed out twice or lost");
+        assert_conserved(&p, 3 * OP, 3);
+    });
+}
+
+/// A lock-free `try_acquire` racing a refill that serves a queued claim:
+/// the claim is served first, the try gets only what is left over, and no
+/// token is spent twice (conservation in u64 also rules out a negative
+/// active pool). With exactly one op refilled, all of it is the claim's and
+/// the try is always refused; with two, the try may get the second.
+#[test]
+fn pool_try_acquire_races_a_refill_serving_a_claim() {
+    for refill in [OP, 2 * OP] {
+        loom::model(move || {
+            let clock = ManualClock::new(0);
+            let p = pool(Filling::Manual, &clock);
+            p.try_acquire().unwrap();
+            // A queued claim nobody waits for (no thread to park).
+            p.reserve(1, None).unwrap();
+            assert_eq!(p.waiters(), 1);
+            let t = {
+                let p = Arc::clone(&p);
+                thread::spawn(move || p.try_acquire().is_ok())
+            };
+            let f = {
+                let p = Arc::clone(&p);
+                thread::spawn(move || p.refill(refill).unwrap())
+            };
+            let got = t.join().unwrap();
+            f.join().unwrap();
+            if refill == OP {
+                assert!(!got, "the try took the claim's tokens");
+            }
+            assert_conserved(&p, OP + refill, 2 + u64::from(got));
+        });
+    }
+}
+
+/// Two lock-free tries racing a refill of two ops of which one is owed to
+/// a queued claim: at most one try gets the op left over.
+#[test]
+fn pool_two_tries_race_a_refill_serving_a_claim() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pool(Filling::Manual, &clock);
+        p.try_acquire().unwrap();
+        p.reserve(1, None).unwrap();
+        let tries: Vec<_> = (0..2)
+            .map(|_| {
+                let p = Arc::clone(&p);
+                thread::spawn(move || p.try_acquire().is_ok())
+            })
+            .collect();
+        p.refill(2 * OP).unwrap();
+        let got = tries
+            .into_iter()
+            .map(|t| u64::from(t.join().unwrap()))
+            .sum::<u64>();
+        assert!(got <= 1, "{got} tries granted one op's tokens");
+        assert_conserved(&p, 3 * OP, 2 + got);
+    });
+}
+
+/// Inline filling: two blocked callers with nobody else refilling. One
+/// sleeps on the (manual) clock and refills while the other parks; when the
+/// sleeper's claim is done it hands the refilling over. Both complete
+/// (loom reports a deadlock on a lost hand-over), the clock moves exactly
+/// two ops, and no backlog appears.
+#[test]
+fn pool_inline_waiters_hand_over_the_refilling() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pool(Filling::Inline, &clock);
+        p.try_acquire().unwrap();
+        let a = spawn_acquire(&p);
+        let b = spawn_acquire(&p);
+        let mut slots = [a.join().unwrap(), b.join().unwrap()].map(|g| g.scheduled_nanos());
+        slots.sort_unstable();
+        assert_eq!(slots, [OP, 2 * OP]);
+        assert_eq!(clock.now_nanos(), 2 * OP);
+        assert_eq!(p.backlog_nanos(), 0);
+        assert_conserved(&p, 3 * OP, 3);
+    });
+}
+
+/// `stop` racing a blocked caller: stopping wakes the waiters, and the
+/// caller starts the pool afresh, its pre-fill being the caller's op;
+/// whether it queued before the stop or came after it, it completes.
+#[test]
+fn pool_stop_wakes_a_waiter() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pool(Filling::Manual, &clock);
+        p.try_acquire().unwrap();
+        let w = spawn_acquire(&p);
+        p.stop();
+        w.join().unwrap();
+        assert!(p.is_started(), "the caller restarted the pool");
+        assert_eq!(p.waiters(), 0);
+        assert_eq!(p.pools().wait_time(), 0, "the pre-fill went to the caller");
     });
 }

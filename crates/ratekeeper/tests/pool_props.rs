@@ -3,10 +3,19 @@
 //! pool stays within `max_over_active` except just after a shrinking apply;
 //! every refill matches a wide-integer model of nosqlbench's formula; and no
 //! input, however extreme, panics (invalid configurations are errors).
+//!
+//! And of the [`TokenPool`] limiter on a manual clock: with manual filling it
+//! matches the arithmetic, conserves tokens and never grants ahead of the
+//! tokens refilled; with inline filling no run starts more ops by any time
+//! than the pre-fill and the elapsed time pay for.
+
+use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::pool::{PoolError, MAX_POOL_NANOS};
-use ratekeeper::{Pools, Rate, RateError};
+use ratekeeper::pool::{Filling, PoolError, TokenPool, MAX_POOL_NANOS};
+use ratekeeper::{
+    AcquireError, Clock, ManualClock, Pools, Rate, RateError, RateLimiter, WaitStats,
+};
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -273,4 +282,211 @@ fn d_1_backlog_drains_at_burst_minus_one() {
         [1101, 1100, 1100, 1100, 1100, 1100, 1100, 1100, 1100, 1100, 1000, 1000, 1000]
     );
     assert_eq!(p.waiting(), 0);
+}
+
+/// A step of a [`TokenPool`] run on a manual clock.
+#[derive(Debug, Clone)]
+enum PoolStep {
+    /// `refill(n)` (manual filling only).
+    Refill(u64),
+    /// `try_acquire_n(n)`.
+    Try(u32),
+    /// `acquire_n(n)` (inline filling only: it naps on the manual clock).
+    Acquire(u32),
+    /// `acquire_timeout(1, t)` (inline filling only).
+    Timeout(u64),
+    /// Time passes outside the pool.
+    Advance(u64),
+}
+
+/// Rates with op slices from 1 µs to 10 ms, round and not.
+fn pool_rate() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        prop::sample::select(vec![100.0, 1000.0, 1500.0, 7777.0, 1e5, 1e6]),
+        100.0f64..1e6,
+    ]
+}
+
+fn manual_steps(npo: u64) -> impl Strategy<Value = Vec<PoolStep>> {
+    let step = prop_oneof![
+        4 => prop_oneof![0..npo * 2, 0..npo * 40, Just(npo)].prop_map(PoolStep::Refill),
+        4 => (1u32..5).prop_map(PoolStep::Try),
+        2 => (0..npo * 10).prop_map(PoolStep::Advance),
+    ];
+    prop::collection::vec(step, 1..150)
+}
+
+/// What a refused try could change.
+fn snapshot(pool: &TokenPool<ManualClock>) -> (Pools, u64, usize, WaitStats) {
+    (
+        pool.pools(),
+        pool.fills(),
+        pool.waiters(),
+        pool.wait_stats(),
+    )
+}
+
+fn inline_steps(npo: u64) -> impl Strategy<Value = Vec<PoolStep>> {
+    let step = prop_oneof![
+        5 => (1u32..4).prop_map(PoolStep::Acquire),
+        2 => (1u32..4).prop_map(PoolStep::Try),
+        1 => (0..npo * 3).prop_map(PoolStep::Timeout),
+        2 => prop_oneof![3 => 0..npo * 3, 1 => 0..npo * 200].prop_map(PoolStep::Advance),
+    ];
+    prop::collection::vec(step, 1..120)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Manual filling: at every step the pool's active and waiting pools are
+    /// those of [`Pools`] given the same refills and takes; tokens are
+    /// conserved (pre-fill + refills = active + waiting + granted ops'
+    /// tokens), so the ops granted never exceed what was refilled; a try is
+    /// granted exactly when the active pool holds its tokens, and a refused
+    /// one changes nothing; every grant is scheduled at the start plus the
+    /// tokens taken before it, and never after it started.
+    #[test]
+    fn manual_pool_conserves_tokens_and_never_grants_ahead(
+        rate in pool_rate(),
+        burst in prop::sample::select(vec![1.0, 1.1, 1.5, 3.0]),
+        cached in any::<bool>(),
+        start in 0u64..1 << 40,
+        steps in pool_rate()
+            .prop_flat_map(|r| manual_steps(Rate::new(r).unwrap().nanos_per_op().unwrap()))
+    ) {
+        let clock = ManualClock::new(start);
+        let pool = TokenPool::builder(Rate::new(rate).unwrap())
+            .burst_ratio(burst)
+            .filling(Filling::Manual)
+            .cached_clock(cached)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let npo = pool.nanos_per_op();
+        let mut model = Pools::new(Rate::new(rate).unwrap(), burst).unwrap();
+        model.refill(npo); // the start's pre-fill
+        let mut refilled = u128::from(npo);
+        let mut granted = 0u64; // permits
+        for (i, step) in steps.iter().enumerate() {
+            match *step {
+                PoolStep::Refill(n) => {
+                    prop_assert_eq!(pool.refill(n).unwrap(), model.refill(n));
+                    refilled += u128::from(n);
+                }
+                PoolStep::Try(k) => {
+                    let span = u64::from(k) * npo;
+                    let before = snapshot(&pool);
+                    match pool.try_acquire_n(k) {
+                        Ok(g) => {
+                            prop_assert!(model.active() >= span, "step {}: no tokens", i);
+                            model.take_up_to(span);
+                            let now = clock.now_nanos();
+                            prop_assert_eq!(g.permits(), k);
+                            prop_assert!(g.started_nanos() <= now);
+                            if !cached {
+                                prop_assert_eq!(g.started_nanos(), now);
+                            }
+                            let (scheduled, started) = (g.scheduled_nanos(), g.started_nanos());
+                            prop_assert!(scheduled <= started, "step {}: {:?}", i, g);
+                            let due = start + granted * npo;
+                            prop_assert_eq!(scheduled, due.min(started), "step {}", i);
+                            granted += u64::from(k);
+                        }
+                        Err(e) => {
+                            prop_assert!(model.active() < span, "step {}: refused with tokens", i);
+                            prop_assert_eq!(e, AcquireError::WouldWait {
+                                wait: Duration::from_nanos(span - model.active()),
+                                max_wait: Duration::ZERO,
+                            });
+                            prop_assert_eq!(snapshot(&pool), before, "step {}: changed", i);
+                        }
+                    }
+                }
+                PoolStep::Advance(d) => clock.advance_nanos(d),
+                PoolStep::Acquire(_) | PoolStep::Timeout(_) => unreachable!(),
+            }
+            let p = pool.pools();
+            let want = (model.active(), model.waiting());
+            prop_assert_eq!((p.active(), p.waiting()), want, "step {}", i);
+            prop_assert_eq!(pool.waiters(), 0);
+            let ops_tokens = u128::from(granted) * u128::from(npo);
+            prop_assert!(ops_tokens <= refilled, "step {}: granted ahead of the refills", i);
+            prop_assert_eq!(
+                refilled,
+                u128::from(p.active()) + u128::from(p.waiting()) + ops_tokens,
+                "step {}: tokens not conserved", i
+            );
+        }
+    }
+
+    /// Inline filling, driven by blocking acquires (which nap on the manual
+    /// clock), tries, timeouts and stalls: the tokens of the ops started by
+    /// any time t never exceed the pre-fill plus the time elapsed, so the ops
+    /// started in [0, t] are at most 1 + t / nanos_per_op (tighter than
+    /// 1 + t/npo + max_over_active/npo, the rate plus the bank of credit).
+    /// Every grant is scheduled at the start plus the tokens taken before it
+    /// (never after it started); while no stall happened, the callers keep up,
+    /// so no backlog appears and each op starts as soon as its last permit's
+    /// tokens are due.
+    #[test]
+    fn inline_pool_never_exceeds_the_rate(
+        rate in pool_rate(),
+        burst in prop::sample::select(vec![1.0, 1.1, 1.5, 3.0]),
+        start in 0u64..1 << 40,
+        steps in pool_rate()
+            .prop_flat_map(|r| inline_steps(Rate::new(r).unwrap().nanos_per_op().unwrap()))
+    ) {
+        let clock = ManualClock::new(start);
+        let pool = TokenPool::builder(Rate::new(rate).unwrap())
+            .burst_ratio(burst)
+            .cached_clock(false)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let npo = pool.nanos_per_op();
+        let mut granted = 0u64; // permits, in the order granted
+        let mut stalled = false;
+        for (i, step) in steps.iter().enumerate() {
+            let grant = match *step {
+                PoolStep::Acquire(k) => Some(pool.acquire_n(k).unwrap()),
+                PoolStep::Try(k) => pool.try_acquire_n(k).ok(),
+                PoolStep::Timeout(t) => {
+                    let r = pool.acquire_timeout(1, Duration::from_nanos(t));
+                    if let Err(e) = r {
+                        let refused = matches!(e, AcquireError::WouldWait { .. });
+                        prop_assert!(refused, "step {}: {:?}", i, e);
+                    }
+                    prop_assert_eq!(pool.waiters(), 0, "step {}: a claim left behind", i);
+                    r.ok()
+                }
+                PoolStep::Advance(d) => {
+                    stalled |= d > 0;
+                    clock.advance_nanos(d);
+                    None
+                }
+                PoolStep::Refill(_) => unreachable!(),
+            };
+            if let Some(g) = grant {
+                let now = clock.now_nanos();
+                prop_assert_eq!(g.started_nanos(), now, "step {}", i);
+                let due = start + granted * npo;
+                prop_assert_eq!(g.scheduled_nanos(), due.min(now), "step {}: {:?}", i, g);
+                granted += u64::from(g.permits());
+                // All the tokens there are by now: the pre-fill and the time.
+                let t = now - start;
+                prop_assert!(
+                    u128::from(granted) * u128::from(npo) <= u128::from(npo) + u128::from(t),
+                    "step {}: {} ops started by t = {} ns at {} ns per op", i, granted, t, npo
+                );
+                if !stalled {
+                    let last_due = due + (u64::from(g.permits()) - 1) * npo;
+                    prop_assert_eq!(now, last_due.max(start), "step {}: {:?}", i, g);
+                }
+            }
+            if !stalled {
+                prop_assert_eq!(pool.backlog_nanos(), 0, "step {}: backlog without a stall", i);
+            }
+            let p = pool.pools();
+            prop_assert!(p.active() <= p.max_over_active());
+        }
+    }
 }
