@@ -6,7 +6,8 @@
 //!
 //! * `0`: success (also when stdout was closed early, e.g. piped to `head`);
 //! * `1`: a runtime failure (e.g. an I/O error writing the report);
-//! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count.
+//! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count,
+//!   or an option the chosen limiter does not take.
 
 mod pace;
 mod report;
@@ -20,6 +21,7 @@ const AFTER_HELP: &str = "\
 Examples:
   ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --rate 2000 --count 200 --json
+  ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
 
 Run `ratekeeper help <COMMAND>` or `ratekeeper <COMMAND> --help` for a command's options.";
 
@@ -33,8 +35,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Pace worker threads through one shared Pacer and report the achieved
-    /// rate, the ops' wait times and the CPU cost per permit.
+    /// Pace worker threads through a rate limiter (the Pacer, or the token
+    /// pool with --limiter pool) and report the achieved rate, the ops' wait
+    /// times and the CPU cost per permit.
     #[command(
         long_about = pace::LONG_ABOUT,
         after_help = pace::AFTER_HELP,

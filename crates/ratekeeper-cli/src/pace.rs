@@ -1,21 +1,29 @@
-//! `ratekeeper pace`: worker threads pacing through one shared [`Pacer`].
+//! `ratekeeper pace`: worker threads pacing through one shared rate limiter,
+//! a [`Pacer`] (the default) or a [`TokenPool`] (`--limiter pool`).
 //!
-//! Each worker loops `pacer.acquire()` and records the op's wait time, measured
-//! free of coordinated omission: the pacer's clock read right after the grant
-//! returns, minus the op's *scheduled* time. (The grant's own `wait_nanos()` is
-//! a lower bound when the pacer answered from its cached last-seen clock.)
+//! Each worker loops `limiter.acquire()` and records the op's wait time,
+//! measured free of coordinated omission: the shared clock read right after
+//! the grant returns, minus the op's *scheduled* time. (The grant's own
+//! `wait_nanos()` is a lower bound when the limiter answered from its cached
+//! last-seen clock.)
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use ratekeeper::pacer::{Strictness, StrictnessMode};
-use ratekeeper::{Clock, MonotonicClock, Pacer, RateLimiter, RateSpec, Scope, WaitPolicy};
+use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
+use ratekeeper::{
+    Clock, MonotonicClock, Pacer, RateLimiter, RateSpec, Scope, TokenPool, Verb, WaitPolicy,
+};
 use serde::Serialize;
 
-use crate::report::{fmt_nanos, fmt_rate, process_cpu_nanos, WaitRecorder, WaitSummary};
+use crate::report::{
+    fmt_nanos, fmt_rate, process_cpu_nanos, thread_cpu_nanos, WaitRecorder, WaitSummary,
+};
 use crate::UsageError;
 
 /// How long `--precise` spins before each op's ready time (after sleeping
@@ -28,24 +36,41 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 /// The most worker threads `--threads` accepts.
 const MAX_THREADS: u32 = 4096;
 
+/// How often a token-pool run samples the backlog (the waiting pool) for its
+/// maximum.
+const BACKLOG_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+
 /// `pace --help` text above the options.
 pub const LONG_ABOUT: &str = "\
-Pace worker threads through one shared Pacer and report the achieved rate, \
-the ops' wait times and the CPU cost per permit.
+Pace worker threads through one shared rate limiter and report the achieved \
+rate, the ops' wait times and the CPU cost per permit.
 
 Each of --threads workers loops: acquire one permit (sleeping until its slot), \
-then read the pacer's clock and record the op's wait time, now minus the op's \
+then read the limiter's clock and record the op's wait time, now minus the op's \
 scheduled time (when it was due had every op kept the ideal schedule). Waits \
 are measured from the scheduled time, so a worker that falls behind shows its \
 lateness in every later op instead of hiding it (no coordinated omission). \
-There is no work between permits: the report shows the pacer's own precision \
+There is no work between permits: the report shows the limiter's own precision \
 and cost.
 
+Limiters (--limiter):
+  pacer   the default: ratekeeper's Pacer, a virtual schedule. The spec's burst \
+ratio is its strictness unless --strictness overrides it; --precise sets its \
+wait policy.
+  pool    nosqlbench's token-pool (hybrid) limiter: a pool of nanosecond tokens \
+with active, burst and waiting pools. The spec's burst ratio is the pool's \
+burst ratio (at least 1.0): a backlog drains at (burst - 1) x rate. --fill \
+chooses where its tokens come from: inline (the default; callers refill it \
+from the clock when it runs short, no thread) or thread (a filler thread \
+refills it every --fill-interval, default 1ms). --strictness and --precise are \
+Pacer options and are refused with --limiter pool; --fill and --fill-interval \
+are refused with the Pacer.
+
 The schedule starts when the workers are released, whatever the spec's verb (a \
-fresh pacer has no earlier schedule to configure, restart or stop). A spec with \
-the `thread` scope gives every worker its own pacer at the spec's rate, so the \
-target rate is rate x threads; otherwise all workers share one pacer and the \
-rate is their total.
+fresh limiter has no earlier schedule to configure, restart or stop). A spec \
+with the `thread` scope gives every worker its own limiter at the spec's rate, \
+so the target rate is rate x threads; otherwise all workers share one limiter \
+and the rate is their total.
 
 Run length: --duration DUR (default 5s) or --count N, not both.
   --duration: workers stop once the clock passes the deadline (checked after \
@@ -65,17 +90,25 @@ rate
   wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
 (HdrHistogram, 3 significant digits; max and mean exact)
   backlog         how far the schedule is behind the clock at the end \
-(RateLimiter::wait_stats; summed over pacers with the thread scope)
-  total wait      all wait the pacer accumulated during the run (same source)
-  cpu per op      the process's user + system CPU time during the run \
-divided by ops";
+(RateLimiter::wait_stats; summed over limiters with the thread scope). For the \
+token pool this is its waiting pool: time that arrived while the active pool \
+was full and that ops have not caught up yet
+  max backlog     token pool only: the largest backlog seen during the run, \
+sampled every 1ms (and at the end) by the reporting thread
+  total wait      all wait the limiter accumulated during the run (same source)
+  fills           token pool only: how many times the pool was refilled \
+(pre-fills included)
+  cpu per op      the process's user + system CPU time during the run, less \
+the reporting thread's, divided by ops (a filler thread's CPU time counts)";
 
 /// Examples, shown by `pace -h` and `pace --help`.
 pub const AFTER_HELP: &str = "\
 Examples:
   ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --rate 2000 --count 200 --json
-  ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise";
+  ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
+  ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -83,28 +116,57 @@ Examples:
   ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --rate 2000 --count 200 --json
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
+  ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
 
 JSON output (--json): one object on one line. Durations are integer \
-nanoseconds, rates are ops per second (floating point):
-  spec            string   the rate spec in canonical form, rate,burst,verb,scope
-  target_rate     number   ops/s the run aimed at
-  strictness      number   the strictness used (--strictness, else the spec's burst ratio)
-  strictness_mode string   \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
-  wait_policy     string   \"coalesce\" (default) or \"precise\"
-  threads         integer  worker threads
-  pacers          integer  1, or threads for the thread scope
-  mode            string   \"duration\" or \"count\"
-  duration_ns     integer  the requested duration (null in count mode)
-  count           integer  the requested count (null in duration mode)
-  ops             integer  ops counted
-  elapsed_ns      integer  see Report above
-  wall_ns         integer  see Report above
-  achieved_rate   number   ops / elapsed
-  wait_ns         object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
-  backlog_ns      integer  the pacer's backlog at the end
-  total_wait_ns   integer  the pacer's total wait at the end
-  cpu_ns          integer  process CPU time (user + system) during the run, or null
-  cpu_ns_per_op   integer  cpu_ns / ops, rounded; null without ops or CPU time";
+nanoseconds, rates are ops per second (floating point). Fields marked (pacer) \
+appear only with --limiter pacer, fields marked (pool) only with --limiter pool:
+  spec             string   the rate spec in canonical form, rate,burst,verb,scope
+  limiter          string   \"pacer\" or \"pool\"
+  target_rate      number   ops/s the run aimed at
+  strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
+  strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
+  wait_policy      string   (pacer) \"coalesce\" (default) or \"precise\"
+  burst_ratio      number   (pool) the pool's burst ratio (the spec's)
+  filling          string   (pool) \"inline\" or \"thread\" (the filling in effect)
+  fill_interval_ns integer  (pool) the filler thread's interval; null for inline
+  threads          integer  worker threads
+  pacers           integer  (pacer) 1, or threads for the thread scope
+  pools            integer  (pool) 1, or threads for the thread scope
+  mode             string   \"duration\" or \"count\"
+  duration_ns      integer  the requested duration (null in count mode)
+  count            integer  the requested count (null in duration mode)
+  ops              integer  ops counted
+  elapsed_ns       integer  see Report above
+  wall_ns          integer  see Report above
+  achieved_rate    number   ops / elapsed
+  wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
+  backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting pool)
+  max_backlog_ns   integer  (pool) the largest backlog sampled during the run
+  total_wait_ns    integer  the limiter's total wait at the end
+  fills            integer  (pool) refills during the run, pre-fills included
+  cpu_ns           integer  process CPU time (user + system) during the run, or null
+  cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time";
+
+/// Which rate limiter `pace` drives (`--limiter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LimiterKind {
+    /// ratekeeper's Pacer, a virtual schedule (--strictness and --precise apply)
+    Pacer,
+    /// nosqlbench's token-pool limiter; the spec's burst ratio is the pool's
+    /// (--fill and --fill-interval apply)
+    Pool,
+}
+
+/// Where a token pool's tokens come from (`--fill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FillKind {
+    /// callers refill the pool from the clock when it runs short (no thread)
+    Inline,
+    /// a filler thread refills the pool every --fill-interval
+    Thread,
+}
 
 /// Options of `ratekeeper pace`.
 #[derive(Debug, Clone, Args)]
@@ -112,6 +174,10 @@ pub struct PaceArgs {
     /// Rate spec: rate[,burst][,verb][,scope], e.g. 10k, 10k,1.1, 500,1.5,thread.
     #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
     pub rate: RateSpec,
+
+    /// The rate limiter to pace with: the Pacer, or nosqlbench's token pool.
+    #[arg(long, value_enum, value_name = "KIND", default_value_t = LimiterKind::Pacer)]
+    pub limiter: LimiterKind,
 
     /// Worker threads (at least 1).
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
@@ -125,16 +191,28 @@ pub struct PaceArgs {
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub count: Option<u64>,
 
-    /// Override the spec's burst ratio: 0 average, 0<S<1 burst compensation,
-    /// 1 strict, >1 burst ratio.
+    /// Pacer only: override the spec's burst ratio: 0 average, 0<S<1 burst
+    /// compensation, 1 strict, >1 burst ratio. Refused with --limiter pool,
+    /// whose burst ratio is the spec's.
     #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
     pub strictness: Option<f64>,
 
-    /// Sleep, then spin the last 150µs before each op's slot, so no op goes
-    /// early (costs CPU). Default: coalesce waits within the library's 500µs
-    /// window (ops closer together than that go in groups, up to 500µs early).
+    /// Pacer only: sleep, then spin the last 150µs before each op's slot, so
+    /// no op goes early (costs CPU). Default: coalesce waits within the
+    /// library's 500µs window (ops closer together than that go in groups, up
+    /// to 500µs early). Refused with --limiter pool, whose waiting callers
+    /// sleep until a fill gives them their tokens.
     #[arg(long)]
     pub precise: bool,
+
+    /// Token pool only: where its tokens come from [default: inline].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub fill: Option<FillKind>,
+
+    /// Token pool with --fill thread only: how often the filler thread
+    /// refills, from 1µs to 1s, e.g. 1ms, 100us [default: 1ms].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub fill_interval: Option<Duration>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -145,7 +223,8 @@ fn parse_spec(s: &str) -> Result<RateSpec, String> {
     let spec: RateSpec = s.parse().map_err(|e: ratekeeper::SpecError| {
         if e.kind() == ratekeeper::SpecErrorKind::BurstBelowOne {
             format!(
-                "{e}; for a strictness below 1 (average or burst compensation) use --strictness"
+                "{e}; for a strictness below 1 (average or burst compensation) use \
+                 --strictness (Pacer only)"
             )
         } else {
             e.to_string()
@@ -196,7 +275,7 @@ fn parse_strictness(s: &str) -> Result<f64, String> {
 /// When the workers stop.
 #[derive(Debug, Clone, Copy)]
 enum Stop {
-    /// Run until the pacer clock passes this reading.
+    /// Run until the shared clock passes this reading.
     Deadline(u64),
     /// Run until the shared countdown is used up.
     Count,
@@ -208,6 +287,8 @@ struct WorkerResult {
     waits: WaitRecorder,
     /// Clock reading when its last counted op was granted.
     last_start: Option<u64>,
+    /// Clock reading when the worker stopped.
+    finished: u64,
 }
 
 /// The gate the workers wait at: `None` until the run starts; then the stop
@@ -231,55 +312,218 @@ fn wait_at_gate(gate: &Gate) -> Result<Stop, ()> {
     }
 }
 
-fn worker(pacer: &Pacer, gate: &Gate, remaining: &AtomicU64) -> WorkerResult {
-    let mut result = WorkerResult {
-        waits: WaitRecorder::new(),
-        last_start: None,
-    };
-    let Ok(stop) = wait_at_gate(gate) else {
-        return result;
-    };
-    let clock = pacer.clock_ref();
-    match stop {
-        Stop::Deadline(deadline) => loop {
-            let g = pacer.acquire();
-            let now = clock.now_nanos();
-            if g.ready_nanos() >= deadline {
-                break;
-            }
-            result.waits.record(now.saturating_sub(g.scheduled_nanos()));
-            result.last_start = Some(now);
-            if now >= deadline {
-                break;
-            }
-        },
-        Stop::Count => {
-            // Ordering: Relaxed; the countdown only hands out a number of ops.
-            while remaining
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                let g = pacer.acquire();
+/// One worker's loop on `limiter`; `clock` is the clock every limiter of the
+/// run reads.
+fn worker<L: RateLimiter>(
+    limiter: &L,
+    clock: &MonotonicClock,
+    gate: &Gate,
+    remaining: &AtomicU64,
+) -> WorkerResult {
+    let mut waits = WaitRecorder::new();
+    let mut last_start = None;
+    if let Ok(stop) = wait_at_gate(gate) {
+        match stop {
+            Stop::Deadline(deadline) => loop {
+                let g = limiter.acquire();
                 let now = clock.now_nanos();
-                result.waits.record(now.saturating_sub(g.scheduled_nanos()));
-                result.last_start = Some(now);
+                if g.ready_nanos() >= deadline {
+                    break;
+                }
+                waits.record(now.saturating_sub(g.scheduled_nanos()));
+                last_start = Some(now);
+                if now >= deadline {
+                    break;
+                }
+            },
+            Stop::Count => {
+                // Ordering: Relaxed; the countdown only hands out a number of ops.
+                while remaining
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_ok()
+                {
+                    let g = limiter.acquire();
+                    let now = clock.now_nanos();
+                    waits.record(now.saturating_sub(g.scheduled_nanos()));
+                    last_start = Some(now);
+                }
             }
         }
     }
-    result
+    WorkerResult {
+        waits,
+        last_start,
+        finished: clock.now_nanos(),
+    }
+}
+
+/// What [`drive`] measured, whatever the limiter.
+#[derive(Debug)]
+struct Outcome {
+    results: Vec<WorkerResult>,
+    /// Clock reading when the schedule started.
+    t0: u64,
+    /// Clock reading when the last worker stopped.
+    t_end: u64,
+    /// Process CPU time during the run, less the reporting thread's.
+    cpu_ns: Option<u64>,
+    /// The largest backlog sampled (0 when not sampled).
+    max_backlog_ns: u64,
+}
+
+/// How the run is driven, whatever the limiter.
+#[derive(Debug, Clone, Copy)]
+struct RunPlan {
+    clock: MonotonicClock,
+    threads: u32,
+    duration: Option<Duration>,
+    count: Option<u64>,
+}
+
+/// Runs `plan.threads` workers over `limiters` (worker `i` uses limiter
+/// `i % len`). `start` starts every schedule and returns the run's start
+/// time; `backlog`, if given, is sampled every [`BACKLOG_SAMPLE_INTERVAL`]
+/// while the workers run, and once more after they stopped.
+fn drive<L: RateLimiter + Sync>(
+    limiters: &[L],
+    plan: RunPlan,
+    start: impl FnOnce(&[L]) -> u64,
+    backlog: Option<fn(&[L]) -> u64>,
+) -> anyhow::Result<Outcome> {
+    let RunPlan {
+        clock,
+        threads,
+        duration,
+        count,
+    } = plan;
+    let remaining = AtomicU64::new(count.unwrap_or(0));
+    let gate: Gate = (Mutex::new(None), Condvar::new());
+    // Every worker holds a sender; the channel disconnects when all are gone
+    // (returned or panicked), which ends the sampling without polling.
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads as usize);
+        for i in 0..threads {
+            let limiter = &limiters[i as usize % limiters.len()];
+            let (worker_gate, worker_remaining, worker_clock) = (&gate, &remaining, &clock);
+            let done = done_tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("pace-{i}"))
+                .spawn_scoped(scope, move || {
+                    let _done = done;
+                    worker(limiter, worker_clock, worker_gate, worker_remaining)
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    open_gate(&gate, Err(()));
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("starting worker thread {} of {threads}", i + 1)));
+                }
+            }
+        }
+        drop(done_tx);
+        let t0 = start(limiters);
+        let stop = match duration {
+            Some(d) => Stop::Deadline(t0.saturating_add(duration_nanos(d))),
+            None => Stop::Count,
+        };
+        let cpu_start = process_cpu_nanos();
+        let own_cpu_start = thread_cpu_nanos();
+        open_gate(&gate, Ok(stop));
+        let mut max_backlog_ns = 0;
+        if let Some(sample) = backlog {
+            while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(BACKLOG_SAMPLE_INTERVAL)
+            {
+                max_backlog_ns = max_backlog_ns.max(sample(limiters));
+            }
+        }
+        let mut results = Vec::with_capacity(handles.len());
+        let mut panicked = false;
+        for h in handles {
+            match h.join() {
+                Ok(r) => results.push(r),
+                Err(_) => panicked = true,
+            }
+        }
+        let cpu_end = process_cpu_nanos();
+        let own_cpu_end = thread_cpu_nanos();
+        if panicked {
+            anyhow::bail!("a worker thread panicked");
+        }
+        if let Some(sample) = backlog {
+            max_backlog_ns = max_backlog_ns.max(sample(limiters));
+        }
+        let t_end = results
+            .iter()
+            .map(|r| r.finished)
+            .max()
+            .unwrap_or_else(|| clock.now_nanos());
+        // The reporting thread's own CPU time (sampling) is not the limiter's.
+        let own = match (own_cpu_start, own_cpu_end) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        let cpu_ns = match (cpu_start, cpu_end) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).saturating_sub(own)),
+            _ => None,
+        };
+        Ok(Outcome {
+            results,
+            t0,
+            t_end,
+            cpu_ns,
+            max_backlog_ns,
+        })
+    })
+}
+
+/// What the report says about the limiter, per kind.
+#[derive(Debug, Clone, Copy)]
+enum LimiterInfo {
+    Pacer {
+        strictness: f64,
+        precise: bool,
+    },
+    Pool {
+        burst_ratio: f64,
+        /// The filling in effect.
+        filling: Filling,
+        max_backlog_ns: u64,
+        fills: u64,
+    },
 }
 
 /// The result of a `pace` run; `Display` is the text report, `Serialize` the
-/// JSON one (schema in [`AFTER_LONG_HELP`]).
+/// JSON one (schema in [`AFTER_LONG_HELP`]). Fields that apply to one limiter
+/// only are `None` for the other and left out of the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct PaceReport {
     spec: String,
+    limiter: &'static str,
     target_rate: f64,
-    strictness: f64,
-    strictness_mode: &'static str,
-    wait_policy: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strictness: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strictness_mode: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait_policy: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    burst_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filling: Option<&'static str>,
+    /// `Some(None)` (JSON null) for a pool filled inline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fill_interval_ns: Option<Option<u64>>,
     threads: u32,
-    pacers: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pacers: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pools: Option<u32>,
     mode: &'static str,
     duration_ns: Option<u64>,
     count: Option<u64>,
@@ -289,7 +533,11 @@ pub struct PaceReport {
     achieved_rate: f64,
     wait_ns: WaitSummary,
     backlog_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_backlog_ns: Option<u64>,
     total_wait_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fills: Option<u64>,
     cpu_ns: Option<u64>,
     cpu_ns_per_op: Option<u64>,
 }
@@ -308,111 +556,88 @@ fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Refuses options the chosen limiter does not take.
+fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
+    let refuse = |msg: &str| Err(UsageError(msg.to_owned()));
+    match args.limiter {
+        LimiterKind::Pacer => {
+            if args.fill.is_some() {
+                return refuse("--fill is a token pool option; add --limiter pool to use it");
+            }
+            if args.fill_interval.is_some() {
+                return refuse(
+                    "--fill-interval is a token pool option; add --limiter pool --fill thread \
+                     to use it",
+                );
+            }
+        }
+        LimiterKind::Pool => {
+            if args.strictness.is_some() {
+                return refuse(
+                    "--strictness is a Pacer option and cannot be used with --limiter pool; \
+                     the pool's burst ratio is the rate spec's (e.g. --rate 10k,1.5)",
+                );
+            }
+            if args.precise {
+                return refuse(
+                    "--precise is a Pacer option (its wait policy) and cannot be used with \
+                     --limiter pool, whose waiting callers sleep until a fill gives them tokens",
+                );
+            }
+            if args.fill_interval.is_some() && args.fill != Some(FillKind::Thread) {
+                return refuse(
+                    "--fill-interval needs --fill thread (with the default --fill inline, \
+                     callers refill the pool themselves and there is no interval)",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs `pace` with `args` and returns its report.
 ///
 /// # Errors
 ///
-/// A [`UsageError`] if the library refuses the configuration; an I/O error if
-/// a worker thread cannot be started; an error if a worker panicked.
+/// A [`UsageError`] for an option the limiter does not take or a
+/// configuration the library refuses; an I/O error if a worker thread cannot
+/// be started; an error if a worker panicked.
 pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
+    check_limiter_options(args)?;
     let spec = args.rate;
-    let strictness = args.strictness.unwrap_or(spec.burst_ratio());
-    let policy = if args.precise {
-        WaitPolicy::precise(PRECISE_SPIN)
-    } else {
-        WaitPolicy::default()
-    };
     let threads = args.threads;
-    let pacer_count = if spec.scope() == Scope::Thread {
+    let limiter_count = if spec.scope() == Scope::Thread {
         threads
     } else {
         1
     };
-    // One clock for every pacer, so their readings compare.
-    let clock = MonotonicClock::new();
-    let pacers = (0..pacer_count)
-        .map(|_| {
-            Pacer::from_spec(&spec)
-                .and_then(|b| {
-                    b.strictness(strictness)
-                        .wait_policy(policy)
-                        .build_with_clock(clock)
-                })
-                .map_err(|e| {
-                    anyhow::Error::new(e).context(UsageError(format!(
-                        "cannot pace at rate spec \"{spec}\" with strictness {strictness}"
-                    )))
-                })
-        })
-        .collect::<anyhow::Result<Vec<Pacer>>>()?;
-    let target_rate = spec.rate().get() * f64::from(pacer_count);
-
     // clap rejects --duration together with --count.
     let count = args.count;
     let duration = match count {
         Some(_) => None,
         None => Some(args.duration.unwrap_or(DEFAULT_DURATION)),
     };
-    let remaining = AtomicU64::new(count.unwrap_or(0));
-    let gate: Gate = (Mutex::new(None), Condvar::new());
+    // One clock for every limiter, so their readings compare.
+    let plan = RunPlan {
+        clock: MonotonicClock::new(),
+        threads,
+        duration,
+        count,
+    };
 
-    let (results, t0, cpu_start, t_end, cpu_end) = std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(threads as usize);
-        for i in 0..threads {
-            let pacer = &pacers[i as usize % pacers.len()];
-            let (worker_gate, worker_remaining) = (&gate, &remaining);
-            let spawned = std::thread::Builder::new()
-                .name(format!("pace-{i}"))
-                .spawn_scoped(scope, move || worker(pacer, worker_gate, worker_remaining));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    open_gate(&gate, Err(()));
-                    for h in handles {
-                        let _ = h.join();
-                    }
-                    return Err(anyhow::Error::new(e)
-                        .context(format!("starting worker thread {} of {threads}", i + 1)));
-                }
-            }
-        }
-        // Start every schedule now; the run starts at the earliest one.
-        for p in &pacers {
-            p.restart();
-        }
-        let t0 = pacers
-            .iter()
-            .map(Pacer::next_slot_nanos)
-            .min()
-            .unwrap_or_else(|| clock.now_nanos());
-        let stop = match duration {
-            Some(d) => Stop::Deadline(t0.saturating_add(duration_nanos(d))),
-            None => Stop::Count,
-        };
-        let cpu_start = process_cpu_nanos();
-        open_gate(&gate, Ok(stop));
-        let mut results = Vec::with_capacity(handles.len());
-        let mut panicked = false;
-        for h in handles {
-            match h.join() {
-                Ok(r) => results.push(r),
-                Err(_) => panicked = true,
-            }
-        }
-        let t_end = clock.now_nanos();
-        let cpu_end = process_cpu_nanos();
-        if panicked {
-            anyhow::bail!("a worker thread panicked");
-        }
-        Ok((results, t0, cpu_start, t_end, cpu_end))
-    })?;
+    let (outcome, info, backlog_ns, total_wait_ns) = match args.limiter {
+        LimiterKind::Pacer => run_pacers(args, plan, limiter_count)?,
+        LimiterKind::Pool => run_pools(args, plan, limiter_count)?,
+    };
+    let target_rate = spec.rate().get() * f64::from(limiter_count);
 
     let mut waits = WaitRecorder::new();
-    for r in &results {
+    for r in &outcome.results {
         waits.merge(&r.waits);
     }
     let ops = waits.count();
-    let last_start = results.iter().filter_map(|r| r.last_start).max();
+    let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
+    let t0 = outcome.t0;
     let elapsed_ns = match duration {
         Some(d) => duration_nanos(d),
         None => {
@@ -429,30 +654,25 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
     } else {
         ops as f64 * 1e9 / elapsed_ns as f64
     };
-    let (backlog_ns, total_wait_ns) = pacers.iter().fold((0u64, 0u64), |(b, t), p| {
-        let s = RateLimiter::wait_stats(p);
-        (
-            b.saturating_add(s.backlog_nanos),
-            t.saturating_add(s.total_wait_nanos),
-        )
-    });
-    let cpu_ns = match (cpu_start, cpu_end) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
+    let cpu_ns = outcome.cpu_ns;
     let cpu_ns_per_op = match cpu_ns {
         Some(c) if ops > 0 => Some((c as f64 / ops as f64).round() as u64),
         _ => None,
     };
 
-    Ok(PaceReport {
+    let mut report = PaceReport {
         spec: spec.to_string(),
+        limiter: "pacer",
         target_rate,
-        strictness,
-        strictness_mode: strictness_mode_name(strictness),
-        wait_policy: if args.precise { "precise" } else { "coalesce" },
+        strictness: None,
+        strictness_mode: None,
+        wait_policy: None,
+        burst_ratio: None,
+        filling: None,
+        fill_interval_ns: None,
         threads,
-        pacers: pacer_count,
+        pacers: None,
+        pools: None,
         mode: if duration.is_some() {
             "duration"
         } else {
@@ -462,42 +682,211 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         count,
         ops,
         elapsed_ns,
-        wall_ns: t_end.saturating_sub(t0),
+        wall_ns: outcome.t_end.saturating_sub(t0),
         achieved_rate,
         wait_ns: waits.summary(),
         backlog_ns,
+        max_backlog_ns: None,
         total_wait_ns,
+        fills: None,
         cpu_ns,
         cpu_ns_per_op,
+    };
+    match info {
+        LimiterInfo::Pacer {
+            strictness,
+            precise,
+        } => {
+            report.strictness = Some(strictness);
+            report.strictness_mode = Some(strictness_mode_name(strictness));
+            report.wait_policy = Some(if precise { "precise" } else { "coalesce" });
+            report.pacers = Some(limiter_count);
+        }
+        LimiterInfo::Pool {
+            burst_ratio,
+            filling,
+            max_backlog_ns,
+            fills,
+        } => {
+            report.limiter = "pool";
+            report.burst_ratio = Some(burst_ratio);
+            let (name, interval) = match filling {
+                Filling::Thread(i) => ("thread", Some(duration_nanos(i))),
+                _ => ("inline", None),
+            };
+            report.filling = Some(name);
+            report.fill_interval_ns = Some(interval);
+            report.pools = Some(limiter_count);
+            report.max_backlog_ns = Some(max_backlog_ns);
+            report.fills = Some(fills);
+        }
+    }
+    Ok(report)
+}
+
+/// The outcome of a run, what to report about its limiter, and the summed
+/// backlog and total wait of its limiters at the end.
+type Ran = (Outcome, LimiterInfo, u64, u64);
+
+/// The summed [`RateLimiter::wait_stats`] of `limiters`: backlog, total wait.
+fn summed_wait_stats<L: RateLimiter>(limiters: &[L]) -> (u64, u64) {
+    limiters.iter().fold((0u64, 0u64), |(b, t), l| {
+        let s = l.wait_stats();
+        (
+            b.saturating_add(s.backlog_nanos),
+            t.saturating_add(s.total_wait_nanos),
+        )
     })
+}
+
+/// A run with `count` [`Pacer`]s.
+fn run_pacers(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+    let spec = args.rate;
+    let strictness = args.strictness.unwrap_or(spec.burst_ratio());
+    let policy = if args.precise {
+        WaitPolicy::precise(PRECISE_SPIN)
+    } else {
+        WaitPolicy::default()
+    };
+    let clock = plan.clock;
+    let pacers = (0..count)
+        .map(|_| {
+            Pacer::from_spec(&spec)
+                .and_then(|b| {
+                    b.strictness(strictness)
+                        .wait_policy(policy)
+                        .build_with_clock(clock)
+                })
+                .map_err(|e| {
+                    anyhow::Error::new(e).context(UsageError(format!(
+                        "cannot pace at rate spec \"{spec}\" with strictness {strictness}"
+                    )))
+                })
+        })
+        .collect::<anyhow::Result<Vec<Pacer>>>()?;
+    let start = |pacers: &[Pacer]| {
+        // Start every schedule now; the run starts at the earliest one.
+        for p in pacers {
+            p.restart();
+        }
+        pacers
+            .iter()
+            .map(Pacer::next_slot_nanos)
+            .min()
+            .unwrap_or_else(|| clock.now_nanos())
+    };
+    let outcome = drive(&pacers, plan, start, None)?;
+    let (backlog, total_wait) = summed_wait_stats(&pacers);
+    let info = LimiterInfo::Pacer {
+        strictness,
+        precise: args.precise,
+    };
+    Ok((outcome, info, backlog, total_wait))
+}
+
+/// The summed backlog (waiting pools) of `pools` now.
+fn summed_backlog(pools: &[TokenPool]) -> u64 {
+    pools
+        .iter()
+        .fold(0u64, |sum, p| sum.saturating_add(p.backlog_nanos()))
+}
+
+/// A run with `count` [`TokenPool`]s.
+fn run_pools(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+    let spec = args.rate;
+    let filling = match args.fill.unwrap_or(FillKind::Inline) {
+        FillKind::Inline => Filling::Inline,
+        FillKind::Thread => Filling::Thread(args.fill_interval.unwrap_or(DEFAULT_FILL_INTERVAL)),
+    };
+    let clock = plan.clock;
+    let pools = (0..count)
+        .map(|_| {
+            TokenPool::from_spec(&spec)
+                .filling(filling)
+                // Built idle, so that no filler thread runs while the workers
+                // start; `restart` below starts them all.
+                .verb(Verb::Configure)
+                .build_with_clock(clock)
+                .map_err(|e| {
+                    anyhow::Error::new(e).context(UsageError(format!(
+                        "cannot build a token pool at rate spec \"{spec}\" with filling {filling}"
+                    )))
+                })
+        })
+        .collect::<anyhow::Result<Vec<TokenPool>>>()?;
+    let start = |pools: &[TokenPool]| {
+        // Each pool's schedule starts at its restart; the run starts just
+        // before the first.
+        let t0 = clock.now_nanos();
+        for p in pools {
+            p.restart();
+        }
+        t0
+    };
+    let outcome = drive(&pools, plan, start, Some(summed_backlog))?;
+    let (backlog_ns, total_wait) = summed_wait_stats(&pools);
+    // A pool falls back to inline filling if its filler thread cannot start.
+    let in_effect = pools
+        .iter()
+        .map(TokenPool::filling)
+        .find(|f| *f != filling)
+        .unwrap_or(filling);
+    let fills = pools
+        .iter()
+        .fold(0u64, |sum, p| sum.saturating_add(p.fills()));
+    let info = LimiterInfo::Pool {
+        burst_ratio: spec.burst_ratio(),
+        filling: in_effect,
+        max_backlog_ns: outcome.max_backlog_ns,
+        fills,
+    };
+    Ok((outcome, info, backlog_ns, total_wait))
 }
 
 impl fmt::Display for PaceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = &self.wait_ns;
-        let policy = match self.wait_policy {
-            "precise" => "precise (sleep, then spin 150µs)",
-            _ => "coalesce (waits within 500µs are not slept)",
-        };
-        let pacers = if self.pacers == 1 {
-            "1 shared pacer".to_owned()
-        } else {
-            format!("{} pacers, one per thread", self.pacers)
-        };
         let run = match (self.duration_ns, self.count) {
             (Some(d), _) => format!("duration {}", fmt_nanos(d)),
             (None, Some(n)) => format!("count {n}"),
             (None, None) => String::new(),
         };
         writeln!(f, "spec            {}", self.spec)?;
-        writeln!(
-            f,
-            "strictness      {} ({})",
-            self.strictness,
-            self.strictness_mode.replace('_', " ")
-        )?;
-        writeln!(f, "wait policy     {policy}")?;
-        writeln!(f, "threads         {} ({pacers}), {run}", self.threads)?;
+        let limiters = if let Some(pools) = self.pools {
+            let burst = self.burst_ratio.unwrap_or_default();
+            writeln!(f, "limiter         token pool (burst ratio {burst})")?;
+            let filling = match self.fill_interval_ns {
+                Some(Some(i)) => format!(
+                    "thread (a filler thread refills every {})",
+                    humantime::format_duration(Duration::from_nanos(i))
+                ),
+                _ => "inline (callers refill the pool when it runs short)".to_owned(),
+            };
+            writeln!(f, "filling         {filling}")?;
+            if pools == 1 {
+                "1 shared pool".to_owned()
+            } else {
+                format!("{pools} pools, one per thread")
+            }
+        } else {
+            let strictness = self.strictness.unwrap_or_default();
+            let mode = self.strictness_mode.unwrap_or_default();
+            writeln!(
+                f,
+                "strictness      {strictness} ({})",
+                mode.replace('_', " ")
+            )?;
+            let policy = match self.wait_policy {
+                Some("precise") => "precise (sleep, then spin 150µs)",
+                _ => "coalesce (waits within 500µs are not slept)",
+            };
+            writeln!(f, "wait policy     {policy}")?;
+            match self.pacers {
+                Some(1) | None => "1 shared pacer".to_owned(),
+                Some(n) => format!("{n} pacers, one per thread"),
+            }
+        };
+        writeln!(f, "threads         {} ({limiters}), {run}", self.threads)?;
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
         writeln!(f, "ops             {}", self.ops)?;
@@ -513,8 +902,25 @@ impl fmt::Display for PaceReport {
         writeln!(f, "wait p99.9      {}", fmt_nanos(w.p999))?;
         writeln!(f, "wait max        {}", fmt_nanos(w.max))?;
         writeln!(f, "wait mean       {}", fmt_nanos(w.mean))?;
-        writeln!(f, "backlog         {}", fmt_nanos(self.backlog_ns))?;
+        if let Some(max) = self.max_backlog_ns {
+            writeln!(
+                f,
+                "backlog         {} (waiting pool at the end)",
+                fmt_nanos(self.backlog_ns)
+            )?;
+            writeln!(
+                f,
+                "max backlog     {} (sampled every {})",
+                fmt_nanos(max),
+                humantime::format_duration(BACKLOG_SAMPLE_INTERVAL)
+            )?;
+        } else {
+            writeln!(f, "backlog         {}", fmt_nanos(self.backlog_ns))?;
+        }
         writeln!(f, "total wait      {}", fmt_nanos(self.total_wait_ns))?;
+        if let Some(fills) = self.fills {
+            writeln!(f, "fills           {fills}")?;
+        }
         match (self.cpu_ns_per_op, self.cpu_ns) {
             (Some(per_op), Some(total)) => writeln!(
                 f,

@@ -145,6 +145,23 @@ pub fn fmt_rate(ops_per_second: f64) -> String {
 /// The process's CPU time so far (user + system, all threads), in
 /// nanoseconds; `None` where the platform has no per-process CPU clock.
 pub fn process_cpu_nanos() -> Option<u64> {
+    cpu_clock_nanos(CpuClock::Process)
+}
+
+/// The calling thread's CPU time so far (user + system), in nanoseconds;
+/// `None` where the platform has no per-thread CPU clock.
+pub fn thread_cpu_nanos() -> Option<u64> {
+    cpu_clock_nanos(CpuClock::Thread)
+}
+
+/// Which CPU-time clock to read.
+#[derive(Debug, Clone, Copy)]
+enum CpuClock {
+    Process,
+    Thread,
+}
+
+fn cpu_clock_nanos(which: CpuClock) -> Option<u64> {
     #[cfg(any(
         target_os = "linux",
         target_os = "android",
@@ -155,7 +172,11 @@ pub fn process_cpu_nanos() -> Option<u64> {
         target_os = "dragonfly"
     ))]
     {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        use rustix::time::{clock_gettime, ClockId};
+        let t = clock_gettime(match which {
+            CpuClock::Process => ClockId::ProcessCPUTime,
+            CpuClock::Thread => ClockId::ThreadCPUTime,
+        });
         let secs = u64::try_from(t.tv_sec).ok()?;
         let nanos = u64::try_from(t.tv_nsec).ok()?;
         Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
@@ -170,6 +191,7 @@ pub fn process_cpu_nanos() -> Option<u64> {
         target_os = "dragonfly"
     )))]
     {
+        let _ = which;
         None
     }
 }

@@ -53,6 +53,13 @@ fn count_run_reports_consistent_json() {
     assert_eq!(f(&v, "strictness"), 1.1);
     assert_eq!(v["strictness_mode"], "burst_ratio");
     assert_eq!(v["wait_policy"], "coalesce");
+    assert_eq!(v["limiter"], "pacer");
+    for pool_only in ["burst_ratio", "filling", "pools", "max_backlog_ns", "fills"] {
+        assert!(
+            v.get(pool_only).is_none(),
+            "{pool_only} in a pacer report: {v}"
+        );
+    }
 
     let achieved = f(&v, "achieved_rate");
     assert!((1000.0..4000.0).contains(&achieved), "achieved {achieved}");
@@ -186,6 +193,103 @@ fn thread_scope_gives_each_worker_its_own_pacer() {
     assert!((1000.0..4000.0).contains(&achieved), "achieved {achieved}");
 }
 
+#[test]
+fn pool_run_reports_the_backlog() {
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "pool",
+        "--rate",
+        "2000,1.2",
+        "--threads",
+        "2",
+        "--duration",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(v["limiter"], "pool");
+    assert_eq!(f(&v, "burst_ratio"), 1.2);
+    assert_eq!(v["filling"], "inline");
+    assert!(v["fill_interval_ns"].is_null());
+    assert_eq!(u(&v, "pools"), 1);
+    assert_eq!(f(&v, "target_rate"), 2000.0);
+    for pacer_only in ["strictness", "strictness_mode", "wait_policy", "pacers"] {
+        assert!(
+            v.get(pacer_only).is_none(),
+            "{pacer_only} in a pool report: {v}"
+        );
+    }
+    // About 600 ops; a pool cannot grant much beyond what 300 ms fill.
+    let ops = u(&v, "ops");
+    assert!((200..=700).contains(&ops), "ops {ops}");
+    let backlog = u(&v, "backlog_ns");
+    assert!(u(&v, "max_backlog_ns") >= backlog, "{v}");
+    assert!(u(&v, "total_wait_ns") >= backlog, "{v}");
+    assert!(u(&v, "fills") >= 1, "{v}");
+    let w = &v["wait_ns"];
+    assert!(
+        u(w, "p50") <= u(w, "p99") && u(w, "p99") <= u(w, "max"),
+        "{w}"
+    );
+}
+
+#[test]
+fn pool_text_report_shows_limiter_and_backlog() {
+    ratekeeper()
+        .args([
+            "pace",
+            "--limiter",
+            "pool",
+            "--rate",
+            "2000",
+            "--count",
+            "100",
+        ])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("limiter         token pool (burst ratio 1.1)")
+                .and(predicate::str::contains("filling         inline"))
+                .and(predicate::str::contains("1 shared pool"))
+                .and(predicate::str::contains("ops             100"))
+                .and(predicate::str::contains("wait p99.9"))
+                .and(predicate::str::contains("backlog "))
+                .and(predicate::str::contains("max backlog"))
+                .and(predicate::str::contains("total wait"))
+                .and(predicate::str::contains("fills"))
+                .and(predicate::str::contains("strictness").not()),
+        )
+        .stderr(predicate::str::is_empty());
+}
+
+#[test]
+fn pool_filled_by_a_thread_with_thread_scope() {
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "pool",
+        "--fill",
+        "thread",
+        "--fill-interval",
+        "100us",
+        "--rate",
+        "1000,thread",
+        "--threads",
+        "2",
+        "--count",
+        "200",
+        "--json",
+    ]);
+    assert_eq!(v["filling"], "thread");
+    assert_eq!(u(&v, "fill_interval_ns"), 100_000);
+    assert_eq!(u(&v, "pools"), 2);
+    assert_eq!(f(&v, "target_rate"), 2000.0);
+    assert_eq!(u(&v, "ops"), 200);
+    let achieved = f(&v, "achieved_rate");
+    assert!((1000.0..4000.0).contains(&achieved), "achieved {achieved}");
+    assert!(u(&v, "max_backlog_ns") >= u(&v, "backlog_ns"));
+}
+
 /// Bad input exits 2 with a message naming the offending value, never a panic.
 fn rejects(args: &[&str], expected: &[&str]) {
     let out = ratekeeper()
@@ -257,6 +361,79 @@ fn bad_options_exit_2() {
 }
 
 #[test]
+fn limiter_options_are_checked() {
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pool",
+            "--fill-interval",
+            "1ms",
+        ],
+        &["--fill-interval needs --fill thread"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pool",
+            "--fill",
+            "inline",
+            "--fill-interval",
+            "1ms",
+        ],
+        &["--fill-interval needs --fill thread"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pool",
+            "--strictness",
+            "1",
+        ],
+        &["--strictness", "Pacer option", "--limiter pool"],
+    );
+    rejects(
+        &["pace", "--rate", "1000", "--limiter", "pool", "--precise"],
+        &["--precise", "Pacer option"],
+    );
+    rejects(
+        &["pace", "--rate", "1000", "--fill", "thread"],
+        &["--fill", "--limiter pool"],
+    );
+    rejects(
+        &["pace", "--rate", "1000", "--limiter", "bucket"],
+        &["'bucket'", "pacer, pool"],
+    );
+    // The library's messages: a burst ratio below 1.0, a fill interval out of range.
+    rejects(
+        &["pace", "--rate", "1000,0.5", "--limiter", "pool"],
+        &["'1000,0.5'", "burst ratio must be at least 1.0"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pool",
+            "--fill",
+            "thread",
+            "--fill-interval",
+            "500ns",
+        ],
+        &["fill interval must be between 1 µs and 1 s"],
+    );
+}
+
+#[test]
 fn help_shows_examples_and_the_json_schema() {
     for flag in ["-h", "--help"] {
         ratekeeper().args(["pace", flag]).assert().success().stdout(
@@ -271,6 +448,9 @@ fn help_shows_examples_and_the_json_schema() {
         .stdout(
             predicate::str::contains("wait_ns")
                 .and(predicate::str::contains("cpu_ns_per_op"))
+                .and(predicate::str::contains("max_backlog_ns"))
+                .and(predicate::str::contains("--limiter <KIND>"))
+                .and(predicate::str::contains("--fill-interval <DUR>"))
                 .and(predicate::str::contains("achieved_rate")),
         );
     ratekeeper()
