@@ -6,6 +6,9 @@
 //!   schedule only falls further behind the clock and `acquire()` never sleeps.
 //!   [`assert_never_waits`] checks this before and after the measurements: every
 //!   grant must be ready no later than it started.
+//! * The TokenPool runs at 1e9 ops/s too, filled inline: its active pool
+//!   (1 ms of tokens) is refilled from the clock whenever it runs short, which
+//!   on one thread always gives at least the one token an op needs.
 //! * governor 0.10: `RateLimiter::direct(Quota::per_second(NonZeroU32::MAX))`,
 //!   whose `check()` never denies (1 ns per cell, a burst of 2^32 − 1 cells);
 //!   the setup asserts that it is `Ok`.
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use criterion::Criterion;
 use governor::{DefaultDirectRateLimiter, Quota};
-use ratekeeper::{MonotonicClock, Pacer, Rate, RateLimiter};
+use ratekeeper::{MonotonicClock, Pacer, Rate, RateLimiter, TokenPool};
 
 /// Rate of the unthrottled pacers: one 1 ns slice per permit.
 pub const UNTHROTTLED: f64 = 1e9;
@@ -29,6 +32,11 @@ pub fn pacer(rate: f64, strictness: f64, cached_clock: bool) -> Pacer<MonotonicC
         .cached_clock(cached_clock)
         .build()
         .expect("valid pacer")
+}
+
+/// A started token pool on the real clock at 1e9 ops/s, filled inline.
+pub fn pool_unthrottled() -> TokenPool<MonotonicClock> {
+    TokenPool::new(Rate::new(UNTHROTTLED).expect("valid rate")).expect("valid pool")
 }
 
 /// governor's direct limiter with the largest quota, which never denies.
@@ -96,6 +104,13 @@ pub fn bench(c: &mut Criterion) {
         b.iter(|| black_box(black_box(&p).try_acquire()).expect("unthrottled"))
     });
     assert_never_waits(&p, CHECK);
+
+    let pool = pool_unthrottled();
+    assert_never_waits(&pool, CHECK);
+    g.bench_function("pool_acquire/inline", |b| {
+        b.iter(|| black_box(black_box(&pool).acquire()))
+    });
+    assert_never_waits(&pool, CHECK);
 
     let gov = governor_unthrottled();
     assert_governor_never_denies(&gov, CHECK);
