@@ -231,7 +231,12 @@
 //! the start, as on the [`Pacer`](crate::Pacer)'s schedule. Since every
 //! token is measured time, an op can never take its tokens before it is due,
 //! and what it waited is exactly how late it started against the rate: the
-//! input for response time free of coordinated omission. Separately,
+//! input for response time free of coordinated omission. `started` is a
+//! clock reading taken when the op got its tokens: unlike the Pacer, the pool
+//! does not use a cached clock reading by default, because its tokens always
+//! cover past time and every op would then be measured against the last fill,
+//! which is stale after a caller stalls (see
+//! [`TokenPoolBuilder::cached_clock`]). Separately,
 //! [`wait_stats`](crate::RateLimiter::wait_stats) reports the limiter's
 //! state: `backlog_nanos` is the waiting pool, and `total_wait_nanos` adds the
 //! backlog checkpointed when the pool was stopped.

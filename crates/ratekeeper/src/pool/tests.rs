@@ -931,3 +931,38 @@ fn inline_waiters_take_turns_refilling() {
         (0, 0, 0)
     );
 }
+
+#[test]
+fn an_op_after_a_caller_stall_reports_the_stall_by_default() {
+    // Tokens banked before the stall are still in the active pool afterwards;
+    // the op that takes them must measure its wait against the clock now, not
+    // against the last reading before the stall.
+    let clock = ManualClock::new(0);
+    let build = |cached: bool| {
+        TokenPool::builder(Rate::new(1000.0).unwrap())
+            .filling(Filling::Manual)
+            .cached_clock(cached)
+            .build_with_clock(clock.clone())
+            .unwrap()
+    };
+    let pool = build(false);
+    let start = clock.now_nanos();
+    pool.refill(MS).unwrap(); // two ops banked
+    clock.advance_nanos(2 * MS);
+    assert_eq!(pool.try_acquire().unwrap().wait_nanos(), 2 * MS);
+    clock.advance_nanos(1_000 * MS); // the caller stalls; no fill meanwhile
+    let g = pool.try_acquire().unwrap();
+    assert_eq!(g.scheduled_nanos(), start + MS);
+    assert_eq!(g.wait_nanos(), 1_001 * MS);
+
+    // With the cached clock the same op reports only the stale reading's lag.
+    let pool = build(true);
+    let start = clock.now_nanos();
+    pool.refill(MS).unwrap();
+    clock.advance_nanos(2 * MS);
+    pool.try_acquire().unwrap(); // reads the clock: start + 2 ms
+    clock.advance_nanos(1_000 * MS);
+    let g = pool.try_acquire().unwrap();
+    assert_eq!(g.scheduled_nanos(), start + MS);
+    assert_eq!(g.wait_nanos(), MS, "the reading from before the stall");
+}
