@@ -438,13 +438,22 @@ impl<C: Clock> Shared<C> {
         // scheduled against either side of them (documented). `last_seen` is
         // a clock reading and carries no other data.
         let scheduled = taken.wrapping_add(self.params.base.load(Ordering::Relaxed));
-        let seen = self.last_seen.load(Ordering::Relaxed);
-        let started = if self.cached_clock && scheduled < seen {
-            seen
+        let started = if self.cached_clock {
+            let seen = self.last_seen.load(Ordering::Relaxed);
+            if scheduled < seen {
+                seen
+            } else {
+                let now = self.clock.now_nanos();
+                // A plain store, as the Pacer does: a racing older reading
+                // may win, which only makes the cache a little staler.
+                if now > seen {
+                    self.last_seen.store(now, Ordering::Relaxed);
+                }
+                now
+            }
         } else {
-            let now = self.clock.now_nanos();
-            self.see(now);
-            now
+            // Not cached: no shared write on the common path.
+            self.clock.now_nanos()
         };
         Grant::new(scheduled.min(started), started, started, permits)
     }
@@ -584,6 +593,14 @@ impl<C: Clock> Shared<C> {
         st.last_fill = st.last_fill.max(now);
         self.see(now);
         self.refill_locked(st, elapsed, wake);
+    }
+
+    /// The least time an inline fill covers while callers wait: the
+    /// coalescing window, at most half the active pool (see `wait_claim`).
+    fn fill_granule(&self, st: &State) -> u64 {
+        self.policy
+            .window_nanos(&self.clock)
+            .min(st.pools.max_active() / 2)
     }
 
     /// The filler thread's fill.
@@ -1060,7 +1077,15 @@ impl<C: Clock + 'static> TokenPool<C> {
             if !st.started {
                 self.begin(st, now, false, wake);
             }
-            if st.mode == Filling::Inline {
+            // Fill from the clock, but when the caller will wait anyway, only
+            // once a fill's worth of time has passed: callers that outrun the
+            // rate find the pool empty on almost every op, and filling a few
+            // ns of tokens each time would put every op through this lock.
+            // A caller with a maximum wait fills whatever has passed, so that
+            // its answer is exact.
+            if st.mode == Filling::Inline
+                && (max_wait.is_some() || now.saturating_sub(st.last_fill) >= sh.fill_granule(st))
+            {
                 sh.fill_from_clock(st, now, wake);
             }
             if st.queue.is_empty() {
@@ -1131,7 +1156,8 @@ impl<C: Clock + 'static> TokenPool<C> {
             }
             if st.mode == Filling::Inline && !st.filler_busy {
                 // Refill for the queue: sleep until this claim's tokens are
-                // due, then fill from the clock. Each nap covers
+                // due, then fill from the clock. Counted from the last fill,
+                // each fill covers
                 //
                 // * at least the coalescing window (500 µs on real clocks,
                 //   0 on exact ones): at high rates one fill then serves a
@@ -1149,8 +1175,10 @@ impl<C: Clock + 'static> TokenPool<C> {
                 // lead) so that it ends about on time.
                 st.filler_busy = true;
                 let due = st.owed_through(pos);
-                let window = sh.policy.window_nanos(&sh.clock);
-                let span = due.max(window).min(st.pools.max_active() / 2).max(1);
+                let since = now.saturating_sub(st.last_fill);
+                let granule = sh.fill_granule(&st);
+                let cap = (st.pools.max_active() / 2).saturating_sub(since).max(1);
+                let span = due.max(granule.saturating_sub(since)).min(cap).max(1);
                 let lead = sh.clock.sleep_overshoot_nanos();
                 let mut nap = span.saturating_sub(lead).max(span.min(lead) / 2).max(1);
                 if let Some(d) = deadline {
