@@ -97,18 +97,19 @@ pub fn bench(c: &mut Criterion) {
         // The token pool at 1e9 ops/s, filled inline. Under contention a
         // caller may rarely find the pool short and queue for a moment, so
         // no never-waits check here.
-        let pool = pool_unthrottled();
-        g.bench_with_input(
-            BenchmarkId::new("pool_acquire/inline", threads),
-            &threads,
-            |b, &threads| {
+        for (name, cached) in [
+            ("pool_acquire/inline", false),
+            ("pool_acquire/inline_cached_clock", true),
+        ] {
+            let pool = pool_unthrottled(cached);
+            g.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &threads| {
                 b.iter_custom(|iters| {
                     run_split(threads, iters, || {
                         black_box(black_box(&pool).acquire());
                     })
                 })
-            },
-        );
+            });
+        }
 
         let gov = governor_unthrottled();
         assert_never_denies_shared(&gov, threads, CHECK);

@@ -414,7 +414,7 @@ impl<C: Clock> Pacer<C> {
     }
 
     /// Average and compensation modes, no maximum wait: one `fetch_add`.
-    #[inline]
+    #[inline(always)]
     fn reserve_accumulator(
         &self,
         span: u64,
@@ -845,7 +845,11 @@ impl<C: Clock> RateLimiter for Pacer<C> {
     /// Without a maximum wait, the common path is one atomic add (plus, in
     /// strict and burst modes when off schedule, one compare-exchange). With a
     /// maximum wait, a compare-exchange loop, so a refusal changes nothing.
-    #[inline]
+    // Always inlined: its common path is a few instructions around one
+    // atomic add, and returned in registers only when inlined (LLVM stopped
+    // inlining it once a second limiter's reserve shared the budget: 6 ns
+    // became 18 ns per acquire).
+    #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         // Ordering: Relaxed for both; configuration snapshots (an acquire
         // racing a change may use either value, as documented).

@@ -338,11 +338,13 @@ struct State {
     /// The waiting pool and the sizes; its active pool is synced from the
     /// atomics at each fill.
     pools: Pools,
-    /// Claims waiting for tokens, oldest first; ids increase.
+    /// Claims waiting for tokens, oldest first.
     queue: VecDeque<Claim>,
     /// Tokens the queued claims still need.
     owed: u64,
-    next_claim: u64,
+    /// The next claim id to try; ids are non-zero `u32`s (they travel in a
+    /// [`Grant`], which stays 32 bytes) and wrap, skipping ids still queued.
+    next_claim: u32,
     /// The clock reading of the latest fill.
     last_fill: u64,
     started: bool,
@@ -357,15 +359,28 @@ struct State {
 }
 
 struct Claim {
-    id: u64,
+    id: u32,
     span: u64,
     remaining: u64,
     waiter: Option<Thread>,
 }
 
 impl State {
-    fn position(&self, id: u64) -> Option<usize> {
-        self.queue.binary_search_by_key(&id, |c| c.id).ok()
+    /// Where claim `id` is in the queue, if it is still queued. A linear
+    /// search: the queue holds one claim per waiting caller, and ids wrap.
+    fn position(&self, id: u32) -> Option<usize> {
+        self.queue.iter().position(|c| c.id == id)
+    }
+
+    /// A fresh claim id: non-zero and not queued.
+    fn new_claim_id(&mut self) -> u32 {
+        loop {
+            let id = self.next_claim;
+            self.next_claim = self.next_claim.wrapping_add(1).max(1);
+            if self.position(id).is_none() {
+                return id;
+            }
+        }
     }
 
     /// Tokens owed to the claims up to and including the one at `pos`.
@@ -401,7 +416,7 @@ impl<C: Clock> Shared<C> {
 
     /// Takes `span` tokens if the active pool holds them: the lock-free path.
     /// Returns `taken` before the take.
-    #[inline]
+    #[inline(always)]
     fn try_take(&self, span: u64) -> Option<u64> {
         // Ordering: Acquire, so the `filled` read below is at least as new as
         // the one the taker that stored this value checked against (it
@@ -431,7 +446,7 @@ impl<C: Clock> Shared<C> {
     }
 
     /// The grant for tokens taken at once at `taken`.
-    #[inline]
+    #[inline(always)]
     fn grant_now(&self, taken: u64, permits: u32) -> Grant {
         // Ordering: Relaxed for both; `base` changes only at (re)start, stop,
         // and when tokens are withdrawn, and an op racing those may be
@@ -1064,6 +1079,7 @@ impl<C: Clock + 'static> TokenPool<C> {
         &self.shared.clock
     }
 
+    #[inline(never)]
     fn reserve_slow(
         &self,
         span: u64,
@@ -1110,8 +1126,7 @@ impl<C: Clock + 'static> TokenPool<C> {
             let scheduled = taken
                 .wrapping_add(st.owed)
                 .wrapping_add(sh.params.base.load(Ordering::Relaxed));
-            let id = st.next_claim;
-            st.next_claim += 1;
+            let id = st.new_claim_id();
             st.queue.push_back(Claim {
                 id,
                 span,
@@ -1125,10 +1140,19 @@ impl<C: Clock + 'static> TokenPool<C> {
         })
     }
 
+    #[inline(never)]
+    fn wait_for_claim(&self, grant: Grant, id: u32) -> Grant {
+        match self.wait_claim(grant, id, None) {
+            Ok(g) => g,
+            // Without a deadline the wait only ends with the tokens.
+            Err(_) => grant,
+        }
+    }
+
     /// Waits until claim `id` has its tokens, or until `deadline` (clock
     /// nanoseconds). On a deadline the claim is withdrawn and the tokens it
     /// still needed are returned as the error.
-    fn wait_claim(&self, grant: Grant, id: u64, deadline: Option<u64>) -> Result<Grant, u64> {
+    fn wait_claim(&self, grant: Grant, id: u32, deadline: Option<u64>) -> Result<Grant, u64> {
         let sh = &*self.shared;
         let mut wake = Vec::new();
         let mut st = lock(&sh.state);
@@ -1220,7 +1244,8 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
     /// first served; its grant's `ready` time is an estimate (tokens arrive at
     /// one per nanosecond, faster while a backlog drains) and
     /// [`wait_for`](RateLimiter::wait_for) waits for the tokens themselves.
-    #[inline]
+    // Always inlined, as the Pacer's: the lock-free path is small.
+    #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
@@ -1264,14 +1289,11 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
     /// it (with [`Filling::Inline`], one waiter at a time sleeps until the
     /// tokens are due and fills). A grant whose tokens were taken at once is
     /// returned as it is.
+    #[inline(always)]
     fn wait_for(&self, grant: Grant) -> Grant {
         match grant.claim() {
             None => grant,
-            Some(id) => match self.wait_claim(grant, id, None) {
-                Ok(g) => g,
-                // Without a deadline the wait only ends with the tokens.
-                Err(_) => grant,
-            },
+            Some(id) => self.wait_for_claim(grant, id),
         }
     }
 

@@ -192,14 +192,23 @@
 //! # Choosing the filling
 //!
 //! [`Filling::Inline`] is the default. Measured on this project's 2-core VM
+//! after commit 5d3610b, the Pacer in the same session. At 10 000 ops/s
 //! (`ratekeeper pace --limiter pool --fill <inline|thread> --rate 10k,1.1
-//! --threads 2 --duration 3s`, one run each, the Pacer in the same session):
+//! --threads 2 --duration 3s`, two runs each):
 //!
-//! | 10 000 ops/s, 2 threads | achieved | wait p50 | wait p99 | CPU per op |
-//! |---|---:|---:|---:|---:|
-//! | inline | 9999 ops/s | 256 µs | 996 µs | 7.04 µs |
-//! | thread, 1 ms | 9997 ops/s | 869 µs | 4.99 ms | 4.06 µs |
-//! | Pacer (for reference) | 10000 ops/s | 0 | 23.3 µs | 7.61 µs |
+//! | 10 000 ops/s, 2 threads | achieved | wait p50 | wait p99 | backlog at end | CPU per op |
+//! |---|---:|---:|---:|---:|---:|
+//! | inline | 9999.3 / 9999.7 | 260 / 252 µs | 532 / 504 µs | 0 / 0 | 8.80 / 7.25 µs |
+//! | thread, 1 ms | 9921.7 / 9997.7 | 13.9 ms / 588 µs | 24.1 / 1.30 ms | 23.5 ms / 0 | 5.13 / 4.05 µs |
+//! | Pacer (for reference) | 10000 / 10000 | 0 / 0 | 24.4 / 27.6 µs | — | 9.56 / 9.24 µs |
+//!
+//! At a 1e7 ops/s target with 1, 2, 4 and 8 threads flat out
+//! (`cargo run --release -p ratekeeper --example pool_throughput`, medians of
+//! three 2 s runs; the table is in `BENCHMARKS.md`), every filling holds the
+//! rate within 1 %: inline 0.9997–0.9998 of the target at 57–93 ns of CPU per
+//! permit, the 1 ms thread 0.9982–0.9995 at 54–86 ns, the 0.1 ms thread
+//! 0.9998–0.9999 at 81–110 ns; only the 1 ms thread ended runs with a backlog
+//! (up to 14.6 ms).
 //!
 //! Why inline:
 //!
@@ -208,9 +217,9 @@
 //!   pool holds 1 ms, so a 1 ms filler that wakes late (on a loaded machine
 //!   it woke every 1.12 ms on average) overflows the excess into the waiting
 //!   pool *while callers are waiting for it*, and burst 1.1 moves back only
-//!   0.1 ms per fill: the backlog grows and the rate falls short (in an
-//!   earlier run of the command above, on a busier machine: 9806 ops/s and
-//!   57 ms of backlog after 3 s). This is G2's own behaviour, kept as it is;
+//!   0.1 ms per fill: the backlog grows and the rate falls short (run 1
+//!   above: 2708 fills in 3 s, 1.11 ms apart, 23.5 ms of backlog and 0.8 %
+//!   short). This is G2's own behaviour, kept as it is;
 //!   nosqlbench's later releases filled every 0.1 ms for this reason. Inline
 //!   fills never cover more than half the active pool while callers wait.
 //! * **Nothing runs while idle**: no thread, no wake-ups; a thread filler
@@ -219,9 +228,11 @@
 //!   (500 µs) rather than the filler's interval plus its lateness, so ops
 //!   leave in smaller groups.
 //!
-//! The thread filler costs less CPU per op when callers run flat out (one
-//! fill per interval whatever the load); choose it, with a short interval,
-//! for nosqlbench's exact behaviour.
+//! The 1 ms thread filler costs less CPU per op at moderate rates (one fill
+//! per interval whatever the callers do, against one sleep per group of ops
+//! that a waiting caller makes inline); choose it, with an interval of
+//! 0.1 ms as nosqlbench's later releases did, for nosqlbench's own
+//! behaviour.
 //!
 //! # Wait time
 //!
