@@ -204,11 +204,11 @@
 //!
 //! At a 1e7 ops/s target with 1, 2, 4 and 8 threads flat out
 //! (`cargo run --release -p ratekeeper --example pool_throughput`, medians of
-//! three 2 s runs; the table is in `BENCHMARKS.md`), every filling holds the
-//! rate within 1 %: inline 0.9997–0.9998 of the target at 57–93 ns of CPU per
-//! permit, the 1 ms thread 0.9982–0.9995 at 54–86 ns, the 0.1 ms thread
-//! 0.9998–0.9999 at 81–110 ns; only the 1 ms thread ended runs with a backlog
-//! (up to 14.6 ms).
+//! three 2 s runs after commit 0435358; the table is in `BENCHMARKS.md`),
+//! every filling holds the rate within 1 %: inline 0.9997–0.9998 of the
+//! target at 58–95 ns of CPU per permit, the 1 ms thread 0.9944–0.9989 at
+//! 53–83 ns, the 0.1 ms thread 0.9998–0.9999 at 82–117 ns. Only the 1 ms
+//! thread ended runs with a backlog (up to 17.2 ms).
 //!
 //! Why inline:
 //!
