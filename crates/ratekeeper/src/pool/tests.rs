@@ -966,3 +966,39 @@ fn an_op_after_a_caller_stall_reports_the_stall_by_default() {
     assert_eq!(g.scheduled_nanos(), start + MS);
     assert_eq!(g.wait_nanos(), MS, "the reading from before the stall");
 }
+
+#[test]
+fn a_1_s_stall_at_burst_1_1_is_caught_up_at_1100_per_s_then_the_rate_is_1000() {
+    // The scenario, exactly, on a manual clock: 1000 ops/s, burst
+    // 1.1, a caller that stalls 1 s and then acquires back to back.
+    let (clock, pool) = inline(1000.0, 1.1);
+    pool.acquire();
+    clock.advance_nanos(1_000 * MS);
+    let start = clock.now_nanos();
+    let mut per_second = vec![0u32; 14];
+    let mut backlog_gone_at = None;
+    loop {
+        let g = pool.acquire();
+        let s = ((g.started_nanos() - start) / (1_000 * MS)) as usize;
+        if s >= per_second.len() {
+            break;
+        }
+        per_second[s] += 1;
+        if backlog_gone_at.is_none() && pool.backlog_nanos() == 0 {
+            backlog_gone_at = Some(g.started_nanos() - start);
+        }
+    }
+    // The backlog (1 s minus the 2.2 ms banked in the active pool) drains at
+    // 0.1 ms per ms: gone after ~10 s.
+    let gone = backlog_gone_at.expect("the backlog drains");
+    assert!((9_900 * MS..=10_000 * MS).contains(&gone), "gone at {gone}");
+    for (s, &n) in per_second.iter().enumerate() {
+        match s {
+            // Second 0 also has the ops banked in the active pool.
+            0 => assert!((1100..=1103).contains(&n), "second {s}: {n}"),
+            1..=8 => assert!((1099..=1101).contains(&n), "second {s}: {n}"),
+            9 => assert!((1000..=1101).contains(&n), "second {s}: {n}"),
+            _ => assert!((999..=1001).contains(&n), "second {s}: {n}"),
+        }
+    }
+}
