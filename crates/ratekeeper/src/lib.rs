@@ -72,6 +72,7 @@ pub mod limiter;
 pub mod pacer;
 pub mod pool;
 pub mod rate;
+pub mod smooth;
 pub mod spec;
 mod sync;
 pub mod wait;
@@ -81,6 +82,7 @@ pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};
+pub use smooth::{SmoothBursty, SmoothWarmingUp};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::{WaitPolicy, DEFAULT_COALESCE_WINDOW_NANOS};
 

@@ -1,0 +1,721 @@
+//! Guava's `RateLimiter`: [`SmoothBursty`] and [`SmoothWarmingUp`], exact to
+//! Guava's own tests.
+//!
+//! ```
+//! use ratekeeper::{RateLimiter, SmoothBursty};
+//!
+//! let limiter = SmoothBursty::new(100.0)?; // 100 permits per second
+//! let grant = limiter.acquire(); // the first permit is free
+//! assert_eq!(grant.wait_nanos(), 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Stored permits and "the next caller pays"
+//!
+//! A Guava limiter keeps `next_free`, the earliest time the next request may
+//! be granted, and `stored_permits`, unused capacity carried forward from idle
+//! time. A request waits only until `next_free`, then pushes `next_free` on
+//! by the cost of *its own* permits: its size is charged to the caller after
+//! it. So `acquire(1000)` on an idle limiter at 1 permit/s goes at once, and
+//! the next caller waits 1000 s. Stored permits are spent first:
+//!
+//! * **SmoothBursty**: up to `max_burst_seconds × rate` permits (1 s worth by
+//!   default) accumulate while idle and are free: after an idle second a
+//!   burst of `rate` permits goes at once.
+//! * **SmoothWarmingUp**: stored permits *cost more*. A limiter idle for the
+//!   warm-up period is cold: its first permits are spaced `cold_factor`
+//!   (3 by default) times the stable interval, and the spacing falls linearly
+//!   to the stable interval as the stored permits are used up.
+//!
+//! # The warm-up trapezoid
+//!
+//! The time a permit costs, against the stored permits when it is taken
+//! (Guava's diagram). Spending stored permits from right to left costs the
+//! area under the line; idle time refills them from left to right, from 0 to
+//! `max_permits` in exactly the warm-up period.
+//!
+//! ```text
+//!   cost of one permit
+//!          ^
+//!   cold   |                                  +
+//!   = cf×s |                               /  |
+//!          |                            /     |
+//!          |                         /        |   area = warm-up period W
+//!          |                      /           |   (cold to threshold)
+//!          |                   /              |
+//!   stable |------------------+               |
+//!   = s    |    area = W / 2  |               |
+//!          |                  |               |
+//!          +------------------+---------------+---> stored permits
+//!          0              threshold       max_permits
+//!
+//!   threshold   = 0.5 × W / s
+//!   max_permits = threshold + 2 × W / (s + cf × s)
+//! ```
+//!
+//! Under saturating demand a cold limiter takes W to reach the threshold and
+//! another W/2 to use up the rest at the stable rate. Because costs are areas,
+//! a request split into parts costs the same as the whole (up to truncation to
+//! whole microseconds per call).
+//!
+//! # Which limiter?
+//!
+//! | you want | use |
+//! |---|---|
+//! | Guava's behaviour: a burst after idle time, no lateness reporting | [`SmoothBursty`] |
+//! | a cold start: slow after idle time, full rate once warm (caches, connection pools) | [`SmoothWarmingUp`] |
+//! | a schedule: every op's wait time, catch-up of lateness, one strictness knob | [`Pacer`](crate::Pacer) |
+//!
+//! Guava limiters have no notion of lateness: time nobody used becomes
+//! stored permits (bursty: free; warming-up: costly), never a backlog that is
+//! caught up. A load generator that must not hide latency wants the Pacer.
+//!
+//! # Time and numbers
+//!
+//! Everything is Guava's arithmetic: times in whole microseconds (`i64`),
+//! permits in `f64`, Java's truncating `(long)` casts, Java's `Math.min`
+//! (NaN wins) and a saturating add for `next_free`. The limiter reads the
+//! clock as microseconds elapsed since it was created, by wrapping
+//! subtraction, so a clock that wraps is fine. Rates are any `f64 > 0`,
+//! including `+∞` (every wait is 0) and `f64::MIN_POSITIVE`-like tiny values
+//! (one permit then costs `i64::MAX` µs).
+//!
+//! A [`Grant`](crate::Grant)'s `delay_nanos()` is exactly Guava's wait (what
+//! its `acquire` returns, times 1000). Its `scheduled` and `ready` times are
+//! both the moment Guava lets the request go (`next_free` before this
+//! request, or now), so `wait_nanos()` after waiting is only how late the
+//! caller was let go: Guava has no schedule to be late against.
+//!
+//! # Concurrency
+//!
+//! All state is behind one mutex, held for the decision only (never while
+//! sleeping), as in Guava. Every reservation is therefore equal to one made in
+//! the serial order in which the lock was taken: `tests/smooth_props.rs`
+//! checks concurrent runs against a serial model.
+//!
+//! # Differences from Guava
+//!
+//! * **A warm-up period of 0** makes Guava's cool-down interval 0/0 = NaN:
+//!   after any idle time its stored permits become NaN and it never throttles
+//!   again (spec §2.10). Here a zero warm-up period is no warm-up: the
+//!   limiter spaces permits at the stable interval and stores none.
+//! * The cold factor must be a number of at least 1.0 and the burst seconds a
+//!   finite number of at least 0 (Guava does not check either; its public
+//!   factories fix them at 3.0 and 1.0).
+//! * Zero permits is [`AcquireError::ZeroPermits`](crate::AcquireError); a
+//!   negative count cannot be expressed (`u32`).
+
+use core::fmt;
+use std::time::Duration;
+
+use crate::clock::{Clock, DefaultClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::sync::{lock, Mutex};
+use crate::wait::WaitPolicy;
+
+/// Why a smooth limiter could not be built or its rate changed.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::smooth::{SmoothError, SmoothBursty};
+///
+/// assert_eq!(SmoothBursty::new(0.0).unwrap_err(), SmoothError::Rate(0.0));
+/// assert_eq!(SmoothError::Rate(-1.0).to_string(), "rate must be positive, got -1");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SmoothError {
+    /// The rate is not greater than 0 (zero, negative or NaN).
+    #[error("rate must be positive, got {0}")]
+    Rate(f64),
+    /// A negative warm-up period, in microseconds.
+    #[error("warm-up period must not be negative, got {0} µs")]
+    WarmupNegative(i64),
+    /// A cold factor below 1.0, or NaN.
+    #[error("cold factor must be at least 1.0, got {0}")]
+    ColdFactor(f64),
+    /// Burst seconds that are negative, NaN or infinite.
+    #[error("max burst seconds must be finite and at least 0, got {0}")]
+    MaxBurstSeconds(f64),
+}
+
+fn check_rate(rate: f64) -> Result<f64, SmoothError> {
+    // `!(r > 0)`: rejects 0, negatives and NaN; accepts +inf and subnormals.
+    if rate > 0.0 {
+        Ok(rate)
+    } else {
+        Err(SmoothError::Rate(rate))
+    }
+}
+
+/// Java's `Math.min` for doubles: NaN if either is NaN.
+fn java_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
+}
+
+/// Java's `(long)` cast of a double (Rust's `as` does the same: truncation,
+/// NaN to 0, saturation).
+fn long(x: f64) -> i64 {
+    x as i64
+}
+
+fn duration_micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Bursty {
+        max_burst_seconds: f64,
+    },
+    WarmingUp {
+        warmup_micros: i64,
+        cold_factor: f64,
+        threshold: f64,
+        slope: f64,
+    },
+}
+
+/// Guava's `SmoothRateLimiter` state.
+#[derive(Debug, Clone, Copy)]
+struct State {
+    stored_permits: f64,
+    max_permits: f64,
+    stable_interval: f64,
+    /// Microseconds since creation.
+    next_free: i64,
+    kind: Kind,
+}
+
+impl State {
+    fn new(kind: Kind) -> State {
+        State {
+            stored_permits: 0.0,
+            max_permits: 0.0,
+            stable_interval: 0.0,
+            next_free: 0,
+            kind,
+        }
+    }
+
+    fn cool_down_interval(&self) -> f64 {
+        match self.kind {
+            Kind::Bursty { .. } => self.stable_interval,
+            // A zero warm-up period is no warm-up (Guava: 0/0 = NaN).
+            Kind::WarmingUp { warmup_micros, .. } if warmup_micros == 0 => self.stable_interval,
+            Kind::WarmingUp { warmup_micros, .. } => warmup_micros as f64 / self.max_permits,
+        }
+    }
+
+    fn resync(&mut self, now: i64) {
+        if now > self.next_free {
+            let new_permits = (now - self.next_free) as f64 / self.cool_down_interval();
+            self.stored_permits = java_min(self.max_permits, self.stored_permits + new_permits);
+            self.next_free = now;
+        }
+    }
+
+    fn set_rate(&mut self, rate: f64, now: i64) {
+        self.resync(now);
+        let stable = 1e6 / rate;
+        self.stable_interval = stable;
+        let old = self.max_permits;
+        match &mut self.kind {
+            Kind::Bursty { max_burst_seconds } => {
+                self.max_permits = *max_burst_seconds * rate;
+                self.stored_permits = if old == f64::INFINITY {
+                    self.max_permits
+                } else if old == 0.0 {
+                    0.0
+                } else {
+                    self.stored_permits * self.max_permits / old
+                };
+            }
+            Kind::WarmingUp {
+                warmup_micros,
+                cold_factor,
+                threshold,
+                slope,
+            } => {
+                let w = *warmup_micros as f64;
+                let cold = stable * *cold_factor;
+                *threshold = 0.5 * w / stable;
+                self.max_permits = *threshold + 2.0 * w / (stable + cold);
+                *slope = (cold - stable) / (self.max_permits - *threshold);
+                self.stored_permits = if old == f64::INFINITY {
+                    0.0
+                } else if old == 0.0 {
+                    self.max_permits
+                } else {
+                    self.stored_permits * self.max_permits / old
+                };
+            }
+        }
+    }
+
+    fn stored_permits_to_wait_time(&self, stored: f64, mut to_take: f64) -> i64 {
+        match self.kind {
+            Kind::Bursty { .. } => 0,
+            Kind::WarmingUp {
+                threshold, slope, ..
+            } => {
+                let s = self.stable_interval;
+                let f = |p: f64| s + p * slope;
+                let above = stored - threshold;
+                let mut micros = 0i64;
+                if above > 0.0 {
+                    let t = java_min(above, to_take);
+                    micros = long(t * (f(above) + f(above - t)) / 2.0);
+                    to_take -= t;
+                }
+                micros.wrapping_add(long(s * to_take))
+            }
+        }
+    }
+
+    /// Guava's `reserveEarliestAvailable`: the moment this request may go.
+    fn reserve(&mut self, permits: u32, now: i64) -> i64 {
+        self.resync(now);
+        let moment = self.next_free;
+        let n = f64::from(permits);
+        let spend = java_min(n, self.stored_permits);
+        let fresh = n - spend;
+        let cost = self
+            .stored_permits_to_wait_time(self.stored_permits, spend)
+            .wrapping_add(long(fresh * self.stable_interval));
+        self.next_free = self.next_free.saturating_add(cost);
+        self.stored_permits -= spend;
+        moment
+    }
+}
+
+/// The shared core of both limiters.
+struct Smooth<C> {
+    state: Mutex<State>,
+    created: u64,
+    clock: C,
+    policy: WaitPolicy,
+}
+
+impl<C: Clock> Smooth<C> {
+    fn new(kind: Kind, rate: f64, clock: C, policy: WaitPolicy) -> Smooth<C> {
+        let created = clock.now_nanos();
+        let mut state = State::new(kind);
+        state.set_rate(rate, 0);
+        Smooth {
+            state: Mutex::new(state),
+            created,
+            clock,
+            policy,
+        }
+    }
+
+    /// Clock nanos now, and microseconds since creation (wrapping).
+    fn read(&self) -> (u64, i64) {
+        let now = self.clock.now_nanos();
+        (now, (now.wrapping_sub(self.created) / 1000) as i64)
+    }
+
+    fn grant(&self, now_nanos: u64, now_micros: i64, moment: i64, permits: u32) -> Grant {
+        // After the resync `moment >= now`, so the request is due at `moment`:
+        // scheduled and ready alike, `wait` µs after the clock reading.
+        let wait = moment.saturating_sub(now_micros).max(0) as u64;
+        let ready = now_nanos.saturating_add(wait.saturating_mul(1000));
+        Grant::new(ready, ready, now_nanos, permits)
+    }
+
+    fn set_rate(&self, rate: f64) -> Result<(), SmoothError> {
+        let rate = check_rate(rate)?;
+        let mut st = lock(&self.state);
+        let (_, now) = self.read();
+        st.set_rate(rate, now);
+        Ok(())
+    }
+
+    fn rate(&self) -> f64 {
+        1e6 / lock(&self.state).stable_interval
+    }
+
+    fn stored_permits(&self) -> f64 {
+        lock(&self.state).stored_permits
+    }
+
+    fn try_acquire_micros(&self, permits: u32, timeout_micros: i64) -> Result<Grant, AcquireError> {
+        if permits == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        let timeout = timeout_micros.max(0);
+        let mut st = lock(&self.state);
+        let (now_nanos, now) = self.read();
+        // Guava's canAcquire, without a resync: refusing changes nothing.
+        if st.next_free.wrapping_sub(timeout) > now {
+            let wait = st.next_free.saturating_sub(now).max(0) as u64;
+            return Err(AcquireError::WouldWait {
+                wait: Duration::from_micros(wait),
+                max_wait: Duration::from_micros(timeout as u64),
+            });
+        }
+        let moment = st.reserve(permits, now);
+        drop(st);
+        Ok(self.grant(now_nanos, now, moment, permits))
+    }
+
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        if let Some(max) = max_wait {
+            return self
+                .try_acquire_micros(permits, duration_micros(max))
+                .map_err(|e| match e {
+                    AcquireError::WouldWait { wait, .. } => AcquireError::WouldWait {
+                        wait,
+                        max_wait: max,
+                    },
+                    e => e,
+                });
+        }
+        if permits == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        let mut st = lock(&self.state);
+        let (now_nanos, now) = self.read();
+        let moment = st.reserve(permits, now);
+        drop(st);
+        Ok(self.grant(now_nanos, now, moment, permits))
+    }
+
+    fn wait_stats(&self) -> WaitStats {
+        let next_free = lock(&self.state).next_free;
+        let (_, now) = self.read();
+        let backlog = next_free.saturating_sub(now).max(0) as u64;
+        let backlog = backlog.saturating_mul(1000);
+        WaitStats {
+            backlog_nanos: backlog,
+            total_wait_nanos: backlog,
+        }
+    }
+}
+
+macro_rules! smooth_limiter {
+    ($name:ident) => {
+        impl<C: Clock> $name<C> {
+            /// Changes the rate (Guava's `setRate`). Time before now is
+            /// accounted at the old rate; stored permits are rescaled to the
+            /// same fraction of the new maximum; a wait already reserved is
+            /// still owed.
+            ///
+            /// # Errors
+            ///
+            /// [`SmoothError::Rate`] unless `permits_per_second > 0`; nothing
+            /// changes.
+            pub fn set_rate(&self, permits_per_second: f64) -> Result<(), SmoothError> {
+                self.core.set_rate(permits_per_second)
+            }
+
+            /// The rate, Guava's `getRate()`: `1e6 / stable interval`, which
+            /// may differ from the rate set in the last bits (7.0 reads back
+            /// as 6.999999999999999).
+            pub fn rate(&self) -> f64 {
+                self.core.rate()
+            }
+
+            /// Permits stored now (unused capacity carried forward), as of
+            /// the last reservation or rate change.
+            pub fn stored_permits(&self) -> f64 {
+                self.core.stored_permits()
+            }
+
+            /// Guava's `tryAcquire(permits, timeout)` with the timeout in
+            /// microseconds (negative means 0): reserves if the wait is at
+            /// most the timeout, otherwise refuses and changes nothing.
+            ///
+            /// # Errors
+            ///
+            /// [`AcquireError::WouldWait`] when refused,
+            /// [`AcquireError::ZeroPermits`] for 0 permits.
+            pub fn try_acquire_micros(
+                &self,
+                permits: u32,
+                timeout_micros: i64,
+            ) -> Result<Grant, AcquireError> {
+                self.core.try_acquire_micros(permits, timeout_micros)
+            }
+
+            /// The clock this limiter reads.
+            pub fn clock_ref(&self) -> &C {
+                &self.core.clock
+            }
+        }
+
+        impl<C: Clock> RateLimiter for $name<C> {
+            /// Guava's reservation: waits only for earlier requests' debt and
+            /// charges this request's permits to the next caller. With a
+            /// maximum wait, Guava's `tryAcquire`: refused without any change
+            /// when the wait would exceed it.
+            fn reserve(
+                &self,
+                permits: u32,
+                max_wait: Option<Duration>,
+            ) -> Result<Grant, AcquireError> {
+                self.core.reserve(permits, max_wait)
+            }
+
+            fn clock(&self) -> &dyn Clock {
+                &self.core.clock
+            }
+
+            /// The backlog is how far `next_free` is ahead of now: what the
+            /// next caller would wait. Guava keeps no other wait total.
+            fn wait_stats(&self) -> WaitStats {
+                self.core.wait_stats()
+            }
+
+            fn wait_policy(&self) -> WaitPolicy {
+                self.core.policy
+            }
+        }
+
+        impl<C> fmt::Debug for $name<C> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let st = *lock(&self.core.state);
+                f.debug_struct(stringify!($name))
+                    .field("rate", &(1e6 / st.stable_interval))
+                    .field("stored_permits", &st.stored_permits)
+                    .field("max_permits", &st.max_permits)
+                    .field("next_free_micros", &st.next_free)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+/// Guava's `SmoothBursty`: idle time stores up to `max_burst_seconds × rate`
+/// free permits. See the [module documentation](self).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+///
+/// let clock = ManualClock::new(0);
+/// let limiter = SmoothBursty::builder(5.0).build_with_clock(clock.clone())?;
+/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
+/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 200_000_000); // 0.2 s
+/// clock.advance_nanos(2_000_000_000); // idle 2 s: a full burst is stored
+/// for _ in 0..5 {
+///     assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SmoothBursty<C = DefaultClock> {
+    core: Smooth<C>,
+}
+
+/// Guava's `SmoothWarmingUp`: idle time makes the limiter cold; permits are
+/// spaced up to `cold_factor` times the stable interval and speed up over the
+/// warm-up period. See the [module documentation](self).
+///
+/// # Examples
+///
+/// Guava's `testWarmUp`: 2 permits/s, a 4 s warm-up, cold factor 3.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::{ManualClock, RateLimiter, SmoothWarmingUp};
+///
+/// let clock = ManualClock::new(0);
+/// let limiter = SmoothWarmingUp::builder(2.0)
+///     .warmup(Duration::from_secs(4))
+///     .build_with_clock(clock.clone())?;
+/// let waits: Vec<u64> = (0..8)
+///     .map(|_| {
+///         let g = limiter.reserve(1, None).unwrap();
+///         clock.advance_nanos(g.delay_nanos()); // sleep it
+///         g.delay_nanos() / 1000
+///     })
+///     .collect();
+/// assert_eq!(waits, [0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SmoothWarmingUp<C = DefaultClock> {
+    core: Smooth<C>,
+}
+
+smooth_limiter!(SmoothBursty);
+smooth_limiter!(SmoothWarmingUp);
+
+/// Configures a [`SmoothBursty`].
+#[derive(Debug, Clone, Copy)]
+pub struct SmoothBurstyBuilder {
+    rate: f64,
+    max_burst_seconds: f64,
+    policy: WaitPolicy,
+}
+
+impl SmoothBursty {
+    /// Guava's `RateLimiter.create(permitsPerSecond)`: bursty, 1 s of burst.
+    ///
+    /// # Errors
+    ///
+    /// [`SmoothError::Rate`] unless `permits_per_second > 0` (`+∞` is
+    /// accepted).
+    pub fn new(permits_per_second: f64) -> Result<SmoothBursty, SmoothError> {
+        SmoothBursty::builder(permits_per_second).build()
+    }
+
+    /// A builder at `permits_per_second` with 1 s of burst.
+    pub fn builder(permits_per_second: f64) -> SmoothBurstyBuilder {
+        SmoothBurstyBuilder {
+            rate: permits_per_second,
+            max_burst_seconds: 1.0,
+            policy: WaitPolicy::default(),
+        }
+    }
+}
+
+impl SmoothBurstyBuilder {
+    /// How many seconds of permits idle time may store (default 1.0).
+    pub fn max_burst_seconds(mut self, seconds: f64) -> Self {
+        self.max_burst_seconds = seconds;
+        self
+    }
+
+    /// How blocking acquires wait (see [`WaitPolicy`]).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Builds on the [`DefaultClock`].
+    ///
+    /// # Errors
+    ///
+    /// [`SmoothError::Rate`] or [`SmoothError::MaxBurstSeconds`].
+    pub fn build(self) -> Result<SmoothBursty, SmoothError> {
+        self.build_with_clock(DefaultClock::new())
+    }
+
+    /// Builds on `clock`; the limiter's time starts at its current reading.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothBursty<C>, SmoothError> {
+        let rate = check_rate(self.rate)?;
+        let b = self.max_burst_seconds;
+        if !(b.is_finite() && b >= 0.0) {
+            return Err(SmoothError::MaxBurstSeconds(b));
+        }
+        let kind = Kind::Bursty {
+            max_burst_seconds: b,
+        };
+        Ok(SmoothBursty {
+            core: Smooth::new(kind, rate, clock, self.policy),
+        })
+    }
+}
+
+/// Configures a [`SmoothWarmingUp`].
+#[derive(Debug, Clone, Copy)]
+pub struct SmoothWarmingUpBuilder {
+    rate: f64,
+    warmup_micros: i64,
+    cold_factor: f64,
+    policy: WaitPolicy,
+}
+
+impl SmoothWarmingUp {
+    /// Guava's `RateLimiter.create(permitsPerSecond, warmupPeriod)`: cold
+    /// factor 3.0. The period is truncated to whole microseconds.
+    ///
+    /// # Errors
+    ///
+    /// [`SmoothError::Rate`] unless `permits_per_second > 0`.
+    pub fn new(permits_per_second: f64, warmup: Duration) -> Result<SmoothWarmingUp, SmoothError> {
+        SmoothWarmingUp::builder(permits_per_second)
+            .warmup(warmup)
+            .build()
+    }
+
+    /// A builder at `permits_per_second`, no warm-up period yet (set one),
+    /// cold factor 3.0.
+    pub fn builder(permits_per_second: f64) -> SmoothWarmingUpBuilder {
+        SmoothWarmingUpBuilder {
+            rate: permits_per_second,
+            warmup_micros: 0,
+            cold_factor: 3.0,
+            policy: WaitPolicy::default(),
+        }
+    }
+}
+
+impl SmoothWarmingUpBuilder {
+    /// The warm-up period, truncated to whole microseconds (saturating).
+    pub fn warmup(mut self, warmup: Duration) -> Self {
+        self.warmup_micros = duration_micros(warmup);
+        self
+    }
+
+    /// The warm-up period in microseconds, as Guava's `unit.toMicros(period)`
+    /// gives it; a negative value is an error at build.
+    pub fn warmup_micros(mut self, micros: i64) -> Self {
+        self.warmup_micros = micros;
+        self
+    }
+
+    /// How much slower than the stable rate a cold limiter is (default 3.0,
+    /// at least 1.0).
+    pub fn cold_factor(mut self, cold_factor: f64) -> Self {
+        self.cold_factor = cold_factor;
+        self
+    }
+
+    /// How blocking acquires wait (see [`WaitPolicy`]).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Builds on the [`DefaultClock`].
+    ///
+    /// # Errors
+    ///
+    /// [`SmoothError::WarmupNegative`] (checked first, as Guava does), then
+    /// [`SmoothError::Rate`], then [`SmoothError::ColdFactor`].
+    pub fn build(self) -> Result<SmoothWarmingUp, SmoothError> {
+        self.build_with_clock(DefaultClock::new())
+    }
+
+    /// Builds on `clock`; the limiter's time starts at its current reading.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothWarmingUp<C>, SmoothError> {
+        if self.warmup_micros < 0 {
+            return Err(SmoothError::WarmupNegative(self.warmup_micros));
+        }
+        let rate = check_rate(self.rate)?;
+        if !(self.cold_factor >= 1.0) {
+            return Err(SmoothError::ColdFactor(self.cold_factor));
+        }
+        let kind = Kind::WarmingUp {
+            warmup_micros: self.warmup_micros,
+            cold_factor: self.cold_factor,
+            threshold: 0.0,
+            slope: 0.0,
+        };
+        Ok(SmoothWarmingUp {
+            core: Smooth::new(kind, rate, clock, self.policy),
+        })
+    }
+}
+
+impl<C> fmt::Debug for Smooth<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Smooth").finish_non_exhaustive()
+    }
+}
