@@ -975,7 +975,7 @@ fn a_1_s_stall_at_burst_1_1_is_caught_up_at_1100_per_s_then_the_rate_is_1000() {
     pool.acquire();
     clock.advance_nanos(1_000 * MS);
     let start = clock.now_nanos();
-    let mut per_second = vec![0u32; 14];
+    let mut per_second = [0u32; 14];
     let mut backlog_gone_at = None;
     loop {
         let g = pool.acquire();

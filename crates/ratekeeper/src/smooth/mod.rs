@@ -207,7 +207,9 @@ impl State {
         match self.kind {
             Kind::Bursty { .. } => self.stable_interval,
             // A zero warm-up period is no warm-up (Guava: 0/0 = NaN).
-            Kind::WarmingUp { warmup_micros, .. } if warmup_micros == 0 => self.stable_interval,
+            Kind::WarmingUp {
+                warmup_micros: 0, ..
+            } => self.stable_interval,
             Kind::WarmingUp { warmup_micros, .. } => warmup_micros as f64 / self.max_permits,
         }
     }
@@ -699,7 +701,7 @@ impl SmoothWarmingUpBuilder {
             return Err(SmoothError::WarmupNegative(self.warmup_micros));
         }
         let rate = check_rate(self.rate)?;
-        if !(self.cold_factor >= 1.0) {
+        if self.cold_factor.is_nan() || self.cold_factor < 1.0 {
             return Err(SmoothError::ColdFactor(self.cold_factor));
         }
         let kind = Kind::WarmingUp {
