@@ -14,6 +14,9 @@
 //!   callers, or by a thread), a lock-free take, first-come-first-served
 //!   waiting woken by the fills, and the backlog reported apart from each
 //!   op's own wait.
+//! * [`SmoothBursty`] and [`SmoothWarmingUp`]: Guava's `RateLimiter`, exact to
+//!   Guava's own tests: stored permits from idle time (free, or costly while
+//!   warming up), and "the next caller pays".
 //!
 //! # Contents
 //!
@@ -30,9 +33,10 @@
 //! | ops never closer than 1/rate, lateness kept | [`Pacer`] with strictness `1.0` |
 //! | only the long-run average to hold, any catch-up burst allowed | [`Pacer`] with strictness `0.0` |
 //! | nosqlbench's token pool: a small bank of idle time, a backlog caught up at `burst × rate`, the backlog as a gauge | [`TokenPool`] |
+//! | Guava's behaviour: up to 1 s of permits stored while idle, spent at once | [`SmoothBursty`] |
+//! | a cold start after idle time, full rate once warm | [`SmoothWarmingUp`] |
 //!
-//! More limiters (Guava's smooth limiters and a Resilience4j-compatible
-//! refill limiter) are planned behind the same trait.
+//! A Resilience4j-compatible refill limiter is planned behind the same trait.
 //!
 //! # Time is the currency
 //!
