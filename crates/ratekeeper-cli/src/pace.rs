@@ -1,5 +1,7 @@
 //! `ratekeeper pace`: worker threads pacing through one shared rate limiter,
-//! a [`Pacer`] (the default) or a [`TokenPool`] (`--limiter pool`).
+//! a [`Pacer`] (the default), a [`TokenPool`] (`--limiter pool`) or one of
+//! Guava's smooth limiters ([`SmoothBursty`], `--limiter bursty`;
+//! [`SmoothWarmingUp`], `--limiter warmup`).
 //!
 //! Each worker loops `limiter.acquire()` and records the op's wait time,
 //! measured free of coordinated omission: the shared clock read right after
@@ -16,8 +18,10 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use ratekeeper::pacer::{Strictness, StrictnessMode};
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
+use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    Clock, MonotonicClock, Pacer, RateLimiter, RateSpec, Scope, TokenPool, Verb, WaitPolicy,
+    Clock, MonotonicClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty, SmoothWarmingUp,
+    TokenPool, Verb, WaitPolicy,
 };
 use serde::Serialize;
 
@@ -35,6 +39,13 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 
 /// The most worker threads `--threads` accepts.
 const MAX_THREADS: u32 = 4096;
+
+/// SmoothWarmingUp's cold factor when --cold-factor is not given (Guava's).
+const DEFAULT_COLD_FACTOR: f64 = 3.0;
+
+/// SmoothBursty's stored burst when --max-burst is not given (Guava's
+/// `RateLimiter.create(rate)`).
+const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
 
 /// How often a token-pool run samples the backlog (the waiting pool) for its
 /// maximum.
@@ -62,12 +73,30 @@ with active, burst and waiting pools. The spec's burst ratio is the pool's \
 burst ratio (at least 1.0): a backlog drains at (burst - 1) x rate. --fill \
 chooses where its tokens come from: inline (the default; callers refill it \
 from the clock when it runs short, no thread) or thread (a filler thread \
-refills it every --fill-interval, default 1ms). --strictness and --precise are \
-Pacer options and are refused with --limiter pool; --fill and --fill-interval \
-are refused with the Pacer.
+refills it every --fill-interval, default 1ms).
+  bursty  Guava's RateLimiter.create(rate), SmoothBursty: idle time stores up \
+to --max-burst seconds of permits (default 1), which are then granted at once. \
+A request waits only for the permits before it and charges its own to the \
+next caller.
+  warmup  Guava's RateLimiter.create(rate, warmupPeriod), SmoothWarmingUp: a \
+limiter idle for --warmup (required) is cold: its permits are spaced \
+--cold-factor (default 3) times the stable interval, speeding up to the rate \
+over the warm-up period. A fresh limiter starts cold.
+Each limiter's options are refused with the others: --strictness and \
+--precise (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
+--warmup and --cold-factor (warmup).
+
+Guava's limiters take only the spec's rate: a burst ratio other than the \
+default 1.1 is refused (a spec that spells out 1.1 cannot be told from one that \
+gives none, so it is accepted and ignored). They have no schedule to be late \
+against: an op's scheduled time is the moment the limiter lets it go, so its \
+wait is only how late its worker woke up, and time nobody used becomes stored \
+permits, never a backlog to catch up. A Guava limiter's time starts when it is \
+built, just before the workers are started.
 
 The schedule starts when the workers are released, whatever the spec's verb (a \
-fresh limiter has no earlier schedule to configure, restart or stop). A spec \
+fresh limiter has no earlier schedule to configure, restart or stop; for \
+Guava's limiters see above). A spec \
 with the `thread` scope gives every worker its own limiter at the spec's rate, \
 so the target rate is rate x threads; otherwise all workers share one limiter \
 and the rate is their total.
@@ -92,10 +121,12 @@ rate
   backlog         how far the schedule is behind the clock at the end \
 (RateLimiter::wait_stats; summed over limiters with the thread scope). For the \
 token pool this is its waiting pool: time that arrived while the active pool \
-was full and that ops have not caught up yet
+was full and that ops have not caught up yet. For Guava's limiters it is how \
+far their next free time is ahead of the clock: what the next op would wait
   max backlog     token pool only: the largest backlog seen during the run, \
 sampled every 1ms (and at the end) by the reporting thread
-  total wait      all wait the limiter accumulated during the run (same source)
+  total wait      all wait the limiter accumulated during the run (same \
+source; not shown for Guava's limiters, which keep no total)
   fills           token pool only: how many times the pool was refilled \
 (pre-fills included)
   cpu per op      the process's user + system CPU time during the run, less \
@@ -108,7 +139,9 @@ Examples:
   ratekeeper pace --rate 2000 --count 200 --json
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
-  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4";
+  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
+  ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
+  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -118,12 +151,14 @@ Examples:
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
+  ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
+  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
 
 JSON output (--json): one object on one line. Durations are integer \
-nanoseconds, rates are ops per second (floating point). Fields marked (pacer) \
-appear only with --limiter pacer, fields marked (pool) only with --limiter pool:
+nanoseconds, rates are ops per second (floating point). Fields marked with \
+limiters in parentheses appear only with those limiters (--limiter):
   spec             string   the rate spec in canonical form, rate,burst,verb,scope
-  limiter          string   \"pacer\" or \"pool\"
+  limiter          string   \"pacer\", \"pool\", \"bursty\" or \"warmup\"
   target_rate      number   ops/s the run aimed at
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
@@ -131,9 +166,13 @@ appear only with --limiter pacer, fields marked (pool) only with --limiter pool:
   burst_ratio      number   (pool) the pool's burst ratio (the spec's)
   filling          string   (pool) \"inline\" or \"thread\" (the filling in effect)
   fill_interval_ns integer  (pool) the filler thread's interval; null for inline
+  max_burst_seconds number  (bursty) seconds of permits idle time may store
+  warmup_ns        integer  (warmup) the warm-up period
+  cold_factor      number   (warmup) how much slower than the rate a cold limiter is
   threads          integer  worker threads
   pacers           integer  (pacer) 1, or threads for the thread scope
   pools            integer  (pool) 1, or threads for the thread scope
+  limiters         integer  (bursty, warmup) 1, or threads for the thread scope
   mode             string   \"duration\" or \"count\"
   duration_ns      integer  the requested duration (null in count mode)
   count            integer  the requested count (null in duration mode)
@@ -142,9 +181,11 @@ appear only with --limiter pacer, fields marked (pool) only with --limiter pool:
   wall_ns          integer  see Report above
   achieved_rate    number   ops / elapsed
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
-  backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting pool)
+  backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting \
+pool; bursty, warmup: how far the next free time is ahead of the clock)
   max_backlog_ns   integer  (pool) the largest backlog sampled during the run
-  total_wait_ns    integer  the limiter's total wait at the end
+  total_wait_ns    integer  the limiter's total wait at the end (bursty, warmup: \
+equal to backlog_ns, as Guava keeps no total)
   fills            integer  (pool) refills during the run, pre-fills included
   cpu_ns           integer  process CPU time (user + system) during the run, or null
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time";
@@ -157,6 +198,23 @@ pub enum LimiterKind {
     /// nosqlbench's token-pool limiter; the spec's burst ratio is the pool's
     /// (--fill and --fill-interval apply)
     Pool,
+    /// Guava's SmoothBursty, RateLimiter.create(rate) (--max-burst applies)
+    Bursty,
+    /// Guava's SmoothWarmingUp, RateLimiter.create(rate, warmupPeriod)
+    /// (--warmup, required, and --cold-factor apply)
+    Warmup,
+}
+
+impl LimiterKind {
+    /// The name `--limiter` takes and the JSON report gives.
+    fn name(self) -> &'static str {
+        match self {
+            LimiterKind::Pacer => "pacer",
+            LimiterKind::Pool => "pool",
+            LimiterKind::Bursty => "bursty",
+            LimiterKind::Warmup => "warmup",
+        }
+    }
 }
 
 /// Where a token pool's tokens come from (`--fill`).
@@ -175,7 +233,8 @@ pub struct PaceArgs {
     #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
     pub rate: RateSpec,
 
-    /// The rate limiter to pace with: the Pacer, or nosqlbench's token pool.
+    /// The rate limiter to pace with: the Pacer, nosqlbench's token pool, or
+    /// Guava's SmoothBursty or SmoothWarmingUp.
     #[arg(long, value_enum, value_name = "KIND", default_value_t = LimiterKind::Pacer)]
     pub limiter: LimiterKind,
 
@@ -192,16 +251,15 @@ pub struct PaceArgs {
     pub count: Option<u64>,
 
     /// Pacer only: override the spec's burst ratio: 0 average, 0<S<1 burst
-    /// compensation, 1 strict, >1 burst ratio. Refused with --limiter pool,
-    /// whose burst ratio is the spec's.
+    /// compensation, 1 strict, >1 burst ratio. Refused with the other
+    /// limiters.
     #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
     pub strictness: Option<f64>,
 
     /// Pacer only: sleep, then spin the last 150µs before each op's slot, so
     /// no op goes early (costs CPU). Default: coalesce waits within the
     /// library's 500µs window (ops closer together than that go in groups, up
-    /// to 500µs early). Refused with --limiter pool, whose waiting callers
-    /// sleep until a fill gives them their tokens.
+    /// to 500µs early). Refused with the other limiters.
     #[arg(long)]
     pub precise: bool,
 
@@ -213,6 +271,21 @@ pub struct PaceArgs {
     /// refills, from 1µs to 1s, e.g. 1ms, 100us [default: 1ms].
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub fill_interval: Option<Duration>,
+
+    /// SmoothBursty only: how many seconds of permits idle time may store,
+    /// to be granted at once (a number, at least 0) [default: 1].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_max_burst, allow_negative_numbers = true)]
+    pub max_burst: Option<f64>,
+
+    /// SmoothWarmingUp only, and required with it: the warm-up period, e.g.
+    /// 2s, 500ms; 0s means no warm-up. A limiter idle this long is cold.
+    #[arg(long, value_name = "DUR", value_parser = parse_warmup)]
+    pub warmup: Option<Duration>,
+
+    /// SmoothWarmingUp only: how many times the stable interval a cold
+    /// limiter spaces its permits (at least 1) [default: 3].
+    #[arg(long, value_name = "F", value_parser = parse_cold_factor, allow_negative_numbers = true)]
+    pub cold_factor: Option<f64>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -258,6 +331,33 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("the duration must be greater than zero".to_owned());
     }
     Ok(d)
+}
+
+/// A warm-up period: like a duration, but 0 is allowed (no warm-up).
+fn parse_warmup(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))
+}
+
+/// `--max-burst`: a number, checked by the library when the limiter is built.
+fn parse_max_burst(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| "expected a number of seconds, at least 0, such as 1 or 0.5".to_owned())
+}
+
+/// `--cold-factor`: a finite number; the library checks that it is at least 1
+/// when the limiter is built.
+fn parse_cold_factor(s: &str) -> Result<f64, String> {
+    const EXPECTED: &str = "expected a number, at least 1, such as 3";
+    let v: f64 = s.trim().parse().map_err(|_| EXPECTED.to_owned())?;
+    // The library takes +inf, but an infinite cold factor leaves no permits
+    // above the warm-up threshold: no warm-up at all, the opposite of what it
+    // says (and JSON has no infinity).
+    if v.is_infinite() {
+        return Err(format!("the cold factor must be finite; {EXPECTED}"));
+    }
+    Ok(v)
 }
 
 const STRICTNESS_EXPECTED: &str = "expected a number: 0 (average), between 0 and 1 \
@@ -496,6 +596,13 @@ enum LimiterInfo {
         max_backlog_ns: u64,
         fills: u64,
     },
+    Bursty {
+        max_burst_seconds: f64,
+    },
+    Warmup {
+        warmup: Duration,
+        cold_factor: f64,
+    },
 }
 
 /// The result of a `pace` run; `Display` is the text report, `Serialize` the
@@ -519,11 +626,20 @@ pub struct PaceReport {
     /// `Some(None)` (JSON null) for a pool filled inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     fill_interval_ns: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_burst_seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warmup_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cold_factor: Option<f64>,
     threads: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pacers: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pools: Option<u32>,
+    /// Guava's limiters: how many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limiters: Option<u32>,
     mode: &'static str,
     duration_ns: Option<u64>,
     count: Option<u64>,
@@ -556,10 +672,13 @@ fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Refuses options the chosen limiter does not take.
+/// Refuses options the chosen limiter does not take, a burst ratio given to
+/// a Guava limiter, and `--limiter warmup` without `--warmup`.
 fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
+    let kind = args.limiter;
     let refuse = |msg: &str| Err(UsageError(msg.to_owned()));
-    match args.limiter {
+    // The messages that say more than "belongs to another limiter".
+    match kind {
         LimiterKind::Pacer => {
             if args.fill.is_some() {
                 return refuse("--fill is a token pool option; add --limiter pool to use it");
@@ -591,6 +710,67 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
                 );
             }
         }
+        LimiterKind::Bursty | LimiterKind::Warmup => {}
+    }
+    // Every limiter's own options, refused with the others.
+    let options: [(&str, bool, LimiterKind); 7] = [
+        (
+            "--strictness",
+            args.strictness.is_some(),
+            LimiterKind::Pacer,
+        ),
+        ("--precise", args.precise, LimiterKind::Pacer),
+        ("--fill", args.fill.is_some(), LimiterKind::Pool),
+        (
+            "--fill-interval",
+            args.fill_interval.is_some(),
+            LimiterKind::Pool,
+        ),
+        ("--max-burst", args.max_burst.is_some(), LimiterKind::Bursty),
+        ("--warmup", args.warmup.is_some(), LimiterKind::Warmup),
+        (
+            "--cold-factor",
+            args.cold_factor.is_some(),
+            LimiterKind::Warmup,
+        ),
+    ];
+    for (flag, given, owner) in options {
+        if given && owner != kind {
+            let owner_title = match owner {
+                LimiterKind::Pacer => "a Pacer",
+                LimiterKind::Pool => "a token pool",
+                LimiterKind::Bursty => "a SmoothBursty",
+                LimiterKind::Warmup => "a SmoothWarmingUp",
+            };
+            return Err(UsageError(format!(
+                "{flag} is {owner_title} option and cannot be used with --limiter {}; add \
+                 --limiter {} to use it",
+                kind.name(),
+                owner.name()
+            )));
+        }
+    }
+    if matches!(kind, LimiterKind::Bursty | LimiterKind::Warmup) {
+        let burst = args.rate.burst_ratio();
+        if burst != RateSpec::DEFAULT_BURST_RATIO {
+            let hint = if kind == LimiterKind::Bursty {
+                "; the burst it stores while idle is --max-burst SECONDS"
+            } else {
+                ""
+            };
+            return Err(UsageError(format!(
+                "the rate spec's burst ratio {burst} has no meaning for --limiter {}: Guava's \
+                 limiters take only a rate; give the rate alone (e.g. --rate {}){hint}",
+                kind.name(),
+                args.rate.rate().get()
+            )));
+        }
+    }
+    if kind == LimiterKind::Warmup && args.warmup.is_none() {
+        return refuse(
+            "--limiter warmup needs --warmup DUR, the warm-up period (e.g. --warmup 2s), as \
+             Guava's RateLimiter.create(rate, warmupPeriod) does; --warmup 0s means no warm-up",
+        );
     }
     Ok(())
 }
@@ -628,6 +808,8 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
     let (outcome, info, backlog_ns, total_wait_ns) = match args.limiter {
         LimiterKind::Pacer => run_pacers(args, plan, limiter_count)?,
         LimiterKind::Pool => run_pools(args, plan, limiter_count)?,
+        LimiterKind::Bursty => run_bursty(args, plan, limiter_count)?,
+        LimiterKind::Warmup => run_warmup(args, plan, limiter_count)?,
     };
     let target_rate = spec.rate().get() * f64::from(limiter_count);
 
@@ -662,7 +844,7 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
 
     let mut report = PaceReport {
         spec: spec.to_string(),
-        limiter: "pacer",
+        limiter: args.limiter.name(),
         target_rate,
         strictness: None,
         strictness_mode: None,
@@ -670,9 +852,13 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         burst_ratio: None,
         filling: None,
         fill_interval_ns: None,
+        max_burst_seconds: None,
+        warmup_ns: None,
+        cold_factor: None,
         threads,
         pacers: None,
         pools: None,
+        limiters: None,
         mode: if duration.is_some() {
             "duration"
         } else {
@@ -708,7 +894,6 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
             max_backlog_ns,
             fills,
         } => {
-            report.limiter = "pool";
             report.burst_ratio = Some(burst_ratio);
             let (name, interval) = match filling {
                 Filling::Thread(i) => ("thread", Some(duration_nanos(i))),
@@ -719,6 +904,18 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
             report.pools = Some(limiter_count);
             report.max_backlog_ns = Some(max_backlog_ns);
             report.fills = Some(fills);
+        }
+        LimiterInfo::Bursty { max_burst_seconds } => {
+            report.max_burst_seconds = Some(max_burst_seconds);
+            report.limiters = Some(limiter_count);
+        }
+        LimiterInfo::Warmup {
+            warmup,
+            cold_factor,
+        } => {
+            report.warmup_ns = Some(duration_nanos(warmup));
+            report.cold_factor = Some(cold_factor);
+            report.limiters = Some(limiter_count);
         }
     }
     Ok(report)
@@ -843,6 +1040,70 @@ fn run_pools(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> 
     Ok((outcome, info, backlog_ns, total_wait))
 }
 
+/// A library error building one of Guava's limiters, as a usage error.
+fn smooth_error(e: SmoothError, spec: &RateSpec, kind: LimiterKind) -> anyhow::Error {
+    anyhow::Error::new(e).context(UsageError(format!(
+        "cannot build --limiter {} at rate spec \"{spec}\"",
+        kind.name()
+    )))
+}
+
+/// A run with `count` Guava limiters built by `build`.
+fn run_smooth<L: RateLimiter + Sync>(
+    plan: RunPlan,
+    count: u32,
+    build: impl Fn(MonotonicClock) -> anyhow::Result<L>,
+    info: LimiterInfo,
+) -> anyhow::Result<Ran> {
+    let clock = plan.clock;
+    let limiters = (0..count)
+        .map(|_| build(clock))
+        .collect::<anyhow::Result<Vec<L>>>()?;
+    // A Guava limiter's time started when it was built; it has no restart.
+    let start = |_: &[L]| clock.now_nanos();
+    let outcome = drive(&limiters, plan, start, None)?;
+    let (backlog, total_wait) = summed_wait_stats(&limiters);
+    Ok((outcome, info, backlog, total_wait))
+}
+
+/// A run with `count` [`SmoothBursty`] limiters.
+fn run_bursty(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+    let spec = args.rate;
+    let max_burst_seconds = args.max_burst.unwrap_or(DEFAULT_MAX_BURST_SECONDS);
+    let build = |clock| {
+        SmoothBursty::builder(spec.rate().get())
+            .max_burst_seconds(max_burst_seconds)
+            .build_with_clock(clock)
+            .map_err(|e| smooth_error(e, &spec, LimiterKind::Bursty))
+    };
+    run_smooth(
+        plan,
+        count,
+        build,
+        LimiterInfo::Bursty { max_burst_seconds },
+    )
+}
+
+/// A run with `count` [`SmoothWarmingUp`] limiters.
+fn run_warmup(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+    let spec = args.rate;
+    // check_limiter_options refuses --limiter warmup without --warmup.
+    let warmup = args.warmup.unwrap_or_default();
+    let cold_factor = args.cold_factor.unwrap_or(DEFAULT_COLD_FACTOR);
+    let build = |clock| {
+        SmoothWarmingUp::builder(spec.rate().get())
+            .warmup(warmup)
+            .cold_factor(cold_factor)
+            .build_with_clock(clock)
+            .map_err(|e| smooth_error(e, &spec, LimiterKind::Warmup))
+    };
+    let info = LimiterInfo::Warmup {
+        warmup,
+        cold_factor,
+    };
+    run_smooth(plan, count, build, info)
+}
+
 impl fmt::Display for PaceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = &self.wait_ns;
@@ -852,38 +1113,72 @@ impl fmt::Display for PaceReport {
             (None, None) => String::new(),
         };
         writeln!(f, "spec            {}", self.spec)?;
-        let limiters = if let Some(pools) = self.pools {
-            let burst = self.burst_ratio.unwrap_or_default();
-            writeln!(f, "limiter         token pool (burst ratio {burst})")?;
-            let filling = match self.fill_interval_ns {
-                Some(Some(i)) => format!(
-                    "thread (a filler thread refills every {})",
-                    humantime::format_duration(Duration::from_nanos(i))
-                ),
-                _ => "inline (callers refill the pool when it runs short)".to_owned(),
-            };
-            writeln!(f, "filling         {filling}")?;
-            if pools == 1 {
-                "1 shared pool".to_owned()
-            } else {
-                format!("{pools} pools, one per thread")
+        let limiters = match self.limiter {
+            "pool" => {
+                let burst = self.burst_ratio.unwrap_or_default();
+                writeln!(f, "limiter         token pool (burst ratio {burst})")?;
+                let filling = match self.fill_interval_ns {
+                    Some(Some(i)) => format!(
+                        "thread (a filler thread refills every {})",
+                        humantime::format_duration(Duration::from_nanos(i))
+                    ),
+                    _ => "inline (callers refill the pool when it runs short)".to_owned(),
+                };
+                writeln!(f, "filling         {filling}")?;
+                match self.pools {
+                    Some(1) | None => "1 shared pool".to_owned(),
+                    Some(n) => format!("{n} pools, one per thread"),
+                }
             }
-        } else {
-            let strictness = self.strictness.unwrap_or_default();
-            let mode = self.strictness_mode.unwrap_or_default();
-            writeln!(
-                f,
-                "strictness      {strictness} ({})",
-                mode.replace('_', " ")
-            )?;
-            let policy = match self.wait_policy {
-                Some("precise") => "precise (sleep, then spin 150µs)",
-                _ => "coalesce (waits within 500µs are not slept)",
-            };
-            writeln!(f, "wait policy     {policy}")?;
-            match self.pacers {
-                Some(1) | None => "1 shared pacer".to_owned(),
-                Some(n) => format!("{n} pacers, one per thread"),
+            "bursty" | "warmup" => {
+                let per_limiter = self.target_rate / f64::from(self.limiters.unwrap_or(1));
+                if self.limiter == "bursty" {
+                    let burst = self.max_burst_seconds.unwrap_or_default();
+                    writeln!(
+                        f,
+                        "limiter         Guava SmoothBursty (max burst {burst}s: up to {} \
+                         permits stored while idle)",
+                        burst * per_limiter
+                    )?;
+                } else if self.warmup_ns == Some(0) {
+                    writeln!(
+                        f,
+                        "limiter         Guava SmoothWarmingUp (warm-up 0s: no warm-up, \
+                         permits at the rate)"
+                    )?;
+                } else {
+                    let warmup = Duration::from_nanos(self.warmup_ns.unwrap_or_default());
+                    writeln!(
+                        f,
+                        "limiter         Guava SmoothWarmingUp (warm-up {}, cold factor {}: a \
+                         cold limiter runs at {})",
+                        humantime::format_duration(warmup),
+                        self.cold_factor.unwrap_or_default(),
+                        fmt_rate(per_limiter / self.cold_factor.unwrap_or(1.0))
+                    )?;
+                }
+                match self.limiters {
+                    Some(1) | None => "1 shared limiter".to_owned(),
+                    Some(n) => format!("{n} limiters, one per thread"),
+                }
+            }
+            _ => {
+                let strictness = self.strictness.unwrap_or_default();
+                let mode = self.strictness_mode.unwrap_or_default();
+                writeln!(
+                    f,
+                    "strictness      {strictness} ({})",
+                    mode.replace('_', " ")
+                )?;
+                let policy = match self.wait_policy {
+                    Some("precise") => "precise (sleep, then spin 150µs)",
+                    _ => "coalesce (waits within 500µs are not slept)",
+                };
+                writeln!(f, "wait policy     {policy}")?;
+                match self.pacers {
+                    Some(1) | None => "1 shared pacer".to_owned(),
+                    Some(n) => format!("{n} pacers, one per thread"),
+                }
             }
         };
         writeln!(f, "threads         {} ({limiters}), {run}", self.threads)?;
@@ -914,10 +1209,19 @@ impl fmt::Display for PaceReport {
                 fmt_nanos(max),
                 humantime::format_duration(BACKLOG_SAMPLE_INTERVAL)
             )?;
+        } else if self.limiters.is_some() {
+            writeln!(
+                f,
+                "backlog         {} (next free time ahead of the clock at the end)",
+                fmt_nanos(self.backlog_ns)
+            )?;
         } else {
             writeln!(f, "backlog         {}", fmt_nanos(self.backlog_ns))?;
         }
-        writeln!(f, "total wait      {}", fmt_nanos(self.total_wait_ns))?;
+        // Guava's limiters keep no wait total (theirs equals the backlog).
+        if self.limiters.is_none() {
+            writeln!(f, "total wait      {}", fmt_nanos(self.total_wait_ns))?;
+        }
         if let Some(fills) = self.fills {
             writeln!(f, "fills           {fills}")?;
         }
@@ -954,6 +1258,24 @@ mod tests {
         assert!(parse_strictness("-1").unwrap_err().contains("negative"));
         assert!(parse_strictness("inf").unwrap_err().contains("finite"));
         assert!(parse_strictness("x").unwrap_err().contains("strict"));
+        assert_eq!(parse_warmup("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_warmup("2s"), Ok(Duration::from_secs(2)));
+        assert!(parse_warmup("soon").unwrap_err().contains("2s"));
+        assert_eq!(parse_cold_factor("3"), Ok(3.0));
+        // Below 1 is the library's to refuse, with its message.
+        assert_eq!(parse_cold_factor("0.5"), Ok(0.5));
+        assert!(parse_cold_factor("inf").unwrap_err().contains("finite"));
+        assert!(parse_cold_factor("x").unwrap_err().contains("at least 1"));
+        assert_eq!(parse_max_burst("-1"), Ok(-1.0));
+        assert!(parse_max_burst("x").unwrap_err().contains("seconds"));
+    }
+
+    #[test]
+    fn limiter_names_match_the_value_enum() {
+        for kind in LimiterKind::value_variants() {
+            let name = kind.to_possible_value().map(|v| v.get_name().to_owned());
+            assert_eq!(name.as_deref(), Some(kind.name()));
+        }
     }
 
     #[test]

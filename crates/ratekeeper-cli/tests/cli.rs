@@ -290,6 +290,296 @@ fn pool_filled_by_a_thread_with_thread_scope() {
     assert!(u(&v, "max_backlog_ns") >= u(&v, "backlog_ns"));
 }
 
+/// Fields that only some limiters report.
+const LIMITER_FIELDS: [&str; 14] = [
+    "strictness",
+    "strictness_mode",
+    "wait_policy",
+    "pacers",
+    "burst_ratio",
+    "filling",
+    "fill_interval_ns",
+    "pools",
+    "max_backlog_ns",
+    "fills",
+    "max_burst_seconds",
+    "warmup_ns",
+    "cold_factor",
+    "limiters",
+];
+
+/// Checks that `v` has exactly `own` of [`LIMITER_FIELDS`] (plus the rest).
+fn only_limiter_fields(v: &Value, own: &[&str]) {
+    for field in LIMITER_FIELDS {
+        assert_eq!(
+            v.get(field).is_some(),
+            own.contains(&field),
+            "{field} in a {} report: {v}",
+            v["limiter"]
+        );
+    }
+}
+
+#[test]
+fn bursty_run_reports_its_parameters() {
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "bursty",
+        "--max-burst",
+        "0.5",
+        "--rate",
+        "2000",
+        "--threads",
+        "2",
+        "--duration",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(v["limiter"], "bursty");
+    assert_eq!(f(&v, "max_burst_seconds"), 0.5);
+    assert_eq!(u(&v, "limiters"), 1);
+    assert_eq!(f(&v, "target_rate"), 2000.0);
+    only_limiter_fields(&v, &["max_burst_seconds", "limiters"]);
+    // About 600 ops: the first permit is free, then one per 500 µs; the
+    // limiter stores permits only while nobody asks, which the workers never
+    // let happen for long.
+    let ops = u(&v, "ops");
+    assert!((200..=700).contains(&ops), "ops {ops}");
+    // Guava keeps no wait total: its backlog is the only figure.
+    assert_eq!(u(&v, "total_wait_ns"), u(&v, "backlog_ns"));
+    // Two workers on one limiter: the next free time is at most a couple of
+    // intervals ahead (and a late wake-up cannot make it more).
+    assert!(u(&v, "backlog_ns") <= 50_000_000, "{v}");
+    let w = &v["wait_ns"];
+    assert!(
+        u(w, "p50") <= u(w, "p99") && u(w, "p99") <= u(w, "max"),
+        "{w}"
+    );
+}
+
+#[test]
+fn warmup_run_starts_cold() {
+    // 1000 ops/s per thread, a 1 s warm-up, cold factor 4: a fresh limiter is
+    // cold, its permits 4 ms apart at first and still about 3.2 ms apart
+    // after 0.4 s (Guava's trapezoid: 400 permits above the threshold cost
+    // 1 s in all), so two limiters grant about 225 ops in 0.4 s, not the 800
+    // of warm ones.
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "warmup",
+        "--warmup",
+        "1s",
+        "--cold-factor",
+        "4",
+        "--rate",
+        "1000,thread",
+        "--threads",
+        "2",
+        "--duration",
+        "400ms",
+        "--json",
+    ]);
+    assert_eq!(v["limiter"], "warmup");
+    assert_eq!(u(&v, "warmup_ns"), 1_000_000_000);
+    assert_eq!(f(&v, "cold_factor"), 4.0);
+    assert_eq!(u(&v, "limiters"), 2);
+    assert_eq!(f(&v, "target_rate"), 2000.0);
+    only_limiter_fields(&v, &["warmup_ns", "cold_factor", "limiters"]);
+    let ops = u(&v, "ops");
+    assert!((40..=500).contains(&ops), "ops {ops}");
+    assert!(f(&v, "achieved_rate") < 1300.0, "{v}");
+    assert_eq!(u(&v, "total_wait_ns"), u(&v, "backlog_ns"));
+
+    // The default cold factor is Guava's, 3.
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "warmup",
+        "--warmup",
+        "200ms",
+        "--rate",
+        "500",
+        "--count",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(f(&v, "cold_factor"), 3.0);
+    assert_eq!(u(&v, "ops"), 20);
+}
+
+#[test]
+fn guava_text_report_shows_limiter_and_backlog() {
+    ratekeeper()
+        .args([
+            "pace",
+            "--limiter",
+            "warmup",
+            "--warmup",
+            "500ms",
+            "--rate",
+            "2000",
+            "--count",
+            "50",
+        ])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains(
+                "limiter         Guava SmoothWarmingUp (warm-up 500ms, cold factor 3",
+            )
+            .and(predicate::str::contains("1 shared limiter"))
+            .and(predicate::str::contains("ops             50"))
+            .and(predicate::str::contains("wait p99.9"))
+            .and(predicate::str::contains("backlog "))
+            .and(predicate::str::contains("cpu per op"))
+            .and(predicate::str::contains("total wait").not())
+            .and(predicate::str::contains("strictness").not()),
+        )
+        .stderr(predicate::str::is_empty());
+    ratekeeper()
+        .args([
+            "pace",
+            "--limiter",
+            "bursty",
+            "--rate",
+            "1000,thread",
+            "--threads",
+            "2",
+            "--count",
+            "20",
+        ])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains(
+                "limiter         Guava SmoothBursty (max burst 1s: up to 1000 permits",
+            )
+            .and(predicate::str::contains("2 limiters, one per thread")),
+        );
+}
+
+#[test]
+fn guava_limiter_options_are_checked() {
+    rejects(
+        &["pace", "--rate", "1000", "--limiter", "warmup"],
+        &["--limiter warmup needs --warmup", "--warmup 2s"],
+    );
+    // The library's message.
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "warmup",
+            "--warmup",
+            "1s",
+            "--cold-factor",
+            "0.5",
+        ],
+        &["cold factor must be finite and at least 1.0, got 0.5"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "warmup",
+            "--warmup",
+            "1s",
+            "--cold-factor",
+            "inf",
+        ],
+        &["'inf'", "finite"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "bursty",
+            "--max-burst",
+            "-1",
+        ],
+        &["max burst seconds must be finite and at least 0, got -1"],
+    );
+    rejects(
+        &["pace", "--rate", "1000", "--warmup", "1s"],
+        &["--warmup", "SmoothWarmingUp option", "--limiter pacer"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pacer",
+            "--warmup",
+            "1s",
+        ],
+        &["--warmup", "--limiter pacer", "--limiter warmup"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pool",
+            "--cold-factor",
+            "2",
+        ],
+        &["--cold-factor", "--limiter pool"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "warmup",
+            "--warmup",
+            "1s",
+            "--max-burst",
+            "2",
+        ],
+        &["--max-burst", "SmoothBursty option", "--limiter warmup"],
+    );
+    for (flag, value, owner) in [
+        ("--strictness", Some("1"), "Pacer option"),
+        ("--precise", None, "Pacer option"),
+        ("--fill", Some("thread"), "token pool option"),
+        ("--fill-interval", Some("1ms"), "token pool option"),
+        ("--warmup", Some("1s"), "SmoothWarmingUp option"),
+        ("--cold-factor", Some("2"), "SmoothWarmingUp option"),
+    ] {
+        let mut args = vec!["pace", "--rate", "1000", "--limiter", "bursty", flag];
+        args.extend(value);
+        rejects(&args, &[flag, owner, "--limiter bursty"]);
+    }
+    // Guava's limiters take no burst ratio; the default one is accepted.
+    rejects(
+        &["pace", "--rate", "1000,1.5", "--limiter", "bursty"],
+        &["burst ratio 1.5", "--limiter bursty", "--max-burst"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000,1.0",
+            "--limiter",
+            "warmup",
+            "--warmup",
+            "1s",
+        ],
+        &["burst ratio 1", "--limiter warmup"],
+    );
+}
+
 /// Bad input exits 2 with a message naming the offending value, never a panic.
 fn rejects(args: &[&str], expected: &[&str]) {
     let out = ratekeeper()
@@ -451,6 +741,14 @@ fn help_shows_examples_and_the_json_schema() {
                 .and(predicate::str::contains("max_backlog_ns"))
                 .and(predicate::str::contains("--limiter <KIND>"))
                 .and(predicate::str::contains("--fill-interval <DUR>"))
+                .and(predicate::str::contains("--warmup <DUR>"))
+                .and(predicate::str::contains("--cold-factor <F>"))
+                .and(predicate::str::contains("--max-burst <SECONDS>"))
+                .and(predicate::str::contains(
+                    "ratekeeper pace --limiter warmup --warmup 2s",
+                ))
+                .and(predicate::str::contains("warmup_ns"))
+                .and(predicate::str::contains("max_burst_seconds"))
                 .and(predicate::str::contains("achieved_rate")),
         );
     ratekeeper()

@@ -1,6 +1,6 @@
 //! `contended` group: aggregate grants per second of 1 and 2 threads sharing
 //! one limiter that never makes them wait (the limiters of
-//! `single_threaded.rs`).
+//! `single_threaded.rs`; of Guava's, `SmoothBursty` only).
 //!
 //! Each sample starts its threads once (`std::thread::scope`), releases them
 //! together with a barrier, and lets each take its share of the sample's
@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use governor::DefaultDirectRateLimiter;
-use ratekeeper::{MonotonicClock, Pacer, RateLimiter};
+use ratekeeper::RateLimiter;
 
 use crate::single_threaded::{
     assert_governor_never_denies, assert_never_waits, governor_unthrottled, pacer,
-    pool_unthrottled, UNTHROTTLED,
+    pool_unthrottled, smooth_bursty_unthrottled, UNTHROTTLED,
 };
 
 /// Runs `grant` `iters` times in total, split over `threads` threads, and
@@ -55,8 +55,9 @@ where
     last - first
 }
 
-/// Checks from `threads` threads at once that the pacer never makes a caller wait.
-fn assert_never_waits_shared(p: &Pacer<MonotonicClock>, threads: u64, n: u64) {
+/// Checks from `threads` threads at once that the limiter never makes a
+/// caller wait.
+fn assert_never_waits_shared<L: RateLimiter + Sync>(p: &L, threads: u64, n: u64) {
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| assert_never_waits(p, n));
@@ -110,6 +111,22 @@ pub fn bench(c: &mut Criterion) {
                 })
             });
         }
+
+        // Guava's SmoothBursty at an infinite rate: one mutex per grant.
+        let bursty = smooth_bursty_unthrottled();
+        assert_never_waits_shared(&bursty, threads, CHECK);
+        g.bench_with_input(
+            BenchmarkId::new("smooth_bursty_acquire/infinite_rate", threads),
+            &threads,
+            |b, &threads| {
+                b.iter_custom(|iters| {
+                    run_split(threads, iters, || {
+                        black_box(black_box(&bursty).acquire());
+                    })
+                })
+            },
+        );
+        assert_never_waits_shared(&bursty, threads, CHECK);
 
         let gov = governor_unthrottled();
         assert_never_denies_shared(&gov, threads, CHECK);

@@ -9,6 +9,11 @@
 //! * The TokenPool runs at 1e9 ops/s too, filled inline: its active pool
 //!   (1 ms of tokens) is refilled from the clock whenever it runs short, which
 //!   on one thread always gives at least the one token an op needs.
+//! * Guava's smooth limiters run at `f64::INFINITY` permits/s, where the
+//!   stable interval is 0 and every wait is 0: [`SmoothBursty`] with Guava's
+//!   1 s of burst, and [`SmoothWarmingUp`] with a 1 s warm-up (cold factor
+//!   3), whose cost of a stored permit is then 0 too. Both take one mutex per
+//!   grant.
 //! * governor 0.10: `RateLimiter::direct(Quota::per_second(NonZeroU32::MAX))`,
 //!   whose `check()` never denies (1 ns per cell, a burst of 2^32 − 1 cells);
 //!   the setup asserts that it is `Ok`.
@@ -16,10 +21,13 @@
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use criterion::Criterion;
 use governor::{DefaultDirectRateLimiter, Quota};
-use ratekeeper::{MonotonicClock, Pacer, Rate, RateLimiter, TokenPool};
+use ratekeeper::{
+    MonotonicClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool,
+};
 
 /// Rate of the unthrottled pacers: one 1 ns slice per permit.
 pub const UNTHROTTLED: f64 = 1e9;
@@ -41,6 +49,22 @@ pub fn pool_unthrottled(cached_clock: bool) -> TokenPool<MonotonicClock> {
         .cached_clock(cached_clock)
         .build()
         .expect("valid pool")
+}
+
+/// Guava's SmoothBursty on the real clock at an infinite rate: every wait is 0.
+pub fn smooth_bursty_unthrottled() -> SmoothBursty<MonotonicClock> {
+    SmoothBursty::builder(f64::INFINITY)
+        .build_with_clock(MonotonicClock::new())
+        .expect("valid smooth bursty limiter")
+}
+
+/// Guava's SmoothWarmingUp on the real clock at an infinite rate with a 1 s
+/// warm-up: every wait is 0, cold or not.
+pub fn smooth_warmup_unthrottled() -> SmoothWarmingUp<MonotonicClock> {
+    SmoothWarmingUp::builder(f64::INFINITY)
+        .warmup(Duration::from_secs(1))
+        .build_with_clock(MonotonicClock::new())
+        .expect("valid smooth warming-up limiter")
 }
 
 /// governor's direct limiter with the largest quota, which never denies.
@@ -129,6 +153,19 @@ pub fn bench(c: &mut Criterion) {
     ] {
         bench_acquire(&mut g, name, &pool_unthrottled(cached), CHECK);
     }
+
+    bench_acquire(
+        &mut g,
+        "smooth_bursty_acquire/infinite_rate",
+        &smooth_bursty_unthrottled(),
+        CHECK,
+    );
+    bench_acquire(
+        &mut g,
+        "smooth_warmup_acquire/infinite_rate",
+        &smooth_warmup_unthrottled(),
+        CHECK,
+    );
 
     let gov = governor_unthrottled();
     assert_governor_never_denies(&gov, CHECK);

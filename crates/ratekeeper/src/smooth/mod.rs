@@ -98,10 +98,13 @@
 //! * **A warm-up period of 0** makes Guava's cool-down interval 0/0 = NaN:
 //!   after any idle time its stored permits become NaN and it never throttles
 //!   again (spec §2.10). Here a zero warm-up period is no warm-up: the
-//!   limiter spaces permits at the stable interval and stores none.
-//! * The cold factor must be a number of at least 1.0 and the burst seconds a
+//!   limiter spaces permits at the stable interval and stores none, also
+//!   across a change to or from an infinite rate.
+//! * The cold factor must be a finite number of at least 1.0 (an infinite one
+//!   would put the whole warm-up on the first permit) and the burst seconds a
 //!   finite number of at least 0 (Guava does not check either; its public
-//!   factories fix them at 3.0 and 1.0).
+//!   factories fix them at 3.0 and 1.0). A burst of 0 stores nothing, even at
+//!   an infinite rate (Guava's 0 × ∞ would be NaN).
 //! * Zero permits is [`AcquireError::ZeroPermits`](crate::AcquireError); a
 //!   negative count cannot be expressed (`u32`).
 
@@ -132,8 +135,8 @@ pub enum SmoothError {
     /// A negative warm-up period, in microseconds.
     #[error("warm-up period must not be negative, got {0} µs")]
     WarmupNegative(i64),
-    /// A cold factor below 1.0, or NaN.
-    #[error("cold factor must be at least 1.0, got {0}")]
+    /// A cold factor below 1.0, NaN or infinite.
+    #[error("cold factor must be finite and at least 1.0, got {0}")]
     ColdFactor(f64),
     /// Burst seconds that are negative, NaN or infinite.
     #[error("max burst seconds must be finite and at least 0, got {0}")]
@@ -229,7 +232,13 @@ impl State {
         let old = self.max_permits;
         match &mut self.kind {
             Kind::Bursty { max_burst_seconds } => {
-                self.max_permits = *max_burst_seconds * rate;
+                // No burst stores nothing, even at an infinite rate (0 × ∞
+                // would be NaN, and a NaN store never throttles again).
+                self.max_permits = if *max_burst_seconds == 0.0 {
+                    0.0
+                } else {
+                    *max_burst_seconds * rate
+                };
                 self.stored_permits = if old == f64::INFINITY {
                     self.max_permits
                 } else if old == 0.0 {
@@ -246,9 +255,17 @@ impl State {
             } => {
                 let w = *warmup_micros as f64;
                 let cold = stable * *cold_factor;
-                *threshold = 0.5 * w / stable;
-                self.max_permits = *threshold + 2.0 * w / (stable + cold);
-                *slope = (cold - stable) / (self.max_permits - *threshold);
+                if *warmup_micros == 0 {
+                    // No warm-up: nothing stored, whatever the rate (Guava's
+                    // formulas give 0/0 = NaN at an infinite rate).
+                    *threshold = 0.0;
+                    self.max_permits = 0.0;
+                    *slope = 0.0;
+                } else {
+                    *threshold = 0.5 * w / stable;
+                    self.max_permits = *threshold + 2.0 * w / (stable + cold);
+                    *slope = (cold - stable) / (self.max_permits - *threshold);
+                }
                 self.stored_permits = if old == f64::INFINITY {
                     0.0
                 } else if old == 0.0 {
@@ -701,7 +718,7 @@ impl SmoothWarmingUpBuilder {
             return Err(SmoothError::WarmupNegative(self.warmup_micros));
         }
         let rate = check_rate(self.rate)?;
-        if self.cold_factor.is_nan() || self.cold_factor < 1.0 {
+        if !self.cold_factor.is_finite() || self.cold_factor < 1.0 {
             return Err(SmoothError::ColdFactor(self.cold_factor));
         }
         let kind = Kind::WarmingUp {
@@ -721,3 +738,4 @@ impl<C> fmt::Debug for Smooth<C> {
         f.debug_struct("Smooth").finish_non_exhaustive()
     }
 }
+
