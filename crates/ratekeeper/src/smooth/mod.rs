@@ -76,7 +76,12 @@
 //! permits in `f64`, Java's truncating `(long)` casts, Java's `Math.min`
 //! (NaN wins) and a saturating add for `next_free`. The limiter reads the
 //! clock as microseconds elapsed since it was created, by wrapping
-//! subtraction, so a clock that wraps is fine. Rates are any `f64 > 0`,
+//! subtraction, so its schedule survives a clock that wraps (Guava's
+//! `testTimeWrapping` passes). A [`Grant`](crate::Grant), though, holds
+//! absolute `u64` clock times that saturate: a wait that would end past the
+//! clock's last value is reported, and slept, as ending there. (No real
+//! clock of this crate gets there: [`MonotonicClock`](crate::MonotonicClock)
+//! starts at 0 and wraps after 584 years.) Rates are any `f64 > 0`,
 //! including `+∞` (every wait is 0) and `f64::MIN_POSITIVE`-like tiny values
 //! (one permit then costs `i64::MAX` µs).
 //!
@@ -739,3 +744,5 @@ impl<C> fmt::Debug for Smooth<C> {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests;
