@@ -8,6 +8,8 @@
 //!   caller wait (see `single_threaded.rs`).
 //! * `contended`: aggregate grants per second of 1 and 2 threads sharing one
 //!   such limiter (see `multi_threaded.rs`).
+//! * `smooth_sync`: Guava's state behind a mutex against a 128-bit
+//!   compare-and-swap (see `smooth_sync.rs`).
 //!
 //! Run with `cargo bench -p ratekeeper --bench ratekeeper` (add `-- --quick`
 //! for a fast pass, or a group name such as `-- contended` to filter). The
@@ -20,6 +22,7 @@ use criterion::{criterion_main, Criterion};
 mod clock;
 mod multi_threaded;
 mod single_threaded;
+mod smooth_sync;
 
 /// Short runs: the project's machines have 2 shared cores, so a whole
 /// `cargo bench` stays within a couple of minutes; compare peers measured in
@@ -37,12 +40,12 @@ fn config() -> Criterion {
 mod harness {
     use criterion::criterion_group;
 
-    use super::{clock, config, multi_threaded, single_threaded};
+    use super::{clock, config, multi_threaded, single_threaded, smooth_sync};
 
     criterion_group! {
         name = benches;
         config = config();
-        targets = clock::bench, single_threaded::bench, multi_threaded::bench
+        targets = clock::bench, single_threaded::bench, multi_threaded::bench, smooth_sync::bench
     }
 }
 
