@@ -77,7 +77,7 @@
 //! (NaN wins) and a saturating add for `next_free`. The limiter reads the
 //! clock as microseconds elapsed since it was created, by wrapping
 //! subtraction, so its schedule survives a clock that wraps (Guava's
-//! `testTimeWrapping` passes). A [`Grant`](crate::Grant), though, holds
+//! `testTimeWrapping` passes). A [`Grant`], though, holds
 //! absolute `u64` clock times that saturate: a wait that would end past the
 //! clock's last value is reported, and slept, as ending there. (No real
 //! clock of this crate gets there: [`MonotonicClock`](crate::MonotonicClock)
@@ -85,7 +85,7 @@
 //! including `+∞` (every wait is 0) and `f64::MIN_POSITIVE`-like tiny values
 //! (one permit then costs `i64::MAX` µs).
 //!
-//! A [`Grant`](crate::Grant)'s `delay_nanos()` is exactly Guava's wait (what
+//! A [`Grant`]'s `delay_nanos()` is exactly Guava's wait (what
 //! its `acquire` returns, times 1000). Its `scheduled` and `ready` times are
 //! both the moment Guava lets the request go (`next_free` before this
 //! request, or now), so `wait_nanos()` after waiting is only how late the
