@@ -109,7 +109,8 @@ impl WaitPolicy {
     }
 }
 
-fn saturating_nanos(d: Duration) -> u64 {
+/// A duration in whole nanoseconds, `u64::MAX` if longer (584 years).
+pub(crate) fn saturating_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

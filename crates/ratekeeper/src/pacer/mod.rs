@@ -75,7 +75,7 @@ use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{Rate, RateError};
 use crate::spec::{RateSpec, Verb};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
-use crate::wait::WaitPolicy;
+use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// The most schedule one reservation may take: 2^62 ns (146 years). Equal to
 /// the longest slice a `Rate` may have, so one permit always fits.
@@ -518,7 +518,7 @@ impl<C: Clock> Pacer<C> {
         cached: bool,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
-        let max = duration_nanos(max_wait);
+        let max = saturating_nanos(max_wait);
         // Ordering: Acquire, to start from the latest published schedule.
         let mut slot = self.ideal.load(Ordering::Acquire);
         loop {
@@ -564,7 +564,7 @@ impl<C: Clock> Pacer<C> {
         cached: bool,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
-        let max = duration_nanos(max_wait);
+        let max = saturating_nanos(max_wait);
         loop {
             // Ordering: Acquire for both, to decide on the latest published state.
             let slot = self.ideal.load(Ordering::Acquire);
@@ -826,10 +826,6 @@ impl<C: Clock> Pacer<C> {
     pub fn clock_ref(&self) -> &C {
         &self.clock
     }
-}
-
-fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn would_wait(wait: u64, max_wait: Duration) -> AcquireError {

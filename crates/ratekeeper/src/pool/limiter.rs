@@ -14,7 +14,7 @@ use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::Rate;
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
 use crate::sync::{self, lock, AtomicU64, Mutex, Ordering, Thread};
-use crate::wait::WaitPolicy;
+use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// The interval of [`Filling::Thread`] unless set: 1 ms, nosqlbench's design
 /// value (its later releases used 0.1 ms).
@@ -399,10 +399,6 @@ fn available(filled: u64, taken: u64) -> u64 {
     (filled.wrapping_sub(taken) as i64).max(0) as u64
 }
 
-fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 fn wake_all(wake: &mut Vec<Thread>) {
     for t in wake.drain(..) {
         t.unpark();
@@ -770,7 +766,7 @@ impl<C: Clock + 'static> TokenPool<C> {
         let npo = st.pools.nanos_per_op();
         sh.refill_locked(st, npo, wake);
         if let (Filling::Thread(interval), None) = (st.mode, &st.filler) {
-            match Handle::spawn(Arc::clone(&self.shared), duration_nanos(interval)) {
+            match Handle::spawn(Arc::clone(&self.shared), saturating_nanos(interval)) {
                 Ok(h) => st.filler = Some(h),
                 // No thread to be had: fill inline rather than never.
                 Err(_) => st.mode = Filling::Inline,
@@ -1114,7 +1110,7 @@ impl<C: Clock + 'static> TokenPool<C> {
             let active = sh.active();
             let wait = st.owed.saturating_add(span).saturating_sub(active);
             if let Some(max) = max_wait {
-                if wait > duration_nanos(max) {
+                if wait > saturating_nanos(max) {
                     return Err(AcquireError::WouldWait {
                         wait: Duration::from_nanos(wait),
                         max_wait: max,
@@ -1308,7 +1304,7 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         };
         let deadline = grant
             .started_nanos()
-            .saturating_add(duration_nanos(timeout));
+            .saturating_add(saturating_nanos(timeout));
         self.wait_claim(grant, id, Some(deadline))
             .map_err(|left| AcquireError::WouldWait {
                 wait: timeout.saturating_add(Duration::from_nanos(left)),

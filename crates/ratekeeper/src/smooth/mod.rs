@@ -738,11 +738,5 @@ impl SmoothWarmingUpBuilder {
     }
 }
 
-impl<C> fmt::Debug for Smooth<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Smooth").finish_non_exhaustive()
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests;
