@@ -9,12 +9,14 @@
 //! how the state is synchronised:
 //!
 //! * `mutex`: `std::sync::Mutex<(f64, i64)>`, the clock read under the lock
-//!   as Guava (and `ratekeeper::SmoothBursty`) does;
+//!   as Guava does;
 //! * `cas128`: the state packed in one `AtomicU128`, the clock read before a
-//!   compare-exchange loop.
+//!   compare-exchange loop (what `ratekeeper::SmoothBursty` now does, rate
+//!   changes aside).
 //!
 //! Both run at 1e9 permits/s (1 ns per permit: 1 thread never waits) and read
-//! the real clock once per reservation.
+//! the real clock once per reservation. The prototype is kept as the
+//! measurement behind the library's choice.
 
 use std::hint::black_box;
 use std::sync::atomic::Ordering;

@@ -559,7 +559,7 @@ impl<C: Clock> Smooth<C> {
         // A plain reservation reads the clock once, before the state, which
         // keeps the window between load and compare-exchange short; a try
         // reads it after each load, so a refusal is judged at a reading no
-        // earlier than the commits it sees (see invariant 2 on [`Smooth`]).
+        // earlier than the commits it sees (see invariant 3 on [`Smooth`]).
         let early = if timeout.is_none() {
             Some(self.read())
         } else {
