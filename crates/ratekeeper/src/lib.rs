@@ -17,6 +17,12 @@
 //! * [`SmoothBursty`] and [`SmoothWarmingUp`]: Guava's `RateLimiter`, exact to
 //!   Guava's own tests: stored permits from idle time (free, or costly while
 //!   warming up), and "the next caller pays".
+//! * [`RefillLimiter`] and [`CycleLimiter`]: Resilience4j's rate limiter
+//!   interface ([`PermitLimiter`]: acquire within a timeout, reserve, drain,
+//!   runtime limit and timeout changes, metrics, events), over a strict token
+//!   bucket with nanosecond-gradual refill, a burst capacity and initial
+//!   permits (refill-rate-limiter, without its over-admission), or over
+//!   Resilience4j's own fixed cycles (`AtomicRateLimiter`, its drain fixed).
 //!
 //! # Contents
 //!
@@ -35,8 +41,11 @@
 //! | nosqlbench's token pool: a small bank of idle time, a backlog caught up at `burst × rate`, the backlog as a gauge | [`TokenPool`] |
 //! | Guava's behaviour: up to 1 s of permits stored while idle, spent at once | [`SmoothBursty`] |
 //! | a cold start after idle time, full rate once warm | [`SmoothWarmingUp`] |
+//! | Resilience4j's interface (timeouts, reserve, drain, events, runtime changes) over a token bucket with a burst capacity and initial permits | [`RefillLimiter`] |
+//! | Resilience4j's default limiter (fixed windows from creation), e.g. while migrating from it | [`CycleLimiter`] |
 //!
-//! A Resilience4j-compatible refill limiter is planned behind the same trait.
+//! The Resilience4j limiters implement both [`RateLimiter`] and
+//! [`PermitLimiter`], Resilience4j's interface; see [`refill`].
 //!
 //! # Time is the currency
 //!
@@ -76,6 +85,7 @@ pub mod limiter;
 pub mod pacer;
 pub mod pool;
 pub mod rate;
+pub mod refill;
 pub mod smooth;
 pub mod spec;
 mod sync;
@@ -86,6 +96,10 @@ pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};
+pub use refill::{
+    CycleConfig, CycleLimiter, PendingPermission, Permission, PermitLimiter, RefillConfig,
+    RefillLimiter,
+};
 pub use smooth::{SmoothBursty, SmoothWarmingUp};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::{WaitPolicy, DEFAULT_COALESCE_WINDOW_NANOS};

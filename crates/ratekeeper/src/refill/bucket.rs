@@ -1,0 +1,618 @@
+//! [`RefillLimiter`]: a strict token bucket kept as one time index.
+//!
+//! # Implementation details
+//!
+//! The state word is `E`, the **time index** (the instant the bucket would be
+//! empty), in nanoseconds since the limiter's creation, stored as the bits
+//! of an `i64` in an `AtomicU64`. With `npp` nanoseconds per permit and
+//! capacity `C` (`full = C × npp ≤ i64::MAX`, checked by the config):
+//!
+//! * tokens(now) = `min(C, (now − E) / npp)`, negative while reservations are
+//!   outstanding;
+//! * a grant of `n` moves `E` to `max(E, now − full) + n × npp` and waits
+//!   `E' − now` if positive; a refusal writes nothing;
+//! * a drain moves `E` to `max(E, now)`;
+//! * `E ≥ −full > i64::MIN` always (it starts at `−initial × npp` and only
+//!   grows, or is re-based to at least `now − full'`), so `i64::MIN` is free
+//!   for the `FROZEN` sentinel of a retired core; a grant whose `E'` would
+//!   pass `i64::MAX` (292 years after creation) is refused.
+//!
+//! Every write is a compare-exchange from the value the decision was
+//! computed on, so grants are linearizable: each one is charged to the time
+//! index exactly once, in the compare-exchange order, and `E` never moves
+//! back. All arithmetic is in `i128`.
+
+use core::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use super::config::{full_capacity_nanos, nanos_per_permit, ConfigError, ConfigView, RefillConfig};
+use super::{
+    elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
+    PermitEventKind, PermitLimiter,
+};
+use crate::clock::{Clock, DefaultClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
+use crate::wait::{saturating_nanos, WaitPolicy};
+
+/// The state word of a retired core: never a valid time index.
+const FROZEN: u64 = i64::MIN as u64;
+
+/// The bucket's parameters: fixed for the life of a core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Params {
+    /// Nanoseconds per permit, `>= 1`.
+    npp: i64,
+    /// Permits the bucket holds, `>= 1`.
+    capacity: i64,
+    /// `npp × capacity`, `<= i64::MAX`.
+    full: i64,
+}
+
+/// What a request decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// Granted: the new time index and the wait (0: go now).
+    Grant { index: i64, wait: u64 },
+    /// Refused: the wait would exceed the caller's maximum.
+    Refuse { wait: u64 },
+    /// The time index would pass `i64::MAX`.
+    Exhausted,
+    /// Never grantable.
+    Invalid(PermitError),
+}
+
+impl Params {
+    /// `max(E, now − full)`: the time index with credit beyond a full bucket
+    /// dropped.
+    #[inline]
+    fn base(&self, index: i64, now: i64) -> i128 {
+        i128::from(index).max(i128::from(now) - i128::from(self.full))
+    }
+
+    #[inline]
+    fn decide(&self, index: i64, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+        if permits == 0 {
+            return Decision::Invalid(PermitError::InvalidPermits);
+        }
+        if i64::from(permits) > self.capacity {
+            return Decision::Invalid(PermitError::ExceedsCapacity {
+                requested: permits,
+                capacity: self.capacity,
+            });
+        }
+        let next = self.base(index, now) + i128::from(permits) * i128::from(self.npp);
+        let wait = next - i128::from(now);
+        if max_wait.is_some_and(|max| wait > i128::from(max)) {
+            return Decision::Refuse {
+                wait: clamp_u64(wait),
+            };
+        }
+        match i64::try_from(next) {
+            Ok(index) => Decision::Grant {
+                index,
+                wait: clamp_u64(wait),
+            },
+            Err(_) => Decision::Exhausted,
+        }
+    }
+
+    /// `min(C, trunc((now − E) / npp))`.
+    #[inline]
+    fn available(&self, index: i64, now: i64) -> i64 {
+        let tokens = (i128::from(now) - i128::from(index)) / i128::from(self.npp);
+        // Between −(2^64 / npp) and C: fits in i64 once capped at C (the
+        // lower end is at least −2^63 because E ≤ i64::MAX and now ≥ 0).
+        tokens.min(i128::from(self.capacity)) as i64
+    }
+
+    /// `max(0, max(E, now − full) + npp − now)`: the wait for one permit.
+    #[inline]
+    fn nanos_to_wait(&self, index: i64, now: i64) -> u64 {
+        clamp_u64(self.base(index, now) + i128::from(self.npp) - i128::from(now))
+    }
+
+    /// The drained count and the new time index: stored permits and the
+    /// partial one dropped, reservations kept.
+    #[inline]
+    fn drain(&self, index: i64, now: i64) -> (u64, i64) {
+        (self.available(index, now).max(0) as u64, index.max(now))
+    }
+}
+
+/// `v` clamped to `0 ..= u64::MAX`.
+#[inline]
+fn clamp_u64(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// A limiter's parameters and its state word, replaced together on a limit
+/// change (see the [module docs](super#implementation-details)).
+struct Core {
+    /// `E` as `i64` bits, or [`FROZEN`] once this core is retired.
+    index: CachePadded<AtomicU64>,
+    params: Params,
+    /// The limit for period these parameters were derived from.
+    limit: i64,
+}
+
+/// What an update closure asks of the compare-exchange loop.
+enum Step<R> {
+    /// Return `r` without writing.
+    Keep(R),
+    /// Write this time index, then return `r`.
+    Write(i64, R),
+}
+
+/// A Resilience4j-compatible token bucket with nanosecond-gradual refill; see
+/// the [module docs](super).
+///
+/// Built from a [`RefillConfig`]; shared by reference or in an `Arc`; used
+/// through [`PermitLimiter`] (Resilience4j's interface) or
+/// [`RateLimiter`] (the crate's).
+///
+/// # Examples
+///
+/// No over-admission: a full bucket of 5 grants 5 at one instant, and later
+/// permits at the refill rate (100 ns each here).
+///
+/// ```
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::refill::{PermitLimiter, Permission, RefillConfig, RefillLimiter};
+///
+/// let clock = ManualClock::new(0);
+/// let config = RefillConfig::builder()
+///     .limit_for_period(5)
+///     .limit_refresh_period_nanos(500)
+///     .timeout_nanos(0)
+///     .build()?;
+/// let limiter = RefillLimiter::new_with_clock("db", config, clock.clone());
+///
+/// clock.set_nanos(10_000); // idle: the bucket is full (5, not more)
+/// assert!(limiter.acquire_permission(4)?);
+/// assert!(!limiter.acquire_permission(5)?); // refill-rate-limiter grants this too
+/// assert!(limiter.acquire_permission(1)?);
+/// assert_eq!(limiter.reserve_permission(1)?, Permission::Refused); // next permit in 100 ns
+/// clock.advance_nanos(100);
+/// assert_eq!(limiter.reserve_permission(1)?, Permission::Now);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Reservations within the timeout:
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::refill::{PermitLimiter, Permission, RefillConfig, RefillLimiter};
+///
+/// let config = RefillConfig::builder()
+///     .limit_for_period(3)
+///     .limit_refresh_period(Duration::from_millis(12))
+///     .timeout(Duration::from_millis(12))
+///     .build()?;
+/// let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
+/// let waits: Vec<i64> = (0..7)
+///     .map(|_| limiter.reserve_permission(1).map(|p| p.nanos_to_wait()))
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(waits, [0, 0, 0, 4_000_000, 8_000_000, 12_000_000, -1]);
+/// assert_eq!(limiter.metrics().available_permissions, -3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RefillLimiter<C = DefaultClock> {
+    core: Swap<Core>,
+    /// Serializes limit changes; held from retiring a core until its
+    /// successor is published, so a caller that found its core retired waits
+    /// on it instead of spinning.
+    change: Mutex<()>,
+    hub: Hub,
+    clock: C,
+    /// The clock reading at creation: time index 0.
+    origin: u64,
+    /// The configured refresh period, in nanoseconds (limit changes divide
+    /// this period, never the current rate).
+    period: i64,
+    initial: i64,
+}
+
+impl RefillLimiter {
+    /// A limiter on the real clock.
+    pub fn new(name: impl Into<Arc<str>>, config: RefillConfig) -> RefillLimiter {
+        RefillLimiter::new_with_clock(name, config, DefaultClock::new())
+    }
+
+    /// A limiter with Resilience4j's defaults (Resilience4j `ofDefaults`):
+    /// 50 permits per 500 ns, capacity 50, timeout 5 s.
+    pub fn of_defaults(name: impl Into<Arc<str>>) -> RefillLimiter {
+        RefillLimiter::new(name, RefillConfig::default())
+    }
+}
+
+impl<C: Clock> RefillLimiter<C> {
+    /// A limiter on `clock`, created now: its bucket holds
+    /// `config.initial_permits()` at the clock's current reading.
+    pub fn new_with_clock(
+        name: impl Into<Arc<str>>,
+        config: RefillConfig,
+        clock: C,
+    ) -> RefillLimiter<C> {
+        let npp = config.nanos_per_permit() as i64;
+        let capacity = config.capacity();
+        let origin = clock.now_nanos();
+        let core = Core {
+            // E = creation − initial × npp: `initial` permits stored. At
+            // least −full (initial ≤ capacity), never FROZEN.
+            index: CachePadded::new(AtomicU64::new((-config.initial_permits() * npp) as u64)),
+            params: Params {
+                npp,
+                capacity,
+                full: config.nanos_per_full_capacity() as i64,
+            },
+            limit: config.limit_for_period(),
+        };
+        RefillLimiter {
+            core: Swap::new(core),
+            change: Mutex::new(()),
+            hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
+            clock,
+            origin,
+            period: config.limit_refresh_period().as_nanos() as i64,
+            initial: config.initial_permits(),
+        }
+    }
+
+    /// This limiter with blocking waits done under `policy` (default: the
+    /// clock's coalescing window).
+    pub fn with_wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.hub.set_policy(policy);
+        self
+    }
+
+    /// The current configuration: the limit for period and capacity as last
+    /// changed, the current timeout, the configured period and initial
+    /// permits.
+    pub fn config(&self) -> RefillConfig {
+        let core = self.core.load();
+        RefillConfig::from_parts(
+            core.limit,
+            self.period,
+            self.hub.timeout_nanos() as i64,
+            core.params.capacity,
+            self.initial,
+        )
+    }
+
+    /// The limiter's clock.
+    pub fn clock_ref(&self) -> &C {
+        &self.clock
+    }
+
+    /// Reads the clock: absolute nanoseconds and nanoseconds since creation.
+    #[inline]
+    fn now(&self) -> (u64, i64) {
+        let now = self.clock.now_nanos();
+        (now, elapsed(now, self.origin))
+    }
+
+    /// Blocks until the limit change that retired a core has published its
+    /// successor (the changer holds `change` throughout).
+    #[cold]
+    fn await_change(&self) {
+        drop(lock(&self.change));
+    }
+
+    /// The one compare-exchange loop: `decide` maps (parameters, current
+    /// time index) to a step; a write is committed with one compare-exchange
+    /// or the decision is retaken on the value that won.
+    #[inline]
+    fn update<R>(&self, mut decide: impl FnMut(&Params, i64) -> Step<R>) -> R {
+        loop {
+            let core = self.core.load();
+            // Ordering: Acquire, so this decision happens after the grant
+            // that wrote the value (the chain of grants the public
+            // `# Memory ordering` promises).
+            let mut cur = core.index.load(Ordering::Acquire);
+            while cur != FROZEN {
+                match decide(&core.params, cur as i64) {
+                    Step::Keep(r) => return r,
+                    Step::Write(next, r) => {
+                        // Ordering: AcqRel on success: Release publishes this
+                        // grant to later callers, Acquire orders it after the
+                        // grant it replaces. Acquire on failure: the decision
+                        // is retaken on the winner's value.
+                        match core.index.compare_exchange_weak(
+                            cur,
+                            next as u64,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => return r,
+                            Err(actual) => cur = actual,
+                        }
+                    }
+                }
+            }
+            // Retired by a limit change: never written again. Wait for the
+            // new core, then decide again on it.
+            drop(core);
+            self.await_change();
+        }
+    }
+
+    /// Decides a request for `permits` that may wait up to `max_wait` ns
+    /// (`None`: any wait), committing a grant.
+    #[inline]
+    fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+        self.update(|p, index| match p.decide(index, permits, max_wait, now) {
+            d @ Decision::Grant { index, .. } => Step::Write(index, d),
+            d => Step::Keep(d),
+        })
+    }
+
+    /// A consistent snapshot: parameters and time index of the current core.
+    fn snapshot(&self) -> (Params, i64) {
+        self.update(|p, index| Step::Keep((*p, index)))
+    }
+}
+
+impl<C: Clock> PermitLimiter for RefillLimiter<C> {
+    fn name(&self) -> &str {
+        self.hub.name()
+    }
+
+    fn config_view(&self) -> ConfigView {
+        self.config().view()
+    }
+
+    fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
+        let (now, rel) = self.now();
+        let wait = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+            Decision::Grant { wait, .. } => Some(wait),
+            Decision::Refuse { .. } | Decision::Exhausted => None,
+            Decision::Invalid(e) => return Err(e),
+        };
+        Ok(self.hub.pending(&self.clock, permits, now, wait))
+    }
+
+    fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
+        let (now, rel) = self.now();
+        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+            Decision::Grant { wait: 0, .. } => Permission::Now,
+            Decision::Grant { wait, .. } => Permission::After(Duration::from_nanos(wait)),
+            Decision::Refuse { .. } | Decision::Exhausted => Permission::Refused,
+            Decision::Invalid(e) => return Err(e),
+        };
+        let kind = if permission.is_granted() {
+            PermitEventKind::SuccessfulAcquire
+        } else {
+            PermitEventKind::FailedAcquire
+        };
+        self.hub.publish(kind, u64::from(permits), now);
+        Ok(permission)
+    }
+
+    fn drain_permissions(&self) -> u64 {
+        let (now, rel) = self.now();
+        let drained = self.update(|p, index| {
+            let (drained, next) = p.drain(index, rel);
+            if next == index {
+                Step::Keep(drained)
+            } else {
+                Step::Write(next, drained)
+            }
+        });
+        self.hub.publish(PermitEventKind::Drained, drained, now);
+        drained
+    }
+
+    /// Sets `limit` permits per the **configured** refresh period (calls do
+    /// not compound) and the capacity to `max(capacity, limit)`, keeping the
+    /// current token count, stored or owed: the time index is re-based so
+    /// that `(now − E) / npp` is the same number of permits at the new rate
+    /// (rounded down to a whole nanosecond of the new rate, never up).
+    /// Callers already waiting keep their deadlines.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let config = RefillConfig::builder()
+    ///     .limit_for_period(10)
+    ///     .limit_refresh_period_nanos(1_000_000_000)
+    ///     .initial_permits(0)
+    ///     .build()?;
+    /// let limiter = RefillLimiter::new_with_clock("api", config, clock.clone());
+    /// clock.set_nanos(500_000_000);
+    /// assert_eq!(limiter.metrics().available_permissions, 5);
+    /// limiter.change_limit_for_period(5)?; // 5 per second: 200 ms per permit
+    /// assert_eq!(limiter.metrics().available_permissions, 5); // kept
+    /// clock.set_nanos(700_000_000);
+    /// assert_eq!(limiter.metrics().available_permissions, 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError> {
+        if limit < 1 {
+            return Err(ConfigError::InvalidLimitForPeriod(limit));
+        }
+        let npp = nanos_per_permit(limit, self.period)?;
+        let _changing = lock(&self.change);
+        let core = self.core.load();
+        let old = core.params;
+        let capacity = old.capacity.max(limit);
+        let full = full_capacity_nanos(npp, capacity)?;
+        // Retire the old core. Ordering: AcqRel. The swap reads the latest
+        // value in the word's modification order, so every grant committed
+        // to the old core is in `index`; Acquire makes those grants happen
+        // before the new core (and every grant on it), Release pairs with
+        // callers that read FROZEN. FROZEN is never replaced, so no caller
+        // can commit to the old core from now on.
+        let index = core.index.swap(FROZEN, Ordering::AcqRel) as i64;
+        let (_, now) = self.now();
+        // Keep the capped token count d / npp (positive or negative) at the
+        // new rate: E' = now − floor(d × npp' / npp).
+        let d = i128::from(now) - old.base(index, now);
+        let kept = (d * i128::from(npp)).div_euclid(i128::from(old.npp));
+        // d ≤ full, so E' ≥ now − capacity × npp' ≥ −full' > i64::MIN; a debt
+        // reaching past i64::MAX (292 years) saturates there.
+        let next = (i128::from(now) - kept).min(i128::from(i64::MAX)) as i64;
+        self.core.store(Core {
+            index: CachePadded::new(AtomicU64::new(next as u64)),
+            params: Params {
+                npp,
+                capacity,
+                full,
+            },
+            limit,
+        });
+        Ok(())
+    }
+
+    fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
+        self.hub.set_timeout(timeout)
+    }
+
+    fn metrics(&self) -> Metrics {
+        let (params, index) = self.snapshot();
+        let (_, now) = self.now();
+        Metrics {
+            available_permissions: params.available(index, now),
+            waiting_threads: self.hub.waiting(),
+            nanos_to_wait: params.nanos_to_wait(index, now),
+            cycle: None,
+        }
+    }
+
+    fn events(&self) -> &EventPublisher<PermitEvent> {
+        self.hub.events()
+    }
+}
+
+/// The crate's interface: `reserve` decides like
+/// [`reserve_permission`](PermitLimiter::reserve_permission) with the given
+/// maximum wait instead of the configured timeout (`None`: any wait), and
+/// publishes the same events. A grant's `scheduled` and `ready` times are
+/// both when its permits may go: a bucket has no schedule to be late
+/// against. Blocking waits through this trait do not count as waiting
+/// threads.
+impl<C: Clock> RateLimiter for RefillLimiter<C> {
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        let (now, rel) = self.now();
+        let max = max_wait.map(saturating_nanos);
+        match self.decide(permits, max, rel) {
+            Decision::Grant { wait, .. } => {
+                self.hub
+                    .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
+                let ready = now.saturating_add(wait);
+                Ok(Grant::new(ready, ready, now, permits))
+            }
+            Decision::Refuse { wait } => {
+                self.hub
+                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
+                Err(AcquireError::WouldWait {
+                    wait: Duration::from_nanos(wait),
+                    max_wait: max_wait.unwrap_or(Duration::MAX),
+                })
+            }
+            Decision::Exhausted => Err(AcquireError::ScheduleExhausted),
+            Decision::Invalid(e) => Err(e.into()),
+        }
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        &self.clock
+    }
+
+    /// The backlog is the time reserved ahead of now (`E − now`, zero when
+    /// nothing is reserved); the total is the same.
+    fn wait_stats(&self) -> WaitStats {
+        let (_, index) = self.snapshot();
+        let (_, now) = self.now();
+        let backlog = clamp_u64(i128::from(index) - i128::from(now));
+        WaitStats {
+            backlog_nanos: backlog,
+            total_wait_nanos: backlog,
+        }
+    }
+
+    fn wait_policy(&self) -> WaitPolicy {
+        self.hub.policy()
+    }
+}
+
+impl<C> fmt::Debug for RefillLimiter<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let core = self.core.load();
+        f.debug_struct("RefillLimiter")
+            .field("name", &self.hub.name())
+            .field("limit_for_period", &core.limit)
+            .field("limit_refresh_period_nanos", &self.period)
+            .field("nanos_per_permit", &core.params.npp)
+            .field("capacity", &core.params.capacity)
+            .field("initial_permits", &self.initial)
+            .field("timeout_nanos", &self.hub.timeout_nanos())
+            .field("waiting", &self.hub.waiting())
+            .field("wait_policy", &self.hub.policy())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const P: Params = Params {
+        npp: 100,
+        capacity: 5,
+        full: 500,
+    };
+
+    #[test]
+    fn decide_is_the_strict_algorithm() {
+        // Full bucket long ago: credit beyond 5 permits is lost.
+        assert_eq!(
+            P.decide(-500, 5, Some(0), 10_000),
+            Decision::Grant {
+                index: 10_000,
+                wait: 0
+            }
+        );
+        // Partial: 4 stored, one more needs 100 ns.
+        assert_eq!(
+            P.decide(-400, 5, Some(99), 0),
+            Decision::Refuse { wait: 100 }
+        );
+        assert_eq!(
+            P.decide(-400, 5, Some(100), 0),
+            Decision::Grant {
+                index: 100,
+                wait: 100
+            }
+        );
+        assert_eq!(
+            P.decide(0, 6, None, 0),
+            Decision::Invalid(PermitError::ExceedsCapacity {
+                requested: 6,
+                capacity: 5
+            })
+        );
+        assert_eq!(
+            P.decide(0, 0, None, 0),
+            Decision::Invalid(PermitError::InvalidPermits)
+        );
+        assert_eq!(P.decide(i64::MAX - 50, 1, None, 0), Decision::Exhausted);
+    }
+
+    #[test]
+    fn metrics_truncate_toward_zero() {
+        assert_eq!(P.available(150, 0), -1); // -1.5 permits
+        assert_eq!(P.available(50, 0), 0); // -0.5
+        assert_eq!(P.available(-1_000_000, 0), 5); // capped
+        assert_eq!(P.nanos_to_wait(-1_000_000, 0), 0);
+        assert_eq!(P.nanos_to_wait(-50, 0), 50);
+        assert_eq!(P.drain(-250, 0), (2, 0));
+        assert_eq!(P.drain(300, 0), (0, 300));
+    }
+}

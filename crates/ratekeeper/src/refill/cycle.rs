@@ -1,0 +1,603 @@
+//! [`CycleLimiter`]: Resilience4j's `AtomicRateLimiter`, with its drain,
+//! overflow and limit-change defects fixed.
+//!
+//! # Implementation details
+//!
+//! The state is `(cycle, permits)`: the cycle the count was last refreshed
+//! in (cycles of `period` ns counted from the limiter's creation) and the
+//! permits left in it, negative while permits are reserved in later cycles.
+//! Both live in one `AtomicU128`: `cycle` in the high 64 bits (a `u64`),
+//! `permits` in the low 64 (an `i64`). Time since creation is clamped to
+//! `i64::MAX`, so `cycle <= i64::MAX` and the all-ones word is free for the
+//! `FROZEN` sentinel of a retired core.
+//!
+//! * **refresh(now)**: in cycle `c = now / period > cycle`,
+//!   `permits = min(permits + (c − cycle) × limit, limit)` (in `i128`, no
+//!   wrap-around), `cycle = c`. A clock reading older than the state's cycle
+//!   (another caller refreshed first) is taken as the start of that cycle.
+//! * **wait(n)**: 0 if `permits >= n`; otherwise the time to the next cycle
+//!   plus whole cycles for what the next cycle's `permits + limit` does not
+//!   cover: `ceil((n − permits − limit) / limit) × period`.
+//! * **grant**: if the wait is within the timeout, `permits −= n`; a wait
+//!   beyond `i64::MAX` ns or a count below `i64::MIN` is refused.
+//! * **drain**: refresh, then `permits = min(permits, 0)`: the cycle's
+//!   permits are dropped, reservations kept.
+//! * A refused request writes nothing. Resilience4j commits the refreshed
+//!   state even on a refusal; refreshing is idempotent (refreshing to `t1`
+//!   then to `t2` equals refreshing to `t2`), so the difference is never
+//!   observable.
+//!
+//! Every write is a compare-exchange from the word the decision was computed
+//! on: grants are linearizable in compare-exchange order.
+
+use core::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use super::config::{ConfigError, ConfigView, CycleConfig};
+use super::{
+    elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
+    PermitEventKind, PermitLimiter,
+};
+use crate::clock::{Clock, DefaultClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
+use crate::wait::{saturating_nanos, WaitPolicy};
+
+/// The state word of a retired core: cycle `u64::MAX` is never reached.
+const FROZEN: u128 = u128::MAX;
+
+/// `(cycle, permits)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct State {
+    cycle: u64,
+    permits: i64,
+}
+
+impl State {
+    #[inline]
+    fn pack(self) -> u128 {
+        (u128::from(self.cycle) << 64) | u128::from(self.permits as u64)
+    }
+
+    #[inline]
+    fn unpack(word: u128) -> State {
+        State {
+            cycle: (word >> 64) as u64,
+            permits: word as u64 as i64,
+        }
+    }
+}
+
+/// The cycle parameters: fixed for the life of a core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Params {
+    /// Cycle length in nanoseconds, `1 ..= i64::MAX`.
+    period: i64,
+    /// Permits per cycle, `>= 1`.
+    limit: i64,
+}
+
+/// What a request decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// Granted: the new state, and when the permits may go (nanoseconds
+    /// since creation).
+    Grant { state: State, ready: i64 },
+    /// Refused: the wait would exceed the caller's maximum.
+    Refuse { wait: u64 },
+    /// The wait or the count would leave 64 bits.
+    Exhausted,
+    /// Never grantable.
+    Invalid(PermitError),
+}
+
+impl Params {
+    /// The state refreshed to `now`, and the instant the decision is taken
+    /// at: `now`, or the start of the state's cycle if the reading is older.
+    #[inline]
+    fn refresh(&self, s: State, now: i64) -> (State, i64) {
+        let current = (now / self.period) as u64;
+        if current > s.cycle {
+            let minted = i128::from(current - s.cycle) * i128::from(self.limit);
+            let permits = (i128::from(s.permits) + minted).min(i128::from(self.limit)) as i64;
+            (
+                State {
+                    cycle: current,
+                    permits,
+                },
+                now,
+            )
+        } else {
+            // s.cycle × period is a clock reading some caller made: ≤ i64::MAX.
+            let start = (i128::from(s.cycle) * i128::from(self.period)) as i64;
+            (s, now.max(start))
+        }
+    }
+
+    /// The wait for `n` permits in refreshed state `s` at `now`.
+    #[inline]
+    fn wait(&self, s: State, n: i128, now: i64) -> i128 {
+        let permits = i128::from(s.permits);
+        if permits >= n {
+            return 0;
+        }
+        let period = i128::from(self.period);
+        let limit = i128::from(self.limit);
+        let to_next = (i128::from(s.cycle) + 1) * period - i128::from(now);
+        let short = n - (permits + limit);
+        let full_cycles = if short > 0 {
+            (short + limit - 1) / limit
+        } else {
+            0
+        };
+        full_cycles * period + to_next
+    }
+
+    #[inline]
+    fn decide(&self, word: u128, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+        if permits == 0 {
+            return Decision::Invalid(PermitError::InvalidPermits);
+        }
+        let (s, at) = self.refresh(State::unpack(word), now);
+        let wait = self.wait(s, i128::from(permits), at);
+        if max_wait.is_some_and(|max| wait > i128::from(max)) {
+            return Decision::Refuse {
+                wait: clamp_u64(wait),
+            };
+        }
+        let ready = i128::from(at) + wait;
+        match (
+            i64::try_from(ready),
+            s.permits.checked_sub(i64::from(permits)),
+        ) {
+            (Ok(ready), Some(left)) => Decision::Grant {
+                state: State {
+                    cycle: s.cycle,
+                    permits: left,
+                },
+                ready,
+            },
+            _ => Decision::Exhausted,
+        }
+    }
+}
+
+#[inline]
+fn clamp_u64(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// Parameters and state word, replaced together on a limit change.
+struct Core {
+    /// [`State::pack`], or [`FROZEN`] once retired.
+    state: CachePadded<AtomicU128>,
+    params: Params,
+}
+
+enum Step<R> {
+    Keep(R),
+    Write(State, R),
+}
+
+/// Resilience4j's default rate limiter (`AtomicRateLimiter`): at most
+/// `limit_for_period` permits per cycle of `limit_refresh_period`, cycles
+/// counted from the limiter's creation; see the [module docs](super).
+///
+/// Fixed relative to Resilience4j: a drain empties the *refreshed* cycle and
+/// keeps reservations, and reports what it drained; permits below 1 are an
+/// error; cycle and wait arithmetic never wraps; a limit change applies from
+/// the next cycle; a refused acquire returns at once.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter, Permission};
+///
+/// let clock = ManualClock::new(0);
+/// let config = CycleConfig::builder()
+///     .limit_for_period(10)
+///     .limit_refresh_period_nanos(1_000_000_000)
+///     .timeout_nanos(10_000_000_000)
+///     .build_cycle()?;
+/// let limiter = CycleLimiter::new_with_clock("api", config, clock.clone());
+///
+/// // 25 permits: this cycle's 10, the next two cycles' 10 and 5.
+/// assert_eq!(
+///     limiter.reserve_permission(25)?,
+///     Permission::After(std::time::Duration::from_secs(2))
+/// );
+/// assert_eq!(limiter.metrics().available_permissions, -15);
+/// clock.set_nanos(2_000_000_000);
+/// assert_eq!(limiter.metrics().available_permissions, 5);
+/// assert_eq!(limiter.metrics().cycle, Some(2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CycleLimiter<C = DefaultClock> {
+    core: Swap<Core>,
+    /// Serializes limit changes; held from retiring a core until its
+    /// successor is published.
+    change: Mutex<()>,
+    hub: Hub,
+    clock: C,
+    /// The clock reading at creation: the start of cycle 0.
+    origin: u64,
+}
+
+impl CycleLimiter {
+    /// A limiter on the real clock.
+    pub fn new(name: impl Into<Arc<str>>, config: CycleConfig) -> CycleLimiter {
+        CycleLimiter::new_with_clock(name, config, DefaultClock::new())
+    }
+
+    /// A limiter with Resilience4j's defaults (`RateLimiter.ofDefaults`): 50
+    /// permits per 500 ns, timeout 5 s.
+    pub fn of_defaults(name: impl Into<Arc<str>>) -> CycleLimiter {
+        CycleLimiter::new(name, CycleConfig::default())
+    }
+}
+
+impl<C: Clock> CycleLimiter<C> {
+    /// A limiter on `clock`, created now: cycle 0 starts at the clock's
+    /// current reading, with `limit_for_period` permits.
+    pub fn new_with_clock(
+        name: impl Into<Arc<str>>,
+        config: CycleConfig,
+        clock: C,
+    ) -> CycleLimiter<C> {
+        let limit = config.limit_for_period();
+        let origin = clock.now_nanos();
+        let core = Core {
+            state: CachePadded::new(AtomicU128::new(
+                State {
+                    cycle: 0,
+                    permits: limit,
+                }
+                .pack(),
+            )),
+            params: Params {
+                period: config.limit_refresh_period().as_nanos() as i64,
+                limit,
+            },
+        };
+        CycleLimiter {
+            core: Swap::new(core),
+            change: Mutex::new(()),
+            hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
+            clock,
+            origin,
+        }
+    }
+
+    /// This limiter with blocking waits done under `policy`.
+    pub fn with_wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.hub.set_policy(policy);
+        self
+    }
+
+    /// The current configuration (limit as last changed, current timeout).
+    pub fn config(&self) -> CycleConfig {
+        let p = self.core.load().params;
+        CycleConfig::from_parts(p.limit, p.period, self.hub.timeout_nanos() as i64)
+    }
+
+    /// The limiter's clock.
+    pub fn clock_ref(&self) -> &C {
+        &self.clock
+    }
+
+    #[inline]
+    fn now(&self) -> (u64, i64) {
+        let now = self.clock.now_nanos();
+        (now, elapsed(now, self.origin))
+    }
+
+    /// Absolute clock nanoseconds of an instant since creation.
+    #[inline]
+    fn absolute(&self, rel: i64) -> u64 {
+        self.origin.saturating_add(rel.max(0) as u64)
+    }
+
+    #[cold]
+    fn await_change(&self) {
+        drop(lock(&self.change));
+    }
+
+    /// The one compare-exchange loop (as the refill limiter's).
+    #[inline]
+    fn update<R>(&self, mut decide: impl FnMut(&Params, u128) -> Step<R>) -> R {
+        loop {
+            let core = self.core.load();
+            // Ordering: Acquire, so this decision happens after the grant
+            // that wrote the word.
+            let mut cur = core.state.load(Ordering::Acquire);
+            while cur != FROZEN {
+                match decide(&core.params, cur) {
+                    Step::Keep(r) => return r,
+                    Step::Write(next, r) => {
+                        // Ordering: AcqRel on success (publish this grant,
+                        // follow the one replaced); Acquire on failure (the
+                        // decision is retaken on the winner's word).
+                        match core.state.compare_exchange_weak(
+                            cur,
+                            next.pack(),
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => return r,
+                            Err(actual) => cur = actual,
+                        }
+                    }
+                }
+            }
+            drop(core);
+            self.await_change();
+        }
+    }
+
+    #[inline]
+    fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+        self.update(|p, word| match p.decide(word, permits, max_wait, now) {
+            d @ Decision::Grant { state, .. } => Step::Write(state, d),
+            d => Step::Keep(d),
+        })
+    }
+
+    /// Parameters and the state refreshed to `now` (nothing written), and
+    /// the instant it is taken at.
+    fn refreshed(&self, now: i64) -> (Params, State, i64) {
+        self.update(|p, word| {
+            let (s, at) = p.refresh(State::unpack(word), now);
+            Step::Keep((*p, s, at))
+        })
+    }
+}
+
+impl<C: Clock> PermitLimiter for CycleLimiter<C> {
+    fn name(&self) -> &str {
+        self.hub.name()
+    }
+
+    fn config_view(&self) -> ConfigView {
+        self.config().view()
+    }
+
+    fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
+        let (now, rel) = self.now();
+        let wait = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+            Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
+            Decision::Refuse { .. } | Decision::Exhausted => None,
+            Decision::Invalid(e) => return Err(e),
+        };
+        Ok(self.hub.pending(&self.clock, permits, now, wait))
+    }
+
+    fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
+        let (now, rel) = self.now();
+        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+            Decision::Grant { ready, .. } => match self.absolute(ready).saturating_sub(now) {
+                0 => Permission::Now,
+                wait => Permission::After(Duration::from_nanos(wait)),
+            },
+            Decision::Refuse { .. } | Decision::Exhausted => Permission::Refused,
+            Decision::Invalid(e) => return Err(e),
+        };
+        let kind = if permission.is_granted() {
+            PermitEventKind::SuccessfulAcquire
+        } else {
+            PermitEventKind::FailedAcquire
+        };
+        self.hub.publish(kind, u64::from(permits), now);
+        Ok(permission)
+    }
+
+    /// Drops the permits left in the current cycle (refreshed to now), keeps
+    /// reservations, and returns how many were dropped.
+    fn drain_permissions(&self) -> u64 {
+        let (now, rel) = self.now();
+        let drained = self.update(|p, word| {
+            let old = State::unpack(word);
+            let (s, _) = p.refresh(old, rel);
+            let drained = s.permits.max(0) as u64;
+            let next = State {
+                cycle: s.cycle,
+                permits: s.permits.min(0),
+            };
+            if next == old {
+                Step::Keep(drained)
+            } else {
+                Step::Write(next, drained)
+            }
+        });
+        self.hub.publish(PermitEventKind::Drained, drained, now);
+        drained
+    }
+
+    /// Sets the permits per cycle from the **next** cycle on: the current
+    /// cycle is first settled with the old limit (its permits and
+    /// reservations are kept as they are).
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter};
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let config = CycleConfig::builder()
+    ///     .limit_for_period(10)
+    ///     .limit_refresh_period_nanos(1_000)
+    ///     .build_cycle()?;
+    /// let limiter = CycleLimiter::new_with_clock("api", config, clock.clone());
+    /// assert!(limiter.acquire_permission(2)?);
+    /// limiter.change_limit_for_period(5)?;
+    /// assert_eq!(limiter.metrics().available_permissions, 8); // this cycle: untouched
+    /// clock.set_nanos(1_000);
+    /// assert_eq!(limiter.metrics().available_permissions, 5); // the next: the new limit
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError> {
+        if limit < 1 {
+            return Err(ConfigError::InvalidLimitForPeriod(limit));
+        }
+        let _changing = lock(&self.change);
+        let core = self.core.load();
+        // Retire the old core. Ordering: AcqRel, as in the refill limiter:
+        // the swap returns the latest word (every grant committed to the old
+        // core), and FROZEN is never replaced.
+        let word = core.state.swap(FROZEN, Ordering::AcqRel);
+        let (_, now) = self.now();
+        let (settled, _) = core.params.refresh(State::unpack(word), now);
+        self.core.store(Core {
+            state: CachePadded::new(AtomicU128::new(settled.pack())),
+            params: Params {
+                period: core.params.period,
+                limit,
+            },
+        });
+        Ok(())
+    }
+
+    fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
+        self.hub.set_timeout(timeout)
+    }
+
+    fn metrics(&self) -> Metrics {
+        let (_, now) = self.now();
+        let (p, s, at) = self.refreshed(now);
+        Metrics {
+            available_permissions: s.permits,
+            waiting_threads: self.hub.waiting(),
+            nanos_to_wait: clamp_u64(p.wait(s, 1, at)),
+            cycle: Some(s.cycle),
+        }
+    }
+
+    fn events(&self) -> &EventPublisher<PermitEvent> {
+        self.hub.events()
+    }
+}
+
+/// The crate's interface: `reserve` decides like
+/// [`reserve_permission`](PermitLimiter::reserve_permission) with the given
+/// maximum wait (`None`: any wait) and publishes the same events. A grant's
+/// `scheduled` and `ready` times are both when its permits may go (the start
+/// of the cycle that covers it). Blocking waits through this trait do not
+/// count as waiting threads.
+impl<C: Clock> RateLimiter for CycleLimiter<C> {
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        let (now, rel) = self.now();
+        let max = max_wait.map(saturating_nanos);
+        match self.decide(permits, max, rel) {
+            Decision::Grant { ready, .. } => {
+                self.hub
+                    .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
+                let ready = self.absolute(ready).max(now);
+                Ok(Grant::new(ready, ready, now, permits))
+            }
+            Decision::Refuse { wait } => {
+                self.hub
+                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
+                Err(AcquireError::WouldWait {
+                    wait: Duration::from_nanos(wait),
+                    max_wait: max_wait.unwrap_or(Duration::MAX),
+                })
+            }
+            Decision::Exhausted => Err(AcquireError::ScheduleExhausted),
+            Decision::Invalid(e) => Err(e.into()),
+        }
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        &self.clock
+    }
+
+    /// The backlog is the time until the reservations made on later cycles
+    /// are repaid (the count is back at 0 or more); the total is the same.
+    fn wait_stats(&self) -> WaitStats {
+        let (_, now) = self.now();
+        let (p, s, at) = self.refreshed(now);
+        let backlog = clamp_u64(p.wait(s, 0, at));
+        WaitStats {
+            backlog_nanos: backlog,
+            total_wait_nanos: backlog,
+        }
+    }
+
+    fn wait_policy(&self) -> WaitPolicy {
+        self.hub.policy()
+    }
+}
+
+impl<C> fmt::Debug for CycleLimiter<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.core.load().params;
+        f.debug_struct("CycleLimiter")
+            .field("name", &self.hub.name())
+            .field("limit_for_period", &p.limit)
+            .field("limit_refresh_period_nanos", &p.period)
+            .field("timeout_nanos", &self.hub.timeout_nanos())
+            .field("waiting", &self.hub.waiting())
+            .field("wait_policy", &self.hub.policy())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const P: Params = Params {
+        period: 1_000,
+        limit: 10,
+    };
+
+    fn st(cycle: u64, permits: i64) -> State {
+        State { cycle, permits }
+    }
+
+    #[test]
+    fn pack_round_trips_and_frozen_is_unreachable() {
+        for s in [
+            st(0, 0),
+            st(5, -3),
+            st(i64::MAX as u64, i64::MIN),
+            st(1, i64::MAX),
+        ] {
+            assert_eq!(State::unpack(s.pack()), s);
+            assert_ne!(s.pack(), FROZEN);
+        }
+    }
+
+    #[test]
+    fn refresh_caps_at_the_limit_and_never_goes_back() {
+        assert_eq!(P.refresh(st(0, 3), 5_500), (st(5, 10), 5_500));
+        assert_eq!(P.refresh(st(0, -25), 2_000), (st(2, -5), 2_000));
+        // A reading older than the state's cycle: taken at that cycle's start.
+        assert_eq!(P.refresh(st(3, 1), 2_500), (st(3, 1), 3_000));
+        // Saturation instead of wrap-around.
+        let huge = Params {
+            period: 1,
+            limit: 1 << 30,
+        };
+        assert_eq!(huge.refresh(st(0, 0), 1 << 34).0.permits, 1 << 30);
+    }
+
+    #[test]
+    fn wait_is_resilience4j_arithmetic_without_wrapping() {
+        assert_eq!(P.wait(st(0, 10), 10, 0), 0);
+        assert_eq!(P.wait(st(0, 5), 12, 400), 600); // the next cycle covers it
+        assert_eq!(P.wait(st(0, 10), 25, 0), 2_000); // two cycles
+        let p = Params {
+            period: 1 << 62,
+            limit: 1,
+        };
+        assert_eq!(p.wait(st(0, 1), 3, 0), 1 << 63);
+        assert_eq!(p.decide(st(0, 1).pack(), 3, None, 0), Decision::Exhausted);
+        assert_eq!(
+            p.decide(st(0, 1).pack(), 3, Some(1_000), 0),
+            Decision::Refuse { wait: 1 << 63 }
+        );
+    }
+}

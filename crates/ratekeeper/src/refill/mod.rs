@@ -1,0 +1,779 @@
+//! Resilience4j's rate limiter interface: [`RefillLimiter`], a strict token
+//! bucket with gradual refill, and [`CycleLimiter`], Resilience4j's default
+//! fixed-cycle limiter, behind one trait, [`PermitLimiter`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+//!
+//! let config = RefillConfig::builder()
+//!     .limit_for_period(10)                          // 10 permits ...
+//!     .limit_refresh_period(Duration::from_secs(1))  // ... per second, refilled gradually
+//!     .permit_capacity(20)                           // bursts of up to 20
+//!     .timeout(Duration::from_millis(100))           // wait at most 100 ms
+//!     .build()?;
+//! let limiter = RefillLimiter::new("backend", config);
+//! assert!(limiter.acquire_permission(1)?); // the bucket starts with 10
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Contents
+//!
+//! * [The bucket](#the-bucket)
+//! * [The cycle limiter](#the-cycle-limiter)
+//! * [The Resilience4j interface](#the-resilience4j-interface)
+//! * [Differences from refill-rate-limiter and Resilience4j](#differences-from-refill-rate-limiter-and-resilience4j)
+//! * [Which limiter?](#which-limiter)
+//! * [Memory ordering](#memory-ordering)
+//! * [Implementation details](#implementation-details)
+//!
+//! # The bucket
+//!
+//! A [`RefillLimiter`] refills one permit every `nanos_per_permit =
+//! limit_refresh_period / limit_for_period` nanoseconds (truncating, as
+//! refill-rate-limiter does: 3 per second is 333 333 333 ns per permit), up to
+//! `capacity` permits (the burst; `limit_for_period` unless set), and starts
+//! with `initial_permits` (`limit_for_period` unless set, *not* the
+//! capacity). Refill is computed lazily on each call from one number, the
+//! **time index** `E`: the instant at which the bucket would be empty.
+//!
+//! ```text
+//!   tokens(now) = min(capacity, (now − E) / nanos_per_permit)
+//!
+//!        E            now − C·npp                  now
+//!   -----|----------------|---------------------------|------> time
+//!        |<-- credit beyond a full bucket: lost ----->|
+//!                         |<----- at most C permits -->|
+//! ```
+//!
+//! A request for `n` permits moves `E` to `max(E, now − C·npp) + n·npp`: the
+//! credit beyond a full bucket is dropped, and the request is charged. If
+//! that puts `E` after `now`, the request waits `E − now`: it is granted with
+//! that wait if the wait is within the timeout (a *reservation*: the
+//! available count goes negative until then), and refused, changing nothing,
+//! if not. So every grant moves `E` forward by exactly its cost, and over any
+//! window the permits granted (counted when they may go) are at most
+//! `capacity + window / nanos_per_permit`.
+//!
+//! # The cycle limiter
+//!
+//! A [`CycleLimiter`] is Resilience4j's `AtomicRateLimiter`: time is cut into
+//! cycles of `limit_refresh_period` from the limiter's creation, each cycle
+//! starts with `limit_for_period` permits (unused permits do not carry over),
+//! reservations make the count negative and are repaid by later cycles, and a
+//! request larger than the limit waits as many cycles as it needs. It is a
+//! fixed window: up to `2 × limit_for_period` permits can go within
+//! nanoseconds across a cycle boundary. Without reservations, any window that
+//! touches `k` cycles grants at most `k × limit_for_period`; with them, the
+//! permits that may go by the end of cycle `c` are at most
+//! `(c + 1) × limit_for_period` in all.
+//!
+//! # The Resilience4j interface
+//!
+//! Both limiters implement [`PermitLimiter`] (and the crate's
+//! [`RateLimiter`](crate::RateLimiter)):
+//!
+//! | Resilience4j | here |
+//! |---|---|
+//! | `RateLimiterConfig.custom()…build()` | [`RefillConfig::builder()`](RefillConfig::builder)`…`[`build()`](ConfigBuilder::build) / [`build_cycle()`](ConfigBuilder::build_cycle) |
+//! | `getName()` | [`name`](PermitLimiter::name) |
+//! | `getRateLimiterConfig()` | [`config_view`](PermitLimiter::config_view) ([`ConfigView`]) |
+//! | `acquirePermission(n)` | [`acquire_permission`](PermitLimiter::acquire_permission) → `Ok(bool)` |
+//! | the same, without blocking the thread | [`begin_acquire_permission`](PermitLimiter::begin_acquire_permission) → [`PendingPermission`] |
+//! | `reservePermission(n)` → `0` / nanos / `-1` | [`reserve_permission`](PermitLimiter::reserve_permission) → [`Permission`] `Now` / `After(d)` / `Refused` ([`Permission::nanos_to_wait`] gives the `long`) |
+//! | `drainPermissions()` | [`drain_permissions`](PermitLimiter::drain_permissions) → permits drained |
+//! | `changeLimitForPeriod(n)` | [`change_limit_for_period`](PermitLimiter::change_limit_for_period) |
+//! | `changeTimeoutDuration(d)` | [`change_timeout`](PermitLimiter::change_timeout), [`change_timeout_nanos`](PermitLimiter::change_timeout_nanos) |
+//! | `getMetrics()` / `getDetailedMetrics()` | [`metrics`](PermitLimiter::metrics) ([`Metrics`]) |
+//! | `getEventPublisher().onEvent / onSuccess / onFailure` | [`events`](PermitLimiter::events)`().`[`on_event`](EventPublisher::on_event) / [`on_success`](EventPublisher::on_success) / [`on_failure`](EventPublisher::on_failure) / [`on_drained`](EventPublisher::on_drained) |
+//! | `onResult` / `onError` + `drainPermissionsOnResult` | [`on_result`](PermitLimiter::on_result)`(&result, predicate)` |
+//! | `RequestNotPermitted` (more permits than the capacity) | [`PermitError::ExceedsCapacity`] |
+//!
+//! Counts asked for are `u32`: zero is [`PermitError::InvalidPermits`] and a
+//! negative count cannot be expressed. Limits and capacities are `i64`, so
+//! that zero and negative values from a configuration are typed errors.
+//!
+//! **Waiting.** An acquire decides at once. Granted without a wait, it
+//! returns true; granted with a wait within the timeout, it waits (blocking
+//! the thread, on the limiter's clock and [`WaitPolicy`])
+//! and returns true; refused, it returns false **at once**, with nothing
+//! reserved. While it waits it counts in [`Metrics::waiting_threads`].
+//! [`begin_acquire_permission`](PermitLimiter::begin_acquire_permission)
+//! splits this: it returns the decision as a [`PendingPermission`], which the
+//! caller [`wait`](PendingPermission::wait)s on, [`finish`](PendingPermission::finish)es
+//! after waiting its own way (an async timer, a virtual clock), or
+//! [`abandon`](PendingPermission::abandon)s (Resilience4j's interrupt: false,
+//! reservation kept).
+//!
+//! **Events** are published when an acquisition ends (refused: at once;
+//! granted: when it finishes; abandoned: as a failure), when a reservation is
+//! decided, and when permits are drained. A request refused with a typed
+//! error publishes nothing. With no subscriber an event costs one atomic
+//! load.
+//!
+//! # Differences from refill-rate-limiter and Resilience4j
+//!
+//! * **No over-admission.** refill-rate-limiter serves stored permits without
+//!   moving its time index, so it grants up to *twice* its capacity at one
+//!   instant (capacity 5, after idle time: `acquire(4)` and `acquire(5)` both
+//!   succeed). Here every grant is charged to the time index: never more than
+//!   the capacity at once.
+//! * **`change_limit_for_period(n)` means `n` per the configured period.**
+//!   refill-rate-limiter divides its *current* nanos per permit by `n`, so
+//!   calls compound (10/s, then `changeLimitForPeriod(20)` twice: 4 000/s) and
+//!   a lower limit can give a faster rate. Here the new rate is `n` per the
+//!   period the limiter was configured with, the capacity becomes
+//!   `max(capacity, n)`, and the current token count, stored or owed, is kept
+//!   (re-based to the new rate) rather than the raw time index: nothing is
+//!   lost or minted. The cycle limiter settles the current cycle with the old
+//!   limit and applies the new one from the next cycle, as Resilience4j
+//!   documents (its code applies it to skipped cycles too).
+//! * **A refused acquire returns at once.** Resilience4j and
+//!   refill-rate-limiter park the caller for the whole timeout before
+//!   returning false when they already know the wait exceeds it.
+//! * **Drain.** Resilience4j's `AtomicRateLimiter` drains the permit count
+//!   from before the cycle refresh: after a rollover it leaves permits behind
+//!   or drains nothing, and it cancels outstanding reservations (the next
+//!   cycle is over-admitted). refill-rate-limiter's drain also cancels
+//!   reservations. Here a drain empties the refreshed count (the bucket: the
+//!   stored permits and the partial one) and keeps reservations, and the
+//!   `DRAINED` event carries the permits drained (both references report 0).
+//! * **`drainPermissionsOnResult` is honoured** ([`PermitLimiter::on_result`]);
+//!   refill-rate-limiter ignores it.
+//! * **Validation.** Permits below 1, limits below 1, refresh periods below
+//!   1 ns, negative timeouts, a capacity below the limit, initial permits
+//!   outside `0..=capacity`, and values that overflow 64-bit nanoseconds are
+//!   typed errors ([`ConfigError`], [`PermitError`]); both references accept
+//!   negative permits (which *add* permits) and refill-rate-limiter accepts
+//!   negative timeouts and any initial count. More permits than the capacity
+//!   is [`PermitError::ExceedsCapacity`] (refill-rate-limiter throws only
+//!   when its bank cannot cover them; the cycle limiter waits several cycles,
+//!   as Resilience4j).
+//! * **No wrapping arithmetic.** Resilience4j's cycle arithmetic wraps
+//!   (a 2^62 ns period turns a 2-cycle wait negative and grants it at once);
+//!   here products saturate or the request is refused, and the metrics
+//!   never overflow.
+//! * **Time** is the limiter's [`Clock`] for decisions and
+//!   waits alike (refill-rate-limiter decides on `System.nanoTime()` but
+//!   parks in real time).
+//!
+//! # Which limiter?
+//!
+//! | you want | use |
+//! |---|---|
+//! | Resilience4j's interface with a true token bucket: smooth refill, a burst capacity, initial permits | [`RefillLimiter`] |
+//! | Resilience4j's default behaviour (fixed windows aligned to creation), e.g. while migrating | [`CycleLimiter`] |
+//! | per-op wait time and a schedule, for a load generator | [`Pacer`](crate::Pacer) |
+//! | Guava's stored permits or warm-up | [`SmoothBursty`](crate::SmoothBursty), [`SmoothWarmingUp`](crate::SmoothWarmingUp) |
+//!
+//! # Memory ordering
+//!
+//! Every grant of a limiter is a compare-exchange with acquire-release
+//! ordering on the limiter's one state word, so a grant *happens after*
+//! every grant made before it on the same limiter (a refusal or a metrics
+//! read happens after the grants it saw): data written by one caller before
+//! it was granted is visible to a caller granted later. A runtime change
+//! happens after every grant it kept and before every grant made on the new
+//! parameters. Events are delivered on the publishing thread.
+//!
+//! # Implementation details
+//!
+//! Each limiter keeps its parameters and its atomic state word together in a
+//! *core* behind an `ArcSwap`: the hot path loads
+//! the core, reads the state word, computes the next state with a pure
+//! function of (state, parameters, request, now), and commits it with one
+//! compare-exchange; a refusal commits nothing.
+//!
+//! A runtime limit change *retires* the core: under a mutex it swaps the old
+//! core's state word to a `FROZEN` sentinel (which no algorithm state ever
+//! equals, so the word never changes again), computes the new state from
+//! the frozen value, and publishes a new core. A caller still holding the
+//! old core cannot commit to it: its compare-exchange fails, it sees
+//! `FROZEN`, takes the mutex (which the changer holds until the new core is
+//! published), and retries on the new core. So no grant is lost across a
+//! change (the swap returns the latest state, including every grant
+//! committed before it), none is counted twice, and no grant is computed on
+//! one set of parameters and committed to another. The timeout is an atomic
+//! read on each call. See `bucket.rs` and `cycle.rs` for the state encodings.
+
+mod bucket;
+mod config;
+mod cycle;
+mod events;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use bucket::RefillLimiter;
+pub use config::{
+    ConfigBuilder, ConfigError, ConfigView, CycleConfig, RefillConfig, DEFAULT_LIMIT_FOR_PERIOD,
+    DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
+};
+pub use cycle::CycleLimiter;
+pub use events::{EventPublisher, PermitEvent, PermitEventKind, SubscriptionId};
+
+use crate::clock::Clock;
+use crate::limiter::{AcquireError, Grant};
+use crate::sync::{AtomicU64, Ordering};
+use crate::wait::{self, WaitPolicy};
+
+/// The answer to a reservation ([`PermitLimiter::reserve_permission`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::refill::Permission;
+///
+/// assert_eq!(Permission::Now.nanos_to_wait(), 0);
+/// assert_eq!(Permission::After(Duration::from_nanos(250)).nanos_to_wait(), 250);
+/// assert_eq!(Permission::Refused.nanos_to_wait(), -1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    /// Granted: the permits may be used now.
+    Now,
+    /// Reserved: the permits may be used after this wait (at most the
+    /// limiter's timeout).
+    After(Duration),
+    /// Refused: the wait would exceed the timeout. Nothing was reserved.
+    Refused,
+}
+
+impl Permission {
+    /// Resilience4j's `reservePermission` value: `0` (now), the wait in
+    /// nanoseconds (reserved), or `-1` (refused).
+    pub fn nanos_to_wait(&self) -> i64 {
+        match self {
+            Permission::Now => 0,
+            // A reservation's wait is within a timeout of at most i64::MAX ns.
+            Permission::After(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Permission::Refused => -1,
+        }
+    }
+
+    /// Whether the permits were granted (now or after a wait).
+    pub fn is_granted(&self) -> bool {
+        !matches!(self, Permission::Refused)
+    }
+}
+
+/// A request that can never be granted as asked.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::refill::{PermitError, PermitLimiter, RefillConfig, RefillLimiter};
+///
+/// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+/// assert_eq!(limiter.reserve_permission(0), Err(PermitError::InvalidPermits));
+/// assert_eq!(
+///     limiter.acquire_permission(51),
+///     Err(PermitError::ExceedsCapacity { requested: 51, capacity: 50 })
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PermitError {
+    /// Zero permits were asked for.
+    #[error("permits must be at least 1")]
+    InvalidPermits,
+    /// More permits than the bucket can ever hold (refill limiter).
+    #[error("cannot take {requested} permits at once: the capacity is {capacity}")]
+    ExceedsCapacity {
+        /// Permits asked for.
+        requested: u32,
+        /// The bucket's capacity.
+        capacity: i64,
+    },
+}
+
+impl From<PermitError> for AcquireError {
+    fn from(e: PermitError) -> AcquireError {
+        match e {
+            PermitError::InvalidPermits => AcquireError::ZeroPermits,
+            PermitError::ExceedsCapacity {
+                requested,
+                capacity,
+            } => AcquireError::InsufficientCapacity {
+                requested,
+                max: u32::try_from(capacity).unwrap_or(u32::MAX),
+            },
+        }
+    }
+}
+
+/// A snapshot of a limiter's state: Resilience4j's (detailed) metrics.
+///
+/// All are estimates as of the moment they were read; none changes the
+/// limiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Permits available now; negative while permits are reserved ahead.
+    pub available_permissions: i64,
+    /// Acquisitions currently waiting for a reservation (live
+    /// [`PendingPermission`]s that have a wait).
+    pub waiting_threads: u64,
+    /// How long one permit would have to wait now (0 if available).
+    pub nanos_to_wait: u64,
+    /// Cycle limiter: the current cycle since creation. `None` for the
+    /// refill limiter.
+    pub cycle: Option<u64>,
+}
+
+/// The Resilience4j rate limiter interface, implemented by [`RefillLimiter`]
+/// and [`CycleLimiter`] (and forwarded by `&L` and `Arc<L>`).
+///
+/// Every method takes `&self`; a limiter is shared by reference or in an
+/// `Arc`. See the [module docs](self) for the mapping to Resilience4j.
+pub trait PermitLimiter {
+    /// The limiter's name.
+    fn name(&self) -> &str;
+
+    /// Resilience4j's `getRateLimiterConfig()` view, as of now.
+    fn config_view(&self) -> ConfigView;
+
+    /// Decides at once whether `permits` are granted within the current
+    /// timeout and returns the decision as a [`PendingPermission`], without
+    /// blocking. A refusal is final (and its `FAILED_ACQUIRE` event is
+    /// published now); a grant with a wait counts as a waiting thread until
+    /// the pending value is finished, waited on or abandoned.
+    ///
+    /// # Errors
+    ///
+    /// [`PermitError::InvalidPermits`] for zero,
+    /// [`PermitError::ExceedsCapacity`] above a refill limiter's capacity.
+    /// Nothing is published.
+    fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError>;
+
+    /// Resilience4j's `reservePermission`: decides at once, reserving the
+    /// permits if they can go within the timeout, and never waits. Publishes
+    /// `SUCCESSFUL_ACQUIRE` for [`Permission::Now`] and
+    /// [`Permission::After`], `FAILED_ACQUIRE` for [`Permission::Refused`].
+    ///
+    /// # Errors
+    ///
+    /// As [`begin_acquire_permission`](Self::begin_acquire_permission).
+    fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError>;
+
+    /// Drops the permits available now (keeping reservations) and returns how
+    /// many were dropped; publishes `DRAINED` with that count.
+    fn drain_permissions(&self) -> u64;
+
+    /// Sets the limit for period, from the next call on, keeping the permits
+    /// available or owed (see each limiter).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidLimitForPeriod`] below 1; for the refill
+    /// limiter also [`ConfigError::ZeroNanosPerPermit`] and
+    /// [`ConfigError::NanosPerFullCapacityOverflow`]. The limiter is then
+    /// unchanged.
+    fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError>;
+
+    /// Sets the timeout for calls made from now on; callers already waiting
+    /// keep their deadlines.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::TimeoutTooLarge`] beyond `i64::MAX` ns.
+    fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError>;
+
+    /// The limiter's metrics now.
+    fn metrics(&self) -> Metrics;
+
+    /// The limiter's event publisher.
+    fn events(&self) -> &EventPublisher<PermitEvent>;
+
+    /// Resilience4j's `acquirePermission`: takes `permits` if they can go
+    /// within the current timeout, blocking the thread until they may go;
+    /// returns `Ok(false)` at once, with nothing reserved, if they cannot.
+    ///
+    /// Blocks the calling thread: do not call it from an async task (use
+    /// [`begin_acquire_permission`](Self::begin_acquire_permission) and the
+    /// runtime's timer).
+    ///
+    /// # Errors
+    ///
+    /// As [`begin_acquire_permission`](Self::begin_acquire_permission).
+    fn acquire_permission(&self, permits: u32) -> Result<bool, PermitError> {
+        Ok(self.begin_acquire_permission(permits)?.wait())
+    }
+
+    /// [`change_timeout`](Self::change_timeout) from signed nanoseconds, as a
+    /// configuration may carry them.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NegativeTimeout`] below 0.
+    fn change_timeout_nanos(&self, nanos: i64) -> Result<(), ConfigError> {
+        if nanos < 0 {
+            return Err(ConfigError::NegativeTimeout(i128::from(nanos)));
+        }
+        self.change_timeout(Duration::from_nanos(nanos as u64))
+    }
+
+    /// A call guarded by this limiter finished with `result`: drains the
+    /// limiter if `drain_when(result)` says so (Resilience4j's
+    /// `drainPermissionsOnResult`, consulted by `onResult` / `onError`), and
+    /// returns the permits drained.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// let too_many: Result<(), u16> = Err(429);
+    /// let drained = limiter.on_result(&too_many, |r| matches!(r, Err(429)));
+    /// assert_eq!(drained, Some(50));
+    /// assert_eq!(limiter.metrics().available_permissions, 0);
+    /// ```
+    fn on_result<T, E>(
+        &self,
+        result: &Result<T, E>,
+        drain_when: impl FnOnce(&Result<T, E>) -> bool,
+    ) -> Option<u64>
+    where
+        Self: Sized,
+    {
+        drain_when(result).then(|| self.drain_permissions())
+    }
+}
+
+macro_rules! forward_permit_limiter {
+    ($($ty:ty),*) => {$(
+        impl<L: PermitLimiter + ?Sized> PermitLimiter for $ty {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn config_view(&self) -> ConfigView {
+                (**self).config_view()
+            }
+            fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
+                (**self).begin_acquire_permission(permits)
+            }
+            fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
+                (**self).reserve_permission(permits)
+            }
+            fn drain_permissions(&self) -> u64 {
+                (**self).drain_permissions()
+            }
+            fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError> {
+                (**self).change_limit_for_period(limit)
+            }
+            fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
+                (**self).change_timeout(timeout)
+            }
+            fn metrics(&self) -> Metrics {
+                (**self).metrics()
+            }
+            fn events(&self) -> &EventPublisher<PermitEvent> {
+                (**self).events()
+            }
+            fn acquire_permission(&self, permits: u32) -> Result<bool, PermitError> {
+                (**self).acquire_permission(permits)
+            }
+            fn change_timeout_nanos(&self, nanos: i64) -> Result<(), ConfigError> {
+                (**self).change_timeout_nanos(nanos)
+            }
+        }
+    )*};
+}
+
+forward_permit_limiter!(&L, Arc<L>);
+
+/// What both limiters share besides their algorithm: name, events, the
+/// waiting gauge, the timeout and the wait policy.
+pub(crate) struct Hub {
+    name: Arc<str>,
+    events: EventPublisher<PermitEvent>,
+    /// Live pending acquisitions that have a wait.
+    waiting: AtomicU64,
+    /// The timeout in nanoseconds, `0 ..= i64::MAX`.
+    timeout: AtomicU64,
+    policy: WaitPolicy,
+}
+
+impl Hub {
+    pub(crate) fn new(name: Arc<str>, timeout_nanos: i64) -> Hub {
+        Hub {
+            name,
+            events: EventPublisher::new(),
+            waiting: AtomicU64::new(0),
+            timeout: AtomicU64::new(timeout_nanos.max(0) as u64),
+            policy: WaitPolicy::default(),
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn events(&self) -> &EventPublisher<PermitEvent> {
+        &self.events
+    }
+
+    pub(crate) fn policy(&self) -> WaitPolicy {
+        self.policy
+    }
+
+    pub(crate) fn set_policy(&mut self, policy: WaitPolicy) {
+        self.policy = policy;
+    }
+
+    #[inline]
+    pub(crate) fn timeout_nanos(&self) -> u64 {
+        // Ordering: Relaxed. The timeout is a plain parameter; a call ordered
+        // after `set_timeout` (same thread, or synchronized with it) sees the
+        // new value by coherence, and no other data is published through it.
+        self.timeout.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
+        let t = config::check_timeout_duration(timeout)?;
+        // Ordering: Relaxed; see `timeout_nanos`.
+        self.timeout.store(t as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(crate) fn waiting(&self) -> u64 {
+        // Ordering: Relaxed; a gauge.
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn publish(&self, kind: PermitEventKind, permits: u64, clock_nanos: u64) {
+        self.events
+            .publish_with(|| PermitEvent::new(self.name.clone(), kind, permits, clock_nanos));
+    }
+
+    /// A pending acquisition for a decision taken at `now`: `Some(wait)` if
+    /// granted, `None` if refused (published now).
+    pub(crate) fn pending<'a>(
+        &'a self,
+        clock: &'a dyn Clock,
+        permits: u32,
+        now: u64,
+        wait: Option<u64>,
+    ) -> PendingPermission<'a> {
+        let state = match wait {
+            None => {
+                self.publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
+                PendingState::Refused
+            }
+            Some(0) => PendingState::Ready,
+            Some(_) => {
+                // Ordering: Relaxed; a gauge, decremented when this ends.
+                self.waiting.fetch_add(1, Ordering::Relaxed);
+                PendingState::Waiting
+            }
+        };
+        PendingPermission {
+            hub: self,
+            clock,
+            permits,
+            decided_at: now,
+            ready_at: now.saturating_add(wait.unwrap_or(0)),
+            state,
+        }
+    }
+}
+
+impl core::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Hub")
+            .field("name", &self.name)
+            .field("timeout_nanos", &self.timeout_nanos())
+            .field("waiting", &self.waiting())
+            .field("events", &self.events)
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PendingState {
+    /// Granted, may go now; not counted as waiting.
+    Ready,
+    /// Granted after a wait; counted as waiting.
+    Waiting,
+    /// Refused at the decision; its event is already published.
+    Refused,
+    /// Finished or abandoned.
+    Ended,
+}
+
+/// An acquisition decided but not yet over: the caller may have to wait
+/// before its permits may go.
+///
+/// Returned by [`PermitLimiter::begin_acquire_permission`]. The decision is
+/// final when this is created; what remains is the wait and the
+/// `SUCCESSFUL_ACQUIRE` / `FAILED_ACQUIRE` event, which is published when the
+/// acquisition ends:
+///
+/// | call | returns | event | reservation |
+/// |---|---|---|---|
+/// | [`wait`](Self::wait) | after blocking until ready: whether granted | success (granted) | used |
+/// | [`finish`](Self::finish) | at once: whether granted (the caller waited its own way) | success (granted) | used |
+/// | [`abandon`](Self::abandon), or drop | at once: false | failure (granted ones) | **kept**: the permits are spent |
+///
+/// A refused acquisition is over when created: its failure event is already
+/// published and every call returns false. While a granted acquisition with
+/// a wait is alive it counts in [`Metrics::waiting_threads`].
+///
+/// # Examples
+///
+/// A caller parked on a manual clock, the way a test (or an async runtime)
+/// drives it without a thread:
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::{Clock, ManualClock};
+/// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+///
+/// let clock = ManualClock::new(0);
+/// let config = RefillConfig::builder()
+///     .limit_for_period(1)
+///     .limit_refresh_period_nanos(1_000)
+///     .timeout_nanos(5_000)
+///     .build()?;
+/// let limiter = RefillLimiter::new_with_clock("api", config, clock.clone());
+/// assert!(limiter.acquire_permission(1)?); // the one stored permit
+///
+/// let pending = limiter.begin_acquire_permission(1)?;
+/// assert!(pending.is_granted());
+/// assert_eq!(pending.delay(), Duration::from_nanos(1_000));
+/// assert_eq!(limiter.metrics().waiting_threads, 1);
+///
+/// clock.set_nanos(pending.ready_at_nanos());
+/// assert!(pending.finish());
+/// assert_eq!(limiter.metrics().waiting_threads, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "an acquisition that is dropped is abandoned (its permits stay spent)"]
+pub struct PendingPermission<'a> {
+    hub: &'a Hub,
+    clock: &'a dyn Clock,
+    permits: u32,
+    decided_at: u64,
+    ready_at: u64,
+    state: PendingState,
+}
+
+impl PendingPermission<'_> {
+    /// Whether the permits were granted (now or after the wait).
+    pub fn is_granted(&self) -> bool {
+        matches!(self.state, PendingState::Ready | PendingState::Waiting)
+    }
+
+    /// Whether this acquisition counts as a waiting thread: granted, with a
+    /// wait.
+    pub fn is_waiting(&self) -> bool {
+        self.state == PendingState::Waiting
+    }
+
+    /// Permits asked for.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// When the decision was taken, in nanoseconds of the limiter's clock.
+    pub fn decided_at_nanos(&self) -> u64 {
+        self.decided_at
+    }
+
+    /// When the permits may go, in nanoseconds of the limiter's clock (the
+    /// decision time if granted without a wait, or refused).
+    pub fn ready_at_nanos(&self) -> u64 {
+        self.ready_at
+    }
+
+    /// How long the caller has to wait from the decision: zero if the
+    /// permits may go at once or were refused.
+    pub fn delay(&self) -> Duration {
+        Duration::from_nanos(self.ready_at - self.decided_at)
+    }
+
+    /// Blocks the thread until the permits may go (on the limiter's clock,
+    /// under its [`WaitPolicy`]), then [`finish`](Self::finish)es.
+    ///
+    /// Do not call it from an async task; await a timer for
+    /// [`delay`](Self::delay) and call `finish` instead.
+    pub fn wait(self) -> bool {
+        if self.state == PendingState::Waiting {
+            let grant = Grant::new(self.ready_at, self.ready_at, self.decided_at, self.permits);
+            wait::block_until(self.clock, grant, self.hub.policy);
+        }
+        self.finish()
+    }
+
+    /// Ends the acquisition now, the caller having waited until
+    /// [`ready_at_nanos`](Self::ready_at_nanos) its own way: returns whether
+    /// the permits were granted and publishes `SUCCESSFUL_ACQUIRE` for a
+    /// grant. The clock is not checked.
+    pub fn finish(mut self) -> bool {
+        self.end(true)
+    }
+
+    /// Gives up waiting (Resilience4j's interrupt): returns false and, for a
+    /// granted acquisition, publishes `FAILED_ACQUIRE`. The reservation is
+    /// **not** returned: the permits stay spent, as in Resilience4j.
+    pub fn abandon(mut self) -> bool {
+        self.end(false)
+    }
+
+    fn end(&mut self, went: bool) -> bool {
+        let granted = self.is_granted();
+        if self.state == PendingState::Waiting {
+            // Ordering: Relaxed; a gauge (see `Hub::pending`).
+            self.hub.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.state = PendingState::Ended;
+        if granted {
+            let kind = if went {
+                PermitEventKind::SuccessfulAcquire
+            } else {
+                PermitEventKind::FailedAcquire
+            };
+            // The clock is read only if someone listens.
+            if self.hub.events.has_subscribers() {
+                self.hub
+                    .publish(kind, u64::from(self.permits), self.clock.now_nanos());
+            }
+        }
+        granted && went
+    }
+}
+
+impl Drop for PendingPermission<'_> {
+    fn drop(&mut self) {
+        if self.state != PendingState::Ended {
+            self.end(false);
+        }
+    }
+}
+
+impl core::fmt::Debug for PendingPermission<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PendingPermission")
+            .field("limiter", &self.hub.name)
+            .field("permits", &self.permits)
+            .field("granted", &self.is_granted())
+            .field("decided_at_nanos", &self.decided_at)
+            .field("ready_at_nanos", &self.ready_at)
+            .field("ended", &(self.state == PendingState::Ended))
+            .finish()
+    }
+}
+
+/// Nanoseconds of `clock` since `origin`, clamped to `0 ..= i64::MAX` (a
+/// clock that reads before the origin counts as the origin; after 292 years
+/// time stops).
+#[inline]
+pub(crate) fn elapsed(now: u64, origin: u64) -> i64 {
+    now.saturating_sub(origin).min(i64::MAX as u64) as i64
+}
