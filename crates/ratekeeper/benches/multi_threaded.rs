@@ -1,6 +1,7 @@
 //! `contended` group: aggregate grants per second of 1 and 2 threads sharing
 //! one limiter that never makes them wait (the limiters of
-//! `single_threaded.rs`; of Guava's, `SmoothBursty` only).
+//! `single_threaded.rs`; of Guava's, `SmoothBursty` only; the
+//! Resilience4j-style ones through [`RateLimiter::acquire`]).
 //!
 //! Each sample starts its threads once (`std::thread::scope`), releases them
 //! together with a barrier, and lets each take its share of the sample's
@@ -18,8 +19,8 @@ use governor::DefaultDirectRateLimiter;
 use ratekeeper::RateLimiter;
 
 use crate::single_threaded::{
-    assert_governor_never_denies, assert_never_waits, governor_unthrottled, pacer,
-    pool_unthrottled, smooth_bursty_unthrottled, UNTHROTTLED,
+    assert_governor_never_denies, assert_never_waits, cycle_unthrottled, governor_unthrottled,
+    pacer, pool_unthrottled, refill_unthrottled, smooth_bursty_unthrottled, UNTHROTTLED,
 };
 
 /// Runs `grant` `iters` times in total, split over `threads` threads, and
@@ -73,6 +74,27 @@ fn assert_never_denies_shared(gov: &DefaultDirectRateLimiter, threads: u64, n: u
     });
 }
 
+/// Measures `acquire()` from `threads` threads sharing `limiter`, between
+/// two never-waits checks.
+#[inline(never)]
+fn bench_shared<L: RateLimiter + Sync>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    threads: u64,
+    limiter: &L,
+    check: u64,
+) {
+    assert_never_waits_shared(limiter, threads, check);
+    g.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &threads| {
+        b.iter_custom(|iters| {
+            run_split(threads, iters, || {
+                black_box(black_box(limiter).acquire());
+            })
+        })
+    });
+    assert_never_waits_shared(limiter, threads, check);
+}
+
 pub fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("contended");
     g.throughput(Throughput::Elements(1));
@@ -112,7 +134,7 @@ pub fn bench(c: &mut Criterion) {
             });
         }
 
-        // Guava's SmoothBursty at an infinite rate: one mutex per grant.
+        // Guava's SmoothBursty at an infinite rate: one 128-bit CAS per grant.
         let bursty = smooth_bursty_unthrottled();
         assert_never_waits_shared(&bursty, threads, CHECK);
         g.bench_with_input(
@@ -127,6 +149,11 @@ pub fn bench(c: &mut Criterion) {
             },
         );
         assert_never_waits_shared(&bursty, threads, CHECK);
+
+        // The refill (bucket) and cycle limiters at 1e9 permits/s: one
+        // compare-exchange per grant.
+        bench_shared(&mut g, "refill_acquire", threads, &refill_unthrottled(), CHECK);
+        bench_shared(&mut g, "cycle_acquire", threads, &cycle_unthrottled(), CHECK);
 
         let gov = governor_unthrottled();
         assert_never_denies_shared(&gov, threads, CHECK);

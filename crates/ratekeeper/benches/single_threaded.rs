@@ -12,8 +12,14 @@
 //! * Guava's smooth limiters run at `f64::INFINITY` permits/s, where the
 //!   stable interval is 0 and every wait is 0: [`SmoothBursty`] with Guava's
 //!   1 s of burst, and [`SmoothWarmingUp`] with a 1 s warm-up (cold factor
-//!   3), whose cost of a stored permit is then 0 too. Both take one mutex per
-//!   grant.
+//!   3), whose cost of a stored permit is then 0 too. Both take one 128-bit
+//!   compare-exchange per grant.
+//! * The Resilience4j-style limiters run at 1e9 permits per second (1 ns per
+//!   permit) with the timeout at 0: [`RefillLimiter`] (a bucket of 1e9
+//!   permits, starting full) and [`CycleLimiter`] (1e9 permits per 1 s
+//!   cycle). Each is measured through the crate's [`RateLimiter::acquire`]
+//!   and through Resilience4j's `acquire_permission` (which also checks for
+//!   event subscribers and keeps the waiting gauge).
 //! * governor 0.10: `RateLimiter::direct(Quota::per_second(NonZeroU32::MAX))`,
 //!   whose `check()` never denies (1 ns per cell, a burst of 2^32 − 1 cells);
 //!   the setup asserts that it is `Ok`.
@@ -25,6 +31,7 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use governor::{DefaultDirectRateLimiter, Quota};
+use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::{
     MonotonicClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool,
 };
@@ -65,6 +72,56 @@ pub fn smooth_warmup_unthrottled() -> SmoothWarmingUp<MonotonicClock> {
         .warmup(Duration::from_secs(1))
         .build_with_clock(MonotonicClock::new())
         .expect("valid smooth warming-up limiter")
+}
+
+/// A refill limiter of 1e9 permits per second (1 ns per permit), a bucket of
+/// 1e9 starting full, and no timeout: one thread never waits.
+pub fn refill_unthrottled() -> RefillLimiter<MonotonicClock> {
+    let config = RefillConfig::builder()
+        .limit_for_period(1_000_000_000)
+        .limit_refresh_period(Duration::from_secs(1))
+        .timeout(Duration::ZERO)
+        .build()
+        .expect("valid refill config");
+    RefillLimiter::new_with_clock("bench", config, MonotonicClock::new())
+}
+
+/// A cycle limiter of 1e9 permits per 1 s cycle and no timeout.
+pub fn cycle_unthrottled() -> CycleLimiter<MonotonicClock> {
+    let config = CycleConfig::builder()
+        .limit_for_period(1_000_000_000)
+        .limit_refresh_period(Duration::from_secs(1))
+        .timeout(Duration::ZERO)
+        .build_cycle()
+        .expect("valid cycle config");
+    CycleLimiter::new_with_clock("bench", config, MonotonicClock::new())
+}
+
+/// Asserts that Resilience4j's `acquire_permission` granted `n` times.
+pub fn assert_always_permitted<L: PermitLimiter>(limiter: &L, n: u64) {
+    for i in 0..n {
+        assert_eq!(
+            limiter.acquire_permission(1),
+            Ok(true),
+            "acquire_permission {i} refused"
+        );
+    }
+}
+
+/// Measures Resilience4j's `acquire_permission(1)` between two checks that
+/// it always grants.
+#[inline(never)]
+fn bench_acquire_permission<L: PermitLimiter>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    limiter: &L,
+    check: u64,
+) {
+    assert_always_permitted(limiter, check);
+    g.bench_function(name, |b| {
+        b.iter(|| black_box(black_box(limiter).acquire_permission(1)))
+    });
+    assert_always_permitted(limiter, check);
 }
 
 /// governor's direct limiter with the largest quota, which never denies.
@@ -164,6 +221,21 @@ pub fn bench(c: &mut Criterion) {
         &mut g,
         "smooth_warmup_acquire/infinite_rate",
         &smooth_warmup_unthrottled(),
+        CHECK,
+    );
+
+    bench_acquire(&mut g, "refill_acquire", &refill_unthrottled(), CHECK);
+    bench_acquire_permission(
+        &mut g,
+        "refill_acquire_permission",
+        &refill_unthrottled(),
+        CHECK,
+    );
+    bench_acquire(&mut g, "cycle_acquire", &cycle_unthrottled(), CHECK);
+    bench_acquire_permission(
+        &mut g,
+        "cycle_acquire_permission",
+        &cycle_unthrottled(),
         CHECK,
     );
 
