@@ -390,10 +390,11 @@ impl Core {
 ///
 /// # Lock-free reservations, and why they equal some serial order
 ///
-/// A reservation reads the clock, loads the current [`Core`] (the inline
-/// first one until a rate change retires it) and its word, computes Guava's reservation (or refusal) from that state, and commits
-/// with one compare-exchange of the word, retrying from the value it finds
-/// if another commit came first. A rate change takes the `change` mutex,
+/// A reservation loads the current [`Core`] (the inline first one until a
+/// rate change retires it) and its word, reads the clock, computes Guava's
+/// reservation (or refusal) from that state, and commits with one
+/// compare-exchange of the word, retrying (with a new clock reading) from
+/// the value it finds if another commit came first. A rate change takes the `change` mutex,
 /// swaps the current core's word to [`FROZEN`] (getting the latest state and
 /// making every later commit to that core fail), computes Guava's `setRate`
 /// from it, and publishes a new core. A reservation that finds its core
@@ -409,20 +410,18 @@ impl Core {
 ///    rate change (no ABA: a retired word is never reused).
 /// 2. Commits therefore happen in one total order (the word's modification
 ///    order, rate changes included), and each is Guava's step applied to the
-///    state its predecessor left. A step's clock reading may be earlier than
-///    those of the commits before it (a plain reservation reads the clock
-///    before loading the state, to keep the window to its compare-exchange
-///    short). That changes nothing: every commit at time `t` leaves
-///    `next_free ≥ t`, and a reservation at any time up to `next_free` does
-///    the same thing (the resync is a no-op), so the step equals the serial
-///    step at the latest earlier reading; only the caller's own wait,
-///    measured from its own reading, differs, as it must. So every run equals Guava's serial run, under its lock, in
-///    commit order. `tests/smooth_props.rs` checks concurrent runs against a
-///    serial model; `tests/loom.rs` checks rate changes racing reservations.
+///    state its predecessor left. Each step reads the clock after loading
+///    the state it is computed from, hence no earlier than the readings of
+///    the commits before it; the one exception is a commit that left the
+///    word bit-for-bit unchanged, which needs `now ≤ next_free`, and a step
+///    at any time up to `next_free` does the same thing (the resync is a
+///    no-op; only the caller's own wait, measured from its own reading,
+///    differs). So every run equals Guava's serial run, under its lock, in
+///    commit order, and no grant reports a wait that only a stale clock
+///    reading would give it.
 /// 3. A refusal (a try whose wait exceeds its timeout) changes nothing and is
-///    Guava's decision on the state it loaded, at a clock reading taken after
-///    that load (so no earlier than the readings of the commits it sees:
-///    a try is never refused for a wait measured from a stale time).
+///    Guava's decision on the state it loaded, at a reading taken after that
+///    load.
 struct Smooth<C> {
     /// The core the limiter was built with, inline: until the first rate
     /// change, a reservation reaches its state without going through `later`.
@@ -556,18 +555,12 @@ impl<C: Clock> Smooth<C> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
-        // A plain reservation reads the clock once, before the state, which
-        // keeps the window between load and compare-exchange short; a try
-        // reads it after each load, so a refusal is judged at a reading no
-        // earlier than the commits it sees (see invariant 3 on [`Smooth`]).
-        let early = if timeout.is_none() {
-            Some(self.read())
-        } else {
-            None
-        };
+        // The clock is read after each load of the state, so a decision is
+        // never made at a reading older than the commits it builds on (see
+        // invariant 2 on [`Smooth`]).
         self.with_core(|core, mut word| {
             while word != FROZEN {
-                let (now_nanos, now) = early.unwrap_or_else(|| self.read());
+                let (now_nanos, now) = self.read();
                 let mut st = core.state(word);
                 if let Some(timeout) = timeout {
                     // Guava's canAcquire, without a resync: refusing changes
