@@ -11,6 +11,7 @@
 //!   own order kept) reproduces exactly, on the model and then on a fresh
 //!   limiter, and the limiter ends in that run's state.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -689,7 +690,11 @@ fn backlog_seen(o: &Outcome, clock: u64) -> Option<u128> {
 /// * an operation that saw a smaller backlog than the model's current one can
 ///   never match any more: the branch is dead;
 /// * a grant can only go when the backlog is exactly the delay it got, so the
-///   search branches only between grants tied at the same moment.
+///   search branches only between grants tied at the same moment;
+/// * a node (how far each thread got, and the model's state) that failed
+///   once fails again, however it was reached: `failed` remembers them, so
+///   many grants tied at one moment (all served from stored permits, say)
+///   cost a polynomial search, not one per interleaving.
 fn find_serial_order(
     model: Model,
     phase: &Phase,
@@ -697,11 +702,16 @@ fn find_serial_order(
     pos: &mut Vec<usize>,
     order: &mut Vec<(usize, usize)>,
     budget: &mut u32,
+    failed: &mut HashSet<(Vec<usize>, String)>,
 ) -> Option<Model> {
     if *budget == 0 {
         return None;
     }
     *budget -= 1;
+    let node = (pos.clone(), model.debug());
+    if failed.contains(&node) {
+        return None;
+    }
     let threads = &phase.threads;
     let (saved_pos, saved_len) = (pos.clone(), order.len());
     let pending = |pos: &[usize], t: usize| (pos[t] < threads[t].len()).then(|| pos[t]);
@@ -746,7 +756,7 @@ fn find_serial_order(
             }
             pos[t] += 1;
             order.push((t, i));
-            if let Some(end) = find_serial_order(m, phase, seen, pos, order, budget) {
+            if let Some(end) = find_serial_order(m, phase, seen, pos, order, budget, failed) {
                 return Some(end);
             }
             pos[t] -= 1;
@@ -755,6 +765,10 @@ fn find_serial_order(
     }
     *pos = saved_pos;
     order.truncate(saved_len);
+    if *budget > 0 {
+        // A complete failure, not one cut short by the budget.
+        failed.insert(node);
+    }
     None
 }
 
@@ -799,7 +813,16 @@ fn run_concurrently(cfg: Config, start: u64, phases: &[Phase]) -> Result<(), Tes
         let mut pos = vec![0; p.threads.len()];
         let mut order = Vec::new();
         let mut budget = 200_000;
-        match find_serial_order(model, p, seen, &mut pos, &mut order, &mut budget) {
+        let mut failed = HashSet::new();
+        match find_serial_order(
+            model,
+            p,
+            seen,
+            &mut pos,
+            &mut order,
+            &mut budget,
+            &mut failed,
+        ) {
             Some(end) => model = end,
             None => prop_assert!(
                 false,
@@ -917,6 +940,7 @@ fn the_serial_order_check_rejects_an_impossible_history() {
             &mut pos,
             &mut order,
             &mut budget,
+            &mut HashSet::new(),
         )
         .map(|_| order)
     };
