@@ -220,7 +220,7 @@ pub struct WaitStats {
 ///
 /// The trait is implemented for `&L` and `Arc<L>` of any limiter `L`; they
 /// forward every method a limiter may override (`reserve`, `clock`,
-/// `wait_stats`, `wait_policy`, `wait_for`, `acquire_timeout`).
+/// `wait_stats`, `wait_policy`, `cancel`, `wait_for`, `acquire_timeout`).
 pub trait RateLimiter {
     /// Decides, without sleeping, whether and when `permits` may go.
     ///
@@ -244,6 +244,21 @@ pub trait RateLimiter {
     /// How blocking calls wait; defaults to the clock's coalescing window.
     fn wait_policy(&self) -> WaitPolicy {
         WaitPolicy::default()
+    }
+
+    /// Gives back a reservation its caller will not use (Go's
+    /// `Reservation.Cancel`), as far as the algorithm allows: the permits
+    /// become available again as if they had never been reserved, except
+    /// for what later reservations already depend on. Returns `true` if the
+    /// limiter took back anything, `false` if it could not (the reserved
+    /// time stays spent), including for a grant already cancelled, one
+    /// whose ready time has passed, or one that is not this limiter's.
+    ///
+    /// Each limiter documents what it can give back. This default gives back
+    /// nothing.
+    fn cancel(&self, grant: &Grant) -> bool {
+        let _ = grant;
+        false
     }
 
     /// Blocks the thread until a grant from [`reserve`](RateLimiter::reserve)
@@ -346,6 +361,9 @@ impl<L: RateLimiter + ?Sized> RateLimiter for &L {
     fn wait_policy(&self) -> WaitPolicy {
         (**self).wait_policy()
     }
+    fn cancel(&self, grant: &Grant) -> bool {
+        (**self).cancel(grant)
+    }
     fn wait_for(&self, grant: Grant) -> Grant {
         (**self).wait_for(grant)
     }
@@ -366,6 +384,9 @@ impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
     }
     fn wait_policy(&self) -> WaitPolicy {
         (**self).wait_policy()
+    }
+    fn cancel(&self, grant: &Grant) -> bool {
+        (**self).cancel(grant)
     }
     fn wait_for(&self, grant: Grant) -> Grant {
         (**self).wait_for(grant)
