@@ -23,6 +23,7 @@ Examples:
   ratekeeper pace --rate 2000 --count 200 --json
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter warmup --warmup 2s --rate 1000 --duration 3s
+  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms
 
 Run `ratekeeper help <COMMAND>` or `ratekeeper <COMMAND> --help` for a command's options.";
 
@@ -36,9 +37,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Pace worker threads through a rate limiter (the Pacer; the token pool
-    /// or Guava's SmoothBursty or SmoothWarmingUp with --limiter) and report
-    /// the achieved rate, the ops' wait times and the CPU cost per permit.
+    /// Pace worker threads through a rate limiter (the Pacer; with --limiter
+    /// the token pool, Guava's SmoothBursty or SmoothWarmingUp, or
+    /// Resilience4j's refill or cycle limiter) and report the achieved rate,
+    /// the ops' wait times and the CPU cost per permit.
     #[command(
         long_about = pace::LONG_ABOUT,
         after_help = pace::AFTER_HELP,

@@ -1,9 +1,12 @@
 //! `ratekeeper pace`: worker threads pacing through one shared rate limiter,
-//! a [`Pacer`] (the default), a [`TokenPool`] (`--limiter pool`) or one of
+//! a [`Pacer`] (the default), a [`TokenPool`] (`--limiter pool`), one of
 //! Guava's smooth limiters ([`SmoothBursty`], `--limiter bursty`;
-//! [`SmoothWarmingUp`], `--limiter warmup`).
+//! [`SmoothWarmingUp`], `--limiter warmup`) or one of Resilience4j's
+//! ([`RefillLimiter`], `--limiter refill`; [`CycleLimiter`], `--limiter
+//! cycle`).
 //!
-//! Each worker loops `limiter.acquire()` and records the op's wait time,
+//! Each worker loops `limiter.acquire()` (Resilience4j's limiters:
+//! `acquire_permission`, which may refuse) and records the op's wait time,
 //! measured free of coordinated omission: the shared clock read right after
 //! the grant returns, minus the op's *scheduled* time. (The grant's own
 //! `wait_nanos()` is a lower bound when the limiter answered from its cached
@@ -18,10 +21,11 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use ratekeeper::pacer::{Strictness, StrictnessMode};
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
+use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    Clock, MonotonicClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty, SmoothWarmingUp,
-    TokenPool, Verb, WaitPolicy,
+    Clock, CycleLimiter, MonotonicClock, Pacer, PermitLimiter, RateLimiter, RateSpec,
+    RefillLimiter, Scope, SmoothBursty, SmoothWarmingUp, TokenPool, Verb, WaitPolicy,
 };
 use serde::Serialize;
 
@@ -50,6 +54,10 @@ const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
 /// How often a token-pool run samples the backlog (the waiting pool) for its
 /// maximum.
 const BACKLOG_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Resilience4j's limiters: the refresh period when --refresh-period is not
+/// given. The limit for period is the rate times this.
+const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(1);
 
 /// `pace --help` text above the options.
 pub const LONG_ABOUT: &str = "\
@@ -82,17 +90,36 @@ next caller.
 limiter idle for --warmup (required) is cold: its permits are spaced \
 --cold-factor (default 3) times the stable interval, speeding up to the rate \
 over the warm-up period. A fresh limiter starts cold.
+  refill  Resilience4j's interface on a token bucket (refill-rate-limiter's \
+RefillLimiter): limit-for-period permits per --refresh-period (default 1s), \
+refilled one by one, up to --capacity (default: the limit) stored permits; it \
+starts with --initial-permits (default: the limit).
+  cycle   Resilience4j's default AtomicRateLimiter (CycleLimiter): \
+limit-for-period permits at the start of each --refresh-period cycle \
+(default 1s), counted from the limiter's creation; unused permits do not \
+carry over.
 Each limiter's options are refused with the others: --strictness and \
 --precise (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
---warmup and --cold-factor (warmup).
+--warmup and --cold-factor (warmup), --refresh-period and --timeout (refill, \
+cycle), --capacity and --initial-permits (refill).
 
-Guava's limiters take only the spec's rate: a burst ratio other than the \
-default 1.1 is refused (a spec that spells out 1.1 cannot be told from one that \
-gives none, so it is accepted and ignored). They have no schedule to be late \
-against: an op's scheduled time is the moment the limiter lets it go, so its \
-wait is only how late its worker woke up, and time nobody used becomes stored \
-permits, never a backlog to catch up. A Guava limiter's time starts when it is \
-built, just before the workers are started.
+Resilience4j's limiters (refill, cycle) take their rate from --rate: the limit \
+for period is rate x refresh period, which must be a whole number of permits, \
+at least 1 (--rate 1000 --refresh-period 100ms: 100 permits per 100ms; --rate \
+0.5 needs --refresh-period 2s or a multiple). Each acquire may wait up to \
+--timeout (default 5s, Resilience4j's): an acquire whose wait would exceed it \
+is refused at once. A refused acquire is counted (refused) and is not an op: \
+its worker sleeps until a permit could be granted within the timeout and asks \
+again.
+
+Guava's and Resilience4j's limiters take only the spec's rate: a burst ratio \
+other than the default 1.1 is refused (a spec that spells out 1.1 cannot be \
+told from one that gives none, so it is accepted and ignored). They have no \
+schedule to be late against: an op's scheduled time is the moment the limiter \
+lets it go, so its wait is only how late its worker woke up, and time nobody \
+used becomes stored permits (up to what the limiter keeps), never a backlog to \
+catch up. Their time starts when they are built, just before the workers are \
+started.
 
 The schedule starts when the workers are released, whatever the spec's verb (a \
 fresh limiter has no earlier schedule to configure, restart or stop; for \
@@ -122,11 +149,14 @@ rate
 (RateLimiter::wait_stats; summed over limiters with the thread scope). For the \
 token pool this is its waiting pool: time that arrived while the active pool \
 was full and that ops have not caught up yet. For Guava's limiters it is how \
-far their next free time is ahead of the clock: what the next op would wait
+far their next free time is ahead of the clock: what the next op would wait. \
+For Resilience4j's it is the time permits are reserved ahead of the clock
   max backlog     token pool only: the largest backlog seen during the run, \
 sampled every 1ms (and at the end) by the reporting thread
   total wait      all wait the limiter accumulated during the run (same \
-source; not shown for Guava's limiters, which keep no total)
+source; not shown for Guava's and Resilience4j's limiters, which keep no total)
+  refused         refill, cycle only: acquires refused because their wait \
+would exceed --timeout (not counted in ops)
   fills           token pool only: how many times the pool was refilled \
 (pre-fills included)
   cpu per op      the process's user + system CPU time during the run, less \
@@ -141,7 +171,9 @@ Examples:
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
-  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s";
+  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
+  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
+  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -153,12 +185,14 @@ Examples:
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
   ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
+  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
+  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
 limiters in parentheses appear only with those limiters (--limiter):
   spec             string   the rate spec in canonical form, rate,burst,verb,scope
-  limiter          string   \"pacer\", \"pool\", \"bursty\" or \"warmup\"
+  limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
   target_rate      number   ops/s the run aimed at
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
@@ -169,10 +203,15 @@ limiters in parentheses appear only with those limiters (--limiter):
   max_burst_seconds number  (bursty) seconds of permits idle time may store
   warmup_ns        integer  (warmup) the warm-up period
   cold_factor      number   (warmup) how much slower than the rate a cold limiter is
+  limit_for_period integer  (refill, cycle) permits per refresh period: rate x refresh period
+  refresh_period_ns integer (refill, cycle) the refresh period
+  timeout_ns       integer  (refill, cycle) how long an acquire may wait
+  capacity         integer  (refill) the most permits the bucket stores
+  initial_permits  integer  (refill) the permits in the bucket when it is built
   threads          integer  worker threads
   pacers           integer  (pacer) 1, or threads for the thread scope
   pools            integer  (pool) 1, or threads for the thread scope
-  limiters         integer  (bursty, warmup) 1, or threads for the thread scope
+  limiters         integer  (bursty, warmup, refill, cycle) 1, or threads for the thread scope
   mode             string   \"duration\" or \"count\"
   duration_ns      integer  the requested duration (null in count mode)
   count            integer  the requested count (null in duration mode)
@@ -182,10 +221,12 @@ limiters in parentheses appear only with those limiters (--limiter):
   achieved_rate    number   ops / elapsed
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
   backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting \
-pool; bursty, warmup: how far the next free time is ahead of the clock)
+pool; bursty, warmup: how far the next free time is ahead of the clock; refill, \
+cycle: the time reserved ahead of the clock)
   max_backlog_ns   integer  (pool) the largest backlog sampled during the run
-  total_wait_ns    integer  the limiter's total wait at the end (bursty, warmup: \
-equal to backlog_ns, as Guava keeps no total)
+  total_wait_ns    integer  the limiter's total wait at the end (bursty, warmup, \
+refill, cycle: equal to backlog_ns, as they keep no total)
+  refused          integer  (refill, cycle) acquires refused by the timeout
   fills            integer  (pool) refills during the run, pre-fills included
   cpu_ns           integer  process CPU time (user + system) during the run, or null
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time";
@@ -203,6 +244,12 @@ pub enum LimiterKind {
     /// Guava's SmoothWarmingUp, RateLimiter.create(rate, warmupPeriod)
     /// (--warmup, required, and --cold-factor apply)
     Warmup,
+    /// Resilience4j's interface on a token bucket, RefillLimiter
+    /// (--refresh-period, --timeout, --capacity and --initial-permits apply)
+    Refill,
+    /// Resilience4j's default fixed-cycle AtomicRateLimiter, CycleLimiter
+    /// (--refresh-period and --timeout apply)
+    Cycle,
 }
 
 impl LimiterKind {
@@ -213,6 +260,8 @@ impl LimiterKind {
             LimiterKind::Pool => "pool",
             LimiterKind::Bursty => "bursty",
             LimiterKind::Warmup => "warmup",
+            LimiterKind::Refill => "refill",
+            LimiterKind::Cycle => "cycle",
         }
     }
 }
@@ -233,8 +282,9 @@ pub struct PaceArgs {
     #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
     pub rate: RateSpec,
 
-    /// The rate limiter to pace with: the Pacer, nosqlbench's token pool, or
-    /// Guava's SmoothBursty or SmoothWarmingUp.
+    /// The rate limiter to pace with: the Pacer, nosqlbench's token pool,
+    /// Guava's SmoothBursty or SmoothWarmingUp, or Resilience4j's refill or
+    /// cycle limiter.
     #[arg(long, value_enum, value_name = "KIND", default_value_t = LimiterKind::Pacer)]
     pub limiter: LimiterKind,
 
@@ -286,6 +336,28 @@ pub struct PaceArgs {
     /// limiter spaces its permits (at least 1) [default: 3].
     #[arg(long, value_name = "F", value_parser = parse_cold_factor, allow_negative_numbers = true)]
     pub cold_factor: Option<f64>,
+
+    /// Resilience4j's limiters (refill, cycle) only: the refresh period, e.g.
+    /// 1s, 100ms; the limit for period is rate x this, which must be a whole
+    /// number of permits, at least 1 [default: 1s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub refresh_period: Option<Duration>,
+
+    /// Resilience4j's limiters (refill, cycle) only: how long an acquire may
+    /// wait for its permit, e.g. 10ms; 0s refuses any wait. A refused acquire
+    /// is counted, not an op [default: 5s].
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
+
+    /// RefillLimiter only: the most permits the bucket stores, the burst (at
+    /// least the limit for period) [default: the limit for period].
+    #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true)]
+    pub capacity: Option<i64>,
+
+    /// RefillLimiter only: the permits in the bucket when it is built (0 to
+    /// the capacity) [default: the limit for period].
+    #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true)]
+    pub initial_permits: Option<i64>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -339,6 +411,20 @@ fn parse_warmup(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))
 }
 
+/// `--timeout`: a duration; 0 is allowed (no waiting).
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e}; expected a duration such as 5s, 10ms or 0s"))
+}
+
+/// `--capacity`, `--initial-permits`: a whole number; the library checks its
+/// range when the limiter is built.
+fn parse_permits(s: &str) -> Result<i64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| "expected a whole number of permits, such as 100".to_owned())
+}
+
 /// `--max-burst`: a number, checked by the library when the limiter is built.
 fn parse_max_burst(s: &str) -> Result<f64, String> {
     s.trim()
@@ -389,6 +475,10 @@ struct WorkerResult {
     last_start: Option<u64>,
     /// Clock reading when the worker stopped.
     finished: u64,
+    /// Resilience4j's limiters: acquires refused by the timeout.
+    refused: u64,
+    /// Resilience4j's limiters: why the worker stopped early, if it did.
+    error: Option<PermitError>,
 }
 
 /// The gate the workers wait at: `None` until the run starts; then the stop
@@ -454,6 +544,110 @@ fn worker<L: RateLimiter>(
         waits,
         last_start,
         finished: clock.now_nanos(),
+        refused: 0,
+        error: None,
+    }
+}
+
+/// What one acquire of a Resilience4j limiter gave.
+enum Attempt {
+    /// Granted; the permit could go at this clock reading (the worker has
+    /// waited for it).
+    Granted(u64),
+    /// Refused by the timeout; a permit could be granted within the timeout
+    /// in about this many nanoseconds.
+    Refused(u64),
+}
+
+/// One `acquire_permission(1)` on `limiter`, through its pending form so
+/// that the ready time is known: blocks until the permit may go if it is
+/// granted, returns at once if it is refused.
+fn attempt<L: PermitLimiter>(limiter: &L, timeout_nanos: u64) -> Result<Attempt, PermitError> {
+    let pending = limiter.begin_acquire_permission(1)?;
+    if !pending.is_granted() {
+        // Ended already (its FAILED_ACQUIRE event is out). The metrics'
+        // wait is for one permit now; beyond the timeout is what to sleep.
+        drop(pending);
+        let wait = limiter.metrics().nanos_to_wait;
+        return Ok(Attempt::Refused(wait.saturating_sub(timeout_nanos)));
+    }
+    let ready = pending.ready_at_nanos();
+    pending.wait();
+    Ok(Attempt::Granted(ready))
+}
+
+/// Sleeps `nanos`, but not past `deadline` on `clock` (if any).
+fn back_off(clock: &MonotonicClock, nanos: u64, deadline: Option<u64>) {
+    let until_deadline = deadline.map_or(u64::MAX, |d| d.saturating_sub(clock.now_nanos()));
+    let nanos = nanos.min(until_deadline);
+    if nanos > 0 {
+        std::thread::sleep(Duration::from_nanos(nanos));
+    }
+}
+
+/// One worker's loop on a Resilience4j limiter: like [`worker`], but an
+/// acquire may be refused (its wait would exceed `timeout_nanos`). A refusal
+/// is counted, not an op; the worker then sleeps until a permit could be
+/// granted within the timeout and asks again.
+fn permit_worker<L: PermitLimiter>(
+    limiter: &L,
+    timeout_nanos: u64,
+    clock: &MonotonicClock,
+    gate: &Gate,
+    remaining: &AtomicU64,
+) -> WorkerResult {
+    let mut waits = WaitRecorder::new();
+    let mut last_start = None;
+    let mut refused = 0u64;
+    let mut error = None;
+    if let Ok(stop) = wait_at_gate(gate) {
+        let deadline = match stop {
+            Stop::Deadline(d) => Some(d),
+            Stop::Count => None,
+        };
+        // Ordering: Relaxed; the countdown only hands out a number of ops.
+        let take_one = || {
+            remaining
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+        };
+        'ops: while deadline.is_some() || take_one() {
+            // One op: ask until granted (count mode), or until the deadline.
+            loop {
+                match attempt(limiter, timeout_nanos) {
+                    Ok(Attempt::Granted(ready)) => {
+                        let now = clock.now_nanos();
+                        if deadline.is_some_and(|d| ready >= d) {
+                            break 'ops;
+                        }
+                        waits.record(now.saturating_sub(ready));
+                        last_start = Some(now);
+                        if deadline.is_some_and(|d| now >= d) {
+                            break 'ops;
+                        }
+                        break;
+                    }
+                    Ok(Attempt::Refused(retry_in)) => {
+                        refused += 1;
+                        back_off(clock, retry_in, deadline);
+                        if deadline.is_some_and(|d| clock.now_nanos() >= d) {
+                            break 'ops;
+                        }
+                    }
+                    Err(e) => {
+                        error = Some(e);
+                        break 'ops;
+                    }
+                }
+            }
+        }
+    }
+    WorkerResult {
+        waits,
+        last_start,
+        finished: clock.now_nanos(),
+        refused,
+        error,
     }
 }
 
@@ -480,15 +674,22 @@ struct RunPlan {
     count: Option<u64>,
 }
 
+/// The loop a worker thread runs: `(limiter, clock, gate, countdown)`.
+trait Work<L>: Fn(&L, &MonotonicClock, &Gate, &AtomicU64) -> WorkerResult + Sync {}
+
+impl<L, W: Fn(&L, &MonotonicClock, &Gate, &AtomicU64) -> WorkerResult + Sync> Work<L> for W {}
+
 /// Runs `plan.threads` workers over `limiters` (worker `i` uses limiter
-/// `i % len`). `start` starts every schedule and returns the run's start
-/// time; `backlog`, if given, is sampled every [`BACKLOG_SAMPLE_INTERVAL`]
-/// while the workers run, and once more after they stopped.
-fn drive<L: RateLimiter + Sync>(
+/// `i % len`), each running `work`. `start` starts every schedule and
+/// returns the run's start time; `backlog`, if given, is sampled every
+/// [`BACKLOG_SAMPLE_INTERVAL`] while the workers run, and once more after
+/// they stopped.
+fn drive<L: Sync>(
     limiters: &[L],
     plan: RunPlan,
     start: impl FnOnce(&[L]) -> u64,
     backlog: Option<fn(&[L]) -> u64>,
+    work: impl Work<L>,
 ) -> anyhow::Result<Outcome> {
     let RunPlan {
         clock,
@@ -507,12 +708,13 @@ fn drive<L: RateLimiter + Sync>(
         for i in 0..threads {
             let limiter = &limiters[i as usize % limiters.len()];
             let (worker_gate, worker_remaining, worker_clock) = (&gate, &remaining, &clock);
+            let work = &work;
             let done = done_tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("pace-{i}"))
                 .spawn_scoped(scope, move || {
                     let _done = done;
-                    worker(limiter, worker_clock, worker_gate, worker_remaining)
+                    work(limiter, worker_clock, worker_gate, worker_remaining)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -603,6 +805,16 @@ enum LimiterInfo {
         warmup: Duration,
         cold_factor: f64,
     },
+    /// Resilience4j's limiters.
+    Permits {
+        limit_for_period: i64,
+        refresh_period: Duration,
+        timeout: Duration,
+        /// The refill limiter's capacity and initial permits; `None` for
+        /// the cycle limiter.
+        bucket: Option<(i64, i64)>,
+        refused: u64,
+    },
 }
 
 /// The result of a `pace` run; `Display` is the text report, `Serialize` the
@@ -632,12 +844,22 @@ pub struct PaceReport {
     warmup_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cold_factor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit_for_period: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refresh_period_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    initial_permits: Option<i64>,
     threads: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pacers: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pools: Option<u32>,
-    /// Guava's limiters: how many.
+    /// Guava's and Resilience4j's limiters: how many.
     #[serde(skip_serializing_if = "Option::is_none")]
     limiters: Option<u32>,
     mode: &'static str,
@@ -654,6 +876,8 @@ pub struct PaceReport {
     total_wait_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     fills: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<u64>,
     cpu_ns: Option<u64>,
     cpu_ns_per_op: Option<u64>,
 }
@@ -673,13 +897,15 @@ fn duration_nanos(d: Duration) -> u64 {
 }
 
 /// Refuses options the chosen limiter does not take, a burst ratio given to
-/// a Guava limiter, and `--limiter warmup` without `--warmup`.
+/// a Guava or Resilience4j limiter, and `--limiter warmup` without
+/// `--warmup`.
 fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
+    use LimiterKind::{Bursty, Cycle, Pacer, Pool, Refill, Warmup};
     let kind = args.limiter;
     let refuse = |msg: &str| Err(UsageError(msg.to_owned()));
     // The messages that say more than "belongs to another limiter".
     match kind {
-        LimiterKind::Pacer => {
+        Pacer => {
             if args.fill.is_some() {
                 return refuse("--fill is a token pool option; add --limiter pool to use it");
             }
@@ -690,7 +916,7 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
                 );
             }
         }
-        LimiterKind::Pool => {
+        Pool => {
             if args.strictness.is_some() {
                 return refuse(
                     "--strictness is a Pacer option and cannot be used with --limiter pool; \
@@ -710,63 +936,91 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
                 );
             }
         }
-        LimiterKind::Bursty | LimiterKind::Warmup => {}
+        Cycle => {
+            for (flag, given) in [
+                ("--capacity", args.capacity.is_some()),
+                ("--initial-permits", args.initial_permits.is_some()),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "{flag} is a RefillLimiter option and cannot be used with --limiter \
+                         cycle: a cycle starts with its limit for period (rate x refresh \
+                         period) and unused permits do not carry over; add --limiter refill \
+                         to use it"
+                    )));
+                }
+            }
+        }
+        Bursty | Warmup | Refill => {}
     }
     // Every limiter's own options, refused with the others.
-    let options: [(&str, bool, LimiterKind); 7] = [
+    const R4J: &[LimiterKind] = &[Refill, Cycle];
+    let options: [(&str, bool, &[LimiterKind]); 11] = [
+        ("--strictness", args.strictness.is_some(), &[Pacer]),
+        ("--precise", args.precise, &[Pacer]),
+        ("--fill", args.fill.is_some(), &[Pool]),
+        ("--fill-interval", args.fill_interval.is_some(), &[Pool]),
+        ("--max-burst", args.max_burst.is_some(), &[Bursty]),
+        ("--warmup", args.warmup.is_some(), &[Warmup]),
+        ("--cold-factor", args.cold_factor.is_some(), &[Warmup]),
+        ("--refresh-period", args.refresh_period.is_some(), R4J),
+        ("--timeout", args.timeout.is_some(), R4J),
+        ("--capacity", args.capacity.is_some(), &[Refill]),
         (
-            "--strictness",
-            args.strictness.is_some(),
-            LimiterKind::Pacer,
-        ),
-        ("--precise", args.precise, LimiterKind::Pacer),
-        ("--fill", args.fill.is_some(), LimiterKind::Pool),
-        (
-            "--fill-interval",
-            args.fill_interval.is_some(),
-            LimiterKind::Pool,
-        ),
-        ("--max-burst", args.max_burst.is_some(), LimiterKind::Bursty),
-        ("--warmup", args.warmup.is_some(), LimiterKind::Warmup),
-        (
-            "--cold-factor",
-            args.cold_factor.is_some(),
-            LimiterKind::Warmup,
+            "--initial-permits",
+            args.initial_permits.is_some(),
+            &[Refill],
         ),
     ];
-    for (flag, given, owner) in options {
-        if given && owner != kind {
-            let owner_title = match owner {
-                LimiterKind::Pacer => "a Pacer",
-                LimiterKind::Pool => "a token pool",
-                LimiterKind::Bursty => "a SmoothBursty",
-                LimiterKind::Warmup => "a SmoothWarmingUp",
+    for (flag, given, owners) in options {
+        if given && !owners.contains(&kind) {
+            let owner_title = match owners {
+                [Pacer] => "a Pacer",
+                [Pool] => "a token pool",
+                [Bursty] => "a SmoothBursty",
+                [Warmup] => "a SmoothWarmingUp",
+                [Refill] => "a RefillLimiter",
+                _ => "a Resilience4j limiter (refill, cycle)",
             };
+            let add = owners
+                .iter()
+                .map(|o| format!("--limiter {}", o.name()))
+                .collect::<Vec<_>>()
+                .join(" or ");
             return Err(UsageError(format!(
                 "{flag} is {owner_title} option and cannot be used with --limiter {}; add \
-                 --limiter {} to use it",
+                 {add} to use it",
                 kind.name(),
-                owner.name()
             )));
         }
     }
-    if matches!(kind, LimiterKind::Bursty | LimiterKind::Warmup) {
+    if matches!(kind, Bursty | Warmup | Refill | Cycle) {
         let burst = args.rate.burst_ratio();
         if burst != RateSpec::DEFAULT_BURST_RATIO {
-            let hint = if kind == LimiterKind::Bursty {
-                "; the burst it stores while idle is --max-burst SECONDS"
-            } else {
-                ""
+            let (family, hint) = match kind {
+                Bursty => (
+                    "Guava's",
+                    "; the burst it stores while idle is --max-burst SECONDS",
+                ),
+                Warmup => ("Guava's", ""),
+                Refill => (
+                    "Resilience4j's",
+                    "; the burst the bucket stores is --capacity N",
+                ),
+                _ => (
+                    "Resilience4j's",
+                    "; a cycle's burst is its limit for period, rate x --refresh-period",
+                ),
             };
             return Err(UsageError(format!(
-                "the rate spec's burst ratio {burst} has no meaning for --limiter {}: Guava's \
+                "the rate spec's burst ratio {burst} has no meaning for --limiter {}: {family} \
                  limiters take only a rate; give the rate alone (e.g. --rate {}){hint}",
                 kind.name(),
                 args.rate.rate().get()
             )));
         }
     }
-    if kind == LimiterKind::Warmup && args.warmup.is_none() {
+    if kind == Warmup && args.warmup.is_none() {
         return refuse(
             "--limiter warmup needs --warmup DUR, the warm-up period (e.g. --warmup 2s), as \
              Guava's RateLimiter.create(rate, warmupPeriod) does; --warmup 0s means no warm-up",
@@ -810,6 +1064,7 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         LimiterKind::Pool => run_pools(args, plan, limiter_count)?,
         LimiterKind::Bursty => run_bursty(args, plan, limiter_count)?,
         LimiterKind::Warmup => run_warmup(args, plan, limiter_count)?,
+        LimiterKind::Refill | LimiterKind::Cycle => run_permits(args, plan, limiter_count)?,
     };
     let target_rate = spec.rate().get() * f64::from(limiter_count);
 
@@ -855,6 +1110,11 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         max_burst_seconds: None,
         warmup_ns: None,
         cold_factor: None,
+        limit_for_period: None,
+        refresh_period_ns: None,
+        timeout_ns: None,
+        capacity: None,
+        initial_permits: None,
         threads,
         pacers: None,
         pools: None,
@@ -875,6 +1135,7 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         max_backlog_ns: None,
         total_wait_ns,
         fills: None,
+        refused: None,
         cpu_ns,
         cpu_ns_per_op,
     };
@@ -915,6 +1176,21 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         } => {
             report.warmup_ns = Some(duration_nanos(warmup));
             report.cold_factor = Some(cold_factor);
+            report.limiters = Some(limiter_count);
+        }
+        LimiterInfo::Permits {
+            limit_for_period,
+            refresh_period,
+            timeout,
+            bucket,
+            refused,
+        } => {
+            report.limit_for_period = Some(limit_for_period);
+            report.refresh_period_ns = Some(duration_nanos(refresh_period));
+            report.timeout_ns = Some(duration_nanos(timeout));
+            report.capacity = bucket.map(|(capacity, _)| capacity);
+            report.initial_permits = bucket.map(|(_, initial)| initial);
+            report.refused = Some(refused);
             report.limiters = Some(limiter_count);
         }
     }
@@ -972,7 +1248,7 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran>
             .min()
             .unwrap_or_else(|| clock.now_nanos())
     };
-    let outcome = drive(&pacers, plan, start, None)?;
+    let outcome = drive(&pacers, plan, start, None, worker)?;
     let (backlog, total_wait) = summed_wait_stats(&pacers);
     let info = LimiterInfo::Pacer {
         strictness,
@@ -1020,7 +1296,7 @@ fn run_pools(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> 
         }
         t0
     };
-    let outcome = drive(&pools, plan, start, Some(summed_backlog))?;
+    let outcome = drive(&pools, plan, start, Some(summed_backlog), worker)?;
     let (backlog_ns, total_wait) = summed_wait_stats(&pools);
     // A pool falls back to inline filling if its filler thread cannot start.
     let in_effect = pools
@@ -1061,7 +1337,7 @@ fn run_smooth<L: RateLimiter + Sync>(
         .collect::<anyhow::Result<Vec<L>>>()?;
     // A Guava limiter's time started when it was built; it has no restart.
     let start = |_: &[L]| clock.now_nanos();
-    let outcome = drive(&limiters, plan, start, None)?;
+    let outcome = drive(&limiters, plan, start, None, worker)?;
     let (backlog, total_wait) = summed_wait_stats(&limiters);
     Ok((outcome, info, backlog, total_wait))
 }
@@ -1102,6 +1378,114 @@ fn run_warmup(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran>
         cold_factor,
     };
     run_smooth(plan, count, build, info)
+}
+
+/// Resilience4j's limit for period: `rate × period`, which must be a whole
+/// number of permits, at least 1.
+fn limit_for_period(rate: f64, period: Duration) -> Result<i64, UsageError> {
+    let whole = |period: Duration| {
+        let exact = rate * period.as_secs_f64();
+        let limit = exact.round();
+        let ok = (exact - limit).abs() <= 1e-9 * limit.max(1.0)
+            && limit >= 1.0
+            && limit < i64::MAX as f64;
+        (exact, ok.then_some(limit as i64))
+    };
+    match whole(period) {
+        (_, Some(limit)) => Ok(limit),
+        (exact, None) => {
+            let suggestion = [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0]
+                .into_iter()
+                .map(Duration::from_secs_f64)
+                .find(|p| whole(*p).1.is_some())
+                .map(|p| format!(" (e.g. --refresh-period {})", humantime::format_duration(p)))
+                .unwrap_or_default();
+            Err(UsageError(format!(
+                "--rate {rate} with --refresh-period {} gives {exact} permits per period; \
+                 the limit for period (rate x refresh period) must be a whole number of \
+                 permits from 1 to {}: choose a refresh period that holds a whole number of \
+                 permits at this rate{suggestion}",
+                humantime::format_duration(period),
+                i64::MAX
+            )))
+        }
+    }
+}
+
+/// A library error configuring one of Resilience4j's limiters, as a usage
+/// error.
+fn permit_config_error(e: ConfigError, spec: &RateSpec, kind: LimiterKind) -> anyhow::Error {
+    anyhow::Error::new(e).context(UsageError(format!(
+        "cannot build --limiter {} at rate spec \"{spec}\"",
+        kind.name()
+    )))
+}
+
+/// A run with `count` of Resilience4j's limiters ([`RefillLimiter`] or
+/// [`CycleLimiter`], per `args.limiter`).
+fn run_permits(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+    let spec = args.rate;
+    let kind = args.limiter;
+    let refresh_period = args.refresh_period.unwrap_or(DEFAULT_REFRESH_PERIOD);
+    let limit = limit_for_period(spec.rate().get(), refresh_period)?;
+    let mut builder = ConfigBuilder::new()
+        .limit_for_period(limit)
+        .limit_refresh_period(refresh_period)
+        .timeout(args.timeout.unwrap_or(DEFAULT_TIMEOUT));
+    if let Some(c) = args.capacity {
+        builder = builder.permit_capacity(c);
+    }
+    if let Some(i) = args.initial_permits {
+        builder = builder.initial_permits(i);
+    }
+    let clock = plan.clock;
+    // Their time starts when they are built; they have no restart.
+    let now = move || clock.now_nanos();
+    let (outcome, bucket, timeout, backlog, total_wait) = if kind == LimiterKind::Refill {
+        let config = builder
+            .build()
+            .map_err(|e| permit_config_error(e, &spec, kind))?;
+        let limiters: Vec<RefillLimiter> = (0..count)
+            .map(|_| RefillLimiter::new_with_clock("pace", config, clock))
+            .collect();
+        let timeout = config.timeout();
+        let t = duration_nanos(timeout);
+        let work = |l: &RefillLimiter, c: &MonotonicClock, g: &Gate, r: &AtomicU64| {
+            permit_worker(l, t, c, g, r)
+        };
+        let outcome = drive(&limiters, plan, |_| now(), None, work)?;
+        let (backlog, total_wait) = summed_wait_stats(&limiters);
+        let bucket = Some((config.capacity(), config.initial_permits()));
+        (outcome, bucket, timeout, backlog, total_wait)
+    } else {
+        let config = builder
+            .build_cycle()
+            .map_err(|e| permit_config_error(e, &spec, kind))?;
+        let limiters: Vec<CycleLimiter> = (0..count)
+            .map(|_| CycleLimiter::new_with_clock("pace", config, clock))
+            .collect();
+        let timeout = config.timeout();
+        let t = duration_nanos(timeout);
+        let work = |l: &CycleLimiter, c: &MonotonicClock, g: &Gate, r: &AtomicU64| {
+            permit_worker(l, t, c, g, r)
+        };
+        let outcome = drive(&limiters, plan, |_| now(), None, work)?;
+        let (backlog, total_wait) = summed_wait_stats(&limiters);
+        (outcome, None, timeout, backlog, total_wait)
+    };
+    if let Some(e) = outcome.results.iter().find_map(|r| r.error) {
+        return Err(anyhow::Error::new(e)
+            .context(format!("--limiter {} refused a single permit", kind.name())));
+    }
+    let refused = outcome.results.iter().map(|r| r.refused).sum();
+    let info = LimiterInfo::Permits {
+        limit_for_period: limit,
+        refresh_period,
+        timeout,
+        bucket,
+        refused,
+    };
+    Ok((outcome, info, backlog, total_wait))
 }
 
 impl fmt::Display for PaceReport {
@@ -1162,6 +1546,34 @@ impl fmt::Display for PaceReport {
                     Some(n) => format!("{n} limiters, one per thread"),
                 }
             }
+            "refill" | "cycle" => {
+                let limit = self.limit_for_period.unwrap_or_default();
+                let period = humantime::format_duration(Duration::from_nanos(
+                    self.refresh_period_ns.unwrap_or_default(),
+                ));
+                let timeout = humantime::format_duration(Duration::from_nanos(
+                    self.timeout_ns.unwrap_or_default(),
+                ));
+                if self.limiter == "refill" {
+                    writeln!(
+                        f,
+                        "limiter         Resilience4j RefillLimiter ({limit} permits per {period}, \
+                         refilled one by one; capacity {}, {} initial permits; timeout {timeout})",
+                        self.capacity.unwrap_or_default(),
+                        self.initial_permits.unwrap_or_default(),
+                    )?;
+                } else {
+                    writeln!(
+                        f,
+                        "limiter         Resilience4j CycleLimiter ({limit} permits at the start \
+                         of each {period} cycle; timeout {timeout})"
+                    )?;
+                }
+                match self.limiters {
+                    Some(1) | None => "1 shared limiter".to_owned(),
+                    Some(n) => format!("{n} limiters, one per thread"),
+                }
+            }
             _ => {
                 let strictness = self.strictness.unwrap_or_default();
                 let mode = self.strictness_mode.unwrap_or_default();
@@ -1209,6 +1621,12 @@ impl fmt::Display for PaceReport {
                 fmt_nanos(max),
                 humantime::format_duration(BACKLOG_SAMPLE_INTERVAL)
             )?;
+        } else if self.refused.is_some() {
+            writeln!(
+                f,
+                "backlog         {} (time reserved ahead of the clock at the end)",
+                fmt_nanos(self.backlog_ns)
+            )?;
         } else if self.limiters.is_some() {
             writeln!(
                 f,
@@ -1218,9 +1636,20 @@ impl fmt::Display for PaceReport {
         } else {
             writeln!(f, "backlog         {}", fmt_nanos(self.backlog_ns))?;
         }
-        // Guava's limiters keep no wait total (theirs equals the backlog).
+        // Guava's and Resilience4j's limiters keep no wait total (theirs
+        // equals the backlog).
         if self.limiters.is_none() {
             writeln!(f, "total wait      {}", fmt_nanos(self.total_wait_ns))?;
+        }
+        if let Some(refused) = self.refused {
+            let timeout = humantime::format_duration(Duration::from_nanos(
+                self.timeout_ns.unwrap_or_default(),
+            ));
+            writeln!(
+                f,
+                "refused         {refused} (acquires whose wait would exceed the {timeout} \
+                 timeout; not counted in ops)"
+            )?;
         }
         if let Some(fills) = self.fills {
             writeln!(f, "fills           {fills}")?;
@@ -1268,6 +1697,39 @@ mod tests {
         assert!(parse_cold_factor("x").unwrap_err().contains("at least 1"));
         assert_eq!(parse_max_burst("-1"), Ok(-1.0));
         assert!(parse_max_burst("x").unwrap_err().contains("seconds"));
+        assert_eq!(parse_timeout("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_timeout("10ms"), Ok(Duration::from_millis(10)));
+        assert!(parse_timeout("soon").unwrap_err().contains("10ms"));
+        // Ranges are the library's to refuse, with its messages.
+        assert_eq!(parse_permits("-3"), Ok(-3));
+        assert!(parse_permits("1.5").unwrap_err().contains("whole number"));
+    }
+
+    #[test]
+    fn limit_for_period_is_a_whole_rate_times_period() {
+        let ms = Duration::from_millis;
+        assert_eq!(limit_for_period(1000.0, ms(100)).map_err(|e| e.0), Ok(100));
+        assert_eq!(limit_for_period(3.0, ms(1000)).map_err(|e| e.0), Ok(3));
+        assert_eq!(
+            limit_for_period(1e9, ms(1000)).map_err(|e| e.0),
+            Ok(1_000_000_000)
+        );
+        // 0.1 x 10 s is 1.0000000000000002 in floating point: still 1.
+        assert_eq!(limit_for_period(0.1, ms(10_000)).map_err(|e| e.0), Ok(1));
+        let e = limit_for_period(1000.0, Duration::from_micros(1500))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("1.5 permits per period"), "{e}");
+        assert!(e.contains("(e.g. --refresh-period 1ms)"), "{e}");
+        let e = limit_for_period(0.5, ms(1000)).unwrap_err().0;
+        assert!(e.contains("(e.g. --refresh-period 10s)"), "{e}");
+        let e = limit_for_period(1000.0, Duration::from_micros(100))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("0.1 permits per period"), "{e}");
+        // No suggestion where no round period holds a whole number.
+        let e = limit_for_period(1.0 / 3.0, ms(1000)).unwrap_err().0;
+        assert!(!e.contains("e.g."), "{e}");
     }
 
     #[test]

@@ -291,7 +291,7 @@ fn pool_filled_by_a_thread_with_thread_scope() {
 }
 
 /// Fields that only some limiters report.
-const LIMITER_FIELDS: [&str; 14] = [
+const LIMITER_FIELDS: [&str; 20] = [
     "strictness",
     "strictness_mode",
     "wait_policy",
@@ -306,6 +306,12 @@ const LIMITER_FIELDS: [&str; 14] = [
     "warmup_ns",
     "cold_factor",
     "limiters",
+    "limit_for_period",
+    "refresh_period_ns",
+    "timeout_ns",
+    "capacity",
+    "initial_permits",
+    "refused",
 ];
 
 /// Checks that `v` has exactly `own` of [`LIMITER_FIELDS`] (plus the rest).
@@ -458,6 +464,360 @@ fn guava_text_report_shows_limiter_and_backlog() {
             )
             .and(predicate::str::contains("2 limiters, one per thread")),
         );
+}
+
+#[test]
+fn refill_run_reports_its_parameters() {
+    // 1000/s as 100 permits per 100 ms, a bucket of 200 starting with 100:
+    // in 300 ms the stored permits (at most 200, however long the workers
+    // took to start) plus about 300 refilled.
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "refill",
+        "--rate",
+        "1000",
+        "--refresh-period",
+        "100ms",
+        "--capacity",
+        "200",
+        "--initial-permits",
+        "100",
+        "--timeout",
+        "50ms",
+        "--threads",
+        "2",
+        "--duration",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(v["limiter"], "refill");
+    assert_eq!(u(&v, "limit_for_period"), 100);
+    assert_eq!(u(&v, "refresh_period_ns"), 100_000_000);
+    assert_eq!(u(&v, "timeout_ns"), 50_000_000);
+    assert_eq!(u(&v, "capacity"), 200);
+    assert_eq!(u(&v, "initial_permits"), 100);
+    assert_eq!(u(&v, "limiters"), 1);
+    assert_eq!(f(&v, "target_rate"), 1000.0);
+    only_limiter_fields(
+        &v,
+        &[
+            "limit_for_period",
+            "refresh_period_ns",
+            "timeout_ns",
+            "capacity",
+            "initial_permits",
+            "refused",
+            "limiters",
+        ],
+    );
+    let ops = u(&v, "ops");
+    assert!((150..=501).contains(&ops), "ops {ops}");
+    // Each worker holds at most one reservation, so no wait exceeds 2 ms
+    // (two permits), however loaded the machine: none is refused.
+    assert_eq!(u(&v, "refused"), 0, "{v}");
+    assert_eq!(u(&v, "total_wait_ns"), u(&v, "backlog_ns"));
+    let w = &v["wait_ns"];
+    assert!(
+        u(w, "p50") <= u(w, "p99") && u(w, "p99") <= u(w, "max"),
+        "{w}"
+    );
+
+    // The defaults: a 1 s refresh period, a bucket of one period's permits,
+    // full at the start, Resilience4j's 5 s timeout.
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "refill",
+        "--rate",
+        "50",
+        "--count",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "limit_for_period"), 50);
+    assert_eq!(u(&v, "refresh_period_ns"), 1_000_000_000);
+    assert_eq!(u(&v, "timeout_ns"), 5_000_000_000);
+    assert_eq!(u(&v, "capacity"), 50);
+    assert_eq!(u(&v, "initial_permits"), 50);
+    assert_eq!(u(&v, "ops"), 20);
+    assert_eq!(u(&v, "refused"), 0);
+    // 20 of the 50 stored permits: no wait for any.
+    assert!(u(&v, "elapsed_ns") < 500_000_000, "{v}");
+}
+
+#[test]
+fn cycle_run_counts_refused_acquires() {
+    // 100 permits at the start of each 100 ms cycle and no waiting: the
+    // workers take a cycle's permits at once, then every acquire until the
+    // next cycle is refused (counted, not an op).
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "cycle",
+        "--rate",
+        "1000",
+        "--refresh-period",
+        "100ms",
+        "--timeout",
+        "0s",
+        "--threads",
+        "2",
+        "--duration",
+        "350ms",
+        "--json",
+    ]);
+    assert_eq!(v["limiter"], "cycle");
+    assert_eq!(u(&v, "limit_for_period"), 100);
+    assert_eq!(u(&v, "refresh_period_ns"), 100_000_000);
+    assert_eq!(u(&v, "timeout_ns"), 0);
+    assert_eq!(u(&v, "limiters"), 1);
+    only_limiter_fields(
+        &v,
+        &[
+            "limit_for_period",
+            "refresh_period_ns",
+            "timeout_ns",
+            "refused",
+            "limiters",
+        ],
+    );
+    // Cycles 0 to 3 start within 350 ms of the workers' start (one or two
+    // more if the workers were slow to start: cycles count from the
+    // limiter's creation); never more than their permits.
+    let ops = u(&v, "ops");
+    assert!((200..=600).contains(&ops), "ops {ops}");
+    assert!(u(&v, "refused") >= 1, "{v}");
+
+    // Count mode: a refused acquire is retried, so the count is reached.
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "cycle",
+        "--rate",
+        "1000",
+        "--refresh-period",
+        "50ms",
+        "--timeout",
+        "0s",
+        "--count",
+        "120",
+        "--json",
+    ]);
+    // 120 ops need three cycles of 50: the refusals in between were
+    // retried, not counted.
+    assert_eq!(u(&v, "ops"), 120);
+    assert_eq!(u(&v, "count"), 120);
+    assert!(u(&v, "refused") >= 1, "{v}");
+}
+
+#[test]
+fn resilience4j_limiters_with_thread_scope() {
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "refill",
+        "--rate",
+        "500,thread",
+        "--refresh-period",
+        "10ms",
+        "--threads",
+        "2",
+        "--count",
+        "40",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "limiters"), 2);
+    assert_eq!(u(&v, "limit_for_period"), 5);
+    assert_eq!(u(&v, "capacity"), 5);
+    assert_eq!(f(&v, "target_rate"), 1000.0);
+    assert_eq!(u(&v, "ops"), 40);
+}
+
+#[test]
+fn resilience4j_text_report_shows_limiter_and_refusals() {
+    ratekeeper()
+        .args([
+            "pace",
+            "--limiter",
+            "refill",
+            "--rate",
+            "1000",
+            "--refresh-period",
+            "100ms",
+            "--capacity",
+            "200",
+            "--count",
+            "50",
+        ])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains(
+                "limiter         Resilience4j RefillLimiter (100 permits per 100ms, refilled \
+                 one by one; capacity 200, 100 initial permits; timeout 5s)",
+            )
+            .and(predicate::str::contains("1 shared limiter"))
+            .and(predicate::str::contains("ops             50"))
+            .and(predicate::str::contains(
+                "backlog         0ns (time reserved ahead of the clock at the end)",
+            ))
+            .and(predicate::str::contains(
+                "refused         0 (acquires whose wait would exceed the 5s timeout",
+            ))
+            .and(predicate::str::contains("total wait").not())
+            .and(predicate::str::contains("strictness").not()),
+        )
+        .stderr(predicate::str::is_empty());
+    ratekeeper()
+        .args([
+            "pace",
+            "--limiter",
+            "cycle",
+            "--rate",
+            "1000,thread",
+            "--refresh-period",
+            "20ms",
+            "--timeout",
+            "0s",
+            "--threads",
+            "2",
+            "--count",
+            "60",
+        ])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains(
+                "limiter         Resilience4j CycleLimiter (20 permits at the start of each \
+                 20ms cycle; timeout 0s)",
+            )
+            .and(predicate::str::contains("2 limiters, one per thread"))
+            .and(predicate::str::contains("refused         "))
+            .and(predicate::str::contains("capacity").not()),
+        );
+}
+
+#[test]
+fn resilience4j_limiter_options_are_checked() {
+    let refill = ["pace", "--rate", "1000", "--limiter", "refill"];
+    let cycle = ["pace", "--rate", "1000", "--limiter", "cycle"];
+    let with = |base: &[&'static str], more: &[&'static str]| -> Vec<&'static str> {
+        base.iter().chain(more).copied().collect()
+    };
+    // The limit for period must be a whole number of permits.
+    rejects(
+        &with(&refill, &["--refresh-period", "1500us"]),
+        &["--rate 1000", "1.5 permits per period", "whole number"],
+    );
+    rejects(
+        &["pace", "--rate", "0.5", "--limiter", "cycle"],
+        &[
+            "--rate 0.5",
+            "0.5 permits per period",
+            "--refresh-period 10s",
+        ],
+    );
+    // The library's messages, naming the value.
+    rejects(
+        &with(&refill, &["--capacity", "5"]),
+        &["permit capacity 5 is below the limit for period 1000"],
+    );
+    rejects(
+        &with(&refill, &["--capacity", "-5"]),
+        &["permit capacity -5 is below the limit for period 1000"],
+    );
+    rejects(
+        &with(&refill, &["--initial-permits", "2000"]),
+        &["initial permits", "capacity 1000", "got 2000"],
+    );
+    rejects(
+        &with(&refill, &["--initial-permits", "-1"]),
+        &["initial permits", "got -1"],
+    );
+    // Values the parsers refuse.
+    rejects(
+        &with(&refill, &["--capacity", "lots"]),
+        &["'lots'", "--capacity", "whole number of permits"],
+    );
+    rejects(
+        &with(&cycle, &["--timeout", "soon"]),
+        &["'soon'", "--timeout", "10ms"],
+    );
+    rejects(
+        &with(&cycle, &["--refresh-period", "0s"]),
+        &["'0s'", "--refresh-period", "greater than zero"],
+    );
+    // The cycle limiter has no bucket.
+    for flag in ["--capacity", "--initial-permits"] {
+        rejects(
+            &with(&cycle, &[flag, "10"]),
+            &[
+                flag,
+                "RefillLimiter option",
+                "--limiter cycle",
+                "--limiter refill",
+            ],
+        );
+    }
+    // Their options are refused with the other limiters, and the others'
+    // with them.
+    rejects(
+        &["pace", "--rate", "1000", "--timeout", "1s"],
+        &[
+            "--timeout",
+            "Resilience4j limiter",
+            "--limiter pacer",
+            "--limiter refill or --limiter cycle",
+        ],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "pool",
+            "--refresh-period",
+            "1s",
+        ],
+        &["--refresh-period", "--limiter pool"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "bursty",
+            "--capacity",
+            "10",
+        ],
+        &["--capacity", "RefillLimiter option", "--limiter bursty"],
+    );
+    for (flag, value, owner) in [
+        ("--strictness", Some("1"), "Pacer option"),
+        ("--precise", None, "Pacer option"),
+        ("--fill", Some("thread"), "token pool option"),
+        ("--max-burst", Some("1"), "SmoothBursty option"),
+        ("--warmup", Some("1s"), "SmoothWarmingUp option"),
+    ] {
+        for base in [&refill, &cycle] {
+            let mut args = base.to_vec();
+            args.push(flag);
+            args.extend(value);
+            rejects(&args, &[flag, owner, &format!("--limiter {}", base[4])]);
+        }
+    }
+    // No burst ratio: the burst is the capacity (refill) or the limit (cycle).
+    rejects(
+        &["pace", "--rate", "1000,1.5", "--limiter", "refill"],
+        &["burst ratio 1.5", "--limiter refill", "--capacity"],
+    );
+    rejects(
+        &["pace", "--rate", "1000,1.5", "--limiter", "cycle"],
+        &["burst ratio 1.5", "--limiter cycle", "--refresh-period"],
+    );
 }
 
 #[test]
@@ -749,6 +1109,19 @@ fn help_shows_examples_and_the_json_schema() {
                 ))
                 .and(predicate::str::contains("warmup_ns"))
                 .and(predicate::str::contains("max_burst_seconds"))
+                .and(predicate::str::contains("--refresh-period <DUR>"))
+                .and(predicate::str::contains("--timeout <DUR>"))
+                .and(predicate::str::contains("--capacity <N>"))
+                .and(predicate::str::contains("--initial-permits <N>"))
+                .and(predicate::str::contains(
+                    "ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms",
+                ))
+                .and(predicate::str::contains("rate x refresh period"))
+                .and(predicate::str::contains("limit_for_period"))
+                .and(predicate::str::contains("refresh_period_ns"))
+                .and(predicate::str::contains("timeout_ns"))
+                .and(predicate::str::contains("initial_permits"))
+                .and(predicate::str::contains("refused"))
                 .and(predicate::str::contains("achieved_rate")),
         );
     ratekeeper()

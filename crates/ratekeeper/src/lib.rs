@@ -81,11 +81,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod clock;
+pub mod decorate;
 pub mod limiter;
 pub mod pacer;
 pub mod pool;
 pub mod rate;
 pub mod refill;
+pub mod registry;
 pub mod smooth;
 pub mod spec;
 mod sync;
@@ -100,6 +102,7 @@ pub use refill::{
     CycleConfig, CycleLimiter, PendingPermission, Permission, PermitLimiter, RefillConfig,
     RefillLimiter,
 };
+pub use registry::{Registry, RegistryError};
 pub use smooth::{SmoothBursty, SmoothWarmingUp};
 pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::{WaitPolicy, DEFAULT_COALESCE_WINDOW_NANOS};

@@ -1,0 +1,850 @@
+//! Calls that take a permit first: Resilience4j's `RateLimiter.decorate*`
+//! and `execute*`.
+//!
+//! [`call`] runs one call if a [`PermitLimiter`] grants its permits;
+//! [`RateLimited`] turns a closure or function (`Fn`, `FnMut` or `FnOnce`)
+//! into one that does so on every call, with a fixed permit count or one
+//! computed from the argument, and a drain policy consulted after each call
+//! (Resilience4j's `drainPermissionsOnResult`).
+//!
+//! A call first acquires its permits with
+//! [`acquire_permission`](PermitLimiter::acquire_permission): granted at
+//! once, it runs; granted after a wait within the limiter's timeout, it
+//! blocks the thread until then and runs; refused (the wait would exceed the
+//! timeout), it returns [`NotPermitted`] **at once, without running**.
+//! Requests that can never be granted (zero permits, more than a refill
+//! limiter's capacity) are [`NotPermitted`] too, carrying the
+//! [`PermitError`] as their [`permit_error`](NotPermitted::permit_error)
+//! and `source()`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use ratekeeper::ManualClock;
+//! use ratekeeper::decorate::{self, RateLimited};
+//! use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+//!
+//! let config = RefillConfig::builder()
+//!     .limit_for_period(2)
+//!     .limit_refresh_period(Duration::from_secs(1))
+//!     .timeout(Duration::ZERO)
+//!     .build()?;
+//! let limiter = RefillLimiter::new_with_clock("backend", config, ManualClock::new(0));
+//!
+//! // One call.
+//! assert_eq!(decorate::call(&limiter, 1, || 6 * 7)?, 42);
+//!
+//! // A decorated function: every call takes a permit first.
+//! let double = RateLimited::new(&limiter).decorate(|x: u32| x * 2);
+//! assert_eq!(double(4)?, 8);
+//! let refused = double(5).unwrap_err(); // no permit left, timeout 0: not called
+//! assert_eq!(refused.to_string(), "RateLimiter 'backend' does not permit further calls");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Resilience4j's decorators here
+//!
+//! | Resilience4j | here |
+//! |---|---|
+//! | `waitForPermission(rl, permits)` | [`wait_for_permission`] |
+//! | `executeSupplier(permits, s)`, `executeRunnable`, `executeCallable` | [`call`], [`RateLimited::call`] |
+//! | `decorateFunction(rl, permits, f)`, `decorateSupplier`, `decorateCallable` | [`RateLimited::decorate`] (`Fn`) |
+//! | `decorateConsumer`, `decorateRunnable` (stateful) | [`RateLimited::decorate_mut`] (`FnMut`) |
+//! | (one-shot) | [`RateLimited::decorate_once`] (`FnOnce`) |
+//! | `decorateFunction(rl, permitsCalculator, f)` | [`RateLimited::permits_with`] |
+//! | `drainPermissionsOnResult` + `onResult` / `onError` | [`RateLimited::drain_when`] |
+//! | `RequestNotPermitted` | [`NotPermitted`] |
+//!
+//! Checked variants need nothing special: a function that returns a
+//! `Result` is decorated like any other, and its result (`Ok` or `Err`) is
+//! what the drain policy sees, as Resilience4j's predicate sees
+//! `Either<Throwable, result>`. A panic is not a result: it propagates
+//! without consulting the drain policy.
+//!
+//! Decorating futures (Resilience4j `decorateCompletionStage`,
+//! `decorateFuture`) belongs to the async adapters and is not here; the
+//! blocking calls of this module must not be used from an async task.
+
+use core::fmt;
+
+use crate::refill::{PermitError, PermitLimiter};
+
+/// A call was not run: its limiter refused the permits (Resilience4j's
+/// `RequestNotPermitted`), or they can never be granted as asked.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::decorate::NotPermitted;
+/// use ratekeeper::refill::PermitError;
+///
+/// let e = NotPermitted::new("testName");
+/// assert_eq!(e.to_string(), "RateLimiter 'testName' does not permit further calls");
+/// assert_eq!(e.limiter_name(), "testName");
+/// assert_eq!(e.permit_error(), None); // refused now: a later call may succeed
+///
+/// let e = NotPermitted::invalid("testName", PermitError::InvalidPermits);
+/// assert_eq!(e.to_string(), "RateLimiter 'testName' can never grant the permits asked for");
+/// assert_eq!(e.permit_error(), Some(PermitError::InvalidPermits));
+/// // The cause is the `source()`, not repeated in the message.
+/// let source = std::error::Error::source(&e).map(|s| s.to_string());
+/// assert_eq!(source, Some(PermitError::InvalidPermits.to_string()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotPermitted {
+    limiter_name: Box<str>,
+    /// `None`: refused by the timeout. `Some`: never grantable.
+    cause: Option<PermitError>,
+}
+
+impl NotPermitted {
+    /// The limiter named `limiter_name` refused the permits: their wait
+    /// would exceed its timeout.
+    pub fn new(limiter_name: impl Into<String>) -> NotPermitted {
+        NotPermitted {
+            limiter_name: limiter_name.into().into_boxed_str(),
+            cause: None,
+        }
+    }
+
+    /// The limiter named `limiter_name` can never grant the permits asked
+    /// for, as `cause` says.
+    pub fn invalid(limiter_name: impl Into<String>, cause: PermitError) -> NotPermitted {
+        NotPermitted {
+            limiter_name: limiter_name.into().into_boxed_str(),
+            cause: Some(cause),
+        }
+    }
+
+    /// The name of the limiter that did not permit the call (Resilience4j
+    /// `getCausingRateLimiterName()`).
+    pub fn limiter_name(&self) -> &str {
+        &self.limiter_name
+    }
+
+    /// Why the permits can never be granted (zero permits, more than the
+    /// capacity), or `None` if they were refused only because the wait
+    /// would exceed the timeout, so that a later call may succeed.
+    pub fn permit_error(&self) -> Option<PermitError> {
+        self.cause
+    }
+}
+
+impl fmt::Display for NotPermitted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.cause {
+            None => write!(
+                f,
+                "RateLimiter '{}' does not permit further calls",
+                self.limiter_name
+            ),
+            Some(_) => write!(
+                f,
+                "RateLimiter '{}' can never grant the permits asked for",
+                self.limiter_name
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotPermitted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_ref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Acquires `permits` from `limiter`, blocking until they may go
+/// (Resilience4j `waitForPermission`).
+///
+/// # Errors
+///
+/// [`NotPermitted`] if the limiter refuses them (at once, nothing reserved)
+/// or can never grant them.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::decorate::wait_for_permission;
+/// use ratekeeper::refill::{PermitError, RefillConfig, RefillLimiter};
+///
+/// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+/// assert!(wait_for_permission(&limiter, 50).is_ok());
+/// let err = wait_for_permission(&limiter, 51).unwrap_err();
+/// assert_eq!(
+///     err.permit_error(),
+///     Some(PermitError::ExceedsCapacity { requested: 51, capacity: 50 })
+/// );
+/// ```
+pub fn wait_for_permission<L: PermitLimiter + ?Sized>(
+    limiter: &L,
+    permits: u32,
+) -> Result<(), NotPermitted> {
+    match limiter.acquire_permission(permits) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(NotPermitted::new(limiter.name())),
+        Err(e) => Err(NotPermitted::invalid(limiter.name(), e)),
+    }
+}
+
+/// Runs `f` once `limiter` grants `permits` (Resilience4j
+/// `executeSupplier(permits, s)`); `f` is not run if it does not.
+///
+/// # Errors
+///
+/// [`NotPermitted`] as [`wait_for_permission`]; `f` was not called.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::decorate;
+/// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+///
+/// let config = CycleConfig::builder().limit_for_period(1).timeout_nanos(0).build_cycle()?;
+/// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+/// let mut calls = 0;
+/// assert_eq!(decorate::call(&limiter, 1, || { calls += 1; "done" })?, "done");
+/// assert!(decorate::call(&limiter, 1, || { calls += 1; "done" }).is_err());
+/// assert_eq!(calls, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn call<L: PermitLimiter + ?Sized, T>(
+    limiter: &L,
+    permits: u32,
+    f: impl FnOnce() -> T,
+) -> Result<T, NotPermitted> {
+    wait_for_permission(limiter, permits)?;
+    Ok(f())
+}
+
+/// How many permits a call with argument `A` takes: a fixed `u32`, or a
+/// closure `Fn(&A) -> u32` (Resilience4j's `permitsCalculator`).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::decorate::PermitCount;
+///
+/// assert_eq!(3u32.permits_for(&"anything"), 3);
+/// let by_len = |batch: &Vec<u8>| batch.len() as u32;
+/// assert_eq!(by_len.permits_for(&vec![1, 2]), 2);
+/// ```
+pub trait PermitCount<A: ?Sized> {
+    /// The permits a call with `arg` takes.
+    fn permits_for(&self, arg: &A) -> u32;
+}
+
+impl<A: ?Sized> PermitCount<A> for u32 {
+    fn permits_for(&self, _: &A) -> u32 {
+        *self
+    }
+}
+
+impl<A: ?Sized, F: Fn(&A) -> u32> PermitCount<A> for F {
+    fn permits_for(&self, arg: &A) -> u32 {
+        self(arg)
+    }
+}
+
+/// Whether a call's output drains the limiter: [`NeverDrain`], or a closure
+/// `Fn(&T) -> bool` (Resilience4j's `drainPermissionsOnResult`).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::decorate::{DrainPolicy, NeverDrain};
+///
+/// let too_many = |r: &Result<u32, u16>| matches!(r, Err(429));
+/// assert!(too_many.should_drain(&Err(429)));
+/// assert!(!too_many.should_drain(&Ok(200)));
+/// assert!(!DrainPolicy::<Result<u32, u16>>::should_drain(&NeverDrain, &Err(429)));
+/// ```
+pub trait DrainPolicy<T: ?Sized> {
+    /// Whether `output` should drain the limiter's permits.
+    fn should_drain(&self, output: &T) -> bool;
+}
+
+/// The drain policy that never drains: the default of [`RateLimited`].
+///
+/// ```
+/// use ratekeeper::decorate::{DrainPolicy, NeverDrain};
+///
+/// assert!(!NeverDrain.should_drain(&"any output"));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NeverDrain;
+
+impl<T: ?Sized> DrainPolicy<T> for NeverDrain {
+    fn should_drain(&self, _: &T) -> bool {
+        false
+    }
+}
+
+impl<T: ?Sized, F: Fn(&T) -> bool> DrainPolicy<T> for F {
+    fn should_drain(&self, output: &T) -> bool {
+        self(output)
+    }
+}
+
+/// A limiter with the permits each call takes and when a call's output
+/// drains it: the decorator of [`call`](Self::call)s and of functions
+/// ([`decorate`](Self::decorate), [`decorate_mut`](Self::decorate_mut),
+/// [`decorate_once`](Self::decorate_once)).
+///
+/// `L` is any [`PermitLimiter`]: a limiter by value, `&L` or `Arc<L>`.
+/// `P` is the permit count ([`PermitCount`]: 1 unless set), `D` the drain
+/// policy ([`DrainPolicy`]: [`NeverDrain`] unless set).
+///
+/// # Examples
+///
+/// A backend client that takes one permit per item of a batch and closes
+/// the period when the backend answers 429 (Too Many Requests):
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use ratekeeper::ManualClock;
+/// use ratekeeper::decorate::RateLimited;
+/// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+///
+/// let config = RefillConfig::builder()
+///     .limit_for_period(10)
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .timeout(Duration::ZERO)
+///     .build()?;
+/// let limiter = Arc::new(RefillLimiter::new_with_clock("backend", config, ManualClock::new(0)));
+///
+/// let send = RateLimited::new(limiter.clone())
+///     .permits_with(|batch: &Vec<u32>| batch.len() as u32)
+///     .drain_when(|status: &Result<(), u16>| matches!(status, Err(429)))
+///     .decorate(|batch: Vec<u32>| if batch.contains(&0) { Err(429) } else { Ok(()) });
+///
+/// assert_eq!(send(vec![1, 2, 3])?, Ok(())); // 3 permits
+/// assert_eq!(limiter.metrics().available_permissions, 7);
+/// assert_eq!(send(vec![0])?, Err(429)); // the backend refused: drained
+/// assert_eq!(limiter.metrics().available_permissions, 0);
+/// assert!(send(vec![4]).is_err()); // not called
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RateLimited<L, P = u32, D = NeverDrain> {
+    limiter: L,
+    permits: P,
+    drain: D,
+}
+
+impl<L: PermitLimiter> RateLimited<L> {
+    /// Calls guarded by `limiter`, one permit each, never draining.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// let guarded = RateLimited::new(&limiter);
+    /// assert_eq!(guarded.call(|| 1)?, 1);
+    /// assert_eq!(limiter.metrics().available_permissions, 49);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(limiter: L) -> RateLimited<L> {
+        RateLimited {
+            limiter,
+            permits: 1,
+            drain: NeverDrain,
+        }
+    }
+}
+
+impl<L, P, D> RateLimited<L, P, D> {
+    /// Every call takes `permits`.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{PermitError, PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// RateLimited::new(&limiter).permits(5).call(|| ())?;
+    /// assert_eq!(limiter.metrics().available_permissions, 45);
+    ///
+    /// // Zero permits is an error, not a panic; the call is not run.
+    /// let err = RateLimited::new(&limiter).permits(0).call(|| unreachable!()).unwrap_err();
+    /// assert_eq!(err.permit_error(), Some(PermitError::InvalidPermits));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn permits(self, permits: u32) -> RateLimited<L, u32, D> {
+        RateLimited {
+            limiter: self.limiter,
+            permits,
+            drain: self.drain,
+        }
+    }
+
+    /// Every call takes the permits `calculate` computes from its argument
+    /// (Resilience4j's `permitsCalculator`), before the call. The closure's
+    /// argument type must be written out (`|arg: &A| ...`).
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// let upload = RateLimited::new(&limiter)
+    ///     .permits_with(|bytes: &&[u8]| bytes.len() as u32)
+    ///     .decorate(|bytes: &[u8]| bytes.len());
+    /// assert_eq!(upload(b"hello")?, 5);
+    /// assert_eq!(limiter.metrics().available_permissions, 45);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn permits_with<F>(self, calculate: F) -> RateLimited<L, F, D> {
+        RateLimited {
+            limiter: self.limiter,
+            permits: calculate,
+            drain: self.drain,
+        }
+    }
+
+    /// After every call, drains the limiter's permits
+    /// ([`PermitLimiter::drain_permissions`]) if `drain_when(&output)` is
+    /// true: Resilience4j's `drainPermissionsOnResult`, consulted by
+    /// `onResult` / `onError` (see [`PermitLimiter::on_result`]). The
+    /// closure's argument type must be written out (`|out: &T| ...`).
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// let guarded = RateLimited::new(&limiter).drain_when(|r: &Result<u8, String>| r.is_err());
+    /// guarded.call(|| Ok(1))?;
+    /// assert_eq!(limiter.metrics().available_permissions, 49);
+    /// guarded.call(|| Err("quota exceeded".to_owned()))?;
+    /// assert_eq!(limiter.metrics().available_permissions, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn drain_when<F>(self, drain_when: F) -> RateLimited<L, P, F> {
+        RateLimited {
+            limiter: self.limiter,
+            permits: self.permits,
+            drain: drain_when,
+        }
+    }
+
+    /// The limiter.
+    ///
+    /// ```
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{PermitLimiter, RefillLimiter};
+    ///
+    /// let guarded = RateLimited::new(RefillLimiter::of_defaults("api"));
+    /// assert_eq!(guarded.limiter().name(), "api");
+    /// ```
+    pub fn limiter(&self) -> &L {
+        &self.limiter
+    }
+}
+
+impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
+    /// Runs `f(arg)` once the limiter grants the permits for `arg`, then
+    /// consults the drain policy with its output.
+    ///
+    /// # Errors
+    ///
+    /// [`NotPermitted`] if the limiter refuses the permits or can never
+    /// grant them; `f` was not called.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// let guarded = RateLimited::new(&limiter).permits_with(|n: &u32| *n);
+    /// assert_eq!(guarded.call_with(20, |n| n + 1)?, 21);
+    /// assert_eq!(limiter.metrics().available_permissions, 30);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn call_with<A, T>(&self, arg: A, f: impl FnOnce(A) -> T) -> Result<T, NotPermitted>
+    where
+        P: PermitCount<A>,
+        D: DrainPolicy<T>,
+    {
+        wait_for_permission(&self.limiter, self.permits.permits_for(&arg))?;
+        let output = f(arg);
+        if self.drain.should_drain(&output) {
+            self.limiter.drain_permissions();
+        }
+        Ok(output)
+    }
+
+    /// Runs `f()` once the limiter grants the permits, then consults the
+    /// drain policy with its output (Resilience4j `executeSupplier`).
+    ///
+    /// # Errors
+    ///
+    /// As [`call_with`](Self::call_with).
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+    ///
+    /// let config = CycleConfig::builder().limit_for_period(2).timeout_nanos(0).build_cycle()?;
+    /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// let guarded = RateLimited::new(&limiter).permits(2);
+    /// assert_eq!(guarded.call(|| "ok")?, "ok");
+    /// assert_eq!(guarded.call(|| "ok").unwrap_err().limiter_name(), "api");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn call<T>(&self, f: impl FnOnce() -> T) -> Result<T, NotPermitted>
+    where
+        P: PermitCount<()>,
+        D: DrainPolicy<T>,
+    {
+        self.call_with((), |()| f())
+    }
+
+    /// `f` as a function that takes its permits first on every call
+    /// (Resilience4j `decorateFunction`). For a function of no argument,
+    /// decorate `|()| ...` and call it with `()`. The decorated function
+    /// is `Send` and `Sync` if the limiter, the policies and `f` are, so it
+    /// can be shared by threads.
+    ///
+    /// # Errors
+    ///
+    /// The decorated function returns [`NotPermitted`] as
+    /// [`call_with`](Self::call_with), without calling `f`.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+    ///
+    /// let config = CycleConfig::builder().limit_for_period(3).timeout_nanos(0).build_cycle()?;
+    /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// let square = RateLimited::new(&limiter).decorate(|x: u64| x * x);
+    /// let results: Vec<_> = (1..=4).map(|x| square(x).ok()).collect();
+    /// assert_eq!(results, [Some(1), Some(4), Some(9), None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decorate<A, T>(self, f: impl Fn(A) -> T) -> impl Fn(A) -> Result<T, NotPermitted>
+    where
+        P: PermitCount<A>,
+        D: DrainPolicy<T>,
+    {
+        move |arg| self.call_with(arg, &f)
+    }
+
+    /// `f`, a function with state, as one that takes its permits first on
+    /// every call (Resilience4j `decorateConsumer`, `decorateRunnable`).
+    ///
+    /// # Errors
+    ///
+    /// The decorated function returns [`NotPermitted`] as
+    /// [`call_with`](Self::call_with), without calling `f`.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+    ///
+    /// let config = CycleConfig::builder().limit_for_period(2).timeout_nanos(0).build_cycle()?;
+    /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// let mut log = Vec::new();
+    /// let mut push = RateLimited::new(&limiter).decorate_mut(|line: &str| log.push(line.to_owned()));
+    /// for line in ["a", "b", "c"] {
+    ///     let _ = push(line);
+    /// }
+    /// drop(push);
+    /// assert_eq!(log, ["a", "b"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decorate_mut<A, T>(
+        self,
+        mut f: impl FnMut(A) -> T,
+    ) -> impl FnMut(A) -> Result<T, NotPermitted>
+    where
+        P: PermitCount<A>,
+        D: DrainPolicy<T>,
+    {
+        move |arg| self.call_with(arg, &mut f)
+    }
+
+    /// `f`, a function that can run once, as one that takes its permits
+    /// first.
+    ///
+    /// # Errors
+    ///
+    /// The decorated function returns [`NotPermitted`] as
+    /// [`call_with`](Self::call_with), without calling `f`.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::decorate::RateLimited;
+    /// use ratekeeper::refill::{RefillConfig, RefillLimiter};
+    ///
+    /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
+    /// let report = String::from("done");
+    /// let send = RateLimited::new(&limiter).decorate_once(move |suffix: &str| report + suffix);
+    /// assert_eq!(send("!")?, "done!");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decorate_once<A, T>(
+        self,
+        f: impl FnOnce(A) -> T,
+    ) -> impl FnOnce(A) -> Result<T, NotPermitted>
+    where
+        P: PermitCount<A>,
+        D: DrainPolicy<T>,
+    {
+        move |arg| self.call_with(arg, f)
+    }
+}
+
+impl<L: PermitLimiter, P, D> fmt::Debug for RateLimited<L, P, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimited")
+            .field("limiter", &self.limiter.name())
+            .field("permits", &core::any::type_name::<P>())
+            .field("drain", &core::any::type_name::<D>())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use crate::refill::{CycleConfig, CycleLimiter, PermitEventKind, RefillConfig, RefillLimiter};
+
+    /// `limit` permits per µs, capacity `limit`, timeout `timeout` ns.
+    fn refill(limit: i64, timeout: i64) -> (RefillLimiter<ManualClock>, ManualClock) {
+        let config = RefillConfig::builder()
+            .limit_for_period(limit)
+            .limit_refresh_period_nanos(1_000)
+            .timeout_nanos(timeout)
+            .build()
+            .unwrap();
+        let clock = ManualClock::new(0);
+        (
+            RefillLimiter::new_with_clock("backend", config, clock.clone()),
+            clock,
+        )
+    }
+
+    fn events(l: &impl PermitLimiter) -> Arc<Mutex<Vec<(PermitEventKind, u64)>>> {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        l.events()
+            .subscribe(move |e| sink.lock().unwrap().push((e.kind(), e.permits())));
+        log
+    }
+
+    #[test]
+    fn refused_calls_are_not_run() {
+        let (l, _) = refill(1, 0);
+        let calls = AtomicUsize::new(0);
+        let f = RateLimited::new(&l).decorate(|x: u32| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            x + 1
+        });
+        assert_eq!(f(1), Ok(2));
+        let log = events(&l);
+        let err = f(2).unwrap_err();
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(err, NotPermitted::new("backend"));
+        assert_eq!(err.limiter_name(), "backend");
+        assert_eq!(err.permit_error(), None);
+        assert!(std::error::Error::source(&err).is_none());
+        assert_eq!(
+            err.to_string(),
+            "RateLimiter 'backend' does not permit further calls"
+        );
+        assert_eq!(*log.lock().unwrap(), [(PermitEventKind::FailedAcquire, 1)]);
+        // Nothing was reserved by the refusal.
+        assert_eq!(l.metrics().available_permissions, 0);
+        assert_eq!(l.metrics().nanos_to_wait, 1_000);
+    }
+
+    #[test]
+    fn a_call_within_the_timeout_waits_then_runs() {
+        // 1 permit per µs, timeout 1 µs: the second call waits 1 µs (the
+        // manual clock advances while "sleeping") and runs at t = 1 µs.
+        let (l, clock) = refill(1, 1_000);
+        let seen = Mutex::new(Vec::new());
+        let f = RateLimited::new(&l).decorate(|()| seen.lock().unwrap().push(clock.now_nanos()));
+        f(()).unwrap();
+        f(()).unwrap();
+        assert_eq!(*seen.lock().unwrap(), [0, 1_000]);
+        // With one more permit reserved ahead, the next call would wait
+        // 2 µs: refused at once, not run, the clock untouched.
+        assert_eq!(l.reserve_permission(1).unwrap().nanos_to_wait(), 1_000);
+        assert!(f(()).is_err());
+        assert_eq!(clock.now_nanos(), 1_000);
+        assert_eq!(seen.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn permit_errors_are_typed_and_the_call_is_not_run() {
+        let (l, _) = refill(5, 0);
+        let log = events(&l);
+        let f = RateLimited::new(&l)
+            .permits_with(|n: &u32| *n)
+            .decorate(|_: u32| unreachable!("never granted"));
+        let zero = f(0).unwrap_err();
+        assert_eq!(zero.permit_error(), Some(PermitError::InvalidPermits));
+        assert_eq!(
+            zero.to_string(),
+            "RateLimiter 'backend' can never grant the permits asked for"
+        );
+        let too_many = f(6).unwrap_err();
+        assert_eq!(
+            too_many.permit_error(),
+            Some(PermitError::ExceedsCapacity {
+                requested: 6,
+                capacity: 5
+            })
+        );
+        let source = std::error::Error::source(&too_many).map(|s| s.to_string());
+        assert_eq!(source, too_many.permit_error().map(|e| e.to_string()));
+        // Typed errors publish nothing and take nothing.
+        assert!(log.lock().unwrap().is_empty());
+        assert_eq!(l.metrics().available_permissions, 5);
+        assert_eq!(
+            wait_for_permission(&l, 0).unwrap_err().permit_error(),
+            Some(PermitError::InvalidPermits)
+        );
+    }
+
+    #[test]
+    fn permits_are_computed_from_the_argument_before_the_call() {
+        let (l, _) = refill(10, 0);
+        let sizes = Mutex::new(Vec::new());
+        let mut f = RateLimited::new(&l)
+            .permits_with(|batch: &Vec<u8>| batch.len() as u32)
+            .decorate_mut(|batch: Vec<u8>| sizes.lock().unwrap().push(batch.len()));
+        f(vec![0; 4]).unwrap();
+        assert_eq!(l.metrics().available_permissions, 6);
+        f(vec![0; 6]).unwrap();
+        assert!(f(vec![0; 1]).is_err());
+        drop(f);
+        assert_eq!(*sizes.lock().unwrap(), [4, 6]);
+    }
+
+    #[test]
+    fn drain_policy_is_consulted_with_every_output() {
+        let (l, _) = refill(10, 0);
+        let log = events(&l);
+        let consulted = Mutex::new(Vec::new());
+        let f = RateLimited::new(&l)
+            .drain_when(|r: &Result<u32, u16>| {
+                consulted.lock().unwrap().push(*r);
+                matches!(r, Err(429))
+            })
+            .decorate(|status: u16| if status == 200 { Ok(7) } else { Err(status) });
+        assert_eq!(f(200), Ok(Ok(7)));
+        assert_eq!(f(500), Ok(Err(500))); // an error that does not drain
+        assert_eq!(l.metrics().available_permissions, 8);
+        assert_eq!(f(429), Ok(Err(429)));
+        assert_eq!(l.metrics().available_permissions, 0);
+        // The refused call is not run, so the policy is not consulted.
+        assert!(f(200).is_err());
+        assert_eq!(*consulted.lock().unwrap(), [Ok(7), Err(500), Err(429)]);
+        use PermitEventKind::*;
+        assert_eq!(
+            *log.lock().unwrap(),
+            [
+                (SuccessfulAcquire, 1),
+                (SuccessfulAcquire, 1),
+                (SuccessfulAcquire, 1),
+                (Drained, 7),
+                (FailedAcquire, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn once_mut_and_fn_decorators_on_a_cycle_limiter() {
+        let config = CycleConfig::builder()
+            .limit_for_period(3)
+            .limit_refresh_period_nanos(1_000)
+            .timeout_nanos(0)
+            .build_cycle()
+            .unwrap();
+        let clock = ManualClock::new(0);
+        let l = Arc::new(CycleLimiter::new_with_clock("jobs", config, clock.clone()));
+        let owned = String::from("x");
+        let once = RateLimited::new(l.clone()).decorate_once(move |n: usize| owned.repeat(n));
+        assert_eq!(once(3).unwrap(), "xxx");
+        let mut total = 0;
+        let mut add = RateLimited::new(l.clone()).decorate_mut(|n: i32| {
+            total += n;
+            total
+        });
+        assert_eq!(add(2), Ok(2));
+        assert_eq!(add(3), Ok(5));
+        assert_eq!(add(4).unwrap_err().limiter_name(), "jobs");
+        drop(add);
+        assert_eq!(total, 5);
+        // The next cycle has permits again.
+        clock.advance_nanos(1_000);
+        let id = RateLimited::new(&*l).decorate(|x: u8| x);
+        assert_eq!(id(9), Ok(9));
+    }
+
+    #[test]
+    fn a_decorated_function_is_shared_by_threads() {
+        // 100 permits, no refill within the test (1 per 10 s), timeout 0:
+        // exactly 100 of the 400 calls run.
+        let config = RefillConfig::builder()
+            .limit_for_period(100)
+            .limit_refresh_period(Duration::from_secs(1_000))
+            .timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        let l = Arc::new(RefillLimiter::new_with_clock(
+            "shared",
+            config,
+            ManualClock::new(0),
+        ));
+        let runs = AtomicUsize::new(0);
+        let f = RateLimited::new(l.clone()).decorate(|()| {
+            runs.fetch_add(1, Ordering::Relaxed);
+        });
+        let refused = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..100 {
+                        if f(()).is_err() {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(runs.load(Ordering::Relaxed), 100);
+        assert_eq!(refused.load(Ordering::Relaxed), 300);
+    }
+
+    #[test]
+    fn call_and_wait_for_permission_take_permits() {
+        let (l, _) = refill(4, 0);
+        assert_eq!(call(&l, 3, || "ran"), Ok("ran"));
+        assert!(wait_for_permission(&l, 1).is_ok());
+        assert_eq!(
+            wait_for_permission(&l, 1),
+            Err(NotPermitted::new("backend"))
+        );
+        let debug = format!("{:?}", RateLimited::new(&l).permits(2));
+        assert!(debug.contains("\"backend\""), "{debug}");
+    }
+}
