@@ -1,16 +1,21 @@
 //! The `ratekeeper` command: pace real work through a rate limiter and see
-//! what happened.
+//! what happened, or simulate an arrival pattern through several limiters.
 //!
 //! Each subcommand lives in its own module and returns a report that
-//! [`report`] prints as text or JSON. Exit statuses:
+//! [`report`] prints as text or JSON; [`plot`] draws it with `--plot`. Exit
+//! statuses:
 //!
 //! * `0`: success (also when stdout was closed early, e.g. piped to `head`);
 //! * `1`: a runtime failure (e.g. an I/O error writing the report);
 //! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count,
-//!   or an option the chosen limiter does not take.
+//!   an arrival pattern or limiter spec that does not parse, or an option the
+//!   chosen limiter does not take.
 
+mod arrivals;
 mod pace;
+mod plot;
 mod report;
+mod simulate;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -24,10 +29,14 @@ Examples:
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter warmup --warmup 2s --rate 1000 --duration 3s
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms
+  ratekeeper pace --rate 2000 --duration 3s --plot pace.svg
+  ratekeeper simulate --arrivals 'burst 20 @0s; every 50ms for 3s; idle 2s; burst 10' --limiter pacer:10,1.0 --limiter pacer:10,1.5 --limiter warmup:10,2s
+  ratekeeper simulate --arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s' --limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s --rows 0 --plot compare.svg
 
 Run `ratekeeper help <COMMAND>` or `ratekeeper <COMMAND> --help` for a command's options.";
 
-/// Pace real work through a rate limiter and see what happened.
+/// Pace real work through a rate limiter and see what happened, or simulate an
+/// arrival pattern through several limiters.
 #[derive(Debug, Parser)]
 #[command(name = "ratekeeper", version, about, after_help = AFTER_HELP)]
 struct Cli {
@@ -47,6 +56,15 @@ enum Command {
         after_long_help = pace::AFTER_LONG_HELP
     )]
     Pace(pace::PaceArgs),
+    /// Run an arrival pattern through one or more rate limiters on a virtual
+    /// clock, instantly, and show each op's arrival, grant and wait per
+    /// limiter, with a summary (and with --plot, a picture) to compare them.
+    #[command(
+        long_about = simulate::LONG_ABOUT,
+        after_help = simulate::AFTER_HELP,
+        after_long_help = simulate::AFTER_LONG_HELP
+    )]
+    Simulate(simulate::SimulateArgs),
 }
 
 /// An error in what the user asked for, found after argument parsing (for
@@ -94,6 +112,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let json = args.json;
             let report = pace::run(&args)?;
             report::emit(&report, json)
+        }
+        Command::Simulate(args) => {
+            let report = simulate::run(&args)?;
+            report::emit(&report, args.json)
         }
     }
 }

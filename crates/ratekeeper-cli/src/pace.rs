@@ -29,6 +29,8 @@ use ratekeeper::{
 };
 use serde::Serialize;
 
+use crate::arrivals::fmt_duration;
+use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
     fmt_nanos, fmt_rate, process_cpu_nanos, thread_cpu_nanos, WaitRecorder, WaitSummary,
 };
@@ -160,7 +162,14 @@ would exceed --timeout (not counted in ops)
   fills           token pool only: how many times the pool was refilled \
 (pre-fills included)
   cpu per op      the process's user + system CPU time during the run, less \
-the reporting thread's, divided by ops (a filler thread's CPU time counts)";
+the reporting thread's, divided by ops (a filler thread's CPU time counts)
+
+Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
+ops per time bucket (--bucket) as a rate, against the target rate (dashed); \
+the lower panel shows the longest and the mean wait of the ops in each \
+bucket, placed by when each op started. Each worker adds its ops to its own \
+buckets (a comparison and a few additions per op); without --plot nothing is \
+recorded.";
 
 /// Examples, shown by `pace -h` and `pace --help`.
 pub const AFTER_HELP: &str = "\
@@ -173,7 +182,8 @@ Examples:
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
   ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
-  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s";
+  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -187,6 +197,7 @@ Examples:
   ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
@@ -359,6 +370,17 @@ pub struct PaceArgs {
     #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true)]
     pub initial_permits: Option<i64>,
 
+    /// Draw the achieved rate and the waits over time to FILE, an SVG or a
+    /// PNG (by its extension).
+    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
+    pub plot: Option<PlotPath>,
+
+    /// The plot's time bucket, e.g. 100ms [default: about a hundredth of the
+    /// run, and at least 5 ops at the target rate, rounded to 1, 2 or 5
+    /// units].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
+    pub bucket: Option<Duration>,
+
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
     pub json: bool,
@@ -467,6 +489,45 @@ enum Stop {
     Count,
 }
 
+/// What the gate hands the workers when the run starts.
+#[derive(Debug, Clone, Copy)]
+struct Go {
+    stop: Stop,
+    /// The run's start on the shared clock.
+    t0: u64,
+    /// With --plot: the width of the time buckets ops are aggregated into.
+    bucket: Option<u64>,
+}
+
+/// A worker's ops per time bucket, for --plot: a few additions per op, in
+/// the worker's own memory.
+struct Timeline {
+    buckets: Buckets,
+    t0: u64,
+    /// The last time recorded as itself; later ones (an op granted before the
+    /// deadline but measured after it) count in the run's last bucket.
+    last: u64,
+}
+
+impl Timeline {
+    fn new(go: &Go) -> Option<Timeline> {
+        go.bucket.map(|width| Timeline {
+            buckets: Buckets::new(width),
+            t0: go.t0,
+            last: match go.stop {
+                Stop::Deadline(d) => d.saturating_sub(go.t0).saturating_sub(1),
+                Stop::Count => u64::MAX,
+            },
+        })
+    }
+
+    #[inline]
+    fn record(&mut self, now: u64, wait: u64) {
+        let t = now.saturating_sub(self.t0).min(self.last);
+        self.buckets.record(t, wait);
+    }
+}
+
 /// What one worker measured.
 #[derive(Debug)]
 struct WorkerResult {
@@ -479,19 +540,21 @@ struct WorkerResult {
     refused: u64,
     /// Resilience4j's limiters: why the worker stopped early, if it did.
     error: Option<PermitError>,
+    /// With --plot: its ops per time bucket.
+    buckets: Option<Buckets>,
 }
 
 /// The gate the workers wait at: `None` until the run starts; then the stop
-/// rule, or `Err` if the run was called off before it started.
-type Gate = (Mutex<Option<Result<Stop, ()>>>, Condvar);
+/// rule and start, or `Err` if the run was called off before it started.
+type Gate = (Mutex<Option<Result<Go, ()>>>, Condvar);
 
-fn open_gate(gate: &Gate, value: Result<Stop, ()>) {
+fn open_gate(gate: &Gate, value: Result<Go, ()>) {
     let (lock, cvar) = gate;
     *lock.lock().unwrap_or_else(PoisonError::into_inner) = Some(value);
     cvar.notify_all();
 }
 
-fn wait_at_gate(gate: &Gate) -> Result<Stop, ()> {
+fn wait_at_gate(gate: &Gate) -> Result<Go, ()> {
     let (lock, cvar) = gate;
     let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
@@ -512,15 +575,21 @@ fn worker<L: RateLimiter>(
 ) -> WorkerResult {
     let mut waits = WaitRecorder::new();
     let mut last_start = None;
-    if let Ok(stop) = wait_at_gate(gate) {
-        match stop {
+    let mut timeline = None;
+    if let Ok(go) = wait_at_gate(gate) {
+        timeline = Timeline::new(&go);
+        match go.stop {
             Stop::Deadline(deadline) => loop {
                 let g = limiter.acquire();
                 let now = clock.now_nanos();
                 if g.ready_nanos() >= deadline {
                     break;
                 }
-                waits.record(now.saturating_sub(g.scheduled_nanos()));
+                let wait = now.saturating_sub(g.scheduled_nanos());
+                waits.record(wait);
+                if let Some(t) = &mut timeline {
+                    t.record(now, wait);
+                }
                 last_start = Some(now);
                 if now >= deadline {
                     break;
@@ -534,7 +603,11 @@ fn worker<L: RateLimiter>(
                 {
                     let g = limiter.acquire();
                     let now = clock.now_nanos();
-                    waits.record(now.saturating_sub(g.scheduled_nanos()));
+                    let wait = now.saturating_sub(g.scheduled_nanos());
+                    waits.record(wait);
+                    if let Some(t) = &mut timeline {
+                        t.record(now, wait);
+                    }
                     last_start = Some(now);
                 }
             }
@@ -546,6 +619,7 @@ fn worker<L: RateLimiter>(
         finished: clock.now_nanos(),
         refused: 0,
         error: None,
+        buckets: timeline.map(|t| t.buckets),
     }
 }
 
@@ -600,8 +674,10 @@ fn permit_worker<L: PermitLimiter>(
     let mut last_start = None;
     let mut refused = 0u64;
     let mut error = None;
-    if let Ok(stop) = wait_at_gate(gate) {
-        let deadline = match stop {
+    let mut timeline = None;
+    if let Ok(go) = wait_at_gate(gate) {
+        timeline = Timeline::new(&go);
+        let deadline = match go.stop {
             Stop::Deadline(d) => Some(d),
             Stop::Count => None,
         };
@@ -620,7 +696,11 @@ fn permit_worker<L: PermitLimiter>(
                         if deadline.is_some_and(|d| ready >= d) {
                             break 'ops;
                         }
-                        waits.record(now.saturating_sub(ready));
+                        let wait = now.saturating_sub(ready);
+                        waits.record(wait);
+                        if let Some(t) = &mut timeline {
+                            t.record(now, wait);
+                        }
                         last_start = Some(now);
                         if deadline.is_some_and(|d| now >= d) {
                             break 'ops;
@@ -648,6 +728,7 @@ fn permit_worker<L: PermitLimiter>(
         finished: clock.now_nanos(),
         refused,
         error,
+        buckets: timeline.map(|t| t.buckets),
     }
 }
 
@@ -672,6 +753,8 @@ struct RunPlan {
     threads: u32,
     duration: Option<Duration>,
     count: Option<u64>,
+    /// With --plot: the width of the time buckets workers aggregate ops into.
+    bucket: Option<u64>,
 }
 
 /// The loop a worker thread runs: `(limiter, clock, gate, countdown)`.
@@ -696,6 +779,7 @@ fn drive<L: Sync>(
         threads,
         duration,
         count,
+        bucket,
     } = plan;
     let remaining = AtomicU64::new(count.unwrap_or(0));
     let gate: Gate = (Mutex::new(None), Condvar::new());
@@ -736,7 +820,7 @@ fn drive<L: Sync>(
         };
         let cpu_start = process_cpu_nanos();
         let own_cpu_start = thread_cpu_nanos();
-        open_gate(&gate, Ok(stop));
+        open_gate(&gate, Ok(Go { stop, t0, bucket }));
         let mut max_backlog_ns = 0;
         if let Some(sample) = backlog {
             while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(BACKLOG_SAMPLE_INTERVAL)
@@ -882,7 +966,7 @@ pub struct PaceReport {
     cpu_ns_per_op: Option<u64>,
 }
 
-fn strictness_mode_name(s: f64) -> &'static str {
+pub(crate) fn strictness_mode_name(s: f64) -> &'static str {
     match Strictness::new(s).map(Strictness::mode) {
         Ok(StrictnessMode::Average) => "average",
         Ok(StrictnessMode::Compensate { .. }) => "burst_compensation",
@@ -1051,12 +1135,34 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         Some(_) => None,
         None => Some(args.duration.unwrap_or(DEFAULT_DURATION)),
     };
+    let target_rate = spec.rate().get() * f64::from(limiter_count);
+    // With --plot: fail before the run if the file cannot be written, and
+    // pick the buckets the workers aggregate their ops into.
+    let bucket = match &args.plot {
+        None => None,
+        Some(to) => {
+            // The run's length: exact with --duration, expected with --count.
+            let span = match (duration, count) {
+                (Some(d), _) => duration_nanos(d),
+                (None, Some(n)) => (n as f64 * 1e9 / target_rate) as u64,
+                (None, None) => 0,
+            };
+            let width = match args.bucket {
+                Some(b) => duration_nanos(b),
+                None => plot::auto_bucket(span, target_rate),
+            };
+            plot::check_bucket(span, width).map_err(UsageError)?;
+            to.check_writable()?;
+            Some(width)
+        }
+    };
     // One clock for every limiter, so their readings compare.
     let plan = RunPlan {
         clock: MonotonicClock::new(),
         threads,
         duration,
         count,
+        bucket,
     };
 
     let (outcome, info, backlog_ns, total_wait_ns) = match args.limiter {
@@ -1066,7 +1172,6 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         LimiterKind::Warmup => run_warmup(args, plan, limiter_count)?,
         LimiterKind::Refill | LimiterKind::Cycle => run_permits(args, plan, limiter_count)?,
     };
-    let target_rate = spec.rate().get() * f64::from(limiter_count);
 
     let mut waits = WaitRecorder::new();
     for r in &outcome.results {
@@ -1194,7 +1299,78 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
             report.limiters = Some(limiter_count);
         }
     }
+    if let (Some(to), Some(width)) = (&args.plot, bucket) {
+        let mut buckets = Buckets::new(width);
+        for b in outcome.results.iter().filter_map(|r| r.buckets.as_ref()) {
+            buckets.merge(b);
+        }
+        plot::write(to, &pace_plot(&report, &buckets))?;
+    }
     Ok(report)
+}
+
+/// The `--plot` of a run: the achieved rate per bucket against the target,
+/// and the longest and mean wait per bucket.
+fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
+    let span = report.elapsed_ns;
+    let end_secs = span as f64 / 1e9;
+    let run = match (report.duration_ns, report.count) {
+        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, Some(n)) => format!("--count {n}"),
+        (None, None) => String::new(),
+    };
+    let series = |name: &str, color, points| Series {
+        name: name.to_owned(),
+        color,
+        dashed: false,
+        width: 2,
+        points,
+    };
+    Plot {
+        title: format!(
+            "ratekeeper pace --limiter {} --rate {} --threads {} {run}",
+            report.limiter, report.spec, report.threads
+        ),
+        end_secs,
+        rate: Panel {
+            title: format!(
+                "ops per {} bucket, as a rate (target dashed)",
+                fmt_duration(buckets.width())
+            ),
+            quantity: "rate".to_owned(),
+            unit: Unit::Rate,
+            series: vec![
+                series(
+                    "achieved",
+                    plot::PALETTE[0],
+                    plot::rate_points(buckets, span),
+                ),
+                plot::target_series(
+                    format!("target {}", fmt_rate(report.target_rate)),
+                    plot::TARGET,
+                    report.target_rate,
+                    end_secs,
+                ),
+            ],
+        },
+        wait: Panel {
+            title: "wait (start - scheduled) of the ops in each bucket".to_owned(),
+            quantity: "wait".to_owned(),
+            unit: Unit::Nanos,
+            series: vec![
+                series(
+                    "longest wait",
+                    plot::PALETTE[3],
+                    plot::wait_points(buckets, WaitStat::Max),
+                ),
+                series(
+                    "mean wait",
+                    plot::PALETTE[0],
+                    plot::wait_points(buckets, WaitStat::Mean),
+                ),
+            ],
+        },
+    }
 }
 
 /// The outcome of a run, what to report about its limiter, and the summed
@@ -1381,8 +1557,9 @@ fn run_warmup(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran>
 }
 
 /// Resilience4j's limit for period: `rate × period`, which must be a whole
-/// number of permits, at least 1.
-fn limit_for_period(rate: f64, period: Duration) -> Result<i64, UsageError> {
+/// number of permits, at least 1. Otherwise `Err` with `rate × period` and a
+/// round period (1 ms to 1000 s) that would hold a whole number, if any.
+pub(crate) fn whole_limit(rate: f64, period: Duration) -> Result<i64, (f64, Option<Duration>)> {
     let whole = |period: Duration| {
         let exact = rate * period.as_secs_f64();
         let limit = exact.round();
@@ -1397,7 +1574,18 @@ fn limit_for_period(rate: f64, period: Duration) -> Result<i64, UsageError> {
             let suggestion = [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0]
                 .into_iter()
                 .map(Duration::from_secs_f64)
-                .find(|p| whole(*p).1.is_some())
+                .find(|p| whole(*p).1.is_some());
+            Err((exact, suggestion))
+        }
+    }
+}
+
+/// [`whole_limit`], with a message in `pace`'s terms.
+fn limit_for_period(rate: f64, period: Duration) -> Result<i64, UsageError> {
+    match whole_limit(rate, period) {
+        Ok(limit) => Ok(limit),
+        Err((exact, suggestion)) => {
+            let suggestion = suggestion
                 .map(|p| format!(" (e.g. --refresh-period {})", humantime::format_duration(p)))
                 .unwrap_or_default();
             Err(UsageError(format!(

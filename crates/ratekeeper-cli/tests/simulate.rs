@@ -1,0 +1,868 @@
+//! End-to-end tests of `ratekeeper simulate` and of the plots (`--plot`) of
+//! `simulate` and `pace`.
+//!
+//! `simulate` runs on a virtual clock, so its output is exact and the same on
+//! every run; `pace` runs are short and only their plot files are checked.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn ratekeeper() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+}
+
+/// Runs `ratekeeper ARGS`, expects success and no stderr, returns stdout.
+fn stdout_of(args: &[&str]) -> String {
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .success()
+        .stderr(predicate::str::is_empty())
+        .get_output()
+        .clone();
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Runs `ratekeeper ARGS --json` and parses the one line of JSON.
+fn json_of(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let stdout = stdout_of(&args);
+    assert_eq!(stdout.lines().count(), 1, "one line of JSON: {stdout}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Bad input exits 2 with a message naming what was wrong, never a panic.
+fn rejects(args: &[&str], expected: &[&str]) {
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.stdout.is_empty(), "{args:?}: stdout not empty");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    assert!(!stderr.contains("RUST_BACKTRACE"), "{args:?}: {stderr}");
+    for e in expected {
+        assert!(stderr.contains(e), "{args:?}: {e:?} not in {stderr}");
+    }
+}
+
+/// A fresh path in the integration tests' scratch folder.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("simulate-tests");
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn u(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
+}
+
+/// The small pattern checked exactly: three at once, a second of nothing,
+/// two at once, through four limiters at 10 ops/s (one op per 100 ms).
+const SMALL: [&str; 11] = [
+    "simulate",
+    "--arrivals",
+    "burst 3; idle 1s; burst 2",
+    "--limiter",
+    "pacer:10,1",
+    "--limiter",
+    "pacer:10,0",
+    "--limiter",
+    "bursty:10",
+    "--limiter",
+    "refill:10,100ms,2,1,150ms",
+];
+
+/// Why each number is what it is:
+///
+/// * Strict pacer: the three at 0 s get slots 0, 100 and 200 ms. At 1 s its
+///   next slots are 300 and 400 ms; strict keeps the lateness, so they go
+///   at 1.0 s and 1.1 s, 700 ms behind their slots. Achieved: 5 ops over
+///   1.1 s plus one 100 ms interval.
+/// * Average pacer: the same, but the unused slots may go at once: both at
+///   1.0 s (700 and 600 ms behind); two grants together, max burst 2.
+/// * SmoothBursty: the first permit is free and the next caller pays, so
+///   0, 100, 200 ms; idle time from 300 ms stores 7 permits, and both go at
+///   1.0 s. Guava keeps no schedule: nothing is behind.
+/// * RefillLimiter, one permit per 100 ms, a bucket of 2 holding 1 at 0 s:
+///   the first goes at once, the second waits 100 ms (within the 150 ms
+///   timeout), the third would wait 200 ms and is refused. By 1.0 s the
+///   bucket is full again: both go at once.
+const SMALL_EXPECTED: &str = "\
+pattern   burst 3; idle 1s; burst 2
+arrivals  5, until 1s (open loop: each arrival asks for its permit at its own time; a waiting op holds up nothing)
+limiters  pacer:10,1                 ratekeeper Pacer, 10 ops/s, strictness 1 (strict)
+          pacer:10,0                 ratekeeper Pacer, 10 ops/s, strictness 0 (average)
+          bursty:10                  Guava SmoothBursty, 10 ops/s, max burst 1s (10 permits stored while idle)
+          refill:10,100ms,2,1,150ms  Resilience4j RefillLimiter, 1 permits per 100ms (10 ops/s), capacity 2, 1 initial permits, timeout 150ms
+
+timeline of pacer:10,1 (seconds)
+  op   arrival  scheduled   granted      wait    behind
+   1  0.000000   0.000000  0.000000  0.000000  0.000000
+   2  0.000000   0.100000  0.100000  0.100000  0.000000
+   3  0.000000   0.200000  0.200000  0.200000  0.000000
+   4  1.000000   0.300000  1.000000  0.000000  0.700000
+   5  1.000000   0.400000  1.100000  0.100000  0.700000
+
+timeline of pacer:10,0 (seconds)
+  op   arrival  scheduled   granted      wait    behind
+   1  0.000000   0.000000  0.000000  0.000000  0.000000
+   2  0.000000   0.100000  0.100000  0.100000  0.000000
+   3  0.000000   0.200000  0.200000  0.200000  0.000000
+   4  1.000000   0.300000  1.000000  0.000000  0.700000
+   5  1.000000   0.400000  1.000000  0.000000  0.600000
+
+timeline of bursty:10 (seconds)
+  op   arrival  scheduled   granted      wait    behind
+   1  0.000000   0.000000  0.000000  0.000000  0.000000
+   2  0.000000   0.100000  0.100000  0.100000  0.000000
+   3  0.000000   0.200000  0.200000  0.200000  0.000000
+   4  1.000000   1.000000  1.000000  0.000000  0.000000
+   5  1.000000   1.000000  1.000000  0.000000  0.000000
+
+timeline of refill:10,100ms,2,1,150ms (seconds)
+  op   arrival  scheduled   granted      wait    behind
+   1  0.000000   0.000000  0.000000  0.000000  0.000000
+   2  0.000000   0.100000  0.100000  0.100000  0.000000
+   3  0.000000          -   refused         -         -
+   4  1.000000   1.000000  1.000000  0.000000  0.000000
+   5  1.000000   1.000000  1.000000  0.000000  0.000000
+
+summary (wait = granted - arrival; behind = granted - scheduled)
+limiter                      target  granted  refused      achieved  max burst  wait p50  wait p99  wait max  behind max  last grant
+pacer:10,1                 10 ops/s        5        0  4.1667 ops/s          1     100ms     200ms     200ms       700ms       1.10s
+pacer:10,0                 10 ops/s        5        0  4.5455 ops/s          2       0ns     200ms     200ms       700ms       1.00s
+bursty:10                  10 ops/s        5        0  4.5455 ops/s          2       0ns     200ms     200ms         0ns       1.00s
+refill:10,100ms,2,1,150ms  10 ops/s        4        1  3.6364 ops/s          2       0ns     100ms     100ms         0ns       1.00s
+";
+
+#[test]
+fn small_pattern_output_is_exact() {
+    let first = stdout_of(&SMALL);
+    assert_eq!(first, SMALL_EXPECTED);
+    // Deterministic: the same again, and the same JSON twice.
+    assert_eq!(stdout_of(&SMALL), first);
+    assert_eq!(json_of(&SMALL), json_of(&SMALL));
+}
+
+#[test]
+fn small_pattern_json_is_exact() {
+    let v = json_of(&SMALL);
+    assert_eq!(v["pattern"], "burst 3; idle 1s; burst 2");
+    assert_eq!(u(&v, "arrivals"), 5);
+    assert_eq!(u(&v, "end_ns"), 1_000_000_000);
+    assert_eq!(v["model"], "open_loop");
+    assert_eq!(u(&v, "rows"), 100);
+    let limiters = v["limiters"].as_array().expect("limiters");
+    assert_eq!(limiters.len(), 4);
+    let granted = |l: &Value| -> Vec<Option<u64>> {
+        l["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .map(|r| r["granted_ns"].as_u64())
+            .collect()
+    };
+    const MS: u64 = 1_000_000;
+    let strict = &limiters[0];
+    assert_eq!(strict["kind"], "pacer");
+    assert_eq!(strict["strictness_mode"], "strict");
+    assert_eq!(
+        granted(strict),
+        [
+            Some(0),
+            Some(100 * MS),
+            Some(200 * MS),
+            Some(1_000 * MS),
+            Some(1_100 * MS)
+        ]
+    );
+    assert_eq!(u(&strict["behind_ns"], "max"), 700 * MS);
+    assert_eq!(u(strict, "elapsed_ns"), 1_200 * MS);
+    assert_eq!(limiters[1]["strictness_mode"], "average");
+    assert_eq!(u(&limiters[1], "max_burst"), 2);
+    assert_eq!(limiters[2]["kind"], "bursty");
+    assert_eq!(limiters[2]["max_burst_seconds"], 1.0);
+    let refill = &limiters[3];
+    assert_eq!(refill["kind"], "refill");
+    assert_eq!(
+        (
+            u(refill, "ops"),
+            u(refill, "refused"),
+            u(refill, "capacity")
+        ),
+        (4, 1, 2)
+    );
+    assert_eq!(
+        granted(refill),
+        [
+            Some(0),
+            Some(100 * MS),
+            None,
+            Some(1_000 * MS),
+            Some(1_000 * MS)
+        ]
+    );
+    let refused = &refill["timeline"][2];
+    assert_eq!(refused["refused"], true);
+    assert!(refused["wait_ns"].is_null() && refused["scheduled_ns"].is_null());
+    // Fields of other kinds are left out.
+    assert!(strict.get("capacity").is_none());
+    assert!(refill.get("strictness").is_none());
+}
+
+/// Parses a duration the text report prints (`fmt_nanos`: 3 significant
+/// digits and a unit) into nanoseconds.
+fn text_nanos(s: &str) -> f64 {
+    let (number, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("µs") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        panic!("not a duration: {s}")
+    };
+    number.parse::<f64>().expect("a number") * scale
+}
+
+/// Checks a text duration against exact nanoseconds (3 significant digits).
+fn agrees(text: &str, exact: u64) {
+    let t = text_nanos(text);
+    let e = exact as f64;
+    assert!(
+        (t - e).abs() <= e * 0.005 + 0.5,
+        "text {text} vs JSON {exact}"
+    );
+}
+
+#[test]
+fn json_numbers_agree_with_the_text_report() {
+    let args = [
+        "simulate",
+        "--arrivals",
+        "burst 20 @0s; every 50ms for 3s; idle 2s; burst 10",
+        "--limiter",
+        "pacer:10,1.0",
+        "--limiter",
+        "pacer:10,1.5",
+        "--limiter",
+        "warmup:10,2s",
+        "--limiter",
+        "pool:30,1.2",
+        "--limiter",
+        "cycle:20,500ms,timeout=500ms",
+        "--rows",
+        "all",
+    ];
+    let text = stdout_of(&args);
+    let v = json_of(&args);
+    let arrivals = u(&v, "arrivals");
+    assert_eq!(arrivals, 90);
+    let limiters = v["limiters"].as_array().expect("limiters");
+
+    // The summary table: one line per limiter after its header.
+    let summary: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("limiter "))
+        .skip(1)
+        .collect();
+    assert_eq!(summary.len(), limiters.len(), "{text}");
+    for (line, l) in summary.iter().zip(limiters) {
+        let cells: Vec<&str> = line
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(cells[0], l["limiter"].as_str().unwrap(), "{line}");
+        assert_eq!(cells[2].parse::<u64>().unwrap(), u(l, "ops"), "{line}");
+        assert_eq!(cells[3].parse::<u64>().unwrap(), u(l, "refused"), "{line}");
+        assert_eq!(u(l, "ops") + u(l, "refused"), arrivals);
+        let achieved: f64 = cells[4].trim_end_matches(" ops/s").parse().unwrap();
+        let exact = l["achieved_rate"].as_f64().unwrap();
+        assert!((achieved - exact).abs() <= 1e-4 * exact.max(1.0), "{line}");
+        assert_eq!(
+            cells[5].parse::<u64>().unwrap(),
+            u(l, "max_burst"),
+            "{line}"
+        );
+        agrees(cells[6], u(&l["wait_ns"], "p50"));
+        agrees(cells[7], u(&l["wait_ns"], "p99"));
+        agrees(cells[8], u(&l["wait_ns"], "max"));
+        agrees(cells[9], u(&l["behind_ns"], "max"));
+        agrees(cells[10], u(l, "last_grant_ns"));
+        // The JSON is consistent with itself.
+        let elapsed = u(l, "elapsed_ns");
+        let interval = (1e9 / l["target_rate"].as_f64().unwrap()).round() as u64;
+        assert_eq!(
+            elapsed,
+            u(l, "last_grant_ns") - u(l, "first_grant_ns") + interval
+        );
+        assert!((exact - u(l, "ops") as f64 * 1e9 / elapsed as f64).abs() < 1e-9 * exact);
+        let w = &l["wait_ns"];
+        assert!(u(w, "p50") <= u(w, "p90") && u(w, "p90") <= u(w, "p99"));
+        assert!(u(w, "p99") <= u(w, "p999") && u(w, "p999") <= u(w, "max"));
+    }
+
+    // Every timeline row, exact in both: seconds with 6 or 9 decimals.
+    for l in limiters {
+        let name = l["limiter"].as_str().unwrap();
+        let rows: Vec<&str> = text
+            .lines()
+            .skip_while(|line| *line != format!("timeline of {name} (seconds)"))
+            .skip(2)
+            .take_while(|line| !line.is_empty())
+            .collect();
+        let json_rows = l["timeline"].as_array().unwrap();
+        assert_eq!(rows.len(), json_rows.len(), "{name}");
+        assert_eq!(u(l, "timeline_omitted"), 0);
+        let secs = |s: &str| -> Option<u64> {
+            let (whole, frac) = s.split_once('.')?;
+            let frac = format!("{frac:0<9}");
+            Some(whole.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
+        };
+        for (line, r) in rows.iter().zip(json_rows) {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(cells[0].parse::<u64>().unwrap(), u(r, "op"));
+            assert_eq!(secs(cells[1]), r["arrival_ns"].as_u64(), "{name}: {line}");
+            assert_eq!(secs(cells[2]), r["scheduled_ns"].as_u64(), "{name}: {line}");
+            assert_eq!(secs(cells[3]), r["granted_ns"].as_u64(), "{name}: {line}");
+            assert_eq!(secs(cells[4]), r["wait_ns"].as_u64(), "{name}: {line}");
+            assert_eq!(secs(cells[5]), r["behind_ns"].as_u64(), "{name}: {line}");
+            assert_eq!(cells[3] == "refused", r["refused"] == true);
+        }
+    }
+    // The cycle limiter (10 permits per 500 ms cycle, waits up to 500 ms) is
+    // offered 20 ops at 0 s: 10 go at once, 10 at 500 ms, the rest would wait
+    // longer and are refused; the other limiters refuse none.
+    assert!(u(&limiters[4], "refused") > 0, "{}", limiters[4]);
+    assert!(limiters[..4].iter().all(|l| u(l, "refused") == 0));
+}
+
+#[test]
+fn rows_limit_the_timeline() {
+    let args = [
+        "simulate",
+        "--arrivals",
+        "every 10ms for 1s",
+        "--limiter",
+        "pacer:50",
+        "--rows",
+        "3",
+    ];
+    let text = stdout_of(&args);
+    assert!(
+        text.contains("  ... 97 more ops (--rows all shows every op)"),
+        "{text}"
+    );
+    let v = json_of(&args);
+    let l = &v["limiters"][0];
+    assert_eq!(l["timeline"].as_array().unwrap().len(), 3);
+    assert_eq!(u(l, "timeline_omitted"), 97);
+    assert_eq!(u(l, "ops"), 100);
+    let text = stdout_of(&[
+        "simulate",
+        "--arrivals",
+        "every 10ms for 1s",
+        "--limiter",
+        "pacer:50",
+        "--rows",
+        "0",
+    ]);
+    assert!(!text.contains("timeline of"), "{text}");
+    assert!(text.contains("summary"), "{text}");
+    assert!(json_of(&[
+        "simulate",
+        "--arrivals",
+        "burst 1",
+        "--limiter",
+        "pacer:50",
+        "--rows",
+        "all"
+    ])["rows"]
+        .is_null());
+}
+
+#[test]
+fn bad_arrival_patterns_exit_2() {
+    let with = |pattern: &'static str| ["simulate", "--arrivals", pattern, "--limiter", "pacer:10"];
+    rejects(
+        &with("burst 20; every 50ms for three"),
+        &[
+            "--arrivals",
+            "step 2",
+            "\"three\" is not a duration",
+            "50ms",
+        ],
+    );
+    rejects(&with("sprint 5"), &["\"sprint\" is not a step", "burst N"]);
+    rejects(&with("burst lots"), &["\"lots\" is not a count"]);
+    rejects(
+        &with("every 50ms"),
+        &["\"every 50ms\" ends too soon", "for DUR"],
+    );
+    rejects(
+        &with("idle 3s; burst 1 @1s"),
+        &["step 2", "\"@1s\" is before 3s"],
+    );
+    rejects(&with("every 0s for 1s"), &["\"0s\"", "greater than zero"]);
+    rejects(&with("rate fast for 1s"), &["\"fast\" is not a rate"]);
+    rejects(&with("every 1us for 10s"), &["more than 1000000 arrivals"]);
+    rejects(&with(";"), &["no steps"]);
+}
+
+#[test]
+fn bad_limiter_specs_exit_2() {
+    let with = |limiter: &'static str| ["simulate", "--arrivals", "burst 1", "--limiter", limiter];
+    rejects(
+        &with("pacer"),
+        &["'pacer'", "--limiter", "expected KIND:ARGS"],
+    );
+    rejects(
+        &with("bucket:10"),
+        &["\"bucket\" is not a limiter kind", "pacer, pool"],
+    );
+    rejects(
+        &with("pacer:fast"),
+        &["'pacer:fast'", "\"fast\"", "not a rate"],
+    );
+    rejects(
+        &with("pacer:10,x"),
+        &["strictness \"x\" is not a number", "1 (strict)"],
+    );
+    rejects(
+        &with("pacer:10,-1"),
+        &["strictness \"-1\"", "must not be negative"],
+    );
+    rejects(
+        &with("warmup:10"),
+        &["warmup needs a warm-up period", "warmup:RATE,WARMUP"],
+    );
+    rejects(
+        &with("warmup:10,2s,0.5"),
+        &["cold factor must be finite and at least 1.0, got 0.5"],
+    );
+    rejects(
+        &with("pool:10,0.5"),
+        &["burst ratio must be at least 1.0, got 0.5"],
+    );
+    rejects(
+        &with("pool:10,1.1,5s"),
+        &["fill \"5s\"", "between 1us and 1s"],
+    );
+    rejects(
+        &with("refill:1000,1500us"),
+        &[
+            "1.5 permits per period",
+            "whole number",
+            "(e.g. period 1ms)",
+        ],
+    );
+    rejects(
+        &with("refill:10,capacity=5"),
+        &["permit capacity 5 is below the limit for period 10"],
+    );
+    rejects(
+        &with("cycle:10,initial=1"),
+        &["\"initial\" is not a field of cycle"],
+    );
+    rejects(
+        &with("pacer:10,1,2"),
+        &["unexpected \"2\"", "pacer:RATE[,STRICTNESS]"],
+    );
+    rejects(
+        &with("pacer:10,strictness=1,2"),
+        &["\"2\" follows a NAME=VALUE field"],
+    );
+    // A simulated pool that would need too many fills is refused at once.
+    rejects(
+        &[
+            "simulate",
+            "--arrivals",
+            "burst 60",
+            "--limiter",
+            "pool:1,1.0,1us",
+        ],
+        &[
+            "--limiter pool:1,1.0,1us",
+            "more than 50000000 fills of 1us",
+        ],
+    );
+}
+
+#[test]
+fn bad_options_exit_2() {
+    rejects(
+        &["simulate", "--arrivals", "burst 1"],
+        &["--limiter <KIND:ARGS>"],
+    );
+    rejects(
+        &["simulate", "--limiter", "pacer:10"],
+        &["--arrivals <PATTERN>"],
+    );
+    let base = ["simulate", "--arrivals", "burst 1", "--limiter", "pacer:10"];
+    let with =
+        |more: &[&'static str]| -> Vec<&'static str> { base.iter().chain(more).copied().collect() };
+    rejects(&with(&["--rows", "many"]), &["'many'", "--rows", "or all"]);
+    rejects(
+        &with(&["--plot", "out.jpg"]),
+        &["'out.jpg'", ".svg or .png"],
+    );
+    rejects(&with(&["--bucket", "1s"]), &["--bucket", "--plot"]);
+    rejects(
+        &with(&["--plot", "x.svg", "--bucket", "0s"]),
+        &["'0s'", "greater than zero"],
+    );
+    let tiny = scratch("tiny-bucket.svg");
+    rejects(
+        &[
+            "simulate",
+            "--arrivals",
+            "every 1s for 10s",
+            "--limiter",
+            "pacer:1",
+            "--plot",
+            tiny.to_str().unwrap(),
+            "--bucket",
+            "100us",
+        ],
+        &["--bucket 100us", "buckets; at most 10000"],
+    );
+    assert!(!tiny.exists(), "no plot written");
+    let mut ten = vec!["simulate", "--arrivals", "burst 1"];
+    for _ in 0..10 {
+        ten.extend(["--limiter", "pacer:10"]);
+    }
+    rejects(&ten, &["10 --limiter options given; at most 9"]);
+}
+
+#[test]
+fn help_shows_examples_grammar_and_schema() {
+    for flag in ["-h", "--help"] {
+        ratekeeper()
+            .args(["simulate", flag])
+            .assert()
+            .success()
+            .stdout(
+                predicate::str::contains("Examples:").and(predicate::str::contains(
+                    "ratekeeper simulate --arrivals 'burst 20 @0s; every 50ms for 3s; idle 2s; \
+                     burst 10' --limiter pacer:10,1.0",
+                )),
+            );
+    }
+    ratekeeper()
+        .args(["simulate", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("every DUR for DUR")
+                .and(predicate::str::contains("open loop"))
+                .and(predicate::str::contains("pacer:RATE[,STRICTNESS]"))
+                .and(predicate::str::contains("warmup:RATE,WARMUP[,COLD]"))
+                .and(predicate::str::contains("refill:RATE[,PERIOD]"))
+                .and(predicate::str::contains("timeline_omitted"))
+                .and(predicate::str::contains("behind_ns"))
+                .and(predicate::str::contains("--plot <FILE>")),
+        );
+    ratekeeper().arg("--help").assert().success().stdout(
+        predicate::str::contains("simulate")
+            .and(predicate::str::contains("ratekeeper simulate --arrivals")),
+    );
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    // Far more output than a pipe holds, so the writer is still writing
+    // when the reader goes away after the first line.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .args([
+            "simulate",
+            "--arrivals",
+            "every 1ms for 5s",
+            "--limiter",
+            "pacer:500,1",
+            "--limiter",
+            "pacer:500,0",
+            "--rows",
+            "all",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("read the first line");
+    assert!(first.starts_with("pattern "), "{first}");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "status {status}, stderr {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+}
+
+/// The colours (`#RRGGBB`) of the polylines in an SVG, and its size.
+fn svg_lines(svg: &str) -> (BTreeSet<String>, (u32, u32)) {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let size = |attr: &str| {
+        root.attribute(attr)
+            .and_then(|v| v.parse().ok())
+            .expect(attr)
+    };
+    let colors = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline"))
+        .filter_map(|n| n.attribute("stroke"))
+        .map(str::to_ascii_uppercase)
+        .collect();
+    (colors, (size("width"), size("height")))
+}
+
+/// The texts of an SVG's `<text>` elements.
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_owned())
+        .collect()
+}
+
+/// A PNG's size and the colours of its pixels (8-bit RGB or RGBA).
+fn png_pixels(bytes: &[u8]) -> ((u32, u32), BTreeSet<String>) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+    let mut reader = png::Decoder::new(bytes).read_info().expect("a PNG header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("PNG image data");
+    let channels = match info.color_type {
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        other => panic!("unexpected colour type {other:?}"),
+    };
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    let colors = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| format!("#{:02X}{:02X}{:02X}", p[0], p[1], p[2]))
+        .collect();
+    ((info.width, info.height), colors)
+}
+
+const PLOT_ARGS: [&str; 10] = [
+    "simulate",
+    "--arrivals",
+    "every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s",
+    "--limiter",
+    "pacer:25,1",
+    "--limiter",
+    "pacer:25,0",
+    "--limiter",
+    "warmup:25,1s",
+    "--rows",
+];
+
+#[test]
+fn simulate_plots_one_series_per_limiter_in_svg_and_png() {
+    let svg_path = scratch("simulate.svg");
+    let png_path = scratch("simulate.png");
+    let mut args = PLOT_ARGS.to_vec();
+    args.push("0");
+    let text = {
+        let mut a = args.clone();
+        a.extend(["--plot", svg_path.to_str().unwrap()]);
+        stdout_of(&a)
+    };
+    // The report is the same with or without a plot.
+    assert_eq!(text, stdout_of(&args));
+    let svg = std::fs::read_to_string(&svg_path).expect("the SVG was written");
+    let (colors, size) = svg_lines(&svg);
+    let texts = svg_texts(&svg);
+    // Each limiter in both panels' legends; arrivals and the target once.
+    for label in ["pacer:25,1", "pacer:25,0", "warmup:25,1s"] {
+        assert_eq!(
+            texts.iter().filter(|t| *t == label).count(),
+            2,
+            "{label}: {texts:?}"
+        );
+    }
+    assert_eq!(texts.iter().filter(|t| *t == "arrivals").count(), 1);
+    assert!(texts.iter().any(|t| t == "target 25 ops/s"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "rate (ops/s)"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "wait (s)"), "{texts:?}");
+    // A line colour per limiter, the arrivals' and the target's.
+    assert!(colors.len() >= 5, "{colors:?}");
+
+    let mut a = args.clone();
+    a.extend(["--plot", png_path.to_str().unwrap()]);
+    stdout_of(&a);
+    let png = std::fs::read(&png_path).expect("the PNG was written");
+    let (png_size, pixels) = png_pixels(&png);
+    assert_eq!(png_size, size, "PNG and SVG have the same size");
+    // Every line colour of the SVG is drawn in the PNG too.
+    for c in &colors {
+        assert!(pixels.contains(c), "{c} not among the PNG's pixels");
+    }
+    // And the PNG has text: DejaVu's anti-aliased glyphs give grey levels
+    // that no line colour has.
+    let greys = pixels
+        .iter()
+        .filter(|c| c[1..3] == c[3..5] && c[3..5] == c[5..7])
+        .count();
+    assert!(greys > 20, "{greys} grey levels");
+}
+
+#[test]
+fn pace_plots_the_achieved_rate_and_the_waits() {
+    let svg_path = scratch("pace.svg");
+    let out = stdout_of(&[
+        "pace",
+        "--rate",
+        "2000",
+        "--count",
+        "200",
+        "--plot",
+        svg_path.to_str().unwrap(),
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(u(&v, "ops"), 200);
+    let svg = std::fs::read_to_string(&svg_path).expect("the SVG was written");
+    let texts = svg_texts(&svg);
+    for label in ["achieved", "target 2000 ops/s", "longest wait", "mean wait"] {
+        assert!(texts.iter().any(|t| t == label), "{label}: {texts:?}");
+    }
+    let (colors, _) = svg_lines(&svg);
+    assert!(colors.len() >= 3, "{colors:?}");
+
+    let png_path = scratch("pace.png");
+    stdout_of(&[
+        "pace",
+        "--limiter",
+        "refill",
+        "--rate",
+        "1000",
+        "--refresh-period",
+        "10ms",
+        "--threads",
+        "2",
+        "--duration",
+        "200ms",
+        "--plot",
+        png_path.to_str().unwrap(),
+        "--bucket",
+        "20ms",
+    ]);
+    let (size, pixels) = png_pixels(&std::fs::read(&png_path).expect("the PNG was written"));
+    assert_eq!(size, svg_lines(&svg).1);
+    assert!(colors.iter().all(|c| pixels.contains(c)), "{colors:?}");
+}
+
+#[test]
+fn pace_plot_options_are_checked() {
+    rejects(
+        &["pace", "--rate", "100", "--plot", "rate.gif"],
+        &["'rate.gif'", ".svg or .png"],
+    );
+    rejects(
+        &["pace", "--rate", "100", "--bucket", "10ms"],
+        &["--bucket", "--plot"],
+    );
+    // Checked before the run: this would otherwise pace for 5 s.
+    rejects(
+        &[
+            "pace", "--rate", "100", "--plot", "rate.svg", "--bucket", "100us",
+        ],
+        &["--bucket 100us cuts the plot's 5s into 50000 buckets"],
+    );
+    // A file that cannot be created fails before the run (exit 1).
+    let missing = scratch("no-such-folder").join("rate.svg");
+    ratekeeper()
+        .args([
+            "pace",
+            "--rate",
+            "100",
+            "--duration",
+            "10s",
+            "--plot",
+            missing.to_str().unwrap(),
+        ])
+        .timeout(std::time::Duration::from_secs(5))
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(
+            predicate::str::contains("cannot create the plot file")
+                .and(predicate::str::contains("no-such-folder")),
+        );
+}
+
+/// The README shows `docs/simulate.svg`, the command that drew it and that
+/// command's summary: the committed plot is what the command draws now, and
+/// the summary is what it prints.
+#[test]
+fn readme_plot_and_summary_are_what_the_command_gives() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    for shown in [
+        "--arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s'",
+        "--limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s",
+        "--rows 0 --plot docs/simulate.svg",
+        "](docs/simulate.svg)",
+    ] {
+        assert!(readme.contains(shown), "the README no longer shows {shown}");
+    }
+    let svg = scratch("readme.svg");
+    let text = stdout_of(&[
+        "simulate",
+        "--arrivals",
+        "every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s",
+        "--limiter",
+        "pacer:25,1",
+        "--limiter",
+        "pacer:25,1.5",
+        "--limiter",
+        "pacer:25,0",
+        "--limiter",
+        "warmup:25,1s",
+        "--rows",
+        "0",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let summary: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("limiter "))
+        .collect();
+    assert_eq!(summary.len(), 5, "{text}");
+    for line in summary {
+        assert!(readme.contains(line), "the README's summary lacks: {line}");
+    }
+    let drawn = std::fs::read(&svg).expect("the SVG was written");
+    let committed = std::fs::read(root.join("docs/simulate.svg")).expect("docs/simulate.svg");
+    assert!(
+        drawn == committed,
+        "docs/simulate.svg is out of date: run the README's simulate command again"
+    );
+}
