@@ -489,3 +489,173 @@ mod refill {
         });
     }
 }
+
+// ------------------------------------------------------------------- cancel
+
+/// A cancel races a reservation on a strict pacer running late, so both the
+/// ticks accumulator and the actual timeline are in play. The cancel gives
+/// back the latest grant's slot only if the reservation has not taken the
+/// slot after it; whichever wins, slots stay unique and contiguous, grants
+/// off their slot stay a full slot apart, and the cancelled grant is never
+/// given back twice, not even when the reservation took the very same slot
+/// with the epoch from before the cancel.
+#[test]
+fn pacer_cancel_races_a_reservation() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pacer(1.0, &clock);
+        clock.advance_nanos(5 * OP); // late: grants go at now, a slot apart
+        let f = p.reserve(1, None).unwrap();
+        let g = p.reserve(1, None).unwrap();
+        assert_eq!((f.ready_nanos(), g.ready_nanos()), (5 * OP, 6 * OP));
+        let b = {
+            let p = p.clone();
+            thread::spawn(move || p.reserve(1, None).unwrap())
+        };
+        let cancelled = p.cancel(&g);
+        let b = b.join().unwrap();
+        assert!(!p.cancel(&g), "given back twice");
+        if cancelled {
+            // The reservation came after the give-back: it took g's slot,
+            // at g's time, or later if it read the timeline before the
+            // give-back moved it back.
+            assert_eq!(b.scheduled_nanos(), OP);
+            assert!(
+                b.ready_nanos() == 6 * OP || b.ready_nanos() == 7 * OP,
+                "{b:?}"
+            );
+            assert_eq!(p.next_slot_nanos(), 2 * OP);
+        } else {
+            assert_eq!((b.scheduled_nanos(), b.ready_nanos()), (2 * OP, 7 * OP));
+            assert_eq!(p.next_slot_nanos(), 3 * OP);
+        }
+        // Spacing holds against every grant still standing.
+        let c = p.reserve(1, None).unwrap();
+        assert!(c.ready_nanos() >= b.ready_nanos() + OP, "{b:?} then {c:?}");
+        assert_eq!(c.scheduled_nanos(), b.scheduled_nanos() + OP);
+    });
+}
+
+/// Two cancels race each other and a reservation on the accumulator: the
+/// latest grant is given back at most once, the one before it only after
+/// it (newest first), and never a slot someone holds.
+#[test]
+fn pacer_cancels_race_each_other_and_a_reservation() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pacer(0.0, &clock);
+        let f = p.reserve(1, None).unwrap();
+        let g = p.reserve(1, None).unwrap();
+        let c1 = {
+            let p = p.clone();
+            thread::spawn(move || p.cancel(&g))
+        };
+        let b = {
+            let p = p.clone();
+            thread::spawn(move || p.reserve(1, None).unwrap())
+        };
+        let c2 = p.cancel(&f);
+        let (c1, b) = (c1.join().unwrap(), b.join().unwrap());
+        // f goes back only once g did, and only if b did not come in between.
+        assert!(!c2 || c1, "f given back while g stood");
+        let standing: Vec<u64> = [(f, !c2), (g, !c1), (b, true)]
+            .iter()
+            .filter(|(_, s)| *s)
+            .map(|(x, _)| x.scheduled_nanos())
+            .collect();
+        let mut sorted = standing.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len(),
+            standing.len(),
+            "a slot held twice: {standing:?}"
+        );
+        assert_eq!(p.next_slot_nanos(), sorted.last().unwrap() + OP);
+        assert!(sorted.iter().enumerate().all(|(i, s)| *s == i as u64 * OP));
+    });
+}
+
+/// A cancel races a reservation on the refill bucket (the retire protocol:
+/// the cancel freezes the core the reservation may be deciding on). Two
+/// permits of capacity, one held as `g` (ready at 1 µs): whichever wins,
+/// the bucket never grants more than it allows, and `g` goes back once.
+#[test]
+fn refill_cancel_races_a_reservation() {
+    use ratekeeper::refill::RefillConfig;
+    use ratekeeper::RefillLimiter;
+    loom::model(|| {
+        let config = RefillConfig::builder()
+            .limit_for_period(1)
+            .limit_refresh_period_nanos(1_000)
+            .permit_capacity(2)
+            .initial_permits(0)
+            .build()
+            .unwrap();
+        let l = Arc::new(RefillLimiter::new_with_clock(
+            "loom",
+            config,
+            ManualClock::new(0),
+        ));
+        let g = l.reserve(1, None).unwrap();
+        assert_eq!(g.ready_nanos(), 1_000);
+        let b = {
+            let l = Arc::clone(&l);
+            thread::spawn(move || l.reserve(1, None).unwrap())
+        };
+        let cancelled = l.cancel(&g);
+        let b = b.join().unwrap();
+        assert!(!l.cancel(&g), "given back twice");
+        // Given back before b (b takes g's time) or after it (b keeps 2 µs,
+        // and with a capacity of 2 all of g's permit comes back: the bucket
+        // then owes b's alone). Either way it is given back.
+        assert!(cancelled);
+        let next = l.reserve(1, None).unwrap().ready_nanos();
+        match b.ready_nanos() {
+            1_000 => assert_eq!(next, 2_000),
+            2_000 => assert_eq!(next, 2_000, "two permits at once: the capacity"),
+            r => panic!("b ready at {r}"),
+        }
+    });
+}
+
+/// A claim withdrawn by `cancel` while a lock-free `try_acquire` and a
+/// refill race it: the op the claim had received goes back to the active
+/// pool (or to the refill's claim-free pool), the try gets at most what is
+/// there, and no token is lost or doubled.
+#[test]
+fn pool_cancel_races_a_try_and_a_refill() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = pool(Filling::Manual, &clock);
+        p.try_acquire().unwrap(); // the pre-filled op
+        clock.advance_nanos(5 * OP);
+        let claim = p.reserve(2, None).unwrap();
+        p.refill(OP).unwrap(); // half of the claim
+        assert_eq!((p.waiters(), p.active_nanos()), (1, 0));
+        let t = {
+            let p = Arc::clone(&p);
+            thread::spawn(move || p.try_acquire().is_ok())
+        };
+        let r = {
+            let p = Arc::clone(&p);
+            thread::spawn(move || p.refill(OP).unwrap())
+        };
+        let cancelled = p.cancel(&claim);
+        let took = t.join().unwrap();
+        r.join().unwrap();
+        // The refill may complete the claim first; then it is not withdrawn.
+        let ops = 1 + u64::from(took) + if cancelled { 0 } else { 2 };
+        assert!(cancelled || p.waiters() == 0);
+        assert!(!p.cancel(&claim));
+        assert_eq!(p.waiters(), 0, "a claim left waiting");
+        let pools = p.pools();
+        assert_eq!(
+            pools.active() + pools.waiting() + ops * OP,
+            3 * OP,
+            "tokens not conserved: active {}, waiting {}, {ops} ops",
+            pools.active(),
+            pools.waiting()
+        );
+    });
+}

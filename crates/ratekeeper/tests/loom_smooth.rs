@@ -198,3 +198,60 @@ fn bursty_after_a_change_reservations_race_a_rate_change() {
         &[Op::Reserve(2), Op::Reserve(1), Op::SetRate(40.0)],
     );
 }
+
+/// A cancel of the latest reservation races a reservation that would build
+/// on it: the cancel (which retires the state, as a rate change does) either
+/// comes first, giving the reservation the cancelled one's moment, or comes
+/// second and is refused; every interleaving ends as one of those two serial
+/// orders, and the grant is never given back twice.
+fn cancel_races_a_reservation<L: Smooth>(make: fn(&ManualClock) -> L) {
+    loom::model(move || {
+        let setup = |clock: &ManualClock| {
+            let l = make(clock);
+            l.reserve(1, None).unwrap();
+            let g = l.reserve(2, None).unwrap();
+            assert!(g.delay_nanos() > 0);
+            (l, g)
+        };
+        // The two serial orders.
+        let serial: Vec<(bool, u64, String)> = [true, false]
+            .into_iter()
+            .map(|cancel_first| {
+                let (l, g) = setup(&ManualClock::new(0));
+                if cancel_first {
+                    let c = l.cancel(&g);
+                    let w = l.reserve(1, None).unwrap().delay_nanos();
+                    (c, w, format!("{l:?}"))
+                } else {
+                    let w = l.reserve(1, None).unwrap().delay_nanos();
+                    let c = l.cancel(&g);
+                    (c, w, format!("{l:?}"))
+                }
+            })
+            .collect();
+        assert_eq!((serial[0].0, serial[1].0), (true, false));
+
+        let clock = ManualClock::new(0);
+        let (l, g) = setup(&clock);
+        let l = Arc::new(l);
+        let b = {
+            let l = l.clone();
+            thread::spawn(move || l.reserve(1, None).unwrap().delay_nanos())
+        };
+        let c = l.cancel(&g);
+        let w = b.join().unwrap();
+        let outcome = (c, w, format!("{l:?}"));
+        assert!(serial.contains(&outcome), "{outcome:?} vs {serial:#?}");
+        assert!(!l.cancel(&g), "given back twice");
+    });
+}
+
+#[test]
+fn bursty_cancel_races_a_reservation() {
+    cancel_races_a_reservation(bursty);
+}
+
+#[test]
+fn warming_up_cancel_races_a_reservation() {
+    cancel_races_a_reservation(warming);
+}

@@ -252,3 +252,108 @@ fn cached_clock_wait_is_a_lower_bound() {
     assert!(second.wait_nanos() <= true_wait);
     assert_eq!(second.response_nanos(clock.now_nanos()), true_wait);
 }
+
+/// What the cancel property does at one step.
+#[derive(Debug, Clone)]
+enum Step {
+    Advance(u64),
+    /// `reserve(n, max_wait)` on both pacers.
+    Reserve(u32, Option<u64>),
+    /// `reserve(n, max_wait)` on the first pacer only, cancelled at once.
+    Cancelled(u32, Option<u64>),
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let max_wait = prop_oneof![Just(None), (0u64..4_000_000).prop_map(Some)];
+    let step = prop_oneof![
+        3 => (0u64..6_000_000).prop_map(Step::Advance),
+        4 => ((1u32..4), max_wait.clone()).prop_map(|(n, w)| Step::Reserve(n, w)),
+        3 => ((1u32..4), max_wait).prop_map(|(n, w)| Step::Cancelled(n, w)),
+    ];
+    prop::collection::vec(step, 1..80)
+}
+
+fn observed(p: &Pacer<ManualClock>) -> (u64, ratekeeper::WaitStats, u64) {
+    (
+        p.next_slot_nanos(),
+        p.wait_stats(),
+        p.accumulated_wait_nanos(),
+    )
+}
+
+fn times(g: &ratekeeper::Grant) -> (u64, u64, u64, u32) {
+    (
+        g.scheduled_nanos(),
+        g.ready_nanos(),
+        g.started_nanos(),
+        g.permits(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Reserving and at once cancelling the latest grant leaves the pacer as
+    /// if the reservation had never been made: a twin pacer that never saw
+    /// it gives every later grant the same times and shows the same state.
+    /// (With the clock read on every acquire: the cached last-seen clock is
+    /// a hint whose freshness a cancelled reservation may change.) Where the
+    /// cancel is refused (a compensation forfeit), the twin reserves too.
+    #[test]
+    fn cancelling_the_latest_grant_is_as_if_it_never_happened(
+        s in strictness(),
+        start in 0u64..1_000_000_000,
+        steps in steps(),
+    ) {
+        let clock = ManualClock::new(start);
+        let twin_clock = ManualClock::new(start);
+        let build = |c: &ManualClock| {
+            Pacer::builder(Rate::new(1000.0).unwrap())
+                .strictness(s)
+                .cached_clock(false)
+                .build_with_clock(c.clone())
+                .unwrap()
+        };
+        let (p, twin) = (build(&clock), build(&twin_clock));
+        for step in &steps {
+            match *step {
+                Step::Advance(n) => {
+                    clock.advance_nanos(n);
+                    twin_clock.advance_nanos(n);
+                }
+                Step::Reserve(n, w) => {
+                    let w = w.map(Duration::from_nanos);
+                    let (a, b) = (p.reserve(n, w), twin.reserve(n, w));
+                    prop_assert_eq!(a.map(|g| times(&g)), b.map(|g| times(&g)));
+                }
+                Step::Cancelled(n, w) => {
+                    let before = observed(&p);
+                    let Ok(g) = p.reserve(n, w.map(Duration::from_nanos)) else {
+                        prop_assert_eq!(observed(&p), before);
+                        continue;
+                    };
+                    if p.cancel(&g) {
+                        prop_assert_eq!(observed(&p), before);
+                        prop_assert!(!p.cancel(&g), "cancelled twice");
+                    } else {
+                        // Only a forfeit of compensation mode refuses.
+                        prop_assert!(s > 0.0 && s < 1.0, "refused: {:?}", g);
+                        let t = twin.reserve(n, w.map(Duration::from_nanos)).unwrap();
+                        prop_assert_eq!(times(&t), times(&g));
+                    }
+                }
+            }
+            prop_assert_eq!(observed(&p), observed(&twin));
+        }
+        // Grants made before any cancel are given back newest first, the
+        // latest only: a fresh reservation, then an older one is refused.
+        let a = p.reserve(1, None).unwrap();
+        let b = p.reserve(2, None).unwrap();
+        prop_assert!(!p.cancel(&a));
+        let slot = p.next_slot_nanos();
+        if p.cancel(&b) {
+            prop_assert_eq!(p.next_slot_nanos(), slot - 2_000_000);
+            prop_assert!(p.cancel(&a) || (s > 0.0 && s < 1.0));
+        }
+    }
+}

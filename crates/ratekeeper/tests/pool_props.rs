@@ -490,3 +490,80 @@ proptest! {
         }
     }
 }
+
+/// A step of the cancel property: both pools do it, except `Cancelled`.
+#[derive(Debug, Clone)]
+enum CancelStep {
+    Refill(u64),
+    Try(u32),
+    Advance(u64),
+    /// `reserve(k, None)` on the first pool only, cancelled at once.
+    Cancelled(u32),
+}
+
+fn cancel_steps(npo: u64) -> impl Strategy<Value = Vec<CancelStep>> {
+    let step = prop_oneof![
+        4 => prop_oneof![0..npo * 2, 0..npo * 40, Just(npo)].prop_map(CancelStep::Refill),
+        3 => (1u32..5).prop_map(CancelStep::Try),
+        2 => (0..npo * 10).prop_map(CancelStep::Advance),
+        3 => (1u32..8).prop_map(CancelStep::Cancelled),
+    ];
+    prop::collection::vec(step, 1..150)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A claim queued and withdrawn at once leaves the pool as it was (the
+    /// tokens it was handed come back to the active pool; claims larger than
+    /// the pool included): a twin pool that never saw it shows the same
+    /// pools and gives every later op the same grant. A reservation that
+    /// took its tokens at once is not given back (the twin takes them too).
+    #[test]
+    fn withdrawing_a_queued_claim_is_as_if_it_never_happened(
+        rate in pool_rate(),
+        burst in prop::sample::select(vec![1.0, 1.1, 1.5, 3.0]),
+        start in 0u64..1 << 40,
+        steps in pool_rate()
+            .prop_flat_map(|r| cancel_steps(Rate::new(r).unwrap().nanos_per_op().unwrap()))
+    ) {
+        let clock = ManualClock::new(start);
+        let build = || {
+            TokenPool::builder(Rate::new(rate).unwrap())
+                .burst_ratio(burst)
+                .filling(Filling::Manual)
+                .build_with_clock(clock.clone())
+                .unwrap()
+        };
+        let (pool, twin) = (build(), build());
+        let times = |g: &ratekeeper::Grant| {
+            (g.scheduled_nanos(), g.ready_nanos(), g.started_nanos(), g.permits())
+        };
+        for (i, step) in steps.iter().enumerate() {
+            match *step {
+                CancelStep::Refill(n) => {
+                    prop_assert_eq!(pool.refill(n).unwrap(), twin.refill(n).unwrap());
+                }
+                CancelStep::Try(k) => {
+                    let (a, b) = (pool.try_acquire_n(k), twin.try_acquire_n(k));
+                    prop_assert_eq!(a.map(|g| times(&g)), b.map(|g| times(&g)), "step {}", i);
+                }
+                CancelStep::Advance(d) => clock.advance_nanos(d),
+                CancelStep::Cancelled(k) => {
+                    let before = snapshot(&pool);
+                    let g = pool.reserve(k, None).unwrap();
+                    if pool.waiters() == 1 {
+                        prop_assert!(pool.cancel(&g), "step {}", i);
+                        prop_assert!(!pool.cancel(&g), "step {}: twice", i);
+                        prop_assert_eq!(snapshot(&pool), before, "step {}", i);
+                    } else {
+                        prop_assert!(!pool.cancel(&g), "step {}: took its tokens", i);
+                        let t = twin.reserve(k, None).unwrap();
+                        prop_assert_eq!(times(&t), times(&g), "step {}", i);
+                    }
+                }
+            }
+            prop_assert_eq!(snapshot(&pool), snapshot(&twin), "step {}", i);
+        }
+    }
+}

@@ -566,3 +566,187 @@ fn threads_racing_cycle_limit_changes_grant_exactly_the_limit() {
     assert_eq!(granted.load(Ordering::Relaxed) as i64, LIMIT);
     assert_eq!(l.metrics().available_permissions, 0);
 }
+
+/// A step of the cancel properties.
+#[derive(Debug, Clone)]
+enum CancelOp {
+    Advance(u64),
+    /// `RateLimiter::reserve(n, None)`, kept.
+    Reserve(u32),
+    /// Cancel the grant at this index (modulo the grants so far).
+    Cancel(usize),
+    /// `drain_permissions()`.
+    Drain,
+}
+
+fn cancel_ops(step: u64, max_permits: u32) -> impl Strategy<Value = Vec<CancelOp>> {
+    let op = prop_oneof![
+        3 => (0..step * 4).prop_map(CancelOp::Advance),
+        5 => (1..=max_permits).prop_map(CancelOp::Reserve),
+        3 => any::<usize>().prop_map(CancelOp::Cancel),
+        1 => Just(CancelOp::Drain),
+    ];
+    prop::collection::vec(op, 1..80)
+}
+
+/// Runs `ops`, cancelling grants (any of them, in any order, at any time);
+/// returns the grants still standing. Checks that every refused cancel
+/// changes nothing and no grant is given back twice.
+fn run_cancels<L: PermitLimiter + RateLimiter>(
+    l: &L,
+    clock: &ManualClock,
+    ops: &[CancelOp],
+) -> Result<Vec<Granted>, TestCaseError> {
+    let mut grants: Vec<(ratekeeper::Grant, bool)> = Vec::new();
+    for op in ops {
+        match *op {
+            CancelOp::Advance(n) => clock.advance_nanos(n),
+            CancelOp::Reserve(n) => {
+                if let Ok(g) = RateLimiter::reserve(l, n, None) {
+                    grants.push((g, true));
+                }
+            }
+            CancelOp::Cancel(i) if !grants.is_empty() => {
+                let k = i % grants.len();
+                let before = fingerprint(l);
+                let (g, standing) = grants[k];
+                if l.cancel(&g) {
+                    prop_assert!(standing, "grant {} given back twice", k);
+                    prop_assert!(g.ready_nanos() > g.started_nanos());
+                    prop_assert!(g.ready_nanos() >= clock.now_nanos());
+                    grants[k].1 = false;
+                } else {
+                    prop_assert_eq!(
+                        fingerprint(l),
+                        before,
+                        "a refused cancel changed the limiter"
+                    );
+                }
+            }
+            CancelOp::Cancel(_) => {}
+            CancelOp::Drain => {
+                l.drain_permissions();
+            }
+        }
+    }
+    Ok(grants
+        .into_iter()
+        .filter(|&(_, standing)| standing)
+        .map(|(g, _)| Granted {
+            ready: g.ready_nanos(),
+            permits: u64::from(g.permits()),
+        })
+        .collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Cancelling any grants, in any order, never lets the bucket
+    /// over-admit: the grants still standing keep within
+    /// `capacity + window / nanos_per_permit` over every window.
+    #[test]
+    fn refill_cancels_never_over_admit(
+        cfg in refill_config(),
+        start in 0u64..1_000_000,
+        ops in cancel_ops(300, 9),
+    ) {
+        let (l, clock) = refill(cfg, start);
+        let npp = l.config().nanos_per_permit();
+        let capacity = l.config().capacity() as u64;
+        let grants = run_cancels(&l, &clock, &ops)?;
+        for (a, b, sum) in windows(&grants) {
+            prop_assert!(
+                sum <= capacity + (b - a) / npp,
+                "{} permits in [{}, {}] with capacity {} and {} ns per permit",
+                sum, a, b, capacity, npp
+            );
+        }
+    }
+
+    /// The same for the cycle limiter: the permits standing that may go by
+    /// the end of cycle `c` are at most `(c + 1) × limit`.
+    #[test]
+    fn cycle_cancels_never_over_admit(
+        (limit, period) in (1i64..6, 1i64..1_000),
+        start in 0u64..1_000_000,
+        ops in cancel_ops(200, 12),
+    ) {
+        let (l, clock) = cycle(limit, period, 0, start);
+        let mut g = run_cancels(&l, &clock, &ops)?;
+        g.sort_by_key(|g| g.ready);
+        let mut total = 0;
+        for x in &g {
+            total += x.permits;
+            let cycles = (x.ready - start) / period as u64 + 1;
+            prop_assert!(total <= limit as u64 * cycles, "{} permits by {}", total, x.ready);
+        }
+    }
+
+    /// Reserving and at once cancelling leaves either limiter as if the
+    /// reservation had never been made, when it had to wait: a twin that
+    /// never saw it shows the same state and grants the same times. A grant
+    /// that could go at once is not given back (the twin takes it too).
+    #[test]
+    fn cancelling_at_once_is_as_if_it_never_happened(
+        cfg in refill_config(),
+        cycle_limiter in any::<bool>(),
+        start in 0u64..1_000_000,
+        ops in cancel_ops(300, 6),
+    ) {
+        let (limit, period, ..) = cfg;
+        if cycle_limiter {
+            let (l, clock) = cycle(limit, period, 0, start);
+            let (twin, twin_clock) = cycle(limit, period, 0, start);
+            twin_run(&l, &clock, &twin, &twin_clock, &ops)?;
+        } else {
+            let (l, clock) = refill(cfg, start);
+            let (twin, twin_clock) = refill(cfg, start);
+            twin_run(&l, &clock, &twin, &twin_clock, &ops)?;
+        }
+    }
+}
+
+/// `Reserve` on both limiters; `Cancel` reserves one permit on the first
+/// only and cancels it at once.
+fn twin_run<L: PermitLimiter + RateLimiter>(
+    l: &L,
+    clock: &ManualClock,
+    twin: &L,
+    twin_clock: &ManualClock,
+    ops: &[CancelOp],
+) -> Result<(), TestCaseError> {
+    let times = |g: ratekeeper::Grant| (g.ready_nanos(), g.started_nanos(), g.permits());
+    for op in ops {
+        match *op {
+            CancelOp::Advance(n) => {
+                clock.advance_nanos(n);
+                twin_clock.advance_nanos(n);
+            }
+            CancelOp::Reserve(n) => {
+                let a = RateLimiter::reserve(l, n, None).map(times);
+                let b = RateLimiter::reserve(twin, n, None).map(times);
+                prop_assert_eq!(a, b);
+            }
+            CancelOp::Cancel(i) => {
+                let n = (i % 3) as u32 + 1;
+                let before = fingerprint(l);
+                let Ok(g) = RateLimiter::reserve(l, n, None) else {
+                    continue;
+                };
+                if g.ready_nanos() > g.started_nanos() {
+                    prop_assert!(l.cancel(&g));
+                    prop_assert_eq!(fingerprint(l), before);
+                } else {
+                    prop_assert!(!l.cancel(&g));
+                    prop_assert_eq!(RateLimiter::reserve(twin, n, None).map(times), Ok(times(g)));
+                }
+            }
+            CancelOp::Drain => {
+                prop_assert_eq!(l.drain_permissions(), twin.drain_permissions());
+            }
+        }
+        prop_assert_eq!(fingerprint(l), fingerprint(twin));
+    }
+    Ok(())
+}

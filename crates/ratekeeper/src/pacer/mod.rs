@@ -19,6 +19,52 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Cancelling a reservation
+//!
+//! [`cancel`](RateLimiter::cancel) gives back the slots of the pacer's
+//! **latest** reservation: the schedule moves back from the grant's end to
+//! its start, so the next reservation gets the slots, and the scheduled and
+//! ready times, the cancelled one had, as if it had never been made. In
+//! strict and burst modes the actual timeline moves back too, unless a later
+//! op already built on it (that op keeps its time; the next one is then
+//! spaced from the cancelled grant's start, never earlier).
+//!
+//! Reservations given back newest first all come back: after the latest is
+//! cancelled, the one before it is the latest. `cancel` returns `false`, and
+//! changes nothing, for a grant
+//!
+//! * with a reservation after it still standing: its slots cannot move
+//!   without moving slots already handed out;
+//! * already cancelled, or not this pacer's (not the latest reservation);
+//! * whose ready time has passed (`ready < now`; a grant ready at the very
+//!   reading it is cancelled at can still be given back, as in Go);
+//! * reserved before a reset of the schedule (a rate or strictness change,
+//!   [`start`](Pacer::start), [`stop`](Pacer::stop),
+//!   [`restart`](Pacer::restart)), or while a cancel raced its reservation;
+//! * from [`reserve_nanos`](Pacer::reserve_nanos) (it does not say its size);
+//! * whose reservation forfeited backlog in burst compensation mode
+//!   (`0 < s < 1`): the forfeit moved the schedule past its end.
+//!
+//! ```
+//! use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
+//!
+//! let clock = ManualClock::new(0);
+//! let pacer = Pacer::builder(Rate::new(1000.0)?).strictness(1.0).build_with_clock(clock.clone())?;
+//! pacer.reserve(1, None)?; // due now
+//! let b = pacer.reserve(1, None)?; // due in 1 ms
+//! let c = pacer.reserve(2, None)?; // due in 2 ms
+//! assert!(!pacer.cancel(&b), "c was reserved after b");
+//! assert!(pacer.cancel(&c));
+//! assert!(pacer.cancel(&b), "b is the latest now");
+//! assert!(!pacer.cancel(&b), "already given back");
+//! let again = pacer.reserve(1, None)?;
+//! assert_eq!(again.ready_nanos(), b.ready_nanos());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A cancel takes the configuration lock; the reservations it races stay
+//! lock-free.
+//!
 //! # Memory ordering
 //!
 //! Every reservation is a read-modify-write of the same atomic schedule with
@@ -52,18 +98,33 @@
 //! * `accumulated`: wait checkpointed at configuration changes and time
 //!   forfeited by compensation, so that the total wait counts each backlog once.
 //! * `params`: nanos per op, burst nanos per op and a mode word; written only
-//!   under the `control` mutex, read with relaxed loads. An acquire that races a
-//!   configuration change may be paced by either the old or the new parameters.
+//!   under the `control` mutex, read with relaxed loads (the mode word with
+//!   an acquire load). An acquire that races a configuration change may be
+//!   paced by either the old or the new parameters.
+//! * The mode word's top half is the **epoch**, which every reset of the
+//!   schedule and every cancel moves on (under the mutex, with a release
+//!   store *after* the read-modify-write of `ideal` that reset or gave back
+//!   the schedule). Every grant carries the epoch its reservation loaded as
+//!   its tag, before it took its slot. A grant tagged with the current epoch
+//!   therefore took its slot after the last reset and after the last cancel,
+//!   so its slots were never given back: a cancel that finds `ideal` at the
+//!   grant's end may move it back to the grant's start. Older grants may
+//!   still be given back newest first (see `window.rs`). The cost on the
+//!   fast path is storing the tag in the grant.
 //!
 //! Invariants: (1) no grant is ready before its slot; (2) in strict and burst
 //! modes, grants that are not exactly on their slot are ready at least one burst
 //! slice apart; (3) a refused bounded reservation changes nothing, except that
 //! under contention in strict or burst mode a slot already taken may be
-//! forfeited (a hole in the schedule: fewer grants, never more).
+//! forfeited (a hole in the schedule: fewer grants, never more); (4) a cancel
+//! gives back only slots no standing grant holds, so (1) to (3) hold for the
+//! grants still standing.
 
 mod strictness;
+mod window;
 
 pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
+pub(crate) use window::{CancelWindow, Epoch};
 
 use core::fmt;
 use std::time::Duration;
@@ -84,13 +145,36 @@ const MAX_SPAN: u64 = crate::rate::MAX_NANOS_PER_OP;
 const SCHEDULE_LIMIT: u64 = 1 << 63;
 
 // Mode word layout: bits 0..=7 compensation shift; bits 8..=9 kind; bit 16 idle;
-// bit 17 cached clock enabled.
+// bit 17 cached clock enabled; bits 32..=62 the cancel epoch; bit 63 always
+// set, so that the top half, which every grant carries as its tag, is never 0.
 const KIND_SHIFT: u32 = 8;
 const KIND_AVERAGE: u64 = 0;
 const KIND_COMPENSATE: u64 = 1;
 const KIND_DUAL: u64 = 2;
 const IDLE: u64 = 1 << 16;
 const CACHED_CLOCK: u64 = 1 << 17;
+const EPOCH_SHIFT: u32 = 32;
+/// The epoch: moved on by every reset of the schedule and every cancel (see
+/// [Cancelling a reservation](self#cancelling-a-reservation)).
+const EPOCH: u64 = 0x7fff_ffff << EPOCH_SHIFT;
+const TAGGED: u64 = 1 << 63;
+
+/// The tag a grant reserved under mode word `mode` carries.
+#[inline(always)]
+fn tag(mode: u64) -> u32 {
+    (mode >> EPOCH_SHIFT) as u32
+}
+
+/// How many epochs before `mode`'s the grant tagged `tag` was reserved in.
+fn age(mode: u64, tag: u32) -> u32 {
+    self::tag(mode).wrapping_sub(tag) & 0x7fff_ffff
+}
+
+/// `mode` with the epoch moved on by one.
+fn next_epoch(mode: u64) -> u64 {
+    let epoch = mode.wrapping_add(1 << EPOCH_SHIFT) & EPOCH;
+    (mode & !EPOCH) | epoch | TAGGED
+}
 
 /// A lock-free pacer on a nanosecond schedule; see the [module docs](self).
 ///
@@ -139,6 +223,8 @@ struct Params {
 struct Control {
     rate: Rate,
     strictness: Strictness,
+    /// Which grants before the latest cancel may still be given back.
+    window: CancelWindow<u64>,
 }
 
 /// Why a pacer could not be built or reconfigured.
@@ -249,8 +335,9 @@ impl PacerBuilder {
         let (op_nanos, burst_nanos) = slices(self.rate, strictness)?;
         let now = clock.now_nanos();
         let idle = matches!(self.verb, Verb::Configure | Verb::Stop);
-        let mode =
-            mode_word(strictness, self.cached_clock, burst_nanos) | if idle { IDLE } else { 0 };
+        let mode = mode_word(strictness, self.cached_clock, burst_nanos)
+            | if idle { IDLE } else { 0 }
+            | TAGGED;
         Ok(Pacer {
             ideal: CachePadded::new(AtomicU64::new(now)),
             last_seen: CachePadded::new(AtomicU64::new(now)),
@@ -264,6 +351,7 @@ impl PacerBuilder {
             control: Mutex::new(Control {
                 rate: self.rate,
                 strictness,
+                window: CancelWindow::new(now),
             }),
             clock,
             policy: self.policy,
@@ -354,10 +442,13 @@ impl<C: Clock> Pacer<C> {
         if nanos > MAX_SPAN {
             return Err(AcquireError::ScheduleExhausted);
         }
+        // Ordering: Acquire, as in `reserve`.
+        let mode = self.params.mode.load(Ordering::Acquire);
+        // Ordering: Relaxed for both; configuration read after the mode word.
         let op = self.params.op_nanos.load(Ordering::Relaxed);
         let burst = self.params.burst_nanos.load(Ordering::Relaxed);
         let burst_span = (u128::from(nanos) * u128::from(burst) / u128::from(op.max(1))) as u64;
-        self.reserve_span(nanos, burst_span, 0, max_wait)
+        self.reserve_span(nanos, burst_span, 0, max_wait, mode)
     }
 
     /// [`reserve_nanos`](Self::reserve_nanos), then a blocking wait.
@@ -370,6 +461,9 @@ impl<C: Clock> Pacer<C> {
         Ok(crate::wait::block_until(&self.clock, g, self.policy))
     }
 
+    /// Reserves under the mode word `mode` the caller loaded (with Acquire)
+    /// before reading the slices `span` and `burst_span` were computed from;
+    /// starts an idle pacer first.
     #[inline]
     fn reserve_span(
         &self,
@@ -377,26 +471,60 @@ impl<C: Clock> Pacer<C> {
         burst_span: u64,
         permits: u32,
         max_wait: Option<Duration>,
+        mode: u64,
     ) -> Result<Grant, AcquireError> {
-        // Ordering: Relaxed. The mode word is configuration; an acquire racing a
-        // change may use either value (documented), and nothing else is read
-        // through it.
-        let mut mode = self.params.mode.load(Ordering::Relaxed);
-        if mode & IDLE != 0 {
-            self.start();
-            mode = self.params.mode.load(Ordering::Relaxed);
-        }
+        let (mode, span, burst_span) = if mode & IDLE != 0 {
+            self.start_for(span, burst_span, permits)?
+        } else {
+            (mode, span, burst_span)
+        };
         let cached = mode & CACHED_CLOCK != 0;
         let kind = (mode >> KIND_SHIFT) & 0b11;
         let dual = kind == KIND_DUAL && burst_span > 0;
         match (max_wait, dual) {
             (None, false) => self.reserve_accumulator(span, permits, mode, cached),
-            (None, true) => self.reserve_dual(span, burst_span, permits, cached),
+            (None, true) => self.reserve_dual(span, burst_span, permits, mode, cached),
             (Some(max), false) => {
                 self.reserve_accumulator_bounded(span, permits, mode, cached, max)
             }
-            (Some(max), true) => self.reserve_dual_bounded(span, burst_span, permits, cached, max),
+            (Some(max), true) => {
+                self.reserve_dual_bounded(span, burst_span, permits, mode, cached, max)
+            }
         }
+    }
+
+    /// Starts an idle pacer for a reservation, and returns the mode word
+    /// and the slices to reserve with, read again after starting (a permit
+    /// grant's tag must come from a mode word loaded before its slices; a
+    /// racing rate change may have changed them).
+    #[cold]
+    #[inline(never)]
+    fn start_for(
+        &self,
+        span: u64,
+        burst_span: u64,
+        permits: u32,
+    ) -> Result<(u64, u64, u64), AcquireError> {
+        self.start();
+        // Ordering: Acquire, as in `reserve`; Relaxed for the slices after
+        // it. A stop racing this start may have made the pacer idle again:
+        // the reservation goes on the running schedule once more, as one
+        // that missed the stop does.
+        let mode = self.params.mode.load(Ordering::Acquire) & !IDLE;
+        if permits == 0 {
+            return Ok((mode, span, burst_span)); // `reserve_nanos`: never cancelled
+        }
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
+        let span = u64::from(permits).saturating_mul(op);
+        if span > MAX_SPAN {
+            // A rate change since the caller checked: decided at the new rate.
+            return Err(AcquireError::InsufficientCapacity {
+                requested: permits,
+                max: u32::try_from(MAX_SPAN / op.max(1)).unwrap_or(u32::MAX),
+            });
+        }
+        Ok((mode, span, u64::from(permits).saturating_mul(burst)))
     }
 
     /// Reads the clock and publishes the reading as the last-seen clock.
@@ -435,13 +563,13 @@ impl<C: Clock> Pacer<C> {
         }
         if cached && slot < seen {
             // Known due without reading the clock: calling-overhead compensation.
-            return Ok(Grant::new(slot, seen, seen, permits));
+            return Ok(Grant::new(slot, seen, seen, permits).with_claim(tag(mode)));
         }
         let now = self.refresh(seen);
         if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
             self.compensate(slot, span, now, (mode & 0xff) as u32);
         }
-        Ok(Grant::new(slot, now, now, permits))
+        Ok(Grant::new(slot, now, now, permits).with_claim(tag(mode)))
     }
 
     /// Burst compensation: on a clock refresh that finds the schedule behind
@@ -470,6 +598,7 @@ impl<C: Clock> Pacer<C> {
         span: u64,
         burst_span: u64,
         permits: u32,
+        mode: u64,
         cached: bool,
     ) -> Result<Grant, AcquireError> {
         // Ordering: AcqRel, as in `reserve_accumulator`.
@@ -491,7 +620,7 @@ impl<C: Clock> Pacer<C> {
             let start = actual.max(slot).max(now);
             if start == slot {
                 // Exactly on schedule: `actual` may stay stale (module docs).
-                return Ok(Grant::new(slot, start, now, permits));
+                return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode)));
             }
             // Ordering: AcqRel on success (publish our spacing, see earlier
             // ones); Acquire on failure to retry with the freshest value. `now`
@@ -502,7 +631,7 @@ impl<C: Clock> Pacer<C> {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(Grant::new(slot, start, now, permits)),
+                Ok(_) => return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode))),
                 Err(current) => actual = current,
             }
         }
@@ -548,7 +677,7 @@ impl<C: Clock> Pacer<C> {
                     if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE && !(cached && slot < seen) {
                         self.compensate(slot, span, now, (mode & 0xff) as u32);
                     }
-                    return Ok(Grant::new(slot, ready, now, permits));
+                    return Ok(Grant::new(slot, ready, now, permits).with_claim(tag(mode)));
                 }
                 Err(current) => slot = current,
             }
@@ -561,6 +690,7 @@ impl<C: Clock> Pacer<C> {
         span: u64,
         burst_span: u64,
         permits: u32,
+        mode: u64,
         cached: bool,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
@@ -608,7 +738,7 @@ impl<C: Clock> Pacer<C> {
                     return Err(would_wait(start - now, max_wait));
                 }
                 if start == slot {
-                    return Ok(Grant::new(slot, start, now, permits));
+                    return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode)));
                 }
                 // Ordering: as in `reserve_dual`.
                 match self.actual.compare_exchange_weak(
@@ -617,7 +747,7 @@ impl<C: Clock> Pacer<C> {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return Ok(Grant::new(slot, start, now, permits)),
+                    Ok(_) => return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode))),
                     Err(current) => actual = current,
                 }
             }
@@ -633,45 +763,57 @@ impl<C: Clock> Pacer<C> {
 
     /// Starts an idle pacer: its schedule begins now. No effect if started.
     pub fn start(&self) {
-        let _guard = lock(&self.control);
+        let mut control = lock(&self.control);
         // Ordering: Relaxed; writes to the mode word happen under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
         if mode & IDLE != 0 {
             let now = self.clock.now_nanos();
             self.reset_timeline(now);
-            // Ordering: Release, so a caller that sees the cleared idle bit also
-            // sees the fresh timeline (it reads the timeline with Acquire/AcqRel).
-            self.params.mode.store(mode & !IDLE, Ordering::Release);
+            self.publish_reset(&mut control, mode & !IDLE);
         }
+    }
+
+    /// Stores the mode word `mode` after a reset of the schedule, with the
+    /// epoch moved on, so that no grant reserved before the reset can be
+    /// cancelled. Called under the lock, after the reset's swap of `ideal`.
+    fn publish_reset(&self, control: &mut Control, mode: u64) {
+        control.window.reset();
+        // Ordering: Release. A caller that sees the new mode word (its load
+        // is Acquire) also sees the fresh timeline and the slices stored
+        // before it. And since the reset swapped `ideal` (an AcqRel
+        // read-modify-write) before this store, a reservation whose mode
+        // load returns this value has its own read-modify-write of `ideal`
+        // after that swap: a grant tagged with the new epoch is on the new
+        // timeline.
+        self.params.mode.store(next_epoch(mode), Ordering::Release);
     }
 
     /// Re-initialises the schedule as if starting for the first time: the
     /// backlog and the accumulated wait are cleared and the next op is due now
     /// (spec verb `restart`). Starts an idle pacer.
     pub fn restart(&self) {
-        let _guard = lock(&self.control);
+        let mut control = lock(&self.control);
         let now = self.clock.now_nanos();
         self.reset_timeline(now);
         // Ordering: Relaxed; a statistic.
         self.accumulated.store(0, Ordering::Relaxed);
-        // Ordering: Relaxed under the lock; Release as in `start`.
+        // Ordering: Relaxed under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
-        self.params.mode.store(mode & !IDLE, Ordering::Release);
+        self.publish_reset(&mut control, mode & !IDLE);
     }
 
     /// Stops metering: the current backlog is checkpointed into the total wait
     /// and the pacer goes idle; its next acquire (or [`start`](Self::start))
     /// begins a fresh schedule (spec verb `stop`).
     pub fn stop(&self) {
-        let _guard = lock(&self.control);
+        let mut control = lock(&self.control);
         // Ordering: Relaxed under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
         if mode & IDLE == 0 {
             self.checkpoint_and_reset(self.clock.now_nanos());
-            // Ordering: Relaxed; readers that miss it keep using the running
-            // schedule for one more op, which `checkpoint_and_reset` already
-            // made fresh.
-            self.params.mode.store(mode | IDLE, Ordering::Relaxed);
+            // Readers that miss the idle bit keep using the running schedule
+            // for one more op, which `checkpoint_and_reset` already made fresh.
+            self.publish_reset(&mut control, mode | IDLE);
         }
     }
 
@@ -740,16 +882,16 @@ impl<C: Clock> Pacer<C> {
         let mode = self.params.mode.load(Ordering::Relaxed);
         let idle = mode & IDLE;
         let cached = mode & CACHED_CLOCK != 0;
-        // Ordering: Relaxed; parameters carry no other memory (documented race).
+        // Ordering: Relaxed; the slices are published by the Release store of
+        // the mode word below (an acquire racing the change may still use
+        // either value: documented).
         self.params.op_nanos.store(op, Ordering::Relaxed);
         self.params.burst_nanos.store(burst, Ordering::Relaxed);
-        self.params.mode.store(
-            mode_word(strictness, cached, burst) | idle,
-            Ordering::Relaxed,
-        );
         if idle == 0 {
             self.checkpoint_and_reset(self.clock.now_nanos());
         }
+        let new = mode_word(strictness, cached, burst) | idle | (mode & (EPOCH | TAGGED));
+        self.publish_reset(&mut control, new);
         control.rate = rate;
         control.strictness = strictness;
         Ok(())
@@ -772,8 +914,10 @@ impl<C: Clock> Pacer<C> {
     }
 
     fn reset_timeline(&self, now: u64) {
-        // Ordering: Release, so reservations after it build on the new value.
-        self.ideal.store(now, Ordering::Release);
+        // Ordering: AcqRel, so reservations after it build on the new value;
+        // a swap rather than a store so that the epoch published after it
+        // tags only reservations on the new timeline (see `publish_reset`).
+        self.ideal.swap(now, Ordering::AcqRel);
         self.actual.store(now, Ordering::Release);
         // Ordering: Relaxed; see `refresh`.
         self.last_seen.fetch_max(now, Ordering::Relaxed);
@@ -847,9 +991,13 @@ impl<C: Clock> RateLimiter for Pacer<C> {
     // became 18 ns per acquire).
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        // Ordering: Relaxed for both; configuration snapshots (an acquire
-        // racing a change may use either value, as documented).
-        let mode = self.params.mode.load(Ordering::Relaxed);
+        // Ordering: Acquire for the mode word, Relaxed for the slice. Both are
+        // configuration snapshots (an acquire racing a change may use either
+        // value, as documented); the Acquire pairs with the Release store that
+        // moves the epoch on after a change, so a grant tagged with the new
+        // epoch was sized with the new slices (the tag is what `cancel` trusts;
+        // on x86 an Acquire load is the same instruction).
+        let mode = self.params.mode.load(Ordering::Acquire);
         let op = self.params.op_nanos.load(Ordering::Relaxed);
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
@@ -866,10 +1014,10 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         if mode & (IDLE | (KIND_DUAL << KIND_SHIFT)) == 0 && max_wait.is_none() {
             return self.reserve_accumulator(span, permits, mode, mode & CACHED_CLOCK != 0);
         }
-        // Ordering: Relaxed; configuration snapshot.
+        // Ordering: Relaxed; configuration snapshot, read after the mode word.
         let burst =
             u64::from(permits).saturating_mul(self.params.burst_nanos.load(Ordering::Relaxed));
-        self.reserve_span(span, burst, permits, max_wait)
+        self.reserve_span(span, burst, permits, max_wait, mode)
     }
 
     #[inline]
@@ -888,6 +1036,72 @@ impl<C: Clock> RateLimiter for Pacer<C> {
     #[inline]
     fn wait_policy(&self) -> WaitPolicy {
         self.policy
+    }
+
+    /// Gives back the slots of the pacer's latest reservation; see
+    /// [Cancelling a reservation](self#cancelling-a-reservation).
+    fn cancel(&self, grant: &Grant) -> bool {
+        let Some(tag) = grant.claim() else {
+            return false;
+        };
+        if grant.permits() == 0 {
+            // `reserve_nanos`: the grant does not say how much it took.
+            return false;
+        }
+        let mut control = lock(&self.control);
+        // Ordering: Relaxed for all three: they are written only under the
+        // lock we hold.
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
+        if mode & IDLE != 0 {
+            return false;
+        }
+        let start = grant.scheduled_nanos();
+        let Some(end) = u64::from(grant.permits())
+            .checked_mul(op)
+            .and_then(|span| start.checked_add(span))
+        else {
+            return false;
+        };
+        if !control.window.allows(age(mode, tag), end) {
+            return false;
+        }
+        if grant.ready_nanos() < self.clock.now_nanos() {
+            return false;
+        }
+        // The grant is the latest: nothing was reserved after it. Ordering:
+        // AcqRel on success, ordered with reservations like one of them (a
+        // reservation that takes the slots again happens after this);
+        // Relaxed on failure, which reads nothing we use.
+        if self
+            .ideal
+            .compare_exchange(end, start, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        if (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL && grant.ready_nanos() != start {
+            // Off its slot, the grant moved `actual` to its start plus its
+            // burst spacing. Move it back to the start if no later op moved
+            // it since (one that did built on it; it stays). A later op sets
+            // `actual` past this value, never back to it, so this cannot undo
+            // anyone else's spacing. Ordering: AcqRel/Relaxed, as for `ideal`.
+            let spaced = grant
+                .ready_nanos()
+                .saturating_add(u64::from(grant.permits()).saturating_mul(burst));
+            let _ = self.actual.compare_exchange(
+                spaced,
+                grant.ready_nanos(),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+        control.window.record(start);
+        // Ordering: Release, as in `publish_reset`: a grant tagged with the
+        // new epoch took its slot after the give-back.
+        self.params.mode.store(next_epoch(mode), Ordering::Release);
+        true
     }
 }
 

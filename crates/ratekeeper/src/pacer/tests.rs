@@ -233,3 +233,207 @@ fn time_going_backwards_is_no_time_passing() {
         assert_eq!(stats.total_wait_nanos, stats.backlog_nanos);
     }
 }
+
+/// A pacer at 1000/s with any strictness (specs refuse burst ratios below 1).
+fn pacer_s(strictness: f64, clock: &ManualClock) -> Pacer<ManualClock> {
+    Pacer::builder(Rate::new(1000.0).unwrap())
+        .strictness(strictness)
+        .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
+        .build_with_clock(clock.clone())
+        .unwrap()
+}
+
+/// A grant's times and size, without the pacer's tag.
+fn times(g: &Grant) -> (u64, u64, u64, u32) {
+    (
+        g.scheduled_nanos(),
+        g.ready_nanos(),
+        g.started_nanos(),
+        g.permits(),
+    )
+}
+
+/// Everything a caller can observe of a pacer's schedule.
+fn observed(p: &Pacer<ManualClock>) -> (u64, WaitStats, u64) {
+    (
+        p.next_slot_nanos(),
+        p.wait_stats(),
+        p.accumulated_wait_nanos(),
+    )
+}
+
+#[test]
+fn cancelling_the_latest_grant_gives_its_slots_back_exactly() {
+    for spec in [0.0, 0.5, 1.0, 1.5, 3.0] {
+        for late in [0, 3 * MS + 250_000] {
+            let clock = ManualClock::new(0);
+            let p = pacer_s(spec, &clock);
+            clock.advance_nanos(late);
+            p.reserve(2, None).unwrap();
+            let before = observed(&p);
+            let g = p.reserve(3, None).unwrap();
+            assert!(p.cancel(&g), "{spec}, late {late}");
+            assert_eq!(observed(&p), before, "{spec}, late {late}");
+            let again = p.reserve(3, None).unwrap();
+            assert_eq!(times(&again), times(&g), "{spec}, late {late}");
+            // And the op after it is spaced exactly as it would have been.
+            let next = p.reserve(1, None).unwrap();
+            let reference = pacer_s(spec, &ManualClock::new(0));
+            let c = reference.clock_ref();
+            c.advance_nanos(late);
+            reference.reserve(2, None).unwrap();
+            reference.reserve(3, None).unwrap();
+            assert_eq!(times(&next), times(&reference.reserve(1, None).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn cancelling_newest_first_gives_every_grant_back() {
+    let clock = ManualClock::new(0);
+    let p = pacer("1000,1.5", &clock);
+    clock.advance_nanos(5 * MS); // behind: the actual timeline is in use
+    let before = observed(&p);
+    let grants: Vec<Grant> = (0..4).map(|_| p.reserve(1, None).unwrap()).collect();
+    for g in grants.iter().rev() {
+        assert!(p.cancel(g));
+    }
+    assert_eq!(observed(&p), before);
+    for g in &grants {
+        assert!(!p.cancel(g), "each one only once");
+        assert_eq!(times(&p.reserve(1, None).unwrap()), times(g));
+    }
+}
+
+#[test]
+fn a_grant_with_a_later_reservation_is_not_given_back() {
+    let clock = ManualClock::new(0);
+    let p = pacer("1000,1.0", &clock);
+    let a = p.reserve(1, None).unwrap();
+    let b = p.reserve(1, None).unwrap();
+    let before = observed(&p);
+    assert!(!p.cancel(&a));
+    assert_eq!(observed(&p), before, "a refused cancel changes nothing");
+    assert!(p.cancel(&b));
+    assert!(p.cancel(&a), "now the latest");
+}
+
+#[test]
+fn cancelling_twice_or_a_foreign_grant_is_refused_and_changes_nothing() {
+    let clock = ManualClock::new(0);
+    let p = pacer("1000,1.1", &clock);
+    let other = pacer("1000,1.1", &clock);
+    p.reserve(1, None).unwrap();
+    let g = p.reserve(1, None).unwrap();
+    assert!(p.cancel(&g));
+    let state = observed(&p);
+    assert!(!p.cancel(&g));
+    assert_eq!(observed(&p), state);
+    // The same slots taken again: equal times, but not the same grant.
+    let again = p.reserve(1, None).unwrap();
+    assert_eq!(times(&again), times(&g));
+    let state = observed(&p);
+    assert!(!p.cancel(&g), "the cancelled grant, not the new one");
+    assert_eq!(observed(&p), state);
+    // Another pacer's grant (its own latest, at other slots).
+    other.reserve(1, None).unwrap();
+    let foreign = other.reserve(3, None).unwrap();
+    assert!(!p.cancel(&foreign));
+    assert_eq!(observed(&p), state);
+    // A grant built by hand carries no tag.
+    assert!(!p.cancel(&Grant::new(
+        again.scheduled_nanos(),
+        again.ready_nanos(),
+        0,
+        1
+    )));
+    assert!(p.cancel(&again));
+}
+
+#[test]
+fn a_grant_whose_ready_time_passed_is_not_given_back() {
+    let clock = ManualClock::new(0);
+    let p = pacer("1000,1.0", &clock);
+    p.reserve(1, None).unwrap();
+    let g = p.reserve(1, None).unwrap(); // ready at 1 ms
+    clock.advance_nanos(MS + 1);
+    let state = observed(&p);
+    assert!(!p.cancel(&g));
+    assert_eq!(observed(&p), state);
+    // Ready exactly now: still given back (Go's `timeToAct < now` rule).
+    let h = p.reserve(1, None).unwrap();
+    clock.set_nanos(h.ready_nanos());
+    assert!(p.cancel(&h));
+}
+
+#[test]
+fn grants_from_before_a_reset_are_not_given_back() {
+    let clock = ManualClock::new(0);
+    let p = pacer("1000,1.0", &clock);
+    let g = p.reserve(1, None).unwrap();
+    p.set_rate(Rate::new(500.0).unwrap()).unwrap();
+    assert!(!p.cancel(&g));
+    let g = p.reserve(1, None).unwrap();
+    p.restart();
+    assert!(!p.cancel(&g));
+    let g = p.reserve(1, None).unwrap();
+    p.stop();
+    assert!(!p.cancel(&g), "stopped");
+    p.start();
+    assert!(!p.cancel(&g));
+    // A configuration that changes nothing keeps the epoch.
+    let g = p.reserve(1, None).unwrap();
+    p.apply(&"500,1.0".parse().unwrap()).unwrap();
+    assert!(p.cancel(&g));
+}
+
+#[test]
+fn the_first_grant_of_an_idle_pacer_can_be_given_back() {
+    let clock = ManualClock::new(0);
+    let p = pacer("1000,1.0,configure", &clock);
+    clock.advance_nanos(7 * MS);
+    let g = p.reserve(2, None).unwrap();
+    assert!(p.cancel(&g));
+    assert_eq!(p.next_slot_nanos(), 7 * MS);
+}
+
+#[test]
+fn bounded_grants_are_given_back_like_any_other() {
+    for spec in [0.0, 1.2] {
+        let clock = ManualClock::new(0);
+        let p = pacer_s(spec, &clock);
+        p.reserve(1, None).unwrap();
+        let before = observed(&p);
+        let g = p.reserve(1, Some(Duration::from_millis(5))).unwrap();
+        assert!(p.cancel(&g), "{spec}");
+        assert_eq!(observed(&p), before);
+        let again = p.reserve(1, Some(Duration::from_millis(5))).unwrap();
+        assert_eq!(times(&again), times(&g));
+    }
+}
+
+#[test]
+fn what_the_pacer_cannot_size_or_reach_is_not_given_back() {
+    let clock = ManualClock::new(0);
+    // reserve_nanos: the grant reports 0 permits.
+    let p = pacer("1000,1.0", &clock);
+    let g = p.reserve_nanos(3 * MS, None).unwrap();
+    assert_eq!(g.permits(), 0);
+    assert!(!p.cancel(&g));
+    // Burst compensation that forfeited backlog moved the schedule past the
+    // grant's end.
+    let p = Pacer::builder(Rate::new(1000.0).unwrap())
+        .strictness(0.5)
+        .cached_clock(false)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    clock.advance_nanos(9 * MS);
+    let g = p.reserve(1, None).unwrap();
+    assert!(p.accumulated_wait_nanos() > 0);
+    assert!(!p.cancel(&g));
+    // Without a forfeit (on schedule) it is given back.
+    p.restart();
+    p.reserve(1, None).unwrap();
+    let g = p.reserve(1, None).unwrap();
+    assert!(p.cancel(&g));
+}

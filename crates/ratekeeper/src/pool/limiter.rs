@@ -363,6 +363,12 @@ struct Claim {
     span: u64,
     remaining: u64,
     waiter: Option<Thread>,
+    /// A caller is blocked in `wait_claim` on this claim: it is theirs, and
+    /// `cancel` leaves it alone.
+    held: bool,
+    /// The grant it was returned in (scheduled, started, permits), so that
+    /// `cancel` withdraws it only for that grant.
+    grant: (u64, u64, u32),
 }
 
 impl State {
@@ -635,9 +641,12 @@ impl<C: Clock> Shared<C> {
         }
     }
 
-    /// Removes the claim at `pos` (its waiter gave up). Tokens it had
-    /// received go to the claims behind it, or back to the active pool.
-    /// Returns the tokens it still needed.
+    /// Removes the claim at `pos` (its waiter gave up, or its grant was
+    /// cancelled). Tokens it had received go to the claims behind it, then
+    /// back to the active pool up to `max_over_active` (where the tokens it
+    /// took from the active pool came from), and the rest, which fills gave
+    /// it beyond what the active pool can hold, to the waiting pool. Returns
+    /// the tokens it still needed.
     fn cancel(&self, st: &mut State, pos: usize, wake: &mut Vec<Thread>) -> u64 {
         let Some(claim) = st.queue.remove(pos) else {
             return 0;
@@ -651,9 +660,16 @@ impl<C: Clock> Shared<C> {
             // Ordering: Relaxed load (only lock holders write `filled`), then
             // Release as in `commit`.
             let filled = self.filled.load(Ordering::Relaxed);
-            self.filled
-                .store(filled.wrapping_add(back), Ordering::Release);
-            // The returned tokens will be taken again by other ops.
+            let room = st.pools.max_over_active().saturating_sub(self.active());
+            let to_active = back.min(room);
+            if to_active > 0 {
+                self.filled
+                    .store(filled.wrapping_add(to_active), Ordering::Release);
+            }
+            st.pools.add_waiting(back - to_active);
+            // The returned tokens are no op's: the ops that take them again
+            // are scheduled where this claim was. Ordering: Relaxed; see
+            // `grant_now`.
             self.params.base.fetch_sub(back, Ordering::Relaxed);
         }
         self.hand_over(st, wake);
@@ -1075,6 +1091,13 @@ impl<C: Clock + 'static> TokenPool<C> {
         &self.shared.clock
     }
 
+    /// Whether a thread is blocked waiting on claim `id` (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn claim_is_held(&self, id: u32) -> bool {
+        let st = lock(&self.shared.state);
+        st.position(id).is_some_and(|pos| st.queue[pos].held)
+    }
+
     #[inline(never)]
     fn reserve_slow(
         &self,
@@ -1128,11 +1151,17 @@ impl<C: Clock + 'static> TokenPool<C> {
                 span,
                 remaining: span,
                 waiter: None,
+                held: false,
+                grant: (scheduled, now, permits),
             });
             st.owed = st.owed.saturating_add(span);
             sh.serve(st, wake);
             let ready = now.saturating_add(st.owed);
-            Ok(Grant::new(scheduled, ready, now, permits).with_claim(id))
+            let grant = Grant::new(scheduled, ready, now, permits).with_claim(id);
+            // `Grant::new` may raise `ready`, never `scheduled`: the identity
+            // recorded is the grant's.
+            debug_assert_eq!(grant.scheduled_nanos(), scheduled);
+            Ok(grant)
         })
     }
 
@@ -1161,6 +1190,7 @@ impl<C: Clock + 'static> TokenPool<C> {
                 let scheduled = grant.scheduled_nanos().min(now);
                 return Ok(Grant::new(scheduled, now, now, grant.permits()));
             };
+            st.queue[pos].held = true;
             let now = sh.clock.now_nanos();
             if !st.started {
                 self.begin(&mut st, now, false, &mut wake);
@@ -1291,6 +1321,31 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
             None => grant,
             Some(id) => self.wait_for_claim(grant, id),
         }
+    }
+
+    /// Withdraws a queued claim; see
+    /// [Cancelling a reservation](crate::pool#cancelling-a-reservation).
+    fn cancel(&self, grant: &Grant) -> bool {
+        let Some(id) = grant.claim() else {
+            return false;
+        };
+        let sh = &*self.shared;
+        self.locked(|st, wake| {
+            let Some(pos) = st.position(id) else {
+                return false;
+            };
+            let claim = &st.queue[pos];
+            let own = (
+                grant.scheduled_nanos(),
+                grant.started_nanos(),
+                grant.permits(),
+            );
+            if claim.held || claim.grant != own {
+                return false;
+            }
+            sh.cancel(st, pos, wake);
+            true
+        })
     }
 
     /// As for every limiter, but the deadline is kept however late the fills

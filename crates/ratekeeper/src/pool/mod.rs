@@ -34,6 +34,7 @@
 //! * [Choosing the filling](#choosing-the-filling).
 //! * [Wait time](#wait-time): per op, backlog, total.
 //! * [Verbs and runtime changes](#verbs-and-runtime-changes).
+//! * [Cancelling a reservation](#cancelling-a-reservation).
 //! * [Memory ordering and invariants](#memory-ordering-and-invariants).
 //! * [Overflow](#overflow) and
 //!   [Differences from nosqlbench](#differences-from-nosqlbench).
@@ -278,6 +279,59 @@
 //!   re-sized (nosqlbench's T-P-3); when the active pool then holds more than
 //!   the new `max_over_active`, the next fill moves the excess back to the
 //!   waiting pool.
+//!
+//! # Cancelling a reservation
+//!
+//! [`cancel`](crate::RateLimiter::cancel) withdraws a **queued claim**: the
+//! reservation of a caller that found too few tokens and is not (yet)
+//! waiting for them in [`wait_for`](crate::RateLimiter::wait_for). The
+//! tokens the claim had already received go to the claims behind it, oldest
+//! first, as the fills would have given them; what is left goes back to the
+//! active pool up to `max_over_active`, and the rest (fills gave a claim
+//! larger than the pool more than the pool can hold) to the waiting pool, as
+//! backlog: tokens are conserved and the active pool stays within its bound.
+//! A claim withdrawn before any fill leaves the pool exactly as it was. Ops that take the returned tokens are scheduled where the
+//! claim was. The claims behind it keep the scheduled times and ready
+//! estimates they were given (now conservative: their tokens come sooner).
+//! This is what [`acquire_timeout`](crate::RateLimiter::acquire_timeout)
+//! does with a claim whose deadline passed.
+//!
+//! ```
+//! use ratekeeper::pool::{Filling, TokenPool};
+//! use ratekeeper::{ManualClock, Rate, RateLimiter};
+//!
+//! let clock = ManualClock::new(0);
+//! let pool = TokenPool::builder(Rate::new(1000.0)?)
+//!     .filling(Filling::Manual)
+//!     .build_with_clock(clock.clone())?;
+//! pool.try_acquire()?; // the pre-filled op
+//! let claim = pool.reserve(1, None)?; // queued: 1 ms of tokens missing
+//! assert_eq!(pool.waiters(), 1);
+//! assert!(pool.cancel(&claim));
+//! assert_eq!(pool.waiters(), 0);
+//! assert!(!pool.cancel(&claim), "withdrawn already");
+//! clock.advance_nanos(1_000_000);
+//! pool.refill(1_000_000)?; // the 1 ms the claim would have taken
+//! assert_eq!(pool.try_acquire()?.scheduled_nanos(), claim.scheduled_nanos());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `cancel` returns `false`, and changes nothing, for
+//!
+//! * a grant that **took its tokens** (at once, or a claim the fills have
+//!   completed): the pool's tokens are always time that has passed, so an op
+//!   that has them is due, like a grant whose ready time has passed, and its
+//!   tokens stay spent. (Taking tokens is lock-free and leaves no record of
+//!   the grant, so the pool could not tell such a grant from a copy, or from
+//!   one already given back, without slowing every take down.)
+//! * a claim some thread is blocked on in [`wait_for`](crate::RateLimiter::wait_for)
+//!   (or [`acquire`](crate::RateLimiter::acquire) and its variants): that
+//!   caller owns it;
+//! * a claim already withdrawn, or a grant not this pool's (a claim is
+//!   known by its id, scheduled and start times, and size).
+//!
+//! A queued claim is withdrawn whatever its estimated ready time says: it
+//! is due only when its tokens are there.
 //!
 //! # Memory ordering and invariants
 //!

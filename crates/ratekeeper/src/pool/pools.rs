@@ -435,6 +435,14 @@ impl Pools {
         self.active = active.min(room) as i64;
     }
 
+    /// Adds `nanos` tokens to the waiting pool (tokens a withdrawn claim had
+    /// received beyond what the active pool takes back), cut so that the
+    /// content stays within [`MAX_POOL_NANOS`].
+    pub(crate) fn add_waiting(&mut self, nanos: u64) {
+        let room = (i64::MAX - self.active - self.waiting) as u64;
+        self.waiting += nanos.min(room) as i64;
+    }
+
     /// Tokens the active pool holds now, available to takers.
     ///
     /// # Examples

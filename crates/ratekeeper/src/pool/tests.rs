@@ -1002,3 +1002,155 @@ fn a_1_s_stall_at_burst_1_1_is_caught_up_at_1100_per_s_then_the_rate_is_1000() {
         }
     }
 }
+
+// ---- cancel ----
+
+#[test]
+fn cancelling_a_queued_claim_leaves_the_pool_as_it_was() {
+    let (clock, pool) = manual(1000.0, 1.1);
+    pool.try_acquire().unwrap();
+    clock.advance_nanos(MS / 4);
+    pool.refill(MS / 4).unwrap();
+    let before = snapshot(&pool);
+    let claim = pool.reserve(2, None).unwrap();
+    assert!(claim.claim().is_some());
+    assert_eq!(pool.waiters(), 1);
+    assert_eq!(pool.active_nanos(), 0, "the quarter op went to the claim");
+    assert!(pool.cancel(&claim));
+    assert_eq!(snapshot(&pool), before, "its quarter op is back");
+    // The next reservation is the one the cancelled claim was.
+    let again = pool.reserve(2, None).unwrap();
+    assert_eq!(
+        (
+            again.scheduled_nanos(),
+            again.ready_nanos(),
+            again.started_nanos()
+        ),
+        (
+            claim.scheduled_nanos(),
+            claim.ready_nanos(),
+            claim.started_nanos()
+        )
+    );
+}
+
+#[test]
+fn cancelling_twice_a_served_claim_or_a_foreign_grant_is_refused() {
+    let (clock, pool) = manual(1000.0, 1.0);
+    let (_, other) = manual(1000.0, 1.0);
+    pool.try_acquire().unwrap();
+    let claim = pool.reserve(1, None).unwrap();
+    assert!(pool.cancel(&claim));
+    let before = snapshot(&pool);
+    assert!(!pool.cancel(&claim), "withdrawn already");
+    assert_eq!(snapshot(&pool), before);
+
+    // Another pool's claim with the same id, for another number of permits.
+    other.try_acquire().unwrap();
+    other.reserve(1, None).unwrap();
+    let foreign = other.reserve(2, None).unwrap();
+    let mine = pool.reserve(1, None).unwrap();
+    assert_eq!(foreign.claim(), mine.claim());
+    let before = snapshot(&pool);
+    assert!(!pool.cancel(&foreign));
+    assert_eq!(snapshot(&pool), before);
+    // A grant built by hand with this pool's times has no claim.
+    assert!(!pool.cancel(&Grant::new(
+        mine.scheduled_nanos(),
+        mine.ready_nanos(),
+        mine.started_nanos(),
+        1
+    )));
+
+    // Completed by a fill: its tokens are spent, it is due.
+    clock.advance_nanos(MS);
+    pool.refill(MS).unwrap();
+    assert_eq!(pool.waiters(), 0);
+    let before = snapshot(&pool);
+    assert!(!pool.cancel(&mine));
+    assert_eq!(snapshot(&pool), before);
+}
+
+#[test]
+fn a_grant_that_took_its_tokens_is_not_given_back() {
+    let (clock, pool) = manual(1000.0, 1.1);
+    clock.advance_nanos(2 * MS);
+    pool.refill(2 * MS).unwrap();
+    let g = pool.try_acquire().unwrap();
+    assert!(g.claim().is_none());
+    let before = snapshot(&pool);
+    assert!(!pool.cancel(&g), "tokens are past time: the op is due");
+    assert_eq!(snapshot(&pool), before);
+}
+
+#[test]
+fn a_claim_a_thread_waits_on_is_not_withdrawn() {
+    let (clock, pool) = manual(1000.0, 1.0);
+    let pool = Arc::new(pool);
+    pool.try_acquire().unwrap();
+    let claim = pool.reserve(1, None).unwrap();
+    let p = Arc::clone(&pool);
+    let h = std::thread::spawn(move || (*p).wait_for(claim));
+    // Wait until the waiter has registered on the claim.
+    while !pool.claim_is_held(claim.claim().unwrap()) {
+        std::thread::yield_now();
+    }
+    assert!(!pool.cancel(&claim), "the waiting thread owns it");
+    assert_eq!(pool.waiters(), 1);
+    clock.advance_nanos(MS);
+    pool.refill(MS).unwrap();
+    let g = h.join().unwrap();
+    assert_eq!((g.scheduled_nanos(), g.started_nanos()), (MS, MS));
+}
+
+#[test]
+fn a_claim_with_later_claims_is_withdrawn_and_they_keep_their_times() {
+    let (clock, pool) = manual(1000.0, 1.0);
+    pool.try_acquire().unwrap();
+    let a = pool.reserve(1, None).unwrap();
+    let b = pool.reserve(1, None).unwrap();
+    assert_eq!((a.scheduled_nanos(), b.scheduled_nanos()), (MS, 2 * MS));
+    clock.advance_nanos(MS / 2);
+    pool.refill(MS / 2).unwrap(); // half of a's tokens
+    assert!(pool.cancel(&a));
+    assert_eq!(pool.waiters(), 1);
+    assert_eq!(pool.active_nanos(), 0, "a's half op went to b");
+    clock.advance_nanos(MS / 2);
+    pool.refill(MS / 2).unwrap(); // b is complete: a's tokens came first
+    assert_eq!(pool.waiters(), 0);
+    let done = pool.wait_for(b);
+    assert_eq!(
+        b.ready_nanos(),
+        2 * MS,
+        "b's estimate stands, now conservative"
+    );
+    assert_eq!(done.started_nanos(), MS);
+    // Both cancelled: the later one first, then the earlier.
+    let c = pool.reserve(1, None).unwrap();
+    let d = pool.reserve(1, None).unwrap();
+    assert!(pool.cancel(&d) && pool.cancel(&c));
+    assert_eq!(pool.waiters(), 0);
+}
+
+#[test]
+fn a_withdrawn_claims_tokens_fill_the_active_pool_and_overflow_to_waiting() {
+    let (clock, pool) = manual(1000.0, 1.1); // max_over_active 2.2 ms
+    pool.try_acquire().unwrap();
+    let big = pool.reserve(5, None).unwrap();
+    for _ in 0..3 {
+        clock.advance_nanos(MS);
+        pool.refill(MS).unwrap();
+    }
+    assert_eq!((pool.active_nanos(), pool.backlog_nanos()), (0, 0));
+    // The estimate (5 ms) passes; the claim is still short of 2 ms of tokens.
+    clock.advance_nanos(3 * MS);
+    assert!(big.ready_nanos() < clock.now_nanos());
+    assert!(pool.cancel(&big));
+    assert_eq!(pool.active_nanos(), 2_200_000, "up to max_over_active");
+    assert_eq!(pool.backlog_nanos(), 800_000, "the rest, as backlog");
+    // Conserved: 1 ms pre-filled + 3 ms refilled = the op taken + 3 ms.
+    let pools = pool.pools();
+    assert_eq!(pools.active() + pools.waiting() + MS, 4 * MS);
+    // The returned tokens are taken by ops scheduled where the claim was.
+    assert_eq!(pool.try_acquire().unwrap().scheduled_nanos(), MS);
+}

@@ -31,10 +31,11 @@ use crossbeam_utils::CachePadded;
 use super::config::{full_capacity_nanos, nanos_per_permit, ConfigError, ConfigView, RefillConfig};
 use super::{
     elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
-    PermitEventKind, PermitLimiter,
+    PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::pacer::{CancelWindow, Epoch};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
@@ -130,13 +131,16 @@ fn clamp_u64(v: i128) -> u64 {
 }
 
 /// A limiter's parameters and its state word, replaced together on a limit
-/// change (see the [module docs](super#implementation-details)).
+/// change or a cancel (see the [module docs](super#implementation-details)).
 struct Core {
     /// `E` as `i64` bits, or [`FROZEN`] once this core is retired.
     index: CachePadded<AtomicU64>,
     params: Params,
     /// The limit for period these parameters were derived from.
     limit: i64,
+    /// Moved on with every new core; grants committed to this core carry
+    /// it as their tag (see [`Epoch`]).
+    epoch: Epoch,
 }
 
 /// What an update closure asks of the compare-exchange loop.
@@ -203,10 +207,11 @@ enum Step<R> {
 /// ```
 pub struct RefillLimiter<C = DefaultClock> {
     core: Swap<Core>,
-    /// Serializes limit changes; held from retiring a core until its
-    /// successor is published, so a caller that found its core retired waits
-    /// on it instead of spinning.
-    change: Mutex<()>,
+    /// Serializes limit changes and cancels; held from retiring a core until
+    /// its successor is published, so a caller that found its core retired
+    /// waits on it instead of spinning. It guards which grants made before
+    /// the latest cancel may still be given back.
+    change: Mutex<CancelWindow<i64>>,
     hub: Hub,
     clock: C,
     /// The clock reading at creation: time index 0.
@@ -251,10 +256,11 @@ impl<C: Clock> RefillLimiter<C> {
                 full: config.nanos_per_full_capacity() as i64,
             },
             limit: config.limit_for_period(),
+            epoch: Epoch::FIRST,
         };
         RefillLimiter {
             core: Swap::new(core),
-            change: Mutex::new(()),
+            change: Mutex::new(CancelWindow::new(0)),
             hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
             clock,
             origin,
@@ -305,9 +311,10 @@ impl<C: Clock> RefillLimiter<C> {
 
     /// The one compare-exchange loop: `decide` maps (parameters, current
     /// time index) to a step; a write is committed with one compare-exchange
-    /// or the decision is retaken on the value that won.
+    /// or the decision is retaken on the value that won. The result comes
+    /// with the tag of the core it was decided on (and committed to).
     #[inline]
-    fn update<R>(&self, mut decide: impl FnMut(&Params, i64) -> Step<R>) -> R {
+    fn update<R>(&self, mut decide: impl FnMut(&Params, i64) -> Step<R>) -> (R, u32) {
         loop {
             let core = self.core.load();
             // Ordering: Acquire, so this decision happens after the grant
@@ -316,7 +323,7 @@ impl<C: Clock> RefillLimiter<C> {
             let mut cur = core.index.load(Ordering::Acquire);
             while cur != FROZEN {
                 match decide(&core.params, cur as i64) {
-                    Step::Keep(r) => return r,
+                    Step::Keep(r) => return (r, core.epoch.tag()),
                     Step::Write(next, r) => {
                         // Ordering: AcqRel on success: Release publishes this
                         // grant to later callers, Acquire orders it after the
@@ -328,7 +335,7 @@ impl<C: Clock> RefillLimiter<C> {
                             Ordering::AcqRel,
                             Ordering::Acquire,
                         ) {
-                            Ok(_) => return r,
+                            Ok(_) => return (r, core.epoch.tag()),
                             Err(actual) => cur = actual,
                         }
                     }
@@ -342,9 +349,9 @@ impl<C: Clock> RefillLimiter<C> {
     }
 
     /// Decides a request for `permits` that may wait up to `max_wait` ns
-    /// (`None`: any wait), committing a grant.
+    /// (`None`: any wait), committing a grant; with the grant's tag.
     #[inline]
-    fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+    fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> (Decision, u32) {
         self.update(|p, index| match p.decide(index, permits, max_wait, now) {
             d @ Decision::Grant { index, .. } => Step::Write(index, d),
             d => Step::Keep(d),
@@ -353,7 +360,105 @@ impl<C: Clock> RefillLimiter<C> {
 
     /// A consistent snapshot: parameters and time index of the current core.
     fn snapshot(&self) -> (Params, i64) {
-        self.update(|p, index| Step::Keep((*p, index)))
+        self.update(|p, index| Step::Keep((*p, index))).0
+    }
+
+    /// [`RateLimiter::cancel`]: see
+    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    fn give_back(&self, grant: &Grant) -> bool {
+        let Some(tag) = grant.claim() else {
+            return false;
+        };
+        let permits = grant.permits();
+        // Ready when decided: its index is not in the grant (and it is due).
+        if grant.ready_nanos() <= grant.started_nanos() || permits == 0 {
+            return false;
+        }
+        // A grant that waited was ready at the time index it left.
+        let Some(end) = grant
+            .ready_nanos()
+            .checked_sub(self.origin)
+            .and_then(|e| i64::try_from(e).ok())
+        else {
+            return false;
+        };
+        let mut window = lock(&self.change);
+        if grant.ready_nanos() < self.clock.now_nanos() {
+            return false;
+        }
+        let core = self.core.load();
+        let p = core.params;
+        let age = core.epoch.age(tag);
+        if i64::from(permits) > p.capacity || !window.allows(age, end) {
+            return false;
+        }
+        // Where the index stood before the grant (`max(E, now − full)` at
+        // its decision), and the index it must never go below: its end
+        // minus its own charge.
+        let start = end - i64::from(permits) * p.npp;
+        // Ordering: Acquire, as in `update`.
+        let mut cur = core.index.load(Ordering::Acquire);
+        loop {
+            // Under `change`, nobody else retires this core.
+            if cur == FROZEN {
+                return false;
+            }
+            let index = cur as i64;
+            if index < end || (age > 0 && index != end) {
+                return false;
+            }
+            // `index − end` was charged after this grant, to reservations
+            // that waited (they came before its ready time) and keep their
+            // times. Keep what a bucket that never saw this grant would
+            // hold after granting them at those times: the latest of them,
+            // ready at `index`, found at most a full bucket, so the index
+            // must stay at least `index − full` plus what they were charged.
+            let later = i128::from(index - end);
+            let next = i128::from(start).max(i128::from(index) - i128::from(p.full)) + later;
+            if next >= i128::from(index) {
+                return false; // the later reservations leave nothing to give back
+            }
+            // Between `start` (≥ −full) and `index`: an i64.
+            let next = next as i64;
+            // Retire this core and publish the index moved back on a new one,
+            // so no grant of this core, this one included, is given back
+            // twice. Ordering: AcqRel on success, as a limit change's swap
+            // (every grant committed to this core happens before the new
+            // core); Acquire on failure, to decide again on the reservation
+            // that won.
+            match core
+                .index
+                .compare_exchange(cur, FROZEN, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.core.store(Core {
+                        index: CachePadded::new(AtomicU64::new(next as u64)),
+                        params: p,
+                        limit: core.limit,
+                        epoch: core.epoch.next(),
+                    });
+                    if later == 0 {
+                        // Given back in full: the index is at the grant's
+                        // start, below its end, and the grant before it may
+                        // follow (newest first).
+                        window.record(next);
+                    } else {
+                        // In part: the index is no grant's start (it may even
+                        // be this grant's end), so no grant made before this
+                        // cancel may be given back after it.
+                        window.reset();
+                    }
+                    return true;
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+}
+
+impl<C: Clock> Undo for RefillLimiter<C> {
+    fn undo(&self, grant: &Grant) -> bool {
+        self.give_back(grant)
     }
 }
 
@@ -368,17 +473,18 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
 
     fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
         let (now, rel) = self.now();
-        let wait = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+        let (decision, tag) = self.decide(permits, Some(self.hub.timeout_nanos()), rel);
+        let wait = match decision {
             Decision::Grant { wait, .. } => Some(wait),
             Decision::Refuse { .. } | Decision::Exhausted => None,
             Decision::Invalid(e) => return Err(e),
         };
-        Ok(self.hub.pending(&self.clock, permits, now, wait))
+        Ok(self.hub.pending(&self.clock, self, permits, now, wait, tag))
     }
 
     fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
         let (now, rel) = self.now();
-        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel).0 {
             Decision::Grant { wait: 0, .. } => Permission::Now,
             Decision::Grant { wait, .. } => Permission::After(Duration::from_nanos(wait)),
             Decision::Refuse { .. } | Decision::Exhausted => Permission::Refused,
@@ -395,7 +501,7 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
 
     fn drain_permissions(&self) -> u64 {
         let (now, rel) = self.now();
-        let drained = self.update(|p, index| {
+        let (drained, _) = self.update(|p, index| {
             let (drained, next) = p.drain(index, rel);
             if next == index {
                 Step::Keep(drained)
@@ -438,7 +544,7 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
             return Err(ConfigError::InvalidLimitForPeriod(limit));
         }
         let npp = nanos_per_permit(limit, self.period)?;
-        let _changing = lock(&self.change);
+        let mut window = lock(&self.change);
         let core = self.core.load();
         let old = core.params;
         let capacity = old.capacity.max(limit);
@@ -466,7 +572,10 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
                 full,
             },
             limit,
+            epoch: core.epoch.next(),
         });
+        // Grants of the old parameters are never given back.
+        window.reset();
         Ok(())
     }
 
@@ -501,12 +610,13 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);
-        match self.decide(permits, max, rel) {
+        let (decision, tag) = self.decide(permits, max, rel);
+        match decision {
             Decision::Grant { wait, .. } => {
                 self.hub
                     .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
                 let ready = now.saturating_add(wait);
-                Ok(Grant::new(ready, ready, now, permits))
+                Ok(Grant::new(ready, ready, now, permits).with_claim(tag))
             }
             Decision::Refuse { wait } => {
                 self.hub
@@ -539,6 +649,12 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
 
     fn wait_policy(&self) -> WaitPolicy {
         self.hub.policy()
+    }
+
+    /// Gives the permits of a reservation that waited back to the bucket;
+    /// see [Cancelling a reservation](super#cancelling-a-reservation).
+    fn cancel(&self, grant: &Grant) -> bool {
+        self.give_back(grant)
     }
 }
 

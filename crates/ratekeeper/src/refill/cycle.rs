@@ -39,10 +39,11 @@ use crossbeam_utils::CachePadded;
 use super::config::{ConfigError, ConfigView, CycleConfig};
 use super::{
     elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
-    PermitEventKind, PermitLimiter,
+    PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::pacer::Epoch;
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
@@ -170,11 +171,15 @@ fn clamp_u64(v: i128) -> u64 {
     v.clamp(0, i128::from(u64::MAX)) as u64
 }
 
-/// Parameters and state word, replaced together on a limit change.
+/// Parameters and state word, replaced together on a limit change or a
+/// cancel.
 struct Core {
     /// [`State::pack`], or [`FROZEN`] once retired.
     state: CachePadded<AtomicU128>,
     params: Params,
+    /// Moved on with every new core; grants committed to this core carry
+    /// it as their tag.
+    epoch: Epoch,
 }
 
 enum Step<R> {
@@ -218,8 +223,8 @@ enum Step<R> {
 /// ```
 pub struct CycleLimiter<C = DefaultClock> {
     core: Swap<Core>,
-    /// Serializes limit changes; held from retiring a core until its
-    /// successor is published.
+    /// Serializes limit changes and cancels; held from retiring a core until
+    /// its successor is published.
     change: Mutex<()>,
     hub: Hub,
     clock: C,
@@ -262,6 +267,7 @@ impl<C: Clock> CycleLimiter<C> {
                 period: config.limit_refresh_period().as_nanos() as i64,
                 limit,
             },
+            epoch: Epoch::FIRST,
         };
         CycleLimiter {
             core: Swap::new(core),
@@ -306,9 +312,10 @@ impl<C: Clock> CycleLimiter<C> {
         drop(lock(&self.change));
     }
 
-    /// The one compare-exchange loop (as the refill limiter's).
+    /// The one compare-exchange loop (as the refill limiter's), returning
+    /// the tag of the core it decided on.
     #[inline]
-    fn update<R>(&self, mut decide: impl FnMut(&Params, u128) -> Step<R>) -> R {
+    fn update<R>(&self, mut decide: impl FnMut(&Params, u128) -> Step<R>) -> (R, u32) {
         loop {
             let core = self.core.load();
             // Ordering: Acquire, so this decision happens after the grant
@@ -316,7 +323,7 @@ impl<C: Clock> CycleLimiter<C> {
             let mut cur = core.state.load(Ordering::Acquire);
             while cur != FROZEN {
                 match decide(&core.params, cur) {
-                    Step::Keep(r) => return r,
+                    Step::Keep(r) => return (r, core.epoch.tag()),
                     Step::Write(next, r) => {
                         // Ordering: AcqRel on success (publish this grant,
                         // follow the one replaced); Acquire on failure (the
@@ -327,7 +334,7 @@ impl<C: Clock> CycleLimiter<C> {
                             Ordering::AcqRel,
                             Ordering::Acquire,
                         ) {
-                            Ok(_) => return r,
+                            Ok(_) => return (r, core.epoch.tag()),
                             Err(actual) => cur = actual,
                         }
                     }
@@ -339,7 +346,7 @@ impl<C: Clock> CycleLimiter<C> {
     }
 
     #[inline]
-    fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+    fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> (Decision, u32) {
         self.update(|p, word| match p.decide(word, permits, max_wait, now) {
             d @ Decision::Grant { state, .. } => Step::Write(state, d),
             d => Step::Keep(d),
@@ -353,6 +360,83 @@ impl<C: Clock> CycleLimiter<C> {
             let (s, at) = p.refresh(State::unpack(word), now);
             Step::Keep((*p, s, at))
         })
+        .0
+    }
+
+    /// [`RateLimiter::cancel`]: see
+    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    fn give_back(&self, grant: &Grant) -> bool {
+        let Some(tag) = grant.claim() else {
+            return false;
+        };
+        let permits = i64::from(grant.permits());
+        // Ready when decided: it took this cycle's permits, and is due.
+        if grant.ready_nanos() <= grant.started_nanos() || permits == 0 {
+            return false;
+        }
+        let _changing = lock(&self.change);
+        let (now_abs, now) = self.now();
+        if grant.ready_nanos() < now_abs {
+            return false;
+        }
+        let core = self.core.load();
+        let p = core.params;
+        // Only a grant of this core: no cancel or limit change since it was
+        // committed (so it was never given back, and its permits are still
+        // counted in the state).
+        if core.epoch.age(tag) != 0 {
+            return false;
+        }
+        // The cycle it was decided in: that of its clock reading (or later, if
+        // another caller had refreshed first; then this is refused).
+        let decided = elapsed(grant.started_nanos(), self.origin) / p.period;
+        // Ordering: Acquire, as in `update`.
+        let mut cur = core.state.load(Ordering::Acquire);
+        loop {
+            if cur == FROZEN {
+                return false;
+            }
+            let (s, _) = p.refresh(State::unpack(cur), now);
+            if s.cycle != decided as u64 {
+                // A new cycle: the permits it took were repaid or are owed
+                // to cycles already refreshed.
+                return false;
+            }
+            // It waited, so it borrowed from later cycles and the count is
+            // negative (a drain changes nothing then): adding its permits
+            // back never passes what the cycle had before it.
+            let Some(permits) = s.permits.checked_add(permits) else {
+                return false;
+            };
+            let next = State {
+                cycle: s.cycle,
+                permits,
+            };
+            // Retire this core and publish the count on a new one, as the
+            // refill limiter does. Ordering: AcqRel on success (every grant
+            // committed to this core happens before the new one); Acquire on
+            // failure, to decide again on the reservation that won.
+            match core
+                .state
+                .compare_exchange(cur, FROZEN, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.core.store(Core {
+                        state: CachePadded::new(AtomicU128::new(next.pack())),
+                        params: p,
+                        epoch: core.epoch.next(),
+                    });
+                    return true;
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+}
+
+impl<C: Clock> Undo for CycleLimiter<C> {
+    fn undo(&self, grant: &Grant) -> bool {
+        self.give_back(grant)
     }
 }
 
@@ -367,17 +451,18 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
 
     fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
         let (now, rel) = self.now();
-        let wait = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+        let (decision, tag) = self.decide(permits, Some(self.hub.timeout_nanos()), rel);
+        let wait = match decision {
             Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
             Decision::Refuse { .. } | Decision::Exhausted => None,
             Decision::Invalid(e) => return Err(e),
         };
-        Ok(self.hub.pending(&self.clock, permits, now, wait))
+        Ok(self.hub.pending(&self.clock, self, permits, now, wait, tag))
     }
 
     fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
         let (now, rel) = self.now();
-        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel) {
+        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel).0 {
             Decision::Grant { ready, .. } => match self.absolute(ready).saturating_sub(now) {
                 0 => Permission::Now,
                 wait => Permission::After(Duration::from_nanos(wait)),
@@ -398,7 +483,7 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
     /// reservations, and returns how many were dropped.
     fn drain_permissions(&self) -> u64 {
         let (now, rel) = self.now();
-        let drained = self.update(|p, word| {
+        let (drained, _) = self.update(|p, word| {
             let old = State::unpack(word);
             let (s, _) = p.refresh(old, rel);
             let drained = s.permits.max(0) as u64;
@@ -455,6 +540,7 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
                 period: core.params.period,
                 limit,
             },
+            epoch: core.epoch.next(),
         });
         Ok(())
     }
@@ -489,12 +575,13 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);
-        match self.decide(permits, max, rel) {
+        let (decision, tag) = self.decide(permits, max, rel);
+        match decision {
             Decision::Grant { ready, .. } => {
                 self.hub
                     .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
                 let ready = self.absolute(ready).max(now);
-                Ok(Grant::new(ready, ready, now, permits))
+                Ok(Grant::new(ready, ready, now, permits).with_claim(tag))
             }
             Decision::Refuse { wait } => {
                 self.hub
@@ -527,6 +614,13 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
 
     fn wait_policy(&self) -> WaitPolicy {
         self.hub.policy()
+    }
+
+    /// Gives the permits of a reservation that waited back to the cycle it
+    /// was decided in; see
+    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    fn cancel(&self, grant: &Grant) -> bool {
+        self.give_back(grant)
     }
 }
 

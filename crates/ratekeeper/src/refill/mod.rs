@@ -22,6 +22,7 @@
 //! * [The bucket](#the-bucket)
 //! * [The cycle limiter](#the-cycle-limiter)
 //! * [The Resilience4j interface](#the-resilience4j-interface)
+//! * [Cancelling a reservation](#cancelling-a-reservation)
 //! * [Differences from refill-rate-limiter and Resilience4j](#differences-from-refill-rate-limiter-and-resilience4j)
 //! * [Which limiter?](#which-limiter)
 //! * [Memory ordering](#memory-ordering)
@@ -101,15 +102,78 @@
 //! [`begin_acquire_permission`](PermitLimiter::begin_acquire_permission)
 //! splits this: it returns the decision as a [`PendingPermission`], which the
 //! caller [`wait`](PendingPermission::wait)s on, [`finish`](PendingPermission::finish)es
-//! after waiting its own way (an async timer, a virtual clock), or
+//! after waiting its own way (an async timer, a virtual clock),
 //! [`abandon`](PendingPermission::abandon)s (Resilience4j's interrupt: false,
-//! reservation kept).
+//! reservation kept), or [`cancel`](PendingPermission::cancel)s (Go's
+//! `Reservation.Cancel`: false, reservation given back as far as the limiter
+//! allows; see [Cancelling a reservation](#cancelling-a-reservation)).
 //!
 //! **Events** are published when an acquisition ends (refused: at once;
 //! granted: when it finishes; abandoned: as a failure), when a reservation is
 //! decided, and when permits are drained. A request refused with a typed
 //! error publishes nothing. With no subscriber an event costs one atomic
 //! load.
+//!
+//! # Cancelling a reservation
+//!
+//! Resilience4j cannot give a reservation back: an interrupted caller's
+//! permits stay spent ([`PendingPermission::abandon`] keeps that). Both
+//! limiters here also give back a reservation its caller will not use, as Go's
+//! `Reservation.Cancel` does, through [`RateLimiter::cancel`](crate::RateLimiter::cancel)
+//! on the [`Grant`] that [`reserve`](crate::RateLimiter::reserve) returned, or
+//! [`PendingPermission::cancel`] (or [`PendingPermission::grant`]). What can be
+//! given back is a reservation that **had to wait**, until its ready time
+//! (`ready ≥ now`): a grant that could go at once took permits that were
+//! there, and is due.
+//!
+//! **[`RefillLimiter`].** If the reservation is the latest, the time index
+//! moves back by its cost, `permits × nanos_per_permit`: the bucket is as if
+//! it had never been made, and the next reservation gets its ready time.
+//! Reservations made after it keep their times; the index then moves back by
+//! what they leave, `min(permits × nanos_per_permit, full − later)`, where
+//! `later` is what they were charged and `full = capacity × nanos_per_permit`:
+//! the bucket a limiter that never saw the cancelled reservation would hold
+//! after granting them at their (later) times. So no instant and no window
+//! ever gets more than the bucket allows, and nothing is given back when the
+//! later reservations cover a full bucket. (Go gives back `permits − later`
+//! tokens, less than this whenever the capacity exceeds the reservation.)
+//! Reservations given back newest first all come back in full. A cancel is
+//! refused for a reservation made before a limit change, or made before an
+//! earlier cancel unless it is then the latest reservation (newest first).
+//!
+//! ```
+//! use ratekeeper::{ManualClock, RateLimiter};
+//! use ratekeeper::refill::{RefillConfig, RefillLimiter};
+//!
+//! let config = RefillConfig::builder()
+//!     .limit_for_period(1)
+//!     .limit_refresh_period_nanos(1_000) // a permit per µs
+//!     .permit_capacity(4)
+//!     .initial_permits(0)
+//!     .build()?;
+//! let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
+//! let a = limiter.reserve(2, None)?; // ready at 2 µs
+//! let b = limiter.reserve(1, None)?; // ready at 3 µs
+//! assert!(limiter.cancel(&a), "b keeps its time; a's 2 permits come back");
+//! assert_eq!(limiter.reserve(2, None)?.ready_nanos(), 3_000);
+//! assert!(!limiter.cancel(&a), "given back already");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! **[`CycleLimiter`].** The permits go back to the cycle the reservation
+//! was decided in, if that is still the current cycle: the count is as if it
+//! had never been made (reservations after it keep their times, and the next
+//! one may get the permits). Once a new cycle has started they are not given
+//! back (the count was refreshed; what is owed is owed to cycles that have
+//! begun). Only reservations made after the latest cancel or limit change can
+//! be given back: each cancel moves the limiter to a new epoch, and the
+//! cycle's count does not say which earlier reservations are still standing.
+//!
+//! Both return `false`, and change nothing, for a grant already given back,
+//! one not this limiter's, one whose ready time has passed, and one that was
+//! ready when made. A cancel takes the limiter's change mutex and publishes
+//! its state anew (retiring the old, as a limit change does; one
+//! allocation); reservations racing it retry on the new state.
 //!
 //! # Differences from refill-rate-limiter and Resilience4j
 //!
@@ -552,13 +616,16 @@ impl Hub {
     }
 
     /// A pending acquisition for a decision taken at `now`: `Some(wait)` if
-    /// granted, `None` if refused (published now).
+    /// granted, `None` if refused (published now). `limiter` gives a grant
+    /// back, `tag` is the grant's (see [`Undo`]).
     pub(crate) fn pending<'a>(
         &'a self,
         clock: &'a dyn Clock,
+        limiter: &'a dyn Undo,
         permits: u32,
         now: u64,
         wait: Option<u64>,
+        tag: u32,
     ) -> PendingPermission<'a> {
         let state = match wait {
             None => {
@@ -575,12 +642,23 @@ impl Hub {
         PendingPermission {
             hub: self,
             clock,
+            limiter,
             permits,
             decided_at: now,
             ready_at: now.saturating_add(wait.unwrap_or(0)),
+            tag,
             state,
         }
     }
+}
+
+/// Gives a reservation back: the limiter's
+/// [`RateLimiter::cancel`](crate::RateLimiter::cancel), reachable from a
+/// [`PendingPermission`] without naming the limiter's clock type. `Sync`,
+/// so that a pending acquisition stays `Send` (an async task may hold it).
+pub(crate) trait Undo: Sync {
+    /// As [`RateLimiter::cancel`](crate::RateLimiter::cancel).
+    fn undo(&self, grant: &Grant) -> bool;
 }
 
 impl core::fmt::Debug for Hub {
@@ -620,6 +698,7 @@ enum PendingState {
 /// | [`wait`](Self::wait) | after blocking until ready: whether granted | success (granted) | used |
 /// | [`finish`](Self::finish) | at once: whether granted (the caller waited its own way) | success (granted) | used |
 /// | [`abandon`](Self::abandon), or drop | at once: false | failure (granted ones) | **kept**: the permits are spent |
+/// | [`cancel`](Self::cancel) | at once: whether the limiter took the permits back | failure (granted ones) | **given back** as far as the limiter allows |
 ///
 /// A refused acquisition is over when created: its failure event is already
 /// published and every call returns false. While a granted acquisition with
@@ -658,9 +737,12 @@ enum PendingState {
 pub struct PendingPermission<'a> {
     hub: &'a Hub,
     clock: &'a dyn Clock,
+    limiter: &'a dyn Undo,
     permits: u32,
     decided_at: u64,
     ready_at: u64,
+    /// The limiter's tag for this reservation (see [`Grant`]'s claim).
+    tag: u32,
     state: PendingState,
 }
 
@@ -698,6 +780,18 @@ impl PendingPermission<'_> {
         Duration::from_nanos(self.ready_at - self.decided_at)
     }
 
+    /// The reservation as the crate's [`Grant`] (scheduled and ready at
+    /// [`ready_at_nanos`](Self::ready_at_nanos), started at the decision),
+    /// which the limiter's [`RateLimiter::cancel`](crate::RateLimiter::cancel)
+    /// recognises; `None` if refused. [`cancel`](Self::cancel) is the same
+    /// give-back, ending the acquisition too.
+    pub fn grant(&self) -> Option<Grant> {
+        self.is_granted().then(|| {
+            Grant::new(self.ready_at, self.ready_at, self.decided_at, self.permits)
+                .with_claim(self.tag)
+        })
+    }
+
     /// Blocks the thread until the permits may go (on the limiter's clock,
     /// under its [`WaitPolicy`]), then [`finish`](Self::finish)es.
     ///
@@ -721,9 +815,49 @@ impl PendingPermission<'_> {
 
     /// Gives up waiting (Resilience4j's interrupt): returns false and, for a
     /// granted acquisition, publishes `FAILED_ACQUIRE`. The reservation is
-    /// **not** returned: the permits stay spent, as in Resilience4j.
+    /// **not** returned: the permits stay spent, as in Resilience4j. (To give
+    /// them back, [`cancel`](Self::cancel).)
     pub fn abandon(mut self) -> bool {
         self.end(false)
+    }
+
+    /// Gives up waiting *and* gives the reservation back (Go's
+    /// `Reservation.Cancel`; Resilience4j has no such call): ends the
+    /// acquisition as [`abandon`](Self::abandon) does (`FAILED_ACQUIRE` for a
+    /// grant, no longer a waiting thread), and returns whether the limiter
+    /// took the permits back. What each limiter can take back is in its
+    /// "Cancelling a reservation" section ([`RefillLimiter`],
+    /// [`CycleLimiter`]); in short, a reservation that had to wait can be
+    /// given back until its ready time, a grant that could go at once cannot.
+    ///
+    /// Unlike `abandon`, which keeps Resilience4j's semantics (an interrupted
+    /// caller's permits are spent), `cancel` leaves the limiter as if the
+    /// acquisition had not been made, as far as the algorithm allows. Dropping
+    /// a pending acquisition abandons it.
+    ///
+    /// ```
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let config = RefillConfig::builder()
+    ///     .limit_for_period(1)
+    ///     .limit_refresh_period_nanos(1_000)
+    ///     .timeout_nanos(5_000)
+    ///     .build()?;
+    /// let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// assert!(limiter.acquire_permission(1)?);
+    /// let first = limiter.begin_acquire_permission(1)?; // ready at 1 µs
+    /// assert!(first.cancel());
+    /// let again = limiter.begin_acquire_permission(1)?;
+    /// assert_eq!(again.ready_at_nanos(), 1_000, "the cancelled one's time");
+    /// assert!(!again.abandon()); // abandoned: the permit stays spent
+    /// assert_eq!(limiter.begin_acquire_permission(1)?.ready_at_nanos(), 2_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel(mut self) -> bool {
+        let given_back = self.grant().is_some_and(|g| self.limiter.undo(&g));
+        self.end(false);
+        given_back
     }
 
     fn end(&mut self, went: bool) -> bool {
@@ -765,6 +899,7 @@ impl core::fmt::Debug for PendingPermission<'_> {
             .field("granted", &self.is_granted())
             .field("decided_at_nanos", &self.decided_at)
             .field("ready_at_nanos", &self.ready_at)
+            .field("tag", &self.tag)
             .field("ended", &(self.state == PendingState::Ended))
             .finish()
     }

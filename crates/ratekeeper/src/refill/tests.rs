@@ -1011,3 +1011,244 @@ fn permission_helpers() {
     assert!(!Permission::Refused.is_granted());
     assert_eq!(Permission::After(Duration::MAX).nanos_to_wait(), i64::MAX);
 }
+
+// ------------------------------------------------------------------ cancel
+
+/// Everything a caller can observe of a limiter's state now.
+fn observed<L: PermitLimiter + RateLimiter>(l: &L) -> (Metrics, crate::limiter::WaitStats) {
+    (l.metrics(), l.wait_stats())
+}
+
+fn times(g: &Grant) -> (u64, u64, u64, u32) {
+    (
+        g.scheduled_nanos(),
+        g.ready_nanos(),
+        g.started_nanos(),
+        g.permits(),
+    )
+}
+
+#[test]
+fn refill_cancelling_the_latest_reservation_restores_the_bucket_exactly() {
+    let (l, clock) = refill(1, 1_000, 10_000, Some(4), Some(2));
+    clock.set_nanos(500);
+    RateLimiter::reserve(&l, 3, None).unwrap(); // 2.5 stored, 0.5 owed
+    let before = observed(&l);
+    let g = RateLimiter::reserve(&l, 2, None).unwrap();
+    assert_eq!(g.ready_nanos(), 3_000);
+    assert!(l.cancel(&g));
+    assert_eq!(observed(&l), before);
+    let again = RateLimiter::reserve(&l, 2, None).unwrap();
+    assert_eq!(times(&again), times(&g));
+}
+
+#[test]
+fn refill_later_reservations_keep_their_times_and_bound_the_give_back() {
+    // Capacity 4: a's 2 permits come back in full with 1 permit after it.
+    let (l, _) = refill(1, 1_000, 10_000, Some(4), Some(0));
+    let a = RateLimiter::reserve(&l, 2, None).unwrap();
+    let b = RateLimiter::reserve(&l, 1, None).unwrap();
+    assert_eq!((a.ready_nanos(), b.ready_nanos()), (2_000, 3_000));
+    assert!(l.cancel(&a));
+    assert_eq!(l.wait_stats().backlog_nanos, 1_000, "only b's cost is left");
+    // The next 2 permits go with b, 3 permits at once: within the capacity.
+    assert_eq!(
+        RateLimiter::reserve(&l, 2, None).unwrap().ready_nanos(),
+        3_000
+    );
+
+    // Capacity 2: b alone fills the bucket at its time, so only part of a's
+    // cost can come back: b at 3 µs left the bucket at index 3 µs − 2 µs + 1 µs.
+    let (l, _) = refill(1, 1_000, 10_000, Some(2), Some(0));
+    let a = RateLimiter::reserve(&l, 2, None).unwrap();
+    RateLimiter::reserve(&l, 1, None).unwrap();
+    assert!(l.cancel(&a));
+    assert_eq!(l.wait_stats().backlog_nanos, 2_000);
+    // A new permit is due at 3 µs, with b: 2 permits at once, the capacity.
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
+        3_000
+    );
+
+    // Capacity 2 and 2 permits after it: nothing comes back.
+    let (l, _) = refill(1, 1_000, 10_000, Some(2), Some(0));
+    let a = RateLimiter::reserve(&l, 1, None).unwrap();
+    RateLimiter::reserve(&l, 2, None).unwrap();
+    let before = observed(&l);
+    assert!(!l.cancel(&a));
+    assert_eq!(observed(&l), before);
+}
+
+#[test]
+fn refill_reservations_cancelled_newest_first_all_come_back() {
+    let (l, clock) = refill(1, 1_000, 10_000, Some(3), Some(1));
+    clock.set_nanos(100);
+    let before = observed(&l);
+    let grants: Vec<Grant> = (1..=3)
+        .map(|n| RateLimiter::reserve(&l, n, None).unwrap())
+        .collect();
+    // The first took the stored permit: ready when made, not given back.
+    assert_eq!(grants[0].ready_nanos(), 100);
+    assert!(l.cancel(&grants[2]));
+    assert!(!l.cancel(&grants[2]), "twice");
+    assert!(l.cancel(&grants[1]));
+    assert!(!l.cancel(&grants[0]));
+    let after_first = {
+        let (l2, c2) = refill(1, 1_000, 10_000, Some(3), Some(1));
+        c2.set_nanos(100);
+        RateLimiter::reserve(&l2, 1, None).unwrap();
+        observed(&l2)
+    };
+    assert_eq!(observed(&l), after_first);
+    assert_ne!(observed(&l), before);
+}
+
+#[test]
+fn refill_refuses_what_it_cannot_give_back_and_changes_nothing() {
+    let (l, clock) = refill(1, 1_000, 10_000, Some(4), Some(1));
+    let (other, _) = refill(1, 1_000, 10_000, Some(4), Some(0));
+    let now = RateLimiter::reserve(&l, 1, None).unwrap(); // the stored permit
+    let g = RateLimiter::reserve(&l, 2, None).unwrap(); // ready at 2 µs
+    let state = observed(&l);
+    // Ready when made.
+    assert!(!l.cancel(&now));
+    // Not this limiter's: another's latest, of the same epoch.
+    let foreign = RateLimiter::reserve(&other, 3, None).unwrap();
+    assert!(!l.cancel(&foreign));
+    // Built by hand: no tag.
+    assert!(!l.cancel(&Grant::new(2_000, 2_000, 0, 2)));
+    assert_eq!(observed(&l), state);
+    // Past its ready time.
+    clock.set_nanos(2_001);
+    let state = observed(&l);
+    assert!(!l.cancel(&g));
+    assert_eq!(observed(&l), state);
+    // A limit change retires every earlier grant.
+    let h = RateLimiter::reserve(&l, 1, None).unwrap();
+    l.change_limit_for_period(2).unwrap();
+    let state = observed(&l);
+    assert!(!l.cancel(&h));
+    assert_eq!(observed(&l), state);
+}
+
+#[test]
+fn refill_a_grant_before_a_partial_give_back_is_not_given_back() {
+    let (l, _) = refill(1, 1_000, 10_000, Some(4), Some(0));
+    let a = RateLimiter::reserve(&l, 1, None).unwrap();
+    let b = RateLimiter::reserve(&l, 1, None).unwrap();
+    let c = RateLimiter::reserve(&l, 1, None).unwrap();
+    assert!(l.cancel(&b)); // c after it: a partial (here, full) give-back
+    let state = observed(&l);
+    assert!(!l.cancel(&a), "not the latest, and older than the cancel");
+    assert!(!l.cancel(&c), "older than the cancel, and the index moved");
+    assert_eq!(observed(&l), state);
+}
+
+#[test]
+fn refill_pending_cancel_gives_back_and_abandon_keeps() {
+    let (l, _) = refill(1, 1_000, 5_000, Some(1), Some(1));
+    let log = record(l.events());
+    assert!(l.acquire_permission(1).unwrap());
+    let before = observed(&l);
+    let p = l.begin_acquire_permission(1).unwrap();
+    assert_eq!(l.metrics().waiting_threads, 1);
+    let g = p.grant().unwrap();
+    assert_eq!((g.ready_nanos(), g.started_nanos()), (1_000, 0));
+    assert!(p.cancel());
+    assert_eq!(observed(&l), before, "the gauge is down, the permit back");
+    // The same through the trait, then the pending value: given back once.
+    let p = l.begin_acquire_permission(1).unwrap();
+    assert!(l.cancel(&p.grant().unwrap()));
+    assert!(!p.cancel());
+    assert_eq!(observed(&l), before);
+    // Abandoned: the permit stays spent.
+    let p = l.begin_acquire_permission(1).unwrap();
+    assert!(!p.abandon());
+    assert_eq!(avail(&l), -1);
+    // Ready at once, or refused: nothing to give back.
+    let (l2, _) = refill(1, 1_000, 0, Some(1), Some(1));
+    let now = l2.begin_acquire_permission(1).unwrap();
+    assert!(!now.is_waiting() && now.grant().is_some());
+    assert!(!now.cancel());
+    let refused = l2.begin_acquire_permission(1).unwrap();
+    assert_eq!(refused.grant(), None);
+    assert!(!refused.cancel());
+    // A cancelled or abandoned acquisition is a failed one.
+    assert_eq!(
+        take(&log),
+        [(Success, 1), (Failed, 1), (Failed, 1), (Failed, 1)]
+    );
+}
+
+#[test]
+fn cycle_cancel_returns_the_permits_to_the_current_cycle() {
+    let (l, _) = cycle(2, 1_000, 10_000);
+    RateLimiter::reserve(&l, 2, None).unwrap(); // this cycle's permits
+    let before = observed(&l);
+    let g = RateLimiter::reserve(&l, 3, None).unwrap(); // cycles 1 and 2
+    assert_eq!(g.ready_nanos(), 2_000);
+    assert!(l.cancel(&g));
+    assert_eq!(observed(&l), before);
+    assert_eq!(
+        times(&RateLimiter::reserve(&l, 3, None).unwrap()),
+        times(&g)
+    );
+}
+
+#[test]
+fn cycle_later_reservations_keep_their_times() {
+    let (l, _) = cycle(2, 1_000, 10_000);
+    RateLimiter::reserve(&l, 2, None).unwrap();
+    let a = RateLimiter::reserve(&l, 2, None).unwrap(); // cycle 1
+    let b = RateLimiter::reserve(&l, 1, None).unwrap(); // cycle 2
+    assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 2_000));
+    assert!(l.cancel(&a));
+    assert_eq!(avail(&l), -1, "b's permit is still owed");
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
+        1_000,
+        "a's permits are the next caller's"
+    );
+    assert!(!l.cancel(&b), "made before the cancel");
+}
+
+#[test]
+fn cycle_refuses_after_the_cycle_ends_and_what_is_not_its_own() {
+    let (l, clock) = cycle(2, 1_000, 10_000);
+    let now = RateLimiter::reserve(&l, 2, None).unwrap();
+    let g = RateLimiter::reserve(&l, 4, None).unwrap(); // ready at 2 µs
+    let state = observed(&l);
+    assert!(!l.cancel(&now), "ready when made");
+    assert!(!l.cancel(&Grant::new(2_000, 2_000, 0, 4)), "no tag");
+    clock.set_nanos(1_000); // cycle 1: the count was refreshed
+    let state1 = observed(&l);
+    assert!(!l.cancel(&g));
+    assert_eq!(observed(&l), state1);
+    assert_ne!(state, state1);
+    // Twice.
+    let h = RateLimiter::reserve(&l, 1, None).unwrap();
+    assert!(l.cancel(&h));
+    let state = observed(&l);
+    assert!(!l.cancel(&h));
+    assert_eq!(observed(&l), state);
+    // After a limit change.
+    let h = RateLimiter::reserve(&l, 1, None).unwrap();
+    l.change_limit_for_period(3).unwrap();
+    assert!(!l.cancel(&h));
+    // Past its ready time (within the cycle it was made in).
+    let (l, clock) = cycle(1, 1_000, 10_000);
+    RateLimiter::reserve(&l, 1, None).unwrap();
+    let g = RateLimiter::reserve(&l, 1, None).unwrap();
+    clock.set_nanos(999);
+    assert!(g.ready_nanos() > clock.now_nanos());
+    let pending = l.begin_acquire_permission(1).unwrap();
+    assert!(pending.cancel());
+    assert!(!l.cancel(&g), "made before the cancel");
+}
+
+#[test]
+fn pending_permissions_stay_send_and_sync() {
+    // An async task holds one across an await (the `tokio` feature).
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<PendingPermission<'static>>();
+}

@@ -91,6 +91,63 @@
 //! request, or now), so `wait_nanos()` after waiting is only how late the
 //! caller was let go: Guava has no schedule to be late against.
 //!
+//! # Cancelling a reservation
+//!
+//! Guava has no cancel: a request's cost is charged to the caller after it,
+//! so a reservation can be taken back only while no later reservation built
+//! on it. [`cancel`](RateLimiter::cancel) gives back the limiter's **latest**
+//! reservation **exactly**: the state returns, bit for bit, to what it was
+//! before the reservation (`next_free` back to the moment it was let go at,
+//! the stored permits it spent back in store), so the next reservation gets
+//! the time the cancelled one had and pays what it would have paid.
+//! Reservations given back newest first all come back.
+//!
+//! ```
+//! use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+//!
+//! let clock = ManualClock::new(0);
+//! let limiter = SmoothBursty::builder(10.0).build_with_clock(clock.clone())?;
+//! limiter.reserve(1, None)?; // free: the next caller pays
+//! let b = limiter.reserve(2, None)?; // waits 100 ms, and charges 200 ms on
+//! assert!(limiter.cancel(&b));
+//! assert!(!limiter.cancel(&b), "given back already");
+//! let c = limiter.reserve(1, None)?;
+//! assert_eq!(c.ready_nanos(), b.ready_nanos()); // b's time; the next pays 100 ms
+//! assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 200_000_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `cancel` returns `false`, and changes nothing, for
+//!
+//! * a reservation with a later one still standing: the later one's wait
+//!   was computed from the `next_free` this one left;
+//! * a grant that could go at once: its reservation may have banked idle
+//!   time into stored permits first, and what the state was before that is
+//!   not in the grant (it is due in any case);
+//! * a warming-up reservation that spent the last stored permits (how many
+//!   there were is not in the grant), or one that cost no time at all;
+//! * a grant already cancelled, not this limiter's, whose ready time has
+//!   passed, or reserved before a rate change (or before an earlier cancel,
+//!   unless it is then the latest).
+//!
+//! The latest reservation is recognised by value: the state before it,
+//! rebuilt from the grant, must give exactly the current state when the
+//! reservation is computed again. A reservation that left the state as it
+//! found it (a permit costing under 1 µs from an empty store, or a schedule
+//! already at its end, 292 000 years out) leaves no trace, so a reservation
+//! before it can still be given back; it keeps its time. And at rates above
+//! about 300 000 permits per second, where a permit costs 3 µs or less and
+//! Guava's whole microseconds truncate it, a later reservation can leave a
+//! state the cancelled one alone could have produced; the cancel then gives
+//! back the cancelled reservation's permits and cost from the current state
+//! (later reservations keep their times, as in Go), exact up to that
+//! truncation.
+//!
+//! A cancel retires the state the way a rate change does (under the change
+//! mutex, one allocation); from the first cancel or rate change on,
+//! reservations reach the state through the swappable core, a few
+//! nanoseconds more each.
+//!
 //! # Concurrency
 //!
 //! Guava holds a mutex around every call. Here a reservation is lock-free:
@@ -128,6 +185,7 @@ use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crossbeam_utils::CachePadded;
 
+use crate::pacer::{CancelWindow, Epoch};
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::WaitPolicy;
 
@@ -353,6 +411,10 @@ const FROZEN: u128 = u128::MAX;
 /// word.
 #[derive(Debug)]
 struct Core {
+    /// The epoch of this core: every new core (a rate change, a cancel)
+    /// moves it on, in steps of two, so the low bit of a grant's tag is free
+    /// for [`NONE_STORED`].
+    epoch: Epoch,
     /// `pack(stored_permits, next_free)`, or [`FROZEN`] once retired.
     ///
     /// Ordering: loads are `Acquire` and successful compare-exchanges
@@ -367,12 +429,30 @@ struct Core {
     params: State,
 }
 
+/// The tag bit saying that the reservation found no stored permits (the
+/// state it started from is then known exactly from the grant; see
+/// [`Smooth::give_back`]).
+const NONE_STORED: u32 = 1;
+
 impl Core {
-    fn new(state: State) -> Core {
+    fn new(state: State, epoch: Epoch) -> Core {
         Core {
+            epoch,
             word: CachePadded::new(AtomicU128::new(pack(state.stored_permits, state.next_free))),
             params: state,
         }
+    }
+
+    /// The tag of a grant committed to this core from `word`.
+    #[inline(always)]
+    fn tag(&self, word: u128) -> u32 {
+        self.epoch.tag() | u32::from((word >> 64) as u64 == 0)
+    }
+
+    /// How many cores (cancels and rate changes) ago a grant tagged `tag`
+    /// was committed.
+    fn age(&self, tag: u32) -> u32 {
+        self.epoch.age(tag & !NONE_STORED) / 2
     }
 
     /// The full state for a (live) word.
@@ -400,6 +480,17 @@ impl Core {
 /// from it, and publishes a new core. A reservation that finds its core
 /// frozen waits for the mutex (the change is publishing) and starts over on
 /// the new core.
+///
+/// A cancel is a change too: under the mutex it compare-exchanges the word
+/// the grant's reservation committed (recomputed from the state before it,
+/// see [`Smooth::give_back`]) to [`FROZEN`], and publishes a new core holding
+/// the state before the reservation. In commit order it is the
+/// reservation's inverse, applied right after it; every run with cancels
+/// therefore equals Guava's serial run of the reservations that were not
+/// cancelled. Each core has its own epoch, which grants carry as their tag:
+/// a grant of an earlier core is given back only newest first (see
+/// `pacer/window.rs`), so no grant is given back twice, even if a later
+/// reservation committed the very same word again.
 ///
 /// Invariants:
 ///
@@ -431,9 +522,11 @@ struct Smooth<C> {
     /// placeholder). Loading it costs a little (ArcSwap's thread-local debt
     /// slot), so limiters whose rate never changes never pay it.
     later: Swap<Core>,
-    /// Serialises rate changes; reservations only wait on it while a change
-    /// is publishing.
-    change: Mutex<()>,
+    /// Serialises rate changes and cancels; reservations only wait on it
+    /// while a change is publishing. It guards which grants made before the
+    /// latest cancel may still be given back (the cuts are `next_free`
+    /// values).
+    change: Mutex<CancelWindow<i64>>,
     created: u64,
     clock: C,
     policy: WaitPolicy,
@@ -485,13 +578,13 @@ impl<C: Clock> Smooth<C> {
         let created = clock.now_nanos();
         let mut state = State::new(kind);
         state.set_rate(rate, 0);
-        let placeholder = Core::new(state);
+        let placeholder = Core::new(state, Epoch::FIRST);
         // Ordering: Relaxed; nobody else has the limiter yet.
         placeholder.word.store(FROZEN, Ordering::Relaxed);
         Smooth {
-            first: Core::new(state),
+            first: Core::new(state, Epoch::FIRST),
             later: Swap::new(placeholder),
-            change: Mutex::new(()),
+            change: Mutex::new(CancelWindow::new(0)),
             created,
             clock,
             policy,
@@ -516,24 +609,129 @@ impl<C: Clock> Smooth<C> {
 
     fn set_rate(&self, rate: f64) -> Result<(), SmoothError> {
         let rate = check_rate(rate)?;
-        let _change = lock(&self.change);
+        let mut window = lock(&self.change);
         // Retire the current core. Ordering: AcqRel; the swap returns the
         // last committed state (Acquire: and its clock reading happened
         // before ours, below). Under `change`, the current core is `first`
         // until it is frozen, then the one `later` holds.
-        let retire = |core: &Core| core.word.swap(FROZEN, Ordering::AcqRel);
-        let mut st = if self.first.word.load(Ordering::Acquire) != FROZEN {
-            self.first.state(retire(&self.first))
+        let retire = |core: &Core| {
+            (
+                core.state(core.word.swap(FROZEN, Ordering::AcqRel)),
+                core.epoch,
+            )
+        };
+        let (mut st, epoch) = if self.first.word.load(Ordering::Acquire) != FROZEN {
+            retire(&self.first)
         } else {
             let core = self.later.load();
-            core.state(retire(&core))
+            retire(&core)
         };
         let (_, now) = self.read();
         st.set_rate(rate, now);
         // Publishing is ordered by the swap cell (Release/Acquire inside
         // ArcSwap): whoever loads the new core sees its parameters and word.
-        self.later.store(Core::new(st));
+        self.later.store(Core::new(st, epoch.next().next()));
+        // Grants of the old rate are never given back.
+        window.reset();
         Ok(())
+    }
+
+    /// [`RateLimiter::cancel`]: gives back the latest reservation if the
+    /// state it started from is known exactly; see
+    /// [Cancelling a reservation](self#cancelling-a-reservation).
+    ///
+    /// A reservation that waited (`moment > now`) found `next_free` at
+    /// `moment` and did not resync, so the state it started from is
+    /// `(s0, moment)`, where `s0` is the stored permits it found: `s1 + n`
+    /// if it left `s1 > 0` (it spent `n`; exact below 2^53), and 0 if its
+    /// tag says it found none. Computing Guava's reservation again from that
+    /// state must give exactly the current word and the grant's moment;
+    /// then the core is retired and a new one published with the state
+    /// before the grant.
+    fn give_back(&self, grant: &Grant) -> bool {
+        let Some(tag) = grant.claim() else {
+            return false;
+        };
+        let permits = grant.permits();
+        let (ready, started) = (grant.ready_nanos(), grant.started_nanos());
+        // Ready when decided (it may have resynced: the state before it is
+        // not in the grant), or a wait that saturated.
+        if ready <= started || ready == u64::MAX || permits == 0 {
+            return false;
+        }
+        let mut window = lock(&self.change);
+        if ready < self.clock.now_nanos() {
+            return false;
+        }
+        // Under `change`, the current core is `first` until it is frozen.
+        if self.first.word.load(Ordering::Acquire) != FROZEN {
+            self.give_back_on(&self.first, grant, tag, &mut window)
+        } else {
+            let core = self.later.load();
+            self.give_back_on(&core, grant, tag, &mut window)
+        }
+    }
+
+    fn give_back_on(
+        &self,
+        core: &Core,
+        grant: &Grant,
+        tag: u32,
+        window: &mut CancelWindow<i64>,
+    ) -> bool {
+        let (ready, started) = (grant.ready_nanos(), grant.started_nanos());
+        let permits = grant.permits();
+        // The reservation's clock reading, as `read` made it, and its moment.
+        let now = (started.wrapping_sub(self.created) / 1000) as i64;
+        let Some(moment) = i64::try_from((ready - started) / 1000)
+            .ok()
+            .and_then(|wait| now.checked_add(wait))
+        else {
+            return false;
+        };
+        // Ordering: Acquire, see `Core::word`.
+        let word = core.word.load(Ordering::Acquire);
+        if word == FROZEN {
+            return false;
+        }
+        let after = core.state(word);
+        let s1 = after.stored_permits;
+        let n = f64::from(permits);
+        let s0 = if s1 > 0.0 {
+            s1 + n
+        } else if s1.to_bits() == 0 && tag & NONE_STORED != 0 {
+            0.0
+        } else {
+            return false; // it spent the last stored permits: how many is lost
+        };
+        if s0 >= 9_007_199_254_740_992.0 {
+            return false; // 2^53: `s0 − n` may have rounded
+        }
+        let before = pack(s0, moment);
+        let mut st = core.state(before);
+        if st.reserve(permits, now) != moment
+            || pack(st.stored_permits, st.next_free) != word
+            || st.next_free <= moment
+            || !window.allows(core.age(tag), after.next_free)
+        {
+            // Not the latest reservation (or not this one), or one that
+            // cost no time: nothing this grant can give back.
+            return false;
+        }
+        // Retire the core. Ordering: AcqRel on success, as `set_rate`'s
+        // swap; Relaxed on failure (a reservation came first: this grant is
+        // no longer the latest, and nothing changed).
+        if core
+            .word
+            .compare_exchange(word, FROZEN, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        self.later
+            .store(Core::new(core.state(before), core.epoch.next().next()));
+        window.record(moment);
+        true
     }
 
     fn rate(&self) -> f64 {
@@ -583,7 +781,10 @@ impl<C: Clock> Smooth<C> {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return Some(Ok(self.grant(now_nanos, now, moment, permits))),
+                    Ok(_) => {
+                        let grant = self.grant(now_nanos, now, moment, permits);
+                        return Some(Ok(grant.with_claim(core.tag(word))));
+                    }
                     Err(actual) => word = actual,
                 }
             }
@@ -694,6 +895,12 @@ macro_rules! smooth_limiter {
 
             fn wait_policy(&self) -> WaitPolicy {
                 self.core.policy
+            }
+
+            /// Gives back the latest reservation, exactly; see
+            /// [Cancelling a reservation](self#cancelling-a-reservation).
+            fn cancel(&self, grant: &Grant) -> bool {
+                self.core.give_back(grant)
             }
         }
 

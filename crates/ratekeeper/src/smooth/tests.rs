@@ -952,3 +952,183 @@ fn zero_burst_through_infinity_still_throttles() {
     assert_eq!(l.stored_permits(), 0.0);
     assert_eq!(acquire_times(&l, &clock, 3), [0, 500_000, 500_000]);
 }
+
+// ---- cancel ----
+
+/// The whole state, bit for bit: stored permits, `next_free`, the rate.
+fn state_bits<C: Clock>(core: &Smooth<C>) -> (u64, i64, u64) {
+    let st = core.snapshot();
+    (
+        st.stored_permits.to_bits(),
+        st.next_free,
+        st.stable_interval.to_bits(),
+    )
+}
+
+fn times(g: &Grant) -> (u64, u64, u64, u32) {
+    (
+        g.scheduled_nanos(),
+        g.ready_nanos(),
+        g.started_nanos(),
+        g.permits(),
+    )
+}
+
+#[test]
+fn bursty_cancel_restores_the_state_exactly() {
+    let clock = ManualClock::new(0);
+    let l = bursty(5.0, &clock);
+    l.reserve(1, None).unwrap();
+    clock.advance_nanos(50 * MS);
+    let before = state_bits(&l.core);
+    let g = l.reserve(3, None).unwrap();
+    assert_eq!(g.delay_nanos(), 150 * MS);
+    assert!(l.cancel(&g));
+    assert_eq!(state_bits(&l.core), before);
+    let again = l.reserve(3, None).unwrap();
+    assert_eq!(times(&again), times(&g));
+    // Guava goes on as if the cancelled reservation had never been made.
+    assert_eq!(acquire(&l, &clock, 1), 150_000 + 600_000);
+}
+
+#[test]
+fn warming_up_cancel_restores_the_stored_permits_it_spent() {
+    let clock = ManualClock::new(0);
+    let l = warming(2.0, 4_000_000, 3.0, &clock); // cold: 4 permits stored
+    l.reserve(1, None).unwrap(); // at once: costs 1.375 s
+    let before = state_bits(&l.core);
+    let g = l.reserve(1, None).unwrap();
+    assert_eq!(g.delay_nanos(), 1_375 * MS);
+    assert!(l.stored_permits() > 0.0, "it spent one of the stored ones");
+    assert!(l.cancel(&g));
+    assert_eq!(state_bits(&l.core), before);
+    assert_eq!(times(&l.reserve(1, None).unwrap()), times(&g));
+    // Guava's testWarmUp goes on unchanged: 1.125 s for the next permit
+    // (after the 1.375 s not slept).
+    assert_eq!(acquire(&l, &clock, 1), 1_375_000 + 1_125_000);
+}
+
+#[test]
+fn warming_up_cancel_when_warm_and_refusal_for_the_last_stored_permits() {
+    let clock = ManualClock::new(0);
+    let l = warming(2.0, 4_000_000, 3.0, &clock);
+    // Warm it up: use every stored permit.
+    for _ in 0..8 {
+        acquire(&l, &clock, 1);
+    }
+    assert_eq!(l.stored_permits(), 0.0);
+    let before = state_bits(&l.core);
+    let g = l.reserve(1, None).unwrap();
+    let h = l.reserve(1, None).unwrap();
+    assert!(
+        l.cancel(&h) && l.cancel(&g),
+        "warm: no stored permits, exact"
+    );
+    assert_eq!(state_bits(&l.core), before);
+
+    // 0.5 stored permits, spent by a 2-permit reservation that waits: how
+    // many it spent is not in its grant.
+    let l = warming(2.0, 4_000_000, 3.0, &clock);
+    for _ in 0..8 {
+        acquire(&l, &clock, 1);
+    }
+    // Idle 1.25 s past `next_free`: 2.5 permits stored again (one per 0.5 s).
+    clock.advance_nanos(1_750 * MS);
+    acquire(&l, &clock, 1); // at once
+    let stored = l.stored_permits();
+    assert!(stored > 0.0 && stored < 2.0, "{stored}");
+    let g = l.reserve(2, None).unwrap();
+    assert!(g.delay_nanos() > 0);
+    assert_eq!(l.stored_permits(), 0.0);
+    let state = state_bits(&l.core);
+    assert!(!l.cancel(&g));
+    assert_eq!(state_bits(&l.core), state);
+}
+
+#[test]
+fn smooth_cancel_newest_first_and_later_reservations() {
+    let clock = ManualClock::new(0);
+    let l = bursty(10.0, &clock);
+    l.reserve(1, None).unwrap();
+    let before = state_bits(&l.core);
+    let a = l.reserve(2, None).unwrap();
+    let b = l.reserve(1, None).unwrap();
+    let mid = state_bits(&l.core);
+    assert!(!l.cancel(&a), "b built on a");
+    assert_eq!(state_bits(&l.core), mid);
+    assert!(l.cancel(&b));
+    assert!(l.cancel(&a), "the latest now");
+    assert_eq!(state_bits(&l.core), before);
+    assert!(!l.cancel(&a) && !l.cancel(&b));
+}
+
+#[test]
+fn smooth_refuses_twice_foreign_passed_immediate_and_after_a_rate_change() {
+    let clock = ManualClock::new(0);
+    let l = bursty(10.0, &clock);
+    let other = bursty(10.0, &clock);
+    let first = l.reserve(1, None).unwrap();
+    assert!(!l.cancel(&first), "ready when made");
+    let g = l.reserve(1, None).unwrap();
+    assert!(l.cancel(&g));
+    let state = state_bits(&l.core);
+    assert!(!l.cancel(&g), "twice");
+    // Taken again: the very same word committed again, but a new grant.
+    let again = l.reserve(1, None).unwrap();
+    assert_eq!(times(&again), times(&g));
+    let state_again = state_bits(&l.core);
+    assert!(
+        !l.cancel(&g),
+        "the cancelled grant cannot take the new one back"
+    );
+    assert_eq!(state_bits(&l.core), state_again);
+    // Another limiter's (different debts).
+    other.reserve(1, None).unwrap();
+    let foreign = other.reserve(3, None).unwrap();
+    assert!(!l.cancel(&foreign));
+    assert!(!l.cancel(&Grant::new(again.ready_nanos(), again.ready_nanos(), 0, 1)));
+    assert_eq!(state_bits(&l.core), state_again);
+    assert!(l.cancel(&again));
+    assert_eq!(state_bits(&l.core), state);
+    // Past its ready time.
+    let g = l.reserve(1, None).unwrap();
+    clock.set_nanos(g.ready_nanos() + 1);
+    let state = state_bits(&l.core);
+    assert!(!l.cancel(&g));
+    assert_eq!(state_bits(&l.core), state);
+    // Ready exactly now: still given back.
+    let g = l.reserve(1, None).unwrap();
+    clock.set_nanos(g.ready_nanos());
+    assert!(l.cancel(&g));
+    // Before a rate change.
+    let g = l.reserve(1, None).unwrap();
+    l.set_rate(20.0).unwrap();
+    assert!(!l.cancel(&g));
+    let g = l.reserve(1, None).unwrap();
+    assert!(l.cancel(&g), "on the new rate");
+}
+
+#[test]
+fn above_300k_per_second_a_later_free_reservation_can_hide_behind_the_cancelled_one() {
+    // 3e6 permits/s from stored permits at the stable price: a permit costs
+    // 1/3 µs, truncated per reservation. A 5-permit reservation costs 1 µs;
+    // the 1-permit one after it costs 0 but spends a stored permit. The state
+    // they leave is one the 5-permit reservation alone gives from one permit
+    // fewer: the cancel gives its permits and cost back from there, and the
+    // 1-permit reservation keeps its (later) time, as in Go.
+    let run = |with_five: bool| {
+        let clock = ManualClock::new(0);
+        let l = warming(3e6, 4_000_000, 1.0, &clock);
+        for _ in 0..10 {
+            l.reserve(3, None).unwrap(); // 1 µs each: the next ones wait
+        }
+        let five = with_five.then(|| l.reserve(5, None).unwrap());
+        let one = l.reserve(1, None).unwrap();
+        (l, five, one)
+    };
+    let (l, five, one) = run(true);
+    let (twin, _, twin_one) = run(false);
+    assert!(one.delay_nanos() > twin_one.delay_nanos());
+    assert!(l.cancel(&five.unwrap()));
+    assert_eq!(state_bits(&l.core), state_bits(&twin.core));
+}
