@@ -78,6 +78,10 @@
 //!
 //! * `serde`: `Serialize`/`Deserialize` for [`RateSpec`] (as its string form)
 //!   and `Serialize` for [`Rate`].
+//! * `tokio`: async waiting on tokio's timer for every limiter, cancel safe
+//!   (the `tokio` module: async acquire, reservations as values, a
+//!   `Stream` throttle, async decorators, and a clock on tokio's time for
+//!   exact tests with paused time).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod clock;
@@ -91,6 +95,9 @@ pub mod registry;
 pub mod smooth;
 pub mod spec;
 mod sync;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
 pub mod wait;
 
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};

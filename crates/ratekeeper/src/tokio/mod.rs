@@ -1,0 +1,180 @@
+//! Async waiting on tokio's timer, for every limiter (feature `tokio`).
+//!
+//! * [`AsyncRateLimiter`]: `acquire_async`, `acquire_n_async`,
+//!   `acquire_timeout_async` and `reservation` for every
+//!   [`RateLimiter`](crate::RateLimiter).
+//! * [`Reservation`]: a reservation as a value (Go's `Reservation`): reserve
+//!   now, learn when you may go, then `.await` it, [`wait`](Reservation::wait)
+//!   for it on the thread, or [`cancel`](Reservation::cancel) it.
+//! * [`AsyncPermitLimiter`]: Resilience4j's `acquirePermission`, async, for
+//!   [`RefillLimiter`](crate::RefillLimiter) and
+//!   [`CycleLimiter`](crate::CycleLimiter), with their events and waiting
+//!   gauge.
+//! * [`Throttled`] ([`ThrottleExt`]): a `Stream` whose items each wait for
+//!   their permits.
+//! * [`decorate`]: calls that take a permit before their future is created.
+//! * [`TokioClock`]: a [`Clock`](crate::Clock) that follows tokio's time, so
+//!   that tests with paused time drive the limiter too.
+//!
+//! Every wait sleeps once with [`tokio::time::sleep_until`]: no thread of
+//! its own, no spinning, no polling loop.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use ratekeeper::{Pacer, Rate};
+//! use ratekeeper::tokio::{AsyncRateLimiter, TokioClock};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // 100 ops/s shared by 4 tasks. The limiter keeps tokio's time (paused
+//! // here, as in a `#[tokio::test(start_paused = true)]`), so the waits are
+//! // exact.
+//! let pacer = Arc::new(Pacer::builder(Rate::new(100.0)?).build_with_clock(TokioClock::new())?);
+//! let start = tokio::time::Instant::now();
+//! let tasks: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let pacer = pacer.clone();
+//!         tokio::spawn(async move {
+//!             for _ in 0..5 {
+//!                 pacer.acquire_async().await;
+//!             }
+//!         })
+//!     })
+//!     .collect();
+//! for t in tasks {
+//!     t.await?;
+//! }
+//! // 20 permits at 100/s: the last one's slot is at 190 ms.
+//! assert_eq!(start.elapsed(), Duration::from_millis(190));
+//! # Ok(()) }
+//! ```
+//!
+//! # Contents
+//!
+//! * [Time](#time)
+//! * [Timer ticks and high rates](#timer-ticks-and-high-rates)
+//! * [Cancel safety](#cancel-safety)
+//! * [The token pool](#the-token-pool)
+//!
+//! # Time
+//!
+//! A limiter keeps its schedule on its own [`Clock`](crate::Clock); a wait
+//! sleeps on tokio's timer for the time between the clock's now and the
+//! grant's ready time. With a [`TokioClock`] the two are the same time, and
+//! under paused time (`#[tokio::test(start_paused = true)]`) a wait lasts
+//! exactly what the schedule says: tests can assert durations to the
+//! nanosecond, instantly, for ready times on whole milliseconds (tokio's
+//! timer fires on millisecond ticks, paused or not; keep a paused test's
+//! clock on whole milliseconds too, since tokio's auto-advance from between
+//! two ticks overshoots the deadline by the fraction). With the default
+//! [`MonotonicClock`](crate::MonotonicClock) the limiter keeps real time
+//! while the waits use tokio's; that is right in production, but paused
+//! time then moves the timer and not the limiter. Governor sleeps on a timer
+//! thread of its own (`futures-timer`), which does not see tokio's paused
+//! clock, so its async tests cannot be exact.
+//!
+//! # Timer ticks and high rates
+//!
+//! Tokio's timer has a 1 ms tick: a sleep ends on the first tick at or
+//! after its deadline, so a 100 µs sleep takes about 1.1 ms. A limiter that
+//! slept once per operation and measured the next interval from when it
+//! woke would lose that lateness every time (leaky-bucket's async acquire
+//! misses a 100 k ops/s target by 52 % on this project's machines). Here:
+//!
+//! * **The schedule is absolute.** Every grant's ready time is fixed when it
+//!   is reserved, on the limiter's schedule; a task that wakes late does not
+//!   move the schedule, so lateness is not lost (each limiter credits the
+//!   time it did not use as its algorithm says: burst catch-up, stored
+//!   permits, a bucket).
+//! * **Operations within one tick go together.** An operation whose ready
+//!   time is less than one *window* away goes at once, up to one window
+//!   early ([`Grant::started_nanos`](crate::Grant::started_nanos) records
+//!   when). The window is [`DEFAULT_TIMER_TICK`] (1 ms) unless the
+//!   limiter's [`WaitPolicy`](crate::WaitPolicy) sets one
+//!   ([`WaitPolicy::coalesce`](crate::WaitPolicy::coalesce); a precise
+//!   policy means zero), or the future's
+//!   [`coalesce`](Acquire::coalesce) does. At 100 k ops/s a task thus sleeps
+//!   once per tick and takes a hundred permits per wake, rather than
+//!   sleeping a tick for each.
+//! * **A longer wait wakes on the tick of its ready time.** It sleeps until
+//!   one window before the ready time (plus a nanosecond), and tokio's
+//!   timer ends the sleep on the first tick after that: when the window is
+//!   the tick, within a tick before the ready time, and the operation goes.
+//!   Sleeping until the ready time itself would wake up to a tick late each
+//!   time, which a limiter that does not catch lateness up at once (a strict
+//!   or burst-ratio pacer, a small bucket) loses: a pacer at 100 k ops/s
+//!   measured 44 % short that way. Under paused time, a ready time on a
+//!   whole millisecond is woken exactly then.
+//!
+//! Over any span longer than a window, the operations released stay within
+//! one window's worth of what the schedule allows, and the long-run rate is
+//! the schedule's (the `async_pacing` example measures it: see
+//! `BENCHMARKS.md`).
+//!
+//! # Cancel safety
+//!
+//! An async acquire decides when first polled and holds its reservation
+//! while it sleeps. Dropped before it completes (a `select!` that took
+//! another branch, a timeout, an aborted task), it gives the reservation
+//! back with [`RateLimiter::cancel`](crate::RateLimiter::cancel) (Go's
+//! `Reservation.Cancel`), so the limiter is left as if the call had not
+//! happened as far as its algorithm allows. Dropped before its first poll
+//! it has reserved nothing. A [`Reservation`] dropped without being waited
+//! for is given back the same way.
+//!
+//! What `cancel` can give back is each limiter's to say, in its own
+//! documentation ("Cancelling a reservation"):
+//!
+//! | limiter | what an abandoned async acquire gives back |
+//! |---|---|
+//! | [`Pacer`](crate::Pacer) | as [`Pacer`'s `cancel`](crate::pacer) |
+//! | [`TokenPool`](crate::TokenPool) | as the pool's `cancel` ([`pool`](crate::pool)); see also [The token pool](#the-token-pool) |
+//! | [`SmoothBursty`](crate::SmoothBursty), [`SmoothWarmingUp`](crate::SmoothWarmingUp) | as their `cancel` ([`smooth`](crate::smooth)) |
+//! | [`RefillLimiter`](crate::RefillLimiter), [`CycleLimiter`](crate::CycleLimiter) | as their `cancel` ([`refill`](crate::refill)); [`AsyncPermitLimiter`] also ends the acquisition as abandoned (`FAILED_ACQUIRE`, no longer waiting) |
+//! | a limiter of your own | what its `cancel` does; the trait's default gives back nothing |
+//!
+//! Where a limiter cannot give a reservation back (its `cancel` returns
+//! `false`), the reserved time stays spent: later callers wait as if the
+//! abandoned one had gone. Nothing else is left behind: no timer, no queued
+//! waker.
+//!
+//! # The token pool
+//!
+//! A [`TokenPool`](crate::TokenPool) with tokens in its active pool grants
+//! at once, like any limiter. Short of tokens, its reservation is a *claim*
+//! queued behind earlier ones, which the pool's fills complete, first come,
+//! first served; the grant's ready time is the pool's estimate of when the
+//! claim's tokens will have been measured (one token per nanosecond after
+//! the tokens owed to the claims ahead). The pool offers no way to learn
+//! that a claim was completed other than its blocking wait, so an async
+//! wait sleeps until that estimate and goes; the claim stays queued until
+//! the next fills complete it, so its tokens are spent exactly once and
+//! later callers queue behind it. With [`Filling::Inline`](crate::pool::Filling::Inline)
+//! (the default) and [`Filling::Thread`](crate::pool::Filling::Thread) the
+//! estimate is when the fills bring the tokens, and the rate is the
+//! pool's. With [`Filling::Manual`](crate::pool::Filling::Manual) an async
+//! wait does not wait for [`refill`](crate::TokenPool::refill): it goes at
+//! the estimate, and the claim takes the tokens of the next refills.
+//! Abandoned before the estimate, the wait gives the claim back as the
+//! pool's `cancel` allows.
+//!
+//! Async waits fill an inline pool only when they take permits, and wake at
+//! most once per timer tick, while the active pool holds 1 ms of tokens
+//! from 2000 ops/s up: a fill after a sleep covers a tick plus the wake's
+//! lateness, and the excess overflows to the waiting pool, to be caught up
+//! at the burst ratio (the pool's own "late filler" behaviour). Above
+//! 10 k ops/s the pool then falls short of its rate under async waits
+//! (measured in `BENCHMARKS.md`); pace async work at such rates with the
+//! [`Pacer`](crate::Pacer).
+
+mod acquire;
+mod clock;
+pub mod decorate;
+mod permit;
+mod stream;
+
+pub use acquire::{Acquire, AcquireOne, AsyncRateLimiter, Reservation, DEFAULT_TIMER_TICK};
+pub use clock::TokioClock;
+pub use permit::{AcquirePermission, AsyncPermitLimiter};
+pub use stream::{ThrottleExt, Throttled};
