@@ -1,19 +1,29 @@
 //! The `ratekeeper` command: pace real work through a rate limiter and see
-//! what happened, or simulate an arrival pattern through several limiters.
+//! what happened, run a command or copy a stream at a rate, or simulate an
+//! arrival pattern through several limiters.
 //!
 //! Each subcommand lives in its own module and returns a report that
 //! [`report`] prints as text or JSON; [`plot`] draws it with `--plot`. Exit
 //! statuses:
 //!
 //! * `0`: success (also when stdout was closed early, e.g. piped to `head`);
-//! * `1`: a runtime failure (e.g. an I/O error writing the report);
+//! * `1`: a runtime failure (e.g. an I/O error writing the report), or an
+//!   `exec` run stopped by `--fail-fast`;
 //! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count,
-//!   an arrival pattern or limiter spec that does not parse, or an option the
-//!   chosen limiter does not take.
+//!   an arrival pattern or limiter spec that does not parse, an option the
+//!   chosen limiter does not take, or a command `exec` cannot find;
+//! * `130`: Ctrl-C ended a `pace`, `exec` or `pipe` run (after its report).
+//!
+//! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
+//! arguments are parsed ([`interrupt`]).
 
 mod arrivals;
+mod exec;
+mod interrupt;
 mod pace;
+mod pipe;
 mod plot;
+mod progress;
 mod report;
 mod simulate;
 
@@ -30,13 +40,17 @@ Examples:
   ratekeeper pace --limiter warmup --warmup 2s --rate 1000 --duration 3s
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms
   ratekeeper pace --rate 2000 --duration 3s --plot pace.svg
+  ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
+  seq 1000 | ratekeeper pipe --rate 100
+  cat big.bin | ratekeeper pipe --bytes --rate 1M > copy.bin
   ratekeeper simulate --arrivals 'burst 20 @0s; every 50ms for 3s; idle 2s; burst 10' --limiter pacer:10,1.0 --limiter pacer:10,1.5 --limiter warmup:10,2s
   ratekeeper simulate --arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s' --limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s --rows 0 --plot compare.svg
 
 Run `ratekeeper help <COMMAND>` or `ratekeeper <COMMAND> --help` for a command's options.";
 
-/// Pace real work through a rate limiter and see what happened, or simulate an
-/// arrival pattern through several limiters.
+/// Pace real work through a rate limiter and see what happened, run a command
+/// or copy a stream at a rate, or simulate an arrival pattern through several
+/// limiters.
 #[derive(Debug, Parser)]
 #[command(name = "ratekeeper", version, about, after_help = AFTER_HELP)]
 struct Cli {
@@ -56,6 +70,23 @@ enum Command {
         after_long_help = pace::AFTER_LONG_HELP
     )]
     Pace(pace::PaceArgs),
+    /// Run a command repeatedly at a rate, at most --concurrency at once, and
+    /// report its service and response times (measured from each run's
+    /// scheduled start) and the runs by exit status.
+    #[command(
+        long_about = exec::LONG_ABOUT,
+        after_help = exec::AFTER_HELP,
+        after_long_help = exec::AFTER_LONG_HELP
+    )]
+    Exec(exec::ExecArgs),
+    /// Copy standard input to standard output at a rate, by lines or by
+    /// bytes (--bytes), like pv -L.
+    #[command(
+        long_about = pipe::LONG_ABOUT,
+        after_help = pipe::AFTER_HELP,
+        after_long_help = pipe::AFTER_LONG_HELP
+    )]
+    Pipe(pipe::PipeArgs),
     /// Run an arrival pattern through one or more rate limiters on a virtual
     /// clock, instantly, and show each op's arrival, grant and wait per
     /// limiter, with a summary (and with --plot, a picture) to compare them.
@@ -81,6 +112,18 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// How a run that did not fail outright ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    /// Exit status 0.
+    Done,
+    /// Ctrl-C ended it; exit status 130.
+    Interrupted,
+    /// It ran, but failed as a whole (`exec --fail-fast`): the message, and
+    /// exit status 1.
+    Failed(String),
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -93,7 +136,12 @@ fn main() -> ExitCode {
         }
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Interrupted) => ExitCode::from(interrupt::EXIT_STATUS),
+        Ok(Outcome::Failed(why)) => {
+            let _ = writeln!(std::io::stderr(), "error: {why}");
+            ExitCode::FAILURE
+        }
         Err(e) if report::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e:#}");
@@ -106,16 +154,48 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    let interrupted = |yes: bool| {
+        if yes {
+            Outcome::Interrupted
+        } else {
+            Outcome::Done
+        }
+    };
     match cli.command {
         Command::Pace(args) => {
-            let json = args.json;
-            let report = pace::run(&args)?;
-            report::emit(&report, json)
+            let interrupt = interrupt::install();
+            let report = pace::run(&args, interrupt)?;
+            report::emit(&report, args.json)?;
+            Ok(interrupted(report.interrupted()))
+        }
+        Command::Exec(args) => {
+            let interrupt = interrupt::install();
+            let report = exec::run(&args, interrupt)?;
+            if let Some(to) = &args.plot {
+                exec::write_plot(to, &report)?;
+            }
+            report::emit(&report, args.json)?;
+            if report.interrupted() {
+                return Ok(Outcome::Interrupted);
+            }
+            Ok(match report.fail_fast_failure() {
+                Some(why) => Outcome::Failed(why),
+                None => Outcome::Done,
+            })
+        }
+        Command::Pipe(args) => {
+            let interrupt = interrupt::install();
+            let report = pipe::run(&args, interrupt)?;
+            if args.report || args.json {
+                report::emit_stderr(&report, args.json)?;
+            }
+            Ok(interrupted(report.interrupted()))
         }
         Command::Simulate(args) => {
             let report = simulate::run(&args)?;
-            report::emit(&report, args.json)
+            report::emit(&report, args.json)?;
+            Ok(Outcome::Done)
         }
     }
 }

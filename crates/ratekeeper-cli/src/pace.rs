@@ -15,7 +15,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -24,13 +24,15 @@ use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    Clock, CycleLimiter, MonotonicClock, Pacer, PermitLimiter, RateLimiter, RateSpec,
+    Clock, CycleLimiter, Grant, MonotonicClock, Pacer, PermitLimiter, RateLimiter, RateSpec,
     RefillLimiter, Scope, SmoothBursty, SmoothWarmingUp, TokenPool, Verb, WaitPolicy,
 };
 use serde::Serialize;
 
 use crate::arrivals::fmt_duration;
+use crate::interrupt::{self, Interrupt, LONG_WAIT, LONG_WAIT_NANOS};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
+use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
     fmt_nanos, fmt_rate, process_cpu_nanos, thread_cpu_nanos, WaitRecorder, WaitSummary,
 };
@@ -136,14 +138,22 @@ each grant). An op whose grant is ready at or after the deadline is not \
 counted; its worker still slept until it, so the run can overrun the deadline \
 by up to about threads / rate.
   --count: exactly N ops in total, shared by all workers.
+  Ctrl-C ends the run early: each worker stops after its current op (a wait \
+for a permit longer than 20ms is cut short and the permit given back; a token \
+pool's waiting claim is waited for), the report covers the ops so far, with \
+elapsed counted as in count mode, and the exit status is 130.
+
+While the run goes on, a progress line on standard error shows the elapsed \
+time, the ops so far and the rate over the last second, if standard error is \
+a terminal; otherwise nothing is written to it.
 
 Report:
   target rate     the spec's rate (x threads for the thread scope)
   achieved rate   ops / elapsed
-  elapsed         --duration: the duration. --count: from the start of the \
-schedule until the last op was granted, plus one slot (1 / target rate): N ops \
-on a perfect schedule take N slots, so a perfect run reads exactly the target \
-rate
+  elapsed         --duration: the duration. --count (or Ctrl-C): from the \
+start of the schedule until the last op was granted, plus one slot (1 / target \
+rate): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
+the target rate
   wall            from the start until every worker had stopped
   wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
 (HdrHistogram, 3 significant digits; max and mean exact)
@@ -162,7 +172,8 @@ would exceed --timeout (not counted in ops)
   fills           token pool only: how many times the pool was refilled \
 (pre-fills included)
   cpu per op      the process's user + system CPU time during the run, less \
-the reporting thread's, divided by ops (a filler thread's CPU time counts)
+the reporting thread's, divided by ops (a filler thread's CPU time counts, and \
+so does the progress line's on a terminal)
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 ops per time bucket (--bucket) as a rate, against the target rate (dashed); \
@@ -240,7 +251,8 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   refused          integer  (refill, cycle) acquires refused by the timeout
   fills            integer  (pool) refills during the run, pre-fills included
   cpu_ns           integer  process CPU time (user + system) during the run, or null
-  cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time";
+  cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
+  interrupted      boolean  whether Ctrl-C ended the run (exit status 130)";
 
 /// Which rate limiter `pace` drives (`--limiter`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -386,7 +398,7 @@ pub struct PaceArgs {
     pub json: bool,
 }
 
-fn parse_spec(s: &str) -> Result<RateSpec, String> {
+pub(crate) fn parse_spec(s: &str) -> Result<RateSpec, String> {
     let spec: RateSpec = s.parse().map_err(|e: ratekeeper::SpecError| {
         if e.kind() == ratekeeper::SpecErrorKind::BurstBelowOne {
             format!(
@@ -411,14 +423,14 @@ fn parse_threads(s: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_count(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("expected a whole number of ops, at least 1".to_owned()),
     }
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())
         .map_err(|e| format!("{e}; expected a duration such as 5s, 500ms or 1m30s"))?;
     if d.is_zero() {
@@ -428,7 +440,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// A warm-up period: like a duration, but 0 is allowed (no warm-up).
-fn parse_warmup(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_warmup(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())
         .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))
 }
@@ -448,7 +460,7 @@ fn parse_permits(s: &str) -> Result<i64, String> {
 }
 
 /// `--max-burst`: a number, checked by the library when the limiter is built.
-fn parse_max_burst(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_max_burst(s: &str) -> Result<f64, String> {
     s.trim()
         .parse()
         .map_err(|_| "expected a number of seconds, at least 0, such as 1 or 0.5".to_owned())
@@ -456,7 +468,7 @@ fn parse_max_burst(s: &str) -> Result<f64, String> {
 
 /// `--cold-factor`: a finite number; the library checks that it is at least 1
 /// when the limiter is built.
-fn parse_cold_factor(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_cold_factor(s: &str) -> Result<f64, String> {
     const EXPECTED: &str = "expected a number, at least 1, such as 3";
     let v: f64 = s.trim().parse().map_err(|_| EXPECTED.to_owned())?;
     // The library takes +inf, but an infinite cold factor leaves no permits
@@ -471,7 +483,7 @@ fn parse_cold_factor(s: &str) -> Result<f64, String> {
 const STRICTNESS_EXPECTED: &str = "expected a number: 0 (average), between 0 and 1 \
      (burst compensation), 1 (strict) or above 1 (burst ratio)";
 
-fn parse_strictness(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_strictness(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
@@ -538,8 +550,11 @@ struct WorkerResult {
     finished: u64,
     /// Resilience4j's limiters: acquires refused by the timeout.
     refused: u64,
-    /// Resilience4j's limiters: why the worker stopped early, if it did.
-    error: Option<PermitError>,
+    /// Why the worker stopped early, if a limiter refused it a permit for
+    /// good.
+    error: Option<anyhow::Error>,
+    /// Whether it stopped for Ctrl-C.
+    interrupted: bool,
     /// With --plot: its ops per time bucket.
     buckets: Option<Buckets>,
 }
@@ -565,43 +580,113 @@ fn wait_at_gate(gate: &Gate) -> Result<Go, ()> {
     }
 }
 
-/// One worker's loop on `limiter`; `clock` is the clock every limiter of the
-/// run reads.
-fn worker<L: RateLimiter>(
-    limiter: &L,
-    clock: &MonotonicClock,
-    gate: &Gate,
-    remaining: &AtomicU64,
-) -> WorkerResult {
+/// A worker's count of its ops, for the progress line, on a cache line of
+/// its own: the worker stores to it after each op, the progress thread reads.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct OpCounter(AtomicU64);
+
+/// What a worker is handed besides its limiter.
+#[derive(Debug, Clone, Copy)]
+struct Ctx<'a> {
+    /// The clock every limiter of the run reads.
+    clock: &'a MonotonicClock,
+    gate: &'a Gate,
+    /// Count mode: the ops still to hand out.
+    remaining: &'a AtomicU64,
+    interrupt: &'a Interrupt,
+    /// Whether a long wait for a permit is slept on the interrupt first
+    /// (not for the token pool, whose waiting callers fill it).
+    interruptible: bool,
+    /// With a progress line: this worker's op counter.
+    progress: Option<&'a OpCounter>,
+}
+
+impl Ctx<'_> {
+    /// Count mode: takes one op from the countdown, if any is left.
+    #[inline]
+    fn take_one(&self) -> bool {
+        // Ordering: Relaxed; the countdown only hands out a number of ops.
+        self.remaining
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// Counts one more op for the progress line, if there is one.
+    #[inline]
+    fn count_op(&self, ops: &mut u64) {
+        if let Some(c) = self.progress {
+            *ops += 1;
+            // Ordering: Relaxed; a gauge for the progress line.
+            c.0.store(*ops, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A wait for a permit long enough to sleep on the interrupt first (see
+/// [`interrupt::wait_for_grant`]); out of line, off the workers' hot path.
+#[cold]
+#[inline(never)]
+fn long_wait<L: RateLimiter>(limiter: &L, grant: Grant, interrupt: &Interrupt) -> Option<Grant> {
+    interrupt::wait_for_grant(limiter, grant, interrupt)
+}
+
+/// One worker's loop on `limiter`.
+fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult {
+    let clock = ctx.clock;
     let mut waits = WaitRecorder::new();
     let mut last_start = None;
     let mut timeline = None;
-    if let Ok(go) = wait_at_gate(gate) {
+    let mut refusal = None;
+    let mut interrupted = false;
+    let mut ops = 0u64;
+    // One op: `Some(grant)` once it may go, `None` to stop. The checks
+    // beyond `acquire`'s are a load and a predictable branch or two; a wait
+    // long enough to be cut short by Ctrl-C is taken out of line.
+    let mut take = || {
+        if ctx.interrupt.is_set() {
+            interrupted = true;
+            return None;
+        }
+        match limiter.reserve(1, None) {
+            Ok(g) if ctx.interruptible && g.delay_nanos() > LONG_WAIT_NANOS => {
+                let g = long_wait(limiter, g, ctx.interrupt);
+                interrupted = g.is_none();
+                g
+            }
+            Ok(g) => Some(limiter.wait_for(g)),
+            Err(e) => {
+                refusal = Some(e);
+                None
+            }
+        }
+    };
+    if let Ok(go) = wait_at_gate(ctx.gate) {
         timeline = Timeline::new(&go);
         match go.stop {
-            Stop::Deadline(deadline) => loop {
-                let g = limiter.acquire();
-                let now = clock.now_nanos();
-                if g.ready_nanos() >= deadline {
-                    break;
+            Stop::Deadline(deadline) => {
+                while let Some(g) = take() {
+                    let now = clock.now_nanos();
+                    if g.ready_nanos() >= deadline {
+                        break;
+                    }
+                    let wait = now.saturating_sub(g.scheduled_nanos());
+                    waits.record(wait);
+                    if let Some(t) = &mut timeline {
+                        t.record(now, wait);
+                    }
+                    last_start = Some(now);
+                    ctx.count_op(&mut ops);
+                    if now >= deadline {
+                        break;
+                    }
                 }
-                let wait = now.saturating_sub(g.scheduled_nanos());
-                waits.record(wait);
-                if let Some(t) = &mut timeline {
-                    t.record(now, wait);
-                }
-                last_start = Some(now);
-                if now >= deadline {
-                    break;
-                }
-            },
+            }
             Stop::Count => {
-                // Ordering: Relaxed; the countdown only hands out a number of ops.
-                while remaining
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                    .is_ok()
-                {
-                    let g = limiter.acquire();
+                while ctx.take_one() {
+                    let Some(g) = take() else {
+                        break;
+                    };
                     let now = clock.now_nanos();
                     let wait = now.saturating_sub(g.scheduled_nanos());
                     waits.record(wait);
@@ -609,6 +694,7 @@ fn worker<L: RateLimiter>(
                         t.record(now, wait);
                     }
                     last_start = Some(now);
+                    ctx.count_op(&mut ops);
                 }
             }
         }
@@ -618,7 +704,8 @@ fn worker<L: RateLimiter>(
         last_start,
         finished: clock.now_nanos(),
         refused: 0,
-        error: None,
+        error: refusal.map(|e| anyhow::Error::new(e).context("the limiter refused a permit")),
+        interrupted,
         buckets: timeline.map(|t| t.buckets),
     }
 }
@@ -631,12 +718,18 @@ enum Attempt {
     /// Refused by the timeout; a permit could be granted within the timeout
     /// in about this many nanoseconds.
     Refused(u64),
+    /// Granted, but Ctrl-C came during the wait: given back, not waited for.
+    Interrupted,
 }
 
 /// One `acquire_permission(1)` on `limiter`, through its pending form so
 /// that the ready time is known: blocks until the permit may go if it is
-/// granted, returns at once if it is refused.
-fn attempt<L: PermitLimiter>(limiter: &L, timeout_nanos: u64) -> Result<Attempt, PermitError> {
+/// granted (unless interrupted), returns at once if it is refused.
+fn attempt<L: PermitLimiter + RateLimiter>(
+    limiter: &L,
+    timeout_nanos: u64,
+    ctx: &Ctx<'_>,
+) -> Result<Attempt, PermitError> {
     let pending = limiter.begin_acquire_permission(1)?;
     if !pending.is_granted() {
         // Ended already (its FAILED_ACQUIRE event is out). The metrics'
@@ -646,16 +739,34 @@ fn attempt<L: PermitLimiter>(limiter: &L, timeout_nanos: u64) -> Result<Attempt,
         return Ok(Attempt::Refused(wait.saturating_sub(timeout_nanos)));
     }
     let ready = pending.ready_at_nanos();
-    pending.wait();
+    if pending.delay() <= LONG_WAIT {
+        pending.wait();
+        return Ok(Attempt::Granted(ready));
+    }
+    // A long wait: slept on the interrupt until 20 ms are left, the rest
+    // under the limiter's wait policy, counted from now (`pending.wait()`
+    // would count it from the decision and sleep it all again).
+    if !interrupt::approach(ctx.interrupt, ctx.clock, ready) {
+        pending.cancel();
+        return Ok(Attempt::Interrupted);
+    }
+    let now = ctx.clock.now_nanos();
+    ratekeeper::wait::block_until(
+        ctx.clock,
+        Grant::new(ready, ready, now, 1),
+        RateLimiter::wait_policy(limiter),
+    );
+    pending.finish();
     Ok(Attempt::Granted(ready))
 }
 
-/// Sleeps `nanos`, but not past `deadline` on `clock` (if any).
-fn back_off(clock: &MonotonicClock, nanos: u64, deadline: Option<u64>) {
-    let until_deadline = deadline.map_or(u64::MAX, |d| d.saturating_sub(clock.now_nanos()));
+/// Sleeps `nanos`, but not past `deadline` on the run's clock (if any), and
+/// not past Ctrl-C.
+fn back_off(ctx: &Ctx<'_>, nanos: u64, deadline: Option<u64>) {
+    let until_deadline = deadline.map_or(u64::MAX, |d| d.saturating_sub(ctx.clock.now_nanos()));
     let nanos = nanos.min(until_deadline);
     if nanos > 0 {
-        std::thread::sleep(Duration::from_nanos(nanos));
+        ctx.interrupt.sleep(Duration::from_nanos(nanos));
     }
 }
 
@@ -663,34 +774,33 @@ fn back_off(clock: &MonotonicClock, nanos: u64, deadline: Option<u64>) {
 /// acquire may be refused (its wait would exceed `timeout_nanos`). A refusal
 /// is counted, not an op; the worker then sleeps until a permit could be
 /// granted within the timeout and asks again.
-fn permit_worker<L: PermitLimiter>(
+fn permit_worker<L: PermitLimiter + RateLimiter>(
     limiter: &L,
     timeout_nanos: u64,
-    clock: &MonotonicClock,
-    gate: &Gate,
-    remaining: &AtomicU64,
+    ctx: &Ctx<'_>,
 ) -> WorkerResult {
+    let clock = ctx.clock;
     let mut waits = WaitRecorder::new();
     let mut last_start = None;
     let mut refused = 0u64;
     let mut error = None;
+    let mut interrupted = false;
     let mut timeline = None;
-    if let Ok(go) = wait_at_gate(gate) {
+    let mut ops = 0u64;
+    if let Ok(go) = wait_at_gate(ctx.gate) {
         timeline = Timeline::new(&go);
         let deadline = match go.stop {
             Stop::Deadline(d) => Some(d),
             Stop::Count => None,
         };
-        // Ordering: Relaxed; the countdown only hands out a number of ops.
-        let take_one = || {
-            remaining
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
-        };
-        'ops: while deadline.is_some() || take_one() {
+        'ops: while deadline.is_some() || ctx.take_one() {
             // One op: ask until granted (count mode), or until the deadline.
             loop {
-                match attempt(limiter, timeout_nanos) {
+                if ctx.interrupt.is_set() {
+                    interrupted = true;
+                    break 'ops;
+                }
+                match attempt(limiter, timeout_nanos, ctx) {
                     Ok(Attempt::Granted(ready)) => {
                         let now = clock.now_nanos();
                         if deadline.is_some_and(|d| ready >= d) {
@@ -702,6 +812,7 @@ fn permit_worker<L: PermitLimiter>(
                             t.record(now, wait);
                         }
                         last_start = Some(now);
+                        ctx.count_op(&mut ops);
                         if deadline.is_some_and(|d| now >= d) {
                             break 'ops;
                         }
@@ -709,13 +820,17 @@ fn permit_worker<L: PermitLimiter>(
                     }
                     Ok(Attempt::Refused(retry_in)) => {
                         refused += 1;
-                        back_off(clock, retry_in, deadline);
+                        back_off(ctx, retry_in, deadline);
                         if deadline.is_some_and(|d| clock.now_nanos() >= d) {
                             break 'ops;
                         }
                     }
+                    Ok(Attempt::Interrupted) => {
+                        interrupted = true;
+                        break 'ops;
+                    }
                     Err(e) => {
-                        error = Some(e);
+                        error = Some(anyhow::Error::new(e));
                         break 'ops;
                     }
                 }
@@ -728,6 +843,7 @@ fn permit_worker<L: PermitLimiter>(
         finished: clock.now_nanos(),
         refused,
         error,
+        interrupted,
         buckets: timeline.map(|t| t.buckets),
     }
 }
@@ -748,28 +864,35 @@ struct Outcome {
 
 /// How the run is driven, whatever the limiter.
 #[derive(Debug, Clone, Copy)]
-struct RunPlan {
+struct RunPlan<'a> {
     clock: MonotonicClock,
     threads: u32,
     duration: Option<Duration>,
     count: Option<u64>,
     /// With --plot: the width of the time buckets workers aggregate ops into.
     bucket: Option<u64>,
+    /// The rate the run aims at (for the progress line).
+    target_rate: f64,
+    interrupt: &'a Interrupt,
+    /// Whether workers may sleep a long wait for a permit on the interrupt
+    /// (see [`Ctx::interruptible`]).
+    interruptible: bool,
 }
 
-/// The loop a worker thread runs: `(limiter, clock, gate, countdown)`.
-trait Work<L>: Fn(&L, &MonotonicClock, &Gate, &AtomicU64) -> WorkerResult + Sync {}
+/// The loop a worker thread runs.
+trait Work<L>: Fn(&L, &Ctx<'_>) -> WorkerResult + Sync {}
 
-impl<L, W: Fn(&L, &MonotonicClock, &Gate, &AtomicU64) -> WorkerResult + Sync> Work<L> for W {}
+impl<L, W: Fn(&L, &Ctx<'_>) -> WorkerResult + Sync> Work<L> for W {}
 
 /// Runs `plan.threads` workers over `limiters` (worker `i` uses limiter
 /// `i % len`), each running `work`. `start` starts every schedule and
 /// returns the run's start time; `backlog`, if given, is sampled every
 /// [`BACKLOG_SAMPLE_INTERVAL`] while the workers run, and once more after
-/// they stopped.
+/// they stopped. With standard error a terminal, a progress line shows the
+/// ops so far while the workers run.
 fn drive<L: Sync>(
     limiters: &[L],
-    plan: RunPlan,
+    plan: RunPlan<'_>,
     start: impl FnOnce(&[L]) -> u64,
     backlog: Option<fn(&[L]) -> u64>,
     work: impl Work<L>,
@@ -780,9 +903,15 @@ fn drive<L: Sync>(
         duration,
         count,
         bucket,
+        target_rate,
+        interrupt,
+        interruptible,
     } = plan;
     let remaining = AtomicU64::new(count.unwrap_or(0));
     let gate: Gate = (Mutex::new(None), Condvar::new());
+    // Counters only when there is a line to show them on.
+    let counters: Option<Arc<[OpCounter]>> =
+        progress::enabled().then(|| (0..threads).map(|_| OpCounter::default()).collect());
     // Every worker holds a sender; the channel disconnects when all are gone
     // (returned or panicked), which ends the sampling without polling.
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -791,14 +920,21 @@ fn drive<L: Sync>(
         let mut handles = Vec::with_capacity(threads as usize);
         for i in 0..threads {
             let limiter = &limiters[i as usize % limiters.len()];
-            let (worker_gate, worker_remaining, worker_clock) = (&gate, &remaining, &clock);
+            let ctx = Ctx {
+                clock: &clock,
+                gate: &gate,
+                remaining: &remaining,
+                interrupt,
+                interruptible,
+                progress: counters.as_deref().map(|c| &c[i as usize]),
+            };
             let work = &work;
             let done = done_tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("pace-{i}"))
                 .spawn_scoped(scope, move || {
                     let _done = done;
-                    work(limiter, worker_clock, worker_gate, worker_remaining)
+                    work(limiter, &ctx)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -821,6 +957,13 @@ fn drive<L: Sync>(
         let cpu_start = process_cpu_nanos();
         let own_cpu_start = thread_cpu_nanos();
         open_gate(&gate, Ok(Go { stop, t0, bucket }));
+        let line = counters.clone().and_then(|c| {
+            Progress::start("ops", target_rate, move || Snapshot {
+                // Ordering: Relaxed; gauges.
+                ops: c.iter().map(|n| n.0.load(Ordering::Relaxed)).sum(),
+                detail: String::new(),
+            })
+        });
         let mut max_backlog_ns = 0;
         if let Some(sample) = backlog {
             while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(BACKLOG_SAMPLE_INTERVAL)
@@ -838,6 +981,9 @@ fn drive<L: Sync>(
         }
         let cpu_end = process_cpu_nanos();
         let own_cpu_end = thread_cpu_nanos();
+        if let Some(line) = line {
+            line.finish();
+        }
         if panicked {
             anyhow::bail!("a worker thread panicked");
         }
@@ -964,6 +1110,14 @@ pub struct PaceReport {
     refused: Option<u64>,
     cpu_ns: Option<u64>,
     cpu_ns_per_op: Option<u64>,
+    interrupted: bool,
+}
+
+impl PaceReport {
+    /// Whether Ctrl-C ended the run.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
 }
 
 pub(crate) fn strictness_mode_name(s: f64) -> &'static str {
@@ -976,7 +1130,7 @@ pub(crate) fn strictness_mode_name(s: f64) -> &'static str {
     }
 }
 
-fn duration_nanos(d: Duration) -> u64 {
+pub(crate) fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -1120,7 +1274,7 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
 /// A [`UsageError`] for an option the limiter does not take or a
 /// configuration the library refuses; an I/O error if a worker thread cannot
 /// be started; an error if a worker panicked.
-pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
+pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     check_limiter_options(args)?;
     let spec = args.rate;
     let threads = args.threads;
@@ -1163,15 +1317,22 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         duration,
         count,
         bucket,
+        target_rate,
+        interrupt,
+        interruptible: true,
     };
 
-    let (outcome, info, backlog_ns, total_wait_ns) = match args.limiter {
+    let (mut outcome, info, backlog_ns, total_wait_ns) = match args.limiter {
         LimiterKind::Pacer => run_pacers(args, plan, limiter_count)?,
         LimiterKind::Pool => run_pools(args, plan, limiter_count)?,
         LimiterKind::Bursty => run_bursty(args, plan, limiter_count)?,
         LimiterKind::Warmup => run_warmup(args, plan, limiter_count)?,
         LimiterKind::Refill | LimiterKind::Cycle => run_permits(args, plan, limiter_count)?,
     };
+    if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
+        return Err(e);
+    }
+    let interrupted = outcome.results.iter().any(|r| r.interrupted);
 
     let mut waits = WaitRecorder::new();
     for r in &outcome.results {
@@ -1181,8 +1342,8 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
     let elapsed_ns = match duration {
-        Some(d) => duration_nanos(d),
-        None => {
+        Some(d) if !interrupted => duration_nanos(d),
+        _ => {
             // One slot of the target schedule: N ops take N slots.
             let slot = (1e9 / target_rate).round() as u64;
             last_start
@@ -1243,6 +1404,7 @@ pub fn run(args: &PaceArgs) -> anyhow::Result<PaceReport> {
         refused: None,
         cpu_ns,
         cpu_ns_per_op,
+        interrupted,
     };
     match info {
         LimiterInfo::Pacer {
@@ -1389,7 +1551,7 @@ fn summed_wait_stats<L: RateLimiter>(limiters: &[L]) -> (u64, u64) {
 }
 
 /// A run with `count` [`Pacer`]s.
-fn run_pacers(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
     let spec = args.rate;
     let strictness = args.strictness.unwrap_or(spec.burst_ratio());
     let policy = if args.precise {
@@ -1441,7 +1603,7 @@ fn summed_backlog(pools: &[TokenPool]) -> u64 {
 }
 
 /// A run with `count` [`TokenPool`]s.
-fn run_pools(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+fn run_pools(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
     let spec = args.rate;
     let filling = match args.fill.unwrap_or(FillKind::Inline) {
         FillKind::Inline => Filling::Inline,
@@ -1471,6 +1633,12 @@ fn run_pools(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> 
             p.restart();
         }
         t0
+    };
+    // A waiting claim is filled by its waiter (inline filling): its wait is
+    // left to the pool, not slept on the interrupt first.
+    let plan = RunPlan {
+        interruptible: false,
+        ..plan
     };
     let outcome = drive(&pools, plan, start, Some(summed_backlog), worker)?;
     let (backlog_ns, total_wait) = summed_wait_stats(&pools);
@@ -1502,7 +1670,7 @@ fn smooth_error(e: SmoothError, spec: &RateSpec, kind: LimiterKind) -> anyhow::E
 
 /// A run with `count` Guava limiters built by `build`.
 fn run_smooth<L: RateLimiter + Sync>(
-    plan: RunPlan,
+    plan: RunPlan<'_>,
     count: u32,
     build: impl Fn(MonotonicClock) -> anyhow::Result<L>,
     info: LimiterInfo,
@@ -1519,7 +1687,7 @@ fn run_smooth<L: RateLimiter + Sync>(
 }
 
 /// A run with `count` [`SmoothBursty`] limiters.
-fn run_bursty(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+fn run_bursty(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
     let spec = args.rate;
     let max_burst_seconds = args.max_burst.unwrap_or(DEFAULT_MAX_BURST_SECONDS);
     let build = |clock| {
@@ -1537,7 +1705,7 @@ fn run_bursty(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran>
 }
 
 /// A run with `count` [`SmoothWarmingUp`] limiters.
-fn run_warmup(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+fn run_warmup(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
     let spec = args.rate;
     // check_limiter_options refuses --limiter warmup without --warmup.
     let warmup = args.warmup.unwrap_or_default();
@@ -1611,7 +1779,7 @@ fn permit_config_error(e: ConfigError, spec: &RateSpec, kind: LimiterKind) -> an
 
 /// A run with `count` of Resilience4j's limiters ([`RefillLimiter`] or
 /// [`CycleLimiter`], per `args.limiter`).
-fn run_permits(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran> {
+fn run_permits(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
     let spec = args.rate;
     let kind = args.limiter;
     let refresh_period = args.refresh_period.unwrap_or(DEFAULT_REFRESH_PERIOD);
@@ -1629,7 +1797,7 @@ fn run_permits(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran
     let clock = plan.clock;
     // Their time starts when they are built; they have no restart.
     let now = move || clock.now_nanos();
-    let (outcome, bucket, timeout, backlog, total_wait) = if kind == LimiterKind::Refill {
+    let (mut outcome, bucket, timeout, backlog, total_wait) = if kind == LimiterKind::Refill {
         let config = builder
             .build()
             .map_err(|e| permit_config_error(e, &spec, kind))?;
@@ -1638,9 +1806,7 @@ fn run_permits(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran
             .collect();
         let timeout = config.timeout();
         let t = duration_nanos(timeout);
-        let work = |l: &RefillLimiter, c: &MonotonicClock, g: &Gate, r: &AtomicU64| {
-            permit_worker(l, t, c, g, r)
-        };
+        let work = |l: &RefillLimiter, ctx: &Ctx<'_>| permit_worker(l, t, ctx);
         let outcome = drive(&limiters, plan, |_| now(), None, work)?;
         let (backlog, total_wait) = summed_wait_stats(&limiters);
         let bucket = Some((config.capacity(), config.initial_permits()));
@@ -1654,16 +1820,13 @@ fn run_permits(args: &PaceArgs, plan: RunPlan, count: u32) -> anyhow::Result<Ran
             .collect();
         let timeout = config.timeout();
         let t = duration_nanos(timeout);
-        let work = |l: &CycleLimiter, c: &MonotonicClock, g: &Gate, r: &AtomicU64| {
-            permit_worker(l, t, c, g, r)
-        };
+        let work = |l: &CycleLimiter, ctx: &Ctx<'_>| permit_worker(l, t, ctx);
         let outcome = drive(&limiters, plan, |_| now(), None, work)?;
         let (backlog, total_wait) = summed_wait_stats(&limiters);
         (outcome, None, timeout, backlog, total_wait)
     };
-    if let Some(e) = outcome.results.iter().find_map(|r| r.error) {
-        return Err(anyhow::Error::new(e)
-            .context(format!("--limiter {} refused a single permit", kind.name())));
+    if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
+        return Err(e.context(format!("--limiter {} refused a single permit", kind.name())));
     }
     let refused = outcome.results.iter().map(|r| r.refused).sum();
     let info = LimiterInfo::Permits {
@@ -1785,6 +1948,12 @@ impl fmt::Display for PaceReport {
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
         writeln!(f, "ops             {}", self.ops)?;
+        if self.interrupted {
+            writeln!(
+                f,
+                "interrupted     by Ctrl-C: the report covers the ops granted before it"
+            )?;
+        }
         writeln!(
             f,
             "elapsed         {} (wall {})",

@@ -203,6 +203,24 @@ fn cpu_clock_nanos(which: CpuClock) -> Option<u64> {
 /// An I/O error writing stdout; a closed stdout shows up as
 /// [`io::ErrorKind::BrokenPipe`] (see [`is_broken_pipe`]).
 pub fn emit<R: Serialize + Display>(report: &R, json: bool) -> anyhow::Result<()> {
+    emit_to(&mut io::stdout().lock(), report, json).context("writing the report to stdout")
+}
+
+/// Writes `report` to stderr (for a subcommand whose stdout carries data),
+/// as [`emit`] does to stdout.
+///
+/// # Errors
+///
+/// An I/O error writing stderr.
+pub fn emit_stderr<R: Serialize + Display>(report: &R, json: bool) -> anyhow::Result<()> {
+    emit_to(&mut io::stderr().lock(), report, json).context("writing the report to stderr")
+}
+
+fn emit_to<R: Serialize + Display>(
+    out: &mut impl Write,
+    report: &R,
+    json: bool,
+) -> anyhow::Result<()> {
     let text = if json {
         let mut s = serde_json::to_string(report).context("serializing the report")?;
         s.push('\n');
@@ -210,10 +228,8 @@ pub fn emit<R: Serialize + Display>(report: &R, json: bool) -> anyhow::Result<()
     } else {
         report.to_string()
     };
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("writing the report to stdout")
+    out.write_all(text.as_bytes()).and_then(|()| out.flush())?;
+    Ok(())
 }
 
 /// Whether `err` is, or was caused by, a write to a closed pipe: the reader

@@ -1152,3 +1152,70 @@ fn closed_stdout_is_not_an_error() {
     assert!(status.success(), "status {status}, stderr {stderr}");
     assert!(stderr.is_empty(), "stderr: {stderr}");
 }
+
+/// Ctrl-C ends a run cleanly: the report for the ops so far, exit status 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_run_with_its_report() {
+    let plot = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pace-ctrl-c.svg");
+    let _ = std::fs::remove_file(&plot);
+    // One op per 2 s: the second op's wait is cut short by Ctrl-C.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .args([
+            "pace",
+            "--rate",
+            "0.5",
+            "--duration",
+            "60s",
+            "--json",
+            "--plot",
+            plot.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    // The plot file is created before the run starts, after the Ctrl-C
+    // handler is installed.
+    let t = std::time::Instant::now();
+    while !plot.exists() {
+        assert!(t.elapsed().as_secs() < 20, "the run did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let sent = std::time::Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().expect("wait");
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{status}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(u(&v, "ops"), 1, "the first op goes at once: {v}");
+    // Count-mode elapsed: the op's grant plus one slot (2 s).
+    let elapsed = u(&v, "elapsed_ns");
+    assert!(
+        (2_000_000_000..3_000_000_000).contains(&elapsed),
+        "elapsed {elapsed}"
+    );
+    let svg = std::fs::read_to_string(&plot).expect("the plot was written");
+    assert!(svg.contains("achieved"), "the plot has its series");
+
+    // Without Ctrl-C, the report says so.
+    let v = json_run(&["pace", "--rate", "2000", "--count", "10", "--json"]);
+    assert_eq!(v["interrupted"], false);
+}

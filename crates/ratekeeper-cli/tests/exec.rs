@@ -1,0 +1,650 @@
+//! End-to-end tests of `ratekeeper exec`: counts by exit status, response
+//! and service times, --fail-fast, where the runs' output goes, plots,
+//! Ctrl-C, the progress line and bad input.
+//!
+//! The commands are `sh` one-liners and `sleep`; runs are short and timing
+//! bounds generous, for a noisy 2-core machine.
+
+mod common;
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// Runs `ratekeeper exec ARGS`, expects exit status `code`, and returns
+/// stdout and stderr.
+fn exec_run(args: &[&str], code: i32) -> (String, String) {
+    let mut all = vec!["exec"];
+    all.extend(args);
+    let out = ratekeeper()
+        .args(&all)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    (
+        String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    )
+}
+
+/// Runs `ratekeeper exec ARGS --json` (exit status 0, nothing on stderr)
+/// and parses the report.
+fn exec_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.insert(0, "--json");
+    let (stdout, stderr) = exec_run(&all, 0);
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    json(&stdout)
+}
+
+/// The `{"STATUS": runs}` object of a report as pairs.
+fn counts(v: &Value, key: &str) -> Vec<(String, u64)> {
+    v[key]
+        .as_object()
+        .unwrap_or_else(|| panic!("{key} is not an object in {v}"))
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().expect("a count")))
+        .collect()
+}
+
+fn pair(k: &str, n: u64) -> (String, u64) {
+    (k.to_owned(), n)
+}
+
+#[test]
+fn failed_runs_are_counted_by_exit_status_not_fatal() {
+    let v = exec_json(&[
+        "--rate", "50", "-c", "2", "-n", "6", "--", "sh", "-c", "exit 3",
+    ]);
+    assert_eq!(u(&v, "runs"), 6);
+    assert_eq!(u(&v, "succeeded"), 0);
+    assert_eq!(u(&v, "failed"), 6);
+    assert_eq!(counts(&v, "exit_codes"), [pair("3", 6)]);
+    assert_eq!(counts(&v, "signals"), []);
+    assert_eq!(u(&v, "spawn_failed"), 0);
+    assert!(v["spawn_error"].is_null());
+    assert_eq!(v["command"], serde_json::json!(["sh", "-c", "exit 3"]));
+    assert_eq!(v["mode"], "count");
+    assert_eq!(u(&v, "count"), 6);
+    assert_eq!(u(&v, "concurrency"), 2);
+    assert_eq!(v["limiter"], "pacer");
+    assert_eq!(v["interrupted"], false);
+    assert_eq!(v["stopped_by_fail_fast"], false);
+
+    let v = exec_json(&["--rate", "50", "-n", "4", "--", "true"]);
+    assert_eq!((u(&v, "succeeded"), u(&v, "failed")), (4, 0));
+    assert_eq!(counts(&v, "exit_codes"), [pair("0", 4)]);
+    let v = exec_json(&["--rate", "50", "-n", "3", "--", "false"]);
+    assert_eq!(counts(&v, "exit_codes"), [pair("1", 3)]);
+}
+
+#[test]
+fn mixed_exit_statuses_and_signals_are_told_apart() {
+    // Run k (one at a time) exits with k % 3: statuses 1, 2, 0, 1, 2, 0.
+    let counter = scratch("exec-tests", "counter");
+    let v = exec_json(&[
+        "--rate",
+        "50",
+        "-n",
+        "6",
+        "--",
+        "sh",
+        "-c",
+        r#"n=$(( $(cat "$0" 2>/dev/null || echo 0) + 1 )); echo $n > "$0"; exit $((n % 3))"#,
+        counter.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        counts(&v, "exit_codes"),
+        [pair("0", 2), pair("1", 2), pair("2", 2)]
+    );
+    assert_eq!((u(&v, "succeeded"), u(&v, "failed")), (2, 4));
+
+    let v = exec_json(&["--rate", "50", "-n", "2", "--", "sh", "-c", "kill -9 $$"]);
+    assert_eq!(counts(&v, "signals"), [pair("9", 2)]);
+    assert_eq!(counts(&v, "exit_codes"), []);
+    assert_eq!(u(&v, "failed"), 2);
+}
+
+#[test]
+fn response_time_is_measured_from_the_schedule() {
+    // One run at a time, each taking 200 ms, scheduled every 50 ms: run k
+    // (from 0) cannot start before k x 200 ms, though it was due at k x 50 ms.
+    // Its response time counts that delay: for the fifth, at least 600 ms of
+    // wait plus 200 ms of service.
+    let v = exec_json(&[
+        "--rate",
+        "20",
+        "-c",
+        "1",
+        "-n",
+        "5",
+        "--discard-stdout",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    assert_eq!(u(&v, "succeeded"), 5);
+    let (w, s, r) = (&v["wait_ns"], &v["service_ns"], &v["response_ns"]);
+    for stat in ["p50", "p90", "p99", "p999", "max", "mean"] {
+        // Response = wait + service for every run, so for every statistic.
+        assert!(u(r, stat) >= u(s, stat), "{stat}: {r} vs {s}");
+        assert!(u(r, stat) >= u(w, stat), "{stat}: {r} vs {w}");
+    }
+    assert!(u(s, "p50") >= 200_000_000, "service {s}");
+    assert!(u(s, "max") < 5_000_000_000, "service {s}");
+    assert!(u(w, "max") >= 600_000_000, "wait {w}");
+    assert!(u(r, "max") >= 800_000_000, "response {r}");
+    // The mean of a sum is the sum of the means (each rounded down).
+    let sum = u(w, "mean") + u(s, "mean");
+    assert!(u(r, "mean").abs_diff(sum) <= 2, "{r} vs {w} + {s}");
+    // The slowest response is the last run's: it ended last.
+    assert!(u(&v, "elapsed_ns") >= u(r, "max"));
+
+    // With room for every run, each starts on time: the waits are small.
+    let v = exec_json(&["--rate", "20", "-c", "8", "-n", "5", "--", "sleep", "0.2"]);
+    assert!(u(&v["wait_ns"], "max") < 150_000_000, "{v}");
+    let achieved = f(&v, "achieved_rate");
+    assert!((10.0..=20.5).contains(&achieved), "achieved {achieved}");
+}
+
+#[test]
+fn text_report_agrees_with_json() {
+    let args = [
+        "--rate", "50", "-c", "2", "-n", "6", "--", "sh", "-c", "exit 3",
+    ];
+    let (text, stderr) = exec_run(&args, 0);
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+    let v = exec_json(&args);
+    assert_eq!(fields(&text, "command").join(" "), "sh -c 'exit 3'");
+    assert_eq!(fields(&text, "spec"), [v["spec"].as_str().unwrap()]);
+    assert_eq!(fields(&text, "concurrency"), ["2"]);
+    assert_eq!(fields(&text, "runs")[0], u(&v, "runs").to_string());
+    assert_eq!(fields(&text, "succeeded")[0], "0");
+    assert_eq!(fields(&text, "failed"), ["6"]);
+    assert_eq!(fields(&text, "exit 3"), ["6"]);
+    assert_eq!(fields(&text, "target rate"), ["50", "ops/s"]);
+    // Every percentile row has the six statistics, as durations.
+    for row in ["wait ", "service ", "response "] {
+        let cells = fields(&text, row);
+        assert_eq!(cells.len(), 6, "{row}: {cells:?}");
+        let values: Vec<f64> = cells.iter().map(|c| text_nanos(c)).collect();
+        assert!(values[..5].windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+    }
+    assert!(!text.contains("interrupted"), "{text}");
+}
+
+#[test]
+fn fail_fast_stops_at_the_first_failure() {
+    let (stdout, stderr) = exec_run(
+        &[
+            "--rate",
+            "20",
+            "-n",
+            "40",
+            "--fail-fast",
+            "--json",
+            "--",
+            "false",
+        ],
+        1,
+    );
+    let v = json(&stdout);
+    assert_eq!(v["stopped_by_fail_fast"], true);
+    assert_eq!(v["fail_fast"], true);
+    // The first failure is seen long before the 40th run is due (2 s).
+    let runs = u(&v, "runs");
+    assert!((1..=10).contains(&runs), "runs {runs}");
+    assert_eq!(u(&v, "failed"), runs);
+    assert!(
+        stderr.contains("run 1 exited with status 1; stopped by --fail-fast"),
+        "{stderr}"
+    );
+    // Without a failure --fail-fast changes nothing.
+    let v = exec_json(&["--rate", "50", "-n", "3", "--fail-fast", "--", "true"]);
+    assert_eq!(u(&v, "runs"), 3);
+    assert_eq!(v["stopped_by_fail_fast"], false);
+}
+
+#[test]
+fn standard_output_goes_through_to_a_file_or_nowhere() {
+    // By default, the runs write to ratekeeper's standard output, before
+    // the report.
+    let (text, _) = exec_run(&["--rate", "50", "-n", "3", "--", "echo", "hello"], 0);
+    assert!(text.starts_with("hello\nhello\nhello\ncommand "), "{text}");
+    assert!(text.contains("stdout ratekeeper's"), "{text}");
+
+    let (text, _) = exec_run(
+        &[
+            "--rate",
+            "50",
+            "-n",
+            "3",
+            "--discard-stdout",
+            "--",
+            "echo",
+            "hello",
+        ],
+        0,
+    );
+    assert!(text.starts_with("command         echo hello\n"), "{text}");
+    assert_eq!(text.matches("hello").count(), 1, "{text}");
+    assert!(text.contains("stdout discarded"), "{text}");
+
+    // --stdout appends every run's output to the file.
+    let file = scratch("exec-tests", "runs.log");
+    let path = file.to_str().unwrap();
+    for round in 1..=2 {
+        let v = exec_json(&[
+            "--rate", "50", "-c", "2", "-n", "3", "--stdout", path, "--", "echo", "hello",
+        ]);
+        assert_eq!(v["stdout"], "file");
+        assert_eq!(v["stdout_file"], path);
+        let log = std::fs::read_to_string(&file).expect("the runs' output");
+        assert_eq!(log, "hello\n".repeat(3 * round));
+    }
+}
+
+#[test]
+fn limiters_and_their_options() {
+    let v = exec_json(&[
+        "--limiter",
+        "bursty",
+        "--max-burst",
+        "0.5",
+        "--rate",
+        "40",
+        "-n",
+        "4",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["limiter"], "bursty");
+    assert_eq!(f(&v, "max_burst_seconds"), 0.5);
+    assert!(v.get("strictness").is_none());
+    let v = exec_json(&[
+        "--limiter",
+        "warmup",
+        "--warmup",
+        "200ms",
+        "--rate",
+        "40",
+        "-n",
+        "4",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["limiter"], "warmup");
+    assert_eq!(u(&v, "warmup_ns"), 200_000_000);
+    assert_eq!(f(&v, "cold_factor"), 3.0);
+    let v = exec_json(&[
+        "--limiter",
+        "pool",
+        "--rate",
+        "40,1.5",
+        "-n",
+        "4",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["limiter"], "pool");
+    assert_eq!(f(&v, "burst_ratio"), 1.5);
+    assert_eq!(u(&v, "succeeded"), 4);
+    let v = exec_json(&["--rate", "40", "--strictness", "1", "-n", "4", "--", "true"]);
+    assert_eq!(v["strictness_mode"], "strict");
+}
+
+#[test]
+fn duration_runs_stop_starting_at_the_deadline() {
+    let v = exec_json(&[
+        "--rate",
+        "20",
+        "-c",
+        "2",
+        "--duration",
+        "300ms",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["mode"], "duration");
+    assert_eq!(u(&v, "duration_ns"), 300_000_000);
+    assert!(v["count"].is_null());
+    assert_eq!(u(&v, "launch_span_ns"), 300_000_000);
+    let runs = u(&v, "runs");
+    assert!((2..=7).contains(&runs), "runs {runs}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_value() {
+    let cmd = ["--", "true"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["exec"];
+        v.extend(args);
+        v.extend(cmd);
+        v
+    };
+    rejects(&with(&["--rate", "abc"]), &["'abc'", "--rate"]);
+    rejects(&with(&["--rate", "0"]), &["'0'", "greater than zero"]);
+    rejects(
+        &with(&["--rate", "5", "--concurrency", "0"]),
+        &["'0'", "--concurrency", "at least 1"],
+    );
+    rejects(
+        &with(&["--rate", "5", "-c", "lots"]),
+        &["'lots'", "1 to 1024"],
+    );
+    rejects(&with(&["--rate", "5", "-n", "0"]), &["'0'", "--count"]);
+    rejects(
+        &with(&["--rate", "5", "--duration", "soon"]),
+        &["'soon'", "--duration", "500ms"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--duration", "1s", "-n", "3"]),
+        &["--duration", "--count"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--limiter", "bucket"]),
+        &["'bucket'", "pacer, pool, bursty, warmup"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--limiter", "bursty", "--strictness", "1"]),
+        &["--strictness is a Pacer option", "--limiter pacer"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--warmup", "1s"]),
+        &["--warmup", "--limiter warmup"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--limiter", "warmup"]),
+        &["--limiter warmup needs --warmup"],
+    );
+    rejects(
+        &with(&["--rate", "5,1.5", "--limiter", "bursty"]),
+        &["burst ratio 1.5", "--rate 5"],
+    );
+    rejects(
+        &with(&["--rate", "5,thread"]),
+        &["thread scope", "--concurrency"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--stdout", "x.log", "--discard-stdout"]),
+        &["--stdout", "--discard-stdout"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--plot", "runs.gif"]),
+        &["'runs.gif'", ".svg or .png"],
+    );
+    rejects(&["exec", "--rate", "5"], &["COMMAND"]);
+    rejects(&["exec", "--rate", "5", "true"], &["'true'"]);
+    rejects(
+        &["exec", "--rate", "5", "--", "no-such-command-xyz", "-v"],
+        &["'no-such-command-xyz'", "not found in PATH"],
+    );
+    rejects(
+        &["exec", "--rate", "5", "--", "./no/such/script.sh"],
+        &["'./no/such/script.sh'", "not an executable file"],
+    );
+}
+
+#[test]
+fn plots_the_runs_started_and_their_times_in_svg_and_png() {
+    let svg_path = scratch("exec-tests", "exec.svg");
+    let v = exec_json(&[
+        "--rate",
+        "20",
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--plot",
+        svg_path.to_str().unwrap(),
+        "--",
+        "sleep",
+        "0.05",
+    ]);
+    assert_eq!(u(&v, "runs"), 10);
+    let svg = std::fs::read_to_string(&svg_path).expect("the SVG was written");
+    let texts = svg_texts(&svg);
+    for label in [
+        "started",
+        "target 20 ops/s",
+        "longest response",
+        "mean response",
+        "mean service",
+        "rate (ops/s)",
+    ] {
+        assert!(texts.iter().any(|t| t == label), "{label}: {texts:?}");
+    }
+    // The started rate, the target and three time series, apart by colour.
+    let colors = svg_line_colors(&svg);
+    assert!(colors.len() >= 4, "{colors:?}");
+
+    let png_path = scratch("exec-tests", "exec.png");
+    exec_json(&[
+        "--rate",
+        "20",
+        "-n",
+        "6",
+        "--plot",
+        png_path.to_str().unwrap(),
+        "--bucket",
+        "50ms",
+        "--",
+        "true",
+    ]);
+    let (size, pixels) = png_pixels(&std::fs::read(&png_path).expect("the PNG was written"));
+    assert_eq!(size, (1000, 760));
+    let drawn = colors.iter().filter(|c| pixels.contains(*c)).count();
+    assert!(drawn >= 3, "{drawn} of {colors:?} drawn in the PNG");
+}
+
+#[test]
+fn no_progress_line_without_a_terminal() {
+    ratekeeper()
+        .args(["exec", "--rate", "50", "-n", "3", "--", "true"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .success()
+        .stderr(predicate::str::is_empty());
+}
+
+/// `script` runs the command on a pseudo-terminal: standard error is then a
+/// terminal and the progress line appears, cleared at the end.
+#[cfg(target_os = "linux")]
+#[test]
+fn progress_line_on_a_terminal() {
+    let out = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!(
+                "'{}' exec --rate 20 -n 10 --discard-stdout -- sleep 0.01 >/dev/null",
+                env!("CARGO_BIN_EXE_ratekeeper")
+            ),
+            "/dev/null",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux's script(1) runs the command on a terminal");
+    assert!(out.status.success(), "{out:?}");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("runs started"), "{shown}");
+    assert!(shown.contains("(target 20 ops/s)"), "{shown}");
+    // Cleared before the report: the last thing drawn erases the line.
+    assert!(shown.trim_end().ends_with("\x1b[2K"), "{shown:?}");
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let mut child = ratekeeper_std()
+        .args(["exec", "--rate", "50", "-n", "3", "--", "true"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = wait_with_limit(&mut child, Duration::from_secs(30));
+    assert!(status.success(), "status {status}, stderr {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_starting_runs_and_reports_what_ran() {
+    let log = scratch("exec-tests", "ctrl-c.log");
+    let mut child = ratekeeper_std()
+        .args([
+            "exec",
+            "--rate",
+            "10",
+            "--duration",
+            "60s",
+            "--stdout",
+            log.to_str().unwrap(),
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "echo started; sleep 0.05",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    // Runs have started: the handler is installed.
+    wait_until(Duration::from_secs(20), "the first run", || {
+        lines_of(&log) >= 2
+    });
+    let sent = Instant::now();
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    // A run takes 50 ms; the permit being waited for is given back at once.
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let v = json(&out);
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(u(&v, "killed"), 0);
+    let runs = u(&v, "runs");
+    assert!((2..600).contains(&runs), "runs {runs}");
+    assert_eq!(u(&v, "succeeded"), runs, "every run finished: {v}");
+    assert_eq!(lines_of(&log) as u64, runs);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_second_ctrl_c_kills_the_running_runs() {
+    let log = scratch("exec-tests", "ctrl-c-twice.log");
+    let mut child = ratekeeper_std()
+        .args([
+            "exec",
+            "--rate",
+            "20",
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--stdout",
+            log.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo started; exec sleep 30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    wait_until(Duration::from_secs(20), "two runs", || lines_of(&log) >= 2);
+    interrupt(&child);
+    // The first stops starting runs; both keep running (30 s) until the
+    // second.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still waiting for runs"
+    );
+    let sent = Instant::now();
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(fields(&text, "runs")[0], "2", "{text}");
+    assert!(
+        text.contains(
+            "interrupted     by Ctrl-C: no run was started after it; 2 running runs killed"
+        ),
+        "{text}"
+    );
+    assert_eq!(fields(&text, "signal 9"), ["2", "(SIGKILL)"]);
+    assert_eq!(fields(&text, "failed"), ["2"]);
+}
+
+#[test]
+fn help_has_examples_and_the_json_schema() {
+    for flag in ["-h", "--help"] {
+        ratekeeper().args(["exec", flag]).assert().success().stdout(
+            predicate::str::contains("Examples:").and(predicate::str::contains(
+                "ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/",
+            )),
+        );
+    }
+    ratekeeper()
+        .args(["exec", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("response_ns")
+                .and(predicate::str::contains("exit_codes"))
+                .and(predicate::str::contains("stopped_by_fail_fast"))
+                .and(predicate::str::contains("coordinated omission"))
+                .and(predicate::str::contains("--concurrency <N>"))
+                .and(predicate::str::contains("--fail-fast"))
+                .and(predicate::str::contains("Ctrl-C")),
+        );
+    ratekeeper()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("exec").and(predicate::str::contains("pipe")));
+}

@@ -1,0 +1,332 @@
+//! End-to-end tests of `ratekeeper pipe`: lines and bytes at a rate, the
+//! report, a closed output, Ctrl-C and bad input.
+//!
+//! Real-clock bounds are generous: the tests share a noisy 2-core machine.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use predicates::prelude::*;
+
+/// Runs `ratekeeper pipe ARGS` with `input` on standard input; expects
+/// success and returns stdout, stderr and how long it took.
+fn pipe_run(args: &[&str], input: &[u8]) -> (Vec<u8>, String, Duration) {
+    let mut all = vec!["pipe"];
+    all.extend(args);
+    let t = Instant::now();
+    let out = ratekeeper()
+        .args(&all)
+        .write_stdin(input.to_vec())
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let took = t.elapsed();
+    (
+        out.stdout,
+        String::from_utf8(out.stderr).expect("utf-8 stderr"),
+        took,
+    )
+}
+
+fn numbered_lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[test]
+fn lines_are_copied_at_the_rate() {
+    let input = numbered_lines(20);
+    // 20 lines at 100 lines/s: the first at once, the last 190 ms later.
+    let (out, stderr, took) = pipe_run(&["--rate", "100"], input.as_bytes());
+    assert_eq!(String::from_utf8(out).unwrap(), input);
+    assert!(stderr.is_empty(), "no report unless asked: {stderr}");
+    assert!(took >= Duration::from_millis(150), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn json_report_on_stderr_agrees_with_the_text_one() {
+    let input = numbered_lines(20);
+    let (out, stderr, _) = pipe_run(&["--rate", "100", "--json"], input.as_bytes());
+    assert_eq!(out, input.as_bytes(), "the data is untouched");
+    let v = json(&stderr);
+    assert_eq!(v["unit"], "lines");
+    assert_eq!(u(&v, "lines"), 20);
+    assert_eq!(u(&v, "bytes"), input.len() as u64);
+    assert_eq!(u(&v, "writes"), 20);
+    assert_eq!(f(&v, "target_rate"), 100.0);
+    assert_eq!(f(&v, "strictness"), 1.0);
+    assert_eq!(v["strictness_mode"], "strict");
+    assert_eq!(v["output_closed"], false);
+    assert_eq!(v["interrupted"], false);
+    // 20 slots of 10 ms, the first at once.
+    let elapsed = u(&v, "elapsed_ns");
+    assert!(
+        (190_000_000..2_000_000_000).contains(&elapsed),
+        "elapsed {elapsed}"
+    );
+    let achieved = f(&v, "achieved_rate");
+    assert!((20e9 / elapsed as f64 - achieved).abs() < 1e-6 * achieved);
+    assert!((10.0..=101.0).contains(&achieved), "achieved {achieved}");
+    assert!(u(&v, "rate_wait_ns") >= 100_000_000, "{v}");
+
+    let (_, text, _) = pipe_run(&["--rate", "100", "--report"], input.as_bytes());
+    assert_eq!(fields(&text, "lines"), ["20"]);
+    assert_eq!(fields(&text, "bytes"), [input.len().to_string()]);
+    assert_eq!(fields(&text, "writes"), ["20"]);
+    assert_eq!(fields(&text, "target rate"), ["100", "lines/s"]);
+    assert_eq!(fields(&text, "strictness"), ["1", "(strict)"]);
+    let shown = text_nanos(&fields(&text, "elapsed")[0]);
+    assert!((190e6..2e9).contains(&shown), "{text}");
+    assert!(!text.contains("interrupted"), "{text}");
+}
+
+#[test]
+fn bytes_are_copied_in_chunks_at_the_rate() {
+    // 30 kB at 100 kB/s: 30 writes of 1000 bytes (a hundredth of a second
+    // each), about 0.3 s.
+    let input: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
+    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "100k", "--json"], &input);
+    assert!(out == input, "the bytes are copied as they are");
+    let v = json(&stderr);
+    assert_eq!(v["unit"], "bytes");
+    assert_eq!(u(&v, "bytes"), 30_000);
+    // At most 1000 bytes a write; fewer where a read from the pipe ended.
+    let writes = u(&v, "writes");
+    assert!((30..=60).contains(&writes), "writes {writes}");
+    let achieved = f(&v, "achieved_rate");
+    assert!((10_000.0..=101_000.0).contains(&achieved), "{achieved}");
+    assert!(took >= Duration::from_millis(250), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // A megabyte at 1M bytes/s takes about a second, not a permit per byte.
+    let big = vec![b'x'; 1 << 20];
+    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "1M", "--json"], &big);
+    assert_eq!(out.len(), big.len());
+    let v = json(&stderr);
+    let writes = u(&v, "writes");
+    assert!((105..=400).contains(&writes), "writes {writes}");
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_last_line_without_a_newline_is_copied_and_counted() {
+    let (out, stderr, _) = pipe_run(&["--rate", "1000", "--json"], b"a\nb\nc");
+    assert_eq!(out, b"a\nb\nc");
+    let v = json(&stderr);
+    assert_eq!(u(&v, "lines"), 3);
+    assert_eq!(u(&v, "writes"), 3);
+    // Nothing in, nothing out.
+    let (out, stderr, _) = pipe_run(&["--rate", "1000", "--json"], b"");
+    assert!(out.is_empty());
+    let v = json(&stderr);
+    assert_eq!((u(&v, "lines"), u(&v, "elapsed_ns")), (0, 0));
+}
+
+#[test]
+fn lines_are_flushed_as_they_go() {
+    // A slow producer: each line must come out before the next goes in.
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "1000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    for i in 0..3 {
+        writeln!(input, "line {i}").unwrap();
+        input.flush().unwrap();
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        assert_eq!(line, format!("line {i}\n"));
+    }
+    drop(input);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn a_closed_output_ends_the_copy_quietly() {
+    // An endless input; the reader takes one line and goes away.
+    let mut yes = std::process::Command::new("yes")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn yes");
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "200", "--json"])
+        .stdin(yes.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "y\n");
+    // The reader is gone (dropped above).
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    let _ = yes.kill();
+    let _ = yes.wait();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    let v = json(&stderr);
+    assert_eq!(v["output_closed"], true);
+    assert!(u(&v, "lines") >= 1, "{v}");
+
+    // Without a report, nothing at all on stderr.
+    let mut yes = std::process::Command::new("yes")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn yes");
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--bytes", "--rate", "10k"])
+        .stdin(yes.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let mut some = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut some).unwrap();
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    let _ = yes.kill();
+    let _ = yes.wait();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.is_empty(), "stderr: {stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_copy_with_its_report() {
+    // The input stays open with nothing more to read: Ctrl-C must still end
+    // the copy.
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "1000", "--report"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(b"one\ntwo\n").unwrap();
+    input.flush().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "one\n");
+    line.clear();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "two\n");
+    let sent = Instant::now();
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    drop(input);
+    let mut report = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut report)
+        .unwrap();
+    assert!(report.contains("interrupted     by Ctrl-C"), "{report}");
+    assert_eq!(fields(&report, "lines"), ["2"]);
+
+    // During a long wait for a permit (one line per 10 s).
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "0.1", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(b"one\ntwo\n").unwrap();
+    input.flush().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "one\n");
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(8));
+    assert_eq!(status.code(), Some(130), "{status}");
+    drop(input);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let v = json(&stderr);
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(u(&v, "lines"), 1, "the second line was not let through");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_value() {
+    rejects(&["pipe", "--rate", "abc"], &["'abc'", "--rate"]);
+    rejects(&["pipe", "--rate", "0"], &["'0'", "greater than zero"]);
+    rejects(&["pipe", "--rate", "2B"], &["'2B'", "1e9"]);
+    rejects(
+        &["pipe", "--rate", "100,1.5"],
+        &["burst ratio 1.5", "--strictness 1.5", "--rate 100"],
+    );
+    rejects(&["pipe", "--rate", "100,thread"], &["thread scope"]);
+    rejects(
+        &["pipe", "--rate", "100", "--strictness", "-1"],
+        &["'-1'", "negative"],
+    );
+    rejects(&["pipe"], &["--rate"]);
+    rejects(&["pipe", "--rate", "10", "--lines"], &["'--lines'"]);
+}
+
+#[test]
+fn help_has_examples_and_the_json_schema() {
+    for flag in ["-h", "--help"] {
+        ratekeeper().args(["pipe", flag]).assert().success().stdout(
+            predicate::str::contains("Examples:")
+                .and(predicate::str::contains(
+                    "seq 1000 | ratekeeper pipe --rate 100",
+                ))
+                .and(predicate::str::contains(
+                    "ratekeeper pipe --bytes --rate 1M",
+                )),
+        );
+    }
+    ratekeeper()
+        .args(["pipe", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("output_closed")
+                .and(predicate::str::contains("rate_wait_ns"))
+                .and(predicate::str::contains("pv -L")),
+        );
+}
