@@ -143,26 +143,41 @@ pub fn block_until(clock: &dyn Clock, grant: Grant, policy: WaitPolicy) -> Grant
         return grant;
     }
     match policy.kind {
-        Kind::Precise(spin) => loop {
-            let left = ready.saturating_sub(now);
-            if left == 0 {
-                return grant.started_at(now);
+        Kind::Precise(spin) => {
+            // Measured from a fresh reading: `started` may be old (a grant
+            // reserved now and waited for later).
+            now = now.max(clock.now_nanos());
+            loop {
+                let left = ready.saturating_sub(now);
+                if left == 0 {
+                    return grant.started_at(now);
+                }
+                if left > spin {
+                    clock.sleep_nanos(left - spin);
+                } else {
+                    std::hint::spin_loop();
+                }
+                now = clock.now_nanos();
             }
-            if left > spin {
-                clock.sleep_nanos(left - spin);
-            } else {
-                std::hint::spin_loop();
-            }
-            now = clock.now_nanos();
-        },
+        }
         Kind::ClockDefault | Kind::Coalesce(_) => {
             let window = policy.window_nanos(clock);
             let lead = clock.sleep_overshoot_nanos();
+            let mut fresh = false;
             loop {
                 let left = ready.saturating_sub(now);
                 if left <= window {
                     // Released up to `window` early; `started` records when.
                     return grant.started_at(now);
+                }
+                if !fresh {
+                    // `started` may be old (a grant reserved now and waited
+                    // for later): read the clock once before sleeping, so the
+                    // sleep is measured from now. A wait within the window
+                    // never gets here, so coalesced ops read no clock.
+                    now = clock.now_nanos();
+                    fresh = true;
+                    continue;
                 }
                 // Wake about when due: a sleep ends about `lead` late. When the
                 // wait is shorter than the lead, sleep it anyway (a window
@@ -178,6 +193,23 @@ pub fn block_until(clock: &dyn Clock, grant: Grant, policy: WaitPolicy) -> Grant
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+
+    #[test]
+    fn a_grant_waited_for_later_sleeps_only_what_is_left() {
+        // Reserved at 0, ready at 10 ms; the caller comes back at 4 ms.
+        for policy in [
+            WaitPolicy::coalesce(Duration::ZERO),
+            WaitPolicy::default(),
+            WaitPolicy::precise(Duration::ZERO),
+        ] {
+            let clock = ManualClock::new(0);
+            let g = Grant::new(10_000_000, 10_000_000, 0, 1);
+            clock.advance_nanos(4_000_000);
+            let g = block_until(&clock, g, policy);
+            assert_eq!(clock.now_nanos(), 10_000_000, "{policy:?}");
+            assert_eq!(g.started_nanos(), 10_000_000, "{policy:?}");
+        }
+    }
 
     #[test]
     fn exact_policy_on_manual_clock_lands_on_ready() {
