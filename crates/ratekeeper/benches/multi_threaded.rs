@@ -7,7 +7,8 @@
 //! together with a barrier, and lets each take its share of the sample's
 //! grants; the sample's time is from the first thread's start to the last
 //! thread's end. The throughput reported is grants per second, all threads
-//! together.
+//! together. `pacer_handle_acquire` is the pacer through one batching
+//! [`PacerHandle`](ratekeeper::PacerHandle) per thread.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use governor::DefaultDirectRateLimiter;
-use ratekeeper::RateLimiter;
+use ratekeeper::{MonotonicClock, Pacer, RateLimiter};
 
 use crate::single_threaded::{
     assert_governor_never_denies, assert_never_waits, cycle_unthrottled, governor_unthrottled,
@@ -54,6 +55,46 @@ where
     let first = spans.iter().map(|s| s.0).min().expect("one thread");
     let last = spans.iter().map(|s| s.1).max().expect("one thread");
     last - first
+}
+
+/// As [`run_split`], each thread granting through its own batching handle
+/// on `pacer` (made before the barrier opens).
+fn run_split_handles(threads: u64, iters: u64, pacer: &Pacer<MonotonicClock>) -> Duration {
+    let barrier = Barrier::new(threads as usize);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let n = iters / threads + u64::from(t < iters % threads);
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let handle = pacer.handle();
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..n {
+                        black_box(black_box(&handle).acquire());
+                    }
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread panicked"))
+            .collect()
+    });
+    let first = spans.iter().map(|s| s.0).min().expect("one thread");
+    let last = spans.iter().map(|s| s.1).max().expect("one thread");
+    last - first
+}
+
+/// Checks from `threads` threads, each with its own handle, that the
+/// pacer's batching handles never make a caller wait.
+fn assert_handles_never_wait(p: &Pacer<MonotonicClock>, threads: u64, n: u64) {
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| assert_never_waits(&p.handle(), n));
+        }
+    });
 }
 
 /// Checks from `threads` threads at once that the limiter never makes a
@@ -117,6 +158,21 @@ pub fn bench(c: &mut Criterion) {
             assert_never_waits_shared(&p, threads, CHECK);
         }
 
+        // Micro-batching: each thread grants through its own handle, one
+        // atomic add per lease of up to 1024 slots (`pacer::batch`).
+        for (name, strictness) in [
+            ("pacer_handle_acquire/burst_1.1", 1.1),
+            ("pacer_handle_acquire/average_0", 0.0),
+            ("pacer_handle_acquire/compensate_0.5", 0.5),
+        ] {
+            let p = pacer(UNTHROTTLED, strictness, true);
+            assert_handles_never_wait(&p, threads, CHECK);
+            g.bench_with_input(BenchmarkId::new(name, threads), &threads, |b, &threads| {
+                b.iter_custom(|iters| run_split_handles(threads, iters, &p))
+            });
+            assert_handles_never_wait(&p, threads, CHECK);
+        }
+
         // The token pool at 1e9 ops/s, filled inline. Under contention a
         // caller may rarely find the pool short and queue for a moment, so
         // no never-waits check here.
@@ -152,8 +208,20 @@ pub fn bench(c: &mut Criterion) {
 
         // The refill (bucket) and cycle limiters at 1e9 permits/s: one
         // compare-exchange per grant.
-        bench_shared(&mut g, "refill_acquire", threads, &refill_unthrottled(), CHECK);
-        bench_shared(&mut g, "cycle_acquire", threads, &cycle_unthrottled(), CHECK);
+        bench_shared(
+            &mut g,
+            "refill_acquire",
+            threads,
+            &refill_unthrottled(),
+            CHECK,
+        );
+        bench_shared(
+            &mut g,
+            "cycle_acquire",
+            threads,
+            &cycle_unthrottled(),
+            CHECK,
+        );
 
         let gov = governor_unthrottled();
         assert_never_denies_shared(&gov, threads, CHECK);

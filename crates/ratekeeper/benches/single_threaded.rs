@@ -197,6 +197,19 @@ pub fn bench(c: &mut Criterion) {
 
     // The non-blocking peer of governor's `check()`: a bounded reservation
     // (compare-exchange loop) with a zero maximum wait.
+    // Micro-batching: one handle, one atomic add per lease of up to 1024
+    // slots (`pacer::batch`).
+    for (name, strictness) in [
+        ("pacer_handle_acquire/burst_1.1", 1.1),
+        ("pacer_handle_acquire/average_0", 0.0),
+    ] {
+        let p = pacer(UNTHROTTLED, strictness, true);
+        let h = p.handle();
+        assert_never_waits(&h, CHECK);
+        g.bench_function(name, |b| b.iter(|| black_box(black_box(&h).acquire())));
+        assert_never_waits(&h, CHECK);
+    }
+
     let p = pacer(UNTHROTTLED, 1.1, true);
     assert_never_waits(&p, CHECK);
     g.bench_function("pacer_try_acquire/burst_1.1", |b| {

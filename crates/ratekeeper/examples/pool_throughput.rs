@@ -10,7 +10,8 @@
 //! ```
 //!
 //! For each target rate (default 1e7 and 1e8 ops/s), each thread count
-//! (default 1, 2, 4 and 8) and each limiter, all built with burst ratio 1.1:
+//! (default 1, 2, 4 and 8) and each limiter, built with burst ratio 1.1 except where
+//! said:
 //!
 //! * `pool-inline`: [`TokenPool`] with [`Filling::Inline`] (callers refill);
 //! * `pool-thread-1ms`: [`TokenPool`] with a filler thread every 1 ms
@@ -18,6 +19,11 @@
 //! * `pool-thread-0.1ms`: [`TokenPool`] with a filler thread every 0.1 ms
 //!   (nosqlbench's later value);
 //! * `pacer`: [`Pacer`] with the default strictness (burst 1.1),
+//! * `pacer-avg`: [`Pacer`] in average mode (strictness 0), every thread on
+//!   the exact path (one shared atomic add per permit),
+//! * `pacer-avg-batched`: the same pacer, each thread through its own
+//!   batching [`PacerHandle`](ratekeeper::PacerHandle) (one atomic add per
+//!   lease of up to 1024 slots; see `ratekeeper::pacer::batch`),
 //!
 //! N threads are released together by a barrier and each calls `acquire()`
 //! in a loop. The limiter is built idle and started just before the barrier
@@ -59,14 +65,18 @@ enum Kind {
     PoolThread1ms,
     PoolThread100us,
     Pacer,
+    PacerAverage,
+    PacerBatched,
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [
+    const ALL: [Kind; 6] = [
         Kind::PoolInline,
         Kind::PoolThread1ms,
         Kind::PoolThread100us,
         Kind::Pacer,
+        Kind::PacerAverage,
+        Kind::PacerBatched,
     ];
 
     fn name(self) -> &'static str {
@@ -75,6 +85,8 @@ impl Kind {
             Kind::PoolThread1ms => "pool-thread-1ms",
             Kind::PoolThread100us => "pool-thread-0.1ms",
             Kind::Pacer => "pacer",
+            Kind::PacerAverage => "pacer-avg",
+            Kind::PacerBatched => "pacer-avg-batched",
         }
     }
 
@@ -84,6 +96,8 @@ impl Kind {
             Kind::PoolThread1ms => "TokenPool, filler thread 1 ms",
             Kind::PoolThread100us => "TokenPool, filler thread 0.1 ms",
             Kind::Pacer => "Pacer, burst 1.1",
+            Kind::PacerAverage => "Pacer, average (strictness 0)",
+            Kind::PacerBatched => "Pacer, average, one batching handle per thread",
         }
     }
 
@@ -92,7 +106,7 @@ impl Kind {
             Kind::PoolInline => Some(Filling::Inline),
             Kind::PoolThread1ms => Some(Filling::Thread(Duration::from_millis(1))),
             Kind::PoolThread100us => Some(Filling::Thread(Duration::from_micros(100))),
-            Kind::Pacer => None,
+            Kind::Pacer | Kind::PacerAverage | Kind::PacerBatched => None,
         }
     }
 }
@@ -123,8 +137,8 @@ impl Outcome {
 /// `threads` threads take permits from `lim` for `run_for`, released
 /// together; `start` starts the limiter just before they are released.
 /// Returns the permits granted within the window and the process CPU time.
-fn measure<L: RateLimiter + Sync>(
-    lim: &L,
+fn measure<L: RateLimiter>(
+    make: &(impl Fn() -> L + Sync),
     threads: usize,
     target: f64,
     run_for: Duration,
@@ -140,6 +154,7 @@ fn measure<L: RateLimiter + Sync>(
             .map(|_| {
                 let (barrier, deadline) = (&barrier, &deadline);
                 s.spawn(move || {
+                    let lim = make();
                     barrier.wait();
                     let deadline = *deadline.get().expect("set before the barrier opens");
                     let mut permits = 0u64;
@@ -188,7 +203,7 @@ fn run(
                 .filling(filling)
                 .verb(Verb::Configure)
                 .build()?;
-            let (permits, cpu) = measure(&pool, threads, target, run_for, || pool.start());
+            let (permits, cpu) = measure(&|| &pool, threads, target, run_for, || pool.start());
             if pool.filling() != filling {
                 return Err(
                     format!("{}: the pool fell back to {}", kind.name(), pool.filling()).into(),
@@ -197,8 +212,18 @@ fn run(
             (permits, cpu, pool.wait_stats().backlog_nanos)
         }
         None => {
-            let pacer = Pacer::builder(rate).verb(Verb::Configure).build()?;
-            let (permits, cpu) = measure(&pacer, threads, target, run_for, || pacer.restart());
+            let strictness = if kind == Kind::Pacer { 1.1 } else { 0.0 };
+            let pacer = Pacer::builder(rate)
+                .strictness(strictness)
+                .verb(Verb::Configure)
+                .build()?;
+            let (permits, cpu) = if kind == Kind::PacerBatched {
+                measure(&|| pacer.handle(), threads, target, run_for, || {
+                    pacer.restart()
+                })
+            } else {
+                measure(&|| &pacer, threads, target, run_for, || pacer.restart())
+            };
             (permits, cpu, pacer.wait_stats().backlog_nanos)
         }
     };
@@ -266,7 +291,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
                 println!(
                     "pool_throughput [--secs S] [--runs N] [--quick] [--targets 1e7,1e8] \
                      [--threads 1,2,4,8] \
-                     [--limiters pool-inline,pool-thread-1ms,pool-thread-0.1ms,pacer]"
+                     [--limiters pool-inline,pool-thread-1ms,pool-thread-0.1ms,pacer,pacer-avg,pacer-avg-batched]"
                 );
                 std::process::exit(0);
             }
@@ -357,7 +382,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!(
         "Machine: {cores} cores ({} {}); {} s per run, median of {} runs (min – max). \
          CPU = process user+sys CPU time (all threads, filler included) / permits. \
-         All limiters burst 1.1.",
+         Burst 1.1 except the `pacer-avg*` rows (strictness 0).",
         std::env::consts::OS,
         std::env::consts::ARCH,
         args.secs,

@@ -659,3 +659,101 @@ fn pool_cancel_races_a_try_and_a_refill() {
         );
     });
 }
+
+/// A batching handle leases a block of the schedule (one `fetch_add`),
+/// hands a slot out locally and gives the rest back, racing the exact path
+/// on another thread: no slot is granted twice, the give-back succeeds only
+/// if nothing was reserved after the lease (else the remainder is a hole:
+/// fewer grants, never more), and never moves the schedule under the exact
+/// grant.
+#[test]
+fn pacer_handle_lease_and_return_race_the_exact_path() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = Arc::new(
+            Pacer::builder(Rate::new(1e6).unwrap())
+                .strictness(0.0)
+                .build_with_clock(clock.clone())
+                .unwrap(),
+        );
+        let batched = {
+            let p = p.clone();
+            thread::spawn(move || {
+                let h = p.handle();
+                // The first lease holds 2 slots (1 µs each): one left over.
+                let g = h.reserve(1, None).unwrap();
+                let left = h.leased_slots();
+                (g, left, h.release())
+            })
+        };
+        let exact = {
+            let p = p.clone();
+            thread::spawn(move || p.reserve(1, None).unwrap())
+        };
+        let (a, left, returned) = batched.join().unwrap();
+        let e = exact.join().unwrap();
+        assert_eq!(left, 1);
+        let (a, e) = (a.scheduled_nanos(), e.scheduled_nanos());
+        assert_ne!(a, e, "a slot granted twice");
+        let next = p.next_slot_nanos();
+        if returned {
+            // The exact grant came first, or took the returned slot: tiled.
+            assert_eq!(next, 2_000);
+            assert_eq!(a.max(e), 1_000);
+        } else {
+            // The exact grant came after the lease: its remainder is a hole.
+            assert_eq!((a, e, next), (0, 2_000, 3_000));
+        }
+    });
+}
+
+/// A reset (rate change) racing a handle's lease and its give-back: the
+/// give-back never moves the new timeline back, and the handle's grant is
+/// on one timeline or the other.
+#[test]
+fn pacer_handle_lease_races_a_reset() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = Arc::new(
+            Pacer::builder(Rate::new(1e6).unwrap())
+                .strictness(0.0)
+                .build_with_clock(clock.clone())
+                .unwrap(),
+        );
+        let batched = {
+            let p = p.clone();
+            thread::spawn(move || {
+                let h = p.handle();
+                let g = h.reserve(1, None).unwrap(); // a lease of 2: one left
+                h.release();
+                g
+            })
+        };
+        let changer = {
+            let (p, clock) = (p.clone(), clock.clone());
+            thread::spawn(move || {
+                clock.advance_nanos(10_000);
+                p.set_rate(Rate::new(5e5).unwrap()).unwrap(); // restarts at 10 µs
+            })
+        };
+        let g = batched.join().unwrap();
+        changer.join().unwrap();
+        let next = p.next_slot_nanos();
+        let s = g.scheduled_nanos();
+        if s < 10_000 {
+            // Leased on the old timeline; its remainder never goes back onto
+            // the new one.
+            assert_eq!(s, 0);
+            assert_eq!(next, 10_000, "schedule moved by an old lease");
+        } else {
+            // On the new timeline, with its 2 µs slots: from a lease (its
+            // remainder given back, or forfeited when the lease's tag was
+            // the old epoch's: a hole of one slot), or from the exact path
+            // after a lease taken across the reset expired at once (a hole
+            // behind it: at most the lease's 2 slots). After the grant, at
+            // most its lease's remainder.
+            assert!(s <= 14_000 && (s - 10_000) % 2_000 == 0, "{s}");
+            assert!(next == s + 2_000 || next == s + 4_000, "{s} {next}");
+        }
+    });
+}

@@ -65,6 +65,15 @@
 //! A cancel takes the configuration lock; the reservations it races stay
 //! lock-free.
 //!
+//! # Batching under contention
+//!
+//! Every grant is one read-modify-write of one shared atomic; at very high
+//! rates from several threads that atomic is the bottleneck. A
+//! [`PacerHandle`] ([`Pacer::handle`], one per thread) leases blocks of the
+//! schedule with one atomic add each and grants their slots locally, in
+//! average and burst compensation modes, with a documented, bounded slack;
+//! see [`batch`]. The pacer itself stays the exact path.
+//!
 //! # Memory ordering
 //!
 //! Every reservation is a read-modify-write of the same atomic schedule with
@@ -120,9 +129,11 @@
 //! gives back only slots no standing grant holds, so (1) to (3) hold for the
 //! grants still standing.
 
+pub mod batch;
 mod strictness;
 mod window;
 
+pub use batch::{PacerHandle, DEFAULT_MAX_LEASE, MAX_LEASE_SLOTS};
 pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
 pub(crate) use window::{CancelWindow, Epoch};
 

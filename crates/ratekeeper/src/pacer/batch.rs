@@ -1,0 +1,403 @@
+//! Micro-batching: a [`PacerHandle`] leases a block of the pacer's schedule
+//! with one atomic add and hands its slots out locally.
+//!
+//! Under heavy contention the pacer's one shared read-modify-write per grant
+//! becomes the bottleneck (nosqlbench's "New Challenges": micro-batching at
+//! the consumer interface). A handle, one per thread, takes `k` slots at once
+//! (one `fetch_add` of `k × op` ns on the ticks accumulator) and grants them
+//! one by one without touching shared memory, except for a read of the
+//! pacer's mode word (a read-mostly cache line) that tells it the lease is
+//! still on the current schedule.
+//!
+//! ```
+//! use ratekeeper::{Pacer, Rate, RateLimiter};
+//!
+//! let pacer = Pacer::builder(Rate::new(1e8)?).strictness(0.0).build()?;
+//! std::thread::scope(|s| {
+//!     for _ in 0..2 {
+//!         s.spawn(|| {
+//!             let handle = pacer.handle(); // one per thread
+//!             for _ in 0..1000 {
+//!                 let grant = handle.acquire();
+//!                 assert!(grant.ready_nanos() >= grant.scheduled_nanos());
+//!             }
+//!         });
+//!     }
+//! });
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What a lease changes, and the slack
+//!
+//! Leases are taken in **average** (`s = 0`) and **burst compensation**
+//! (`0 < s < 1`) modes, and in strict and burst modes at rates whose burst
+//! slice rounds to 0 ns (which run as average). In strict and burst modes
+//! proper (`s ≥ 1`), every op is spaced against every other caller's on the
+//! pacer's shared actual timeline; slots granted out of order across leases
+//! would let an op off its slot go right after another's op on its slot, and
+//! keeping the spacing would cost a shared read-modify-write per op anyway.
+//! There a handle takes the exact path for every request.
+//!
+//! Every slot a handle grants is a slot of the pacer's schedule, taken once
+//! (the leases tile the timeline with the exact path's grants), and it is
+//! granted as the exact path would grant that slot: ready at
+//! `max(slot, now)`, `now` a clock reading or a lower bound of one (the
+//! handle's own last reading or the pacer's shared last-seen clock, as the
+//! exact path uses). So the pacer's guarantees hold unchanged for grants
+//! from handles: no grant before its slot, and grants ready by any time `T`
+//! never exceed the slots due by `T`.
+//!
+//! What a lease changes is **who** gets a slot: the slots a handle leased and
+//! has not used yet are nobody else's. This is the **lease slack**: at most
+//! one lease per handle, and a lease spans at most
+//! [`max_lease`](PacerHandle::with_max_lease) of schedule (default
+//! [`DEFAULT_MAX_LEASE`], 100 µs). Its consequences, all bounded by the slack:
+//!
+//! * **Fairness and order**: slots are granted in order within a handle, not
+//!   across handles; another caller may get a later slot while a handle still
+//!   holds earlier ones.
+//! * **Under-delivery**: over a window `[a, b)`, the grants counted may fall
+//!   short of the exact path's by what the handles leased but had not used
+//!   at `b`: at most `handles × max_lease × rate` grants (at 2 handles and
+//!   100 µs, 0.02 % of a 1 s window).
+//! * **Late slots**: slots leased by a handle that then goes idle are granted
+//!   when it comes back, late (with their wait time reported as for any late
+//!   op), at once, as any backlog goes in average mode. Call
+//!   [`release`](PacerHandle::release) (or drop the handle) before idling.
+//! * **Burst compensation** (`0 < s < 1`) is applied per lease, as for one
+//!   reservation of the lease's size.
+//!
+//! Unused slots come back on [`release`](PacerHandle::release), on drop, and
+//! when a request does not fit the rest of the lease: they are given back to
+//! the pacer if its schedule still ends at the lease's end and neither a reset
+//! (rate or strictness change, start, stop, restart) nor a cancel happened
+//! since the lease was taken. Otherwise they are **forfeited**: a hole in the
+//! schedule (fewer grants, never more). A reset or a cancel on the pacer
+//! expires every outstanding lease: the handle's next request finds the epoch
+//! moved on and leases afresh from the current schedule, so no slot of an
+//! old timeline is ever granted after a reset.
+//!
+//! # Lease size
+//!
+//! The lease adapts to the handle's **observed rate**: each new lease holds
+//! about as many slots as the handle granted in the last `max_lease` of its
+//! own time (measured with one clock read per lease), at most twice the
+//! previous lease, at most [`MAX_LEASE_SLOTS`] slots and at most
+//! `max_lease` of schedule. A busy handle amortizes one atomic add over up to
+//! 1024 grants; a handle that grants rarely leases one slot at a time, and
+//! so hoards nothing. Where `max_lease` holds fewer than two slots (rates
+//! below 20 000/s with the default), a handle is the exact path: every
+//! request goes to the pacer itself.
+//!
+//! Bounded requests (`try_acquire`, `acquire_timeout`) are served from the
+//! lease when its next slot is ready in time, and refused, changing nothing,
+//! when it is not. When the lease does not hold them they go to the pacer's
+//! exact path, and the lease is kept.
+//! A handle's grants cannot be cancelled ([`RateLimiter::cancel`] returns
+//! `false`); give back unused slots with [`release`](PacerHandle::release).
+//!
+//! # Invariants
+//!
+//! 1. `[next, end)` is a run of the pacer's schedule taken by one `fetch_add`
+//!    under epoch `tag` and handed to no one else: slots in it are granted
+//!    once, by this handle, or given back once (then the lease is empty).
+//! 2. A slot is granted from the lease only while the pacer's epoch is still
+//!    `tag`, so never across a reset of the schedule.
+//! 3. Leased schedule not yet granted is at most `max_lease` (one lease).
+//!
+//! # Memory ordering
+//!
+//! A handle's grants synchronize with the pacer's other grants per lease:
+//! taking a lease is the same acquire-release read-modify-write as an exact
+//! grant, so a grant from a lease happens after every grant (and lease)
+//! reserved before that lease. Grants handed out locally from one lease add
+//! no ordering across threads.
+
+use core::cell::Cell;
+use core::fmt;
+use std::time::Duration;
+
+use super::{
+    tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN,
+    SCHEDULE_LIMIT,
+};
+use crate::clock::{Clock, DefaultClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::sync::{lock, Ordering};
+use crate::wait::{saturating_nanos, WaitPolicy};
+
+/// The default longest lease: 100 µs of schedule per handle.
+pub const DEFAULT_MAX_LEASE: Duration = Duration::from_micros(100);
+
+/// The most slots one lease holds: enough to make the lease's atomic add
+/// negligible (one per 1024 grants), few enough to keep the slack small at
+/// very high rates (10 µs of schedule at 1e8/s).
+pub const MAX_LEASE_SLOTS: u64 = 1024;
+
+/// A per-thread batching handle on a [`Pacer`]; see the [module docs](self).
+///
+/// `Send` but not `Sync`: make one per thread with [`Pacer::handle`]. It
+/// implements [`RateLimiter`], so blocking (and, with the `tokio` feature,
+/// async) waiting works on it as on the pacer.
+pub struct PacerHandle<'a, C: Clock = DefaultClock> {
+    pacer: &'a Pacer<C>,
+    /// The next slot of the lease.
+    next: Cell<u64>,
+    /// The end of the lease (`next == end`: no lease).
+    end: Cell<u64>,
+    /// The epoch tag the lease was taken under.
+    tag: Cell<u32>,
+    /// Whether the pacer skips clock reads for callers known due.
+    cached: Cell<bool>,
+    /// Nanos per op at lease time.
+    op: Cell<u64>,
+    /// A clock reading this handle knows of: a lower bound of the present.
+    seen: Cell<u64>,
+    /// The size of the last lease, in slots, and when it was taken.
+    slots: Cell<u64>,
+    leased_at: Cell<u64>,
+    max_lease: u64,
+}
+
+impl<C: Clock> Pacer<C> {
+    /// A batching handle on this pacer, for one thread; see
+    /// [`PacerHandle`]. With an `Arc<Pacer>`, move a clone of the `Arc`
+    /// into the thread and make the handle there.
+    pub fn handle(&self) -> PacerHandle<'_, C> {
+        // Ordering: Relaxed; a starting hint, the first lease reads the clock.
+        let seen = self.last_seen.load(Ordering::Relaxed);
+        PacerHandle {
+            pacer: self,
+            next: Cell::new(0),
+            end: Cell::new(0),
+            tag: Cell::new(0),
+            cached: Cell::new(true),
+            op: Cell::new(1),
+            seen: Cell::new(seen),
+            slots: Cell::new(1),
+            leased_at: Cell::new(seen),
+            max_lease: saturating_nanos(DEFAULT_MAX_LEASE),
+        }
+    }
+}
+
+impl<'a, C: Clock> PacerHandle<'a, C> {
+    /// Sets the longest lease, in schedule time (default
+    /// [`DEFAULT_MAX_LEASE`]): the bound of the lease slack. Releases the
+    /// current lease first.
+    pub fn with_max_lease(mut self, max_lease: Duration) -> Self {
+        self.release();
+        self.max_lease = saturating_nanos(max_lease);
+        self
+    }
+
+    /// The pacer this handle leases from.
+    pub fn pacer(&self) -> &'a Pacer<C> {
+        self.pacer
+    }
+
+    /// Slots leased and not granted yet (at the lease's rate).
+    pub fn leased_slots(&self) -> u64 {
+        (self.end.get() - self.next.get()) / self.op.get().max(1)
+    }
+
+    /// Gives back the slots leased and not granted yet, or forfeits them
+    /// when the pacer's schedule moved on since (see the [module
+    /// docs](self)). Returns `true` if slots went back to the pacer.
+    pub fn release(&self) -> bool {
+        let (next, end) = (self.next.get(), self.end.get());
+        self.end.set(next);
+        if next == end {
+            return false;
+        }
+        // Under the configuration lock, so no reset or cancel runs between
+        // the epoch check and the compare-exchange (they take the lock).
+        let _control = lock(&self.pacer.control);
+        // Ordering: Relaxed; the mode word is written only under the lock.
+        let mode = self.pacer.params.mode.load(Ordering::Relaxed);
+        if tag(mode) != self.tag.get() {
+            return false; // the schedule was reset or cancelled into: forfeit
+        }
+        // Ordering: AcqRel on success, ordered with reservations like one of
+        // them (a reservation that takes the slots again happens after this);
+        // Relaxed on failure, which reads nothing we use. Slots that were never
+        // granted go back: no standing grant's tag or window is affected.
+        self.pacer
+            .ideal
+            .compare_exchange(end, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// A lower bound of the present, reading the clock only if `slot` is not
+    /// known to be due: the handle's own reading, then the pacer's shared
+    /// last-seen clock, then a fresh reading (published as the pacer does).
+    #[inline(always)]
+    fn now_for(&self, slot: u64, cached: bool) -> u64 {
+        let seen = self.seen.get();
+        if cached && slot < seen {
+            return seen;
+        }
+        self.refresh(slot, cached)
+    }
+
+    #[inline(never)]
+    fn refresh(&self, slot: u64, cached: bool) -> u64 {
+        // Ordering: Relaxed; see `Pacer::refresh`.
+        let shared = self.pacer.last_seen.load(Ordering::Relaxed);
+        let seen = self.seen.get().max(shared);
+        let now = if cached && slot < seen {
+            seen
+        } else {
+            self.pacer.refresh(seen).max(seen)
+        };
+        self.seen.set(now);
+        now
+    }
+
+    /// Grants `permits` (`span` ns) from the lease if it still holds them on
+    /// the current schedule; `None` to go the slow way.
+    #[inline(always)]
+    fn reserve_local(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Option<Result<Grant, AcquireError>> {
+        // Ordering: Acquire; the pacer's mode word, read-mostly. Pairs with
+        // the Release store that moves the epoch on after a reset: a lease
+        // whose tag is still current is on the current schedule.
+        let mode = self.pacer.params.mode.load(Ordering::Acquire);
+        if tag(mode) != self.tag.get() {
+            return None;
+        }
+        let slot = self.next.get();
+        let span = u64::from(permits).checked_mul(self.op.get())?;
+        if permits == 0 || span > self.end.get() - slot {
+            return None;
+        }
+        // Leases are taken in average and compensation modes only, whose
+        // grants need nothing but the slot and a clock bound.
+        let now = self.now_for(slot, self.cached.get());
+        let ready = slot.max(now);
+        if let Some(max) = max_wait {
+            if ready - now > saturating_nanos(max) {
+                // Nothing taken: the slot stays in the lease.
+                return Some(Err(super::would_wait(ready - now, max)));
+            }
+        }
+        self.next.set(slot + span);
+        Some(Ok(Grant::new(slot, ready, now, permits)))
+    }
+
+    /// No lease holds the request: give back what is left and lease afresh
+    /// (unbounded requests), or take the exact path (bounded ones, requests
+    /// larger than a lease, rates too low to batch).
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        if permits == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        if max_wait.is_some() {
+            // Keeps the lease: a refusal changes nothing.
+            return self.pacer.reserve(permits, max_wait);
+        }
+        self.release();
+        // Ordering: Acquire, as in `Pacer::reserve`: the tag must come from a
+        // mode word loaded before the slices and before the lease's add.
+        let mut mode = self.pacer.params.mode.load(Ordering::Acquire);
+        if mode & IDLE != 0 {
+            self.pacer.start();
+            // Ordering: Acquire, as above.
+            mode = self.pacer.params.mode.load(Ordering::Acquire) & !IDLE;
+        }
+        // Ordering: Relaxed; configuration read after the mode word.
+        let op = self.pacer.params.op_nanos.load(Ordering::Relaxed).max(1);
+        let cap = (self.max_lease / op).min(MAX_LEASE_SLOTS);
+        let dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL;
+        if dual || cap < 2 || u64::from(permits) > cap {
+            return self.pacer.reserve(permits, max_wait);
+        }
+        // The lease size: the slots this handle granted in the last
+        // `max_lease` of its time, at most twice the last lease and `cap`.
+        let now = self.pacer.refresh(self.seen.get()).max(self.seen.get());
+        self.seen.set(now);
+        let elapsed = now.saturating_sub(self.leased_at.get()).max(1);
+        let last = self.slots.get();
+        let observed = u128::from(last) * u128::from(self.max_lease) / u128::from(elapsed);
+        let slots = (observed.min(u128::from(2 * last)) as u64)
+            .clamp(1, cap)
+            .max(u64::from(permits));
+        let span = slots * op;
+        if span > MAX_SPAN {
+            return self.pacer.reserve(permits, None);
+        }
+        // Ordering: AcqRel, as an exact grant's add: the lease happens-after
+        // every grant and lease reserved before it.
+        let slot = self.pacer.ideal.fetch_add(span, Ordering::AcqRel);
+        if slot >= SCHEDULE_LIMIT {
+            return Err(self.pacer.undo_exhausted(span));
+        }
+        if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
+            self.pacer.compensate(slot, span, now, (mode & 0xff) as u32);
+        }
+        self.next.set(slot);
+        self.end.set(slot + span);
+        self.tag.set(tag(mode));
+        self.cached.set(mode & CACHED_CLOCK != 0);
+        self.op.set(op);
+        self.slots.set(slots);
+        self.leased_at.set(now);
+        match self.reserve_local(permits, None) {
+            Some(result) => result,
+            // A reset since the lease was taken: the lease expired at once.
+            None => self.pacer.reserve(permits, None),
+        }
+    }
+}
+
+impl<C: Clock> RateLimiter for PacerHandle<'_, C> {
+    /// Grants from the lease when it holds the request, else leases afresh;
+    /// see the [module docs](self).
+    #[inline(always)]
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        match self.reserve_local(permits, max_wait) {
+            Some(result) => result,
+            None => self.reserve_slow(permits, max_wait),
+        }
+    }
+
+    #[inline]
+    fn clock(&self) -> &dyn Clock {
+        &self.pacer.clock
+    }
+
+    fn wait_stats(&self) -> WaitStats {
+        self.pacer.wait_stats()
+    }
+
+    #[inline]
+    fn wait_policy(&self) -> WaitPolicy {
+        self.pacer.policy
+    }
+}
+
+impl<C: Clock> Drop for PacerHandle<'_, C> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl<C: Clock> fmt::Debug for PacerHandle<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacerHandle")
+            .field("next", &self.next.get())
+            .field("end", &self.end.get())
+            .field("lease_slots", &self.slots.get())
+            .field("max_lease_nanos", &self.max_lease)
+            .finish_non_exhaustive()
+    }
+}
