@@ -82,6 +82,10 @@
 //! wait it was told when that is at least 50 µs, and otherwise calls
 //! `std::thread::yield_now()` and tries again.
 
+#[path = "common/mod.rs"]
+mod common;
+use common::spread;
+
 use std::error::Error;
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -840,16 +844,6 @@ fn parse_args() -> Res<Args> {
     Ok(args)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Median, min and max over the runs.
 #[derive(Debug, Clone, Copy)]
 struct Stat {
@@ -859,13 +853,8 @@ struct Stat {
 }
 
 fn stat(v: Vec<f64>) -> Stat {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Stat {
-        med: median(v),
-        lo,
-        hi,
-    }
+    let (med, lo, hi) = spread(v);
+    Stat { med, lo, hi }
 }
 
 fn over(runs: &[Run], f: impl Fn(&Run) -> f64) -> Stat {

@@ -50,6 +50,10 @@
 //! `--secs 0.5 --runs 1`. With the defaults the whole measurement takes about
 //! 3.5 minutes.
 
+#[path = "common/mod.rs"]
+mod common;
+use common::{list, spread};
+
 use std::error::Error;
 use std::hint::black_box;
 use std::sync::{Barrier, OnceLock};
@@ -252,13 +256,6 @@ fn parse_target(s: &str) -> Result<f64, Box<dyn Error>> {
     Ok(r)
 }
 
-fn list<T>(
-    v: &str,
-    f: impl Fn(&str) -> Result<T, Box<dyn Error>>,
-) -> Result<Vec<T>, Box<dyn Error>> {
-    v.split(',').map(|x| f(x.trim())).collect()
-}
-
 fn parse_args() -> Result<Args, Box<dyn Error>> {
     let mut args = Args {
         secs: 2.0,
@@ -307,22 +304,9 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     Ok(args)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Median, min and max of `f` over the runs.
 fn stats(os: &[Outcome], f: impl Fn(&Outcome) -> f64) -> (f64, f64, f64) {
-    let v: Vec<f64> = os.iter().map(f).collect();
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (median(v), lo, hi)
+    spread(os.iter().map(f).collect())
 }
 
 /// Ops/s in millions, e.g. `9.998M`.
