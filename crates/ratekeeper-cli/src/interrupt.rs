@@ -149,10 +149,10 @@ pub fn approach(interrupt: &Interrupt, clock: &dyn Clock, ready: u64) -> bool {
 ///
 /// A grant that is ready within 20 ms goes straight to `wait_for`: no clock
 /// read and no lock are added to a short wait. A longer one is slept on the
-/// interrupt until 20 ms are left, and the rest handed to `wait_for` as a
-/// grant started now (`wait_for` counts the wait from the grant's start).
-/// Rebuilding the grant drops a limiter's pending claim, so this is not for
-/// the token pool, whose claims its `wait_for` completes.
+/// interrupt until 20 ms are left, and the rest handed to `wait_for` (which
+/// measures what is left from a fresh clock reading). Not for a token pool
+/// filled inline: its waiters fill it, and one asleep on the interrupt
+/// would not.
 #[inline]
 pub fn wait_for_grant<L: RateLimiter + ?Sized>(
     limiter: &L,
@@ -166,13 +166,7 @@ pub fn wait_for_grant<L: RateLimiter + ?Sized>(
         limiter.cancel(&grant);
         return None;
     }
-    let now = limiter.clock().now_nanos();
-    Some(limiter.wait_for(Grant::new(
-        grant.scheduled_nanos(),
-        grant.ready_nanos(),
-        now,
-        grant.permits(),
-    )))
+    Some(limiter.wait_for(grant))
 }
 
 #[cfg(test)]

@@ -744,19 +744,12 @@ fn attempt<L: PermitLimiter + RateLimiter>(
         return Ok(Attempt::Granted(ready));
     }
     // A long wait: slept on the interrupt until 20 ms are left, the rest
-    // under the limiter's wait policy, counted from now (`pending.wait()`
-    // would count it from the decision and sleep it all again).
+    // under the limiter's wait policy (measured from a fresh reading).
     if !interrupt::approach(ctx.interrupt, ctx.clock, ready) {
         pending.cancel();
         return Ok(Attempt::Interrupted);
     }
-    let now = ctx.clock.now_nanos();
-    ratekeeper::wait::block_until(
-        ctx.clock,
-        Grant::new(ready, ready, now, 1),
-        RateLimiter::wait_policy(limiter),
-    );
-    pending.finish();
+    pending.wait();
     Ok(Attempt::Granted(ready))
 }
 
