@@ -6,13 +6,11 @@
 use std::io::Read;
 use std::process::Stdio;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn ratekeeper() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
-}
+mod common;
+use common::{f, ratekeeper, rejects, u};
 
 /// Runs `ratekeeper ARGS`, expects success, and parses stdout as one JSON object.
 fn json_run(args: &[&str]) -> Value {
@@ -25,18 +23,6 @@ fn json_run(args: &[&str]) -> Value {
     let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
     assert_eq!(stdout.lines().count(), 1, "one line of JSON: {stdout}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
-
-fn u(v: &Value, key: &str) -> u64 {
-    v[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
-}
-
-fn f(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
 }
 
 #[test]
@@ -938,23 +924,6 @@ fn guava_limiter_options_are_checked() {
         ],
         &["burst ratio 1", "--limiter warmup"],
     );
-}
-
-/// Bad input exits 2 with a message naming the offending value, never a panic.
-fn rejects(args: &[&str], expected: &[&str]) {
-    let out = ratekeeper()
-        .args(args)
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.stdout.is_empty(), "{args:?}: stdout not empty");
-    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-    assert!(!stderr.contains("RUST_BACKTRACE"), "{args:?}: {stderr}");
-    for e in expected {
-        assert!(stderr.contains(e), "{args:?}: {e:?} not in {stderr}");
-    }
 }
 
 #[test]

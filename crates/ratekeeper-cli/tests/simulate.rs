@@ -9,13 +9,11 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn ratekeeper() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
-}
+mod common;
+use common::{ratekeeper, rejects, u};
 
 /// Runs `ratekeeper ARGS`, expects success and no stderr, returns stdout.
 fn stdout_of(args: &[&str]) -> String {
@@ -38,23 +36,6 @@ fn json_of(args: &[&str]) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-/// Bad input exits 2 with a message naming what was wrong, never a panic.
-fn rejects(args: &[&str], expected: &[&str]) {
-    let out = ratekeeper()
-        .args(args)
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.stdout.is_empty(), "{args:?}: stdout not empty");
-    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-    assert!(!stderr.contains("RUST_BACKTRACE"), "{args:?}: {stderr}");
-    for e in expected {
-        assert!(stderr.contains(e), "{args:?}: {e:?} not in {stderr}");
-    }
-}
-
 /// A fresh path in the integration tests' scratch folder.
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("simulate-tests");
@@ -62,12 +43,6 @@ fn scratch(name: &str) -> PathBuf {
     let path = dir.join(name);
     let _ = std::fs::remove_file(&path);
     path
-}
-
-fn u(v: &Value, key: &str) -> u64 {
-    v[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} is not an integer in {v}"))
 }
 
 /// The small pattern checked exactly: three at once, a second of nothing,

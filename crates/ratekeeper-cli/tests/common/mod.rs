@@ -1,4 +1,4 @@
-//! Helpers shared by the `exec` and `pipe` integration tests.
+//! Helpers shared by the CLI's integration tests.
 #![allow(dead_code)] // each test binary uses its own share of them
 
 use std::collections::BTreeSet;
