@@ -330,6 +330,51 @@ async fn pool_inline_on_the_tokio_clock_paces_exactly() {
     assert_eq!(pool.wait_stats().backlog_nanos, 0);
 }
 
+/// Tasks that wake once per 1 ms timer tick, on a runtime that is busy and
+/// wakes them late (200 µs of stall every 64 ops of each task), fill an
+/// inline pool late: a fill then covers more than the 1 ms the active pool
+/// holds while their claims wait. The pool serves waiting claims before its
+/// bound applies, so the rate holds and no backlog builds. (G2's step alone,
+/// with the overflow going to the waiting pool, gave 81 927 ops here: 18 %
+/// short.)
+#[tokio::test(start_paused = true)]
+async fn pool_inline_holds_a_high_rate_under_timer_ticks() {
+    let clock = TokioClock::new();
+    let pool = Arc::new(
+        TokenPool::builder(Rate::new(100_000.0).unwrap())
+            .build_with_clock(clock)
+            .unwrap(),
+    );
+    let end = Instant::now() + Duration::from_secs(1);
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while pool.acquire_async().await.started_nanos() < 1_000 * MS {
+                    n += 1;
+                    if n % 64 == 0 {
+                        // The runtime is busy and wakes late: 200 µs pass.
+                        advance(Duration::from_micros(200)).await;
+                    }
+                }
+                n
+            })
+        })
+        .collect();
+    let mut granted = 0;
+    for t in tasks {
+        granted += t.await.unwrap();
+    }
+    assert!(Instant::now() >= end);
+    // 1 s at 100 k/s within 0.1 %.
+    assert!(
+        (99_900..=100_100).contains(&granted),
+        "{granted} ops in 1 s at 100 k/s"
+    );
+    assert_eq!(pool.wait_stats().backlog_nanos, 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn pool_timed_acquire_refuses_at_once() {
     let clock = TokioClock::new();

@@ -31,6 +31,8 @@
 //! * [The three pools](#the-three-pools), [Sizing](#sizing) and
 //!   [The refill step](#the-refill-step): G2's arithmetic.
 //! * [The limiter](#the-limiter): taking tokens, waiting, filling.
+//! * [Serving waiting callers first](#serving-waiting-callers-first): why an
+//!   inline pool loses no time to late fills.
 //! * [Choosing the filling](#choosing-the-filling).
 //! * [Wait time](#wait-time): per op, backlog, total.
 //! * [Verbs and runtime changes](#verbs-and-runtime-changes).
@@ -190,6 +192,33 @@
 //! state, so the two modes differ only in when tokens become visible to
 //! callers, not in how many.
 //!
+//! # Serving waiting callers first
+//!
+//! With [`Filling::Inline`], a fill that finds claims queued gives them the
+//! tokens it measured **before** G2's step sees the rest: the first
+//! `min(elapsed, owed)` tokens go to the claims as they arrive, and only
+//! what is left fills the active pool and, beyond `max_active`, overflows to
+//! the waiting pool. The burst fill is still proportional to the whole
+//! elapsed time the fill covers.
+//!
+//! Without this, a fill that comes late while callers wait (an async task
+//! woken on a 1 ms timer tick and a little after it, a thread the scheduler
+//! ran late) covers more than the 1 ms the active pool holds, and G2's step
+//! counts the excess as backlog, time nobody used in time, although the
+//! waiting callers were owed every token of it; burst 1.1 then returns it
+//! at a tenth of the rate. Async tasks at 100 k ops/s fell 5 % short this
+//! way, and 26 % at 1 M ops/s (`BENCHMARKS.md`, issue 6). A caller
+//! polling the pool continuously would have taken each token the moment it
+//! was measured; serving the queue first gives waiting callers exactly that,
+//! however late the fill. Time that passes while nobody waits still
+//! overflows as in G2, so idle time is banked up to `max_active` and the
+//! rest is backlog, caught up at the burst ratio.
+//!
+//! [`Filling::Thread`] keeps G2's step as it is (nosqlbench's own filler:
+//! its late fills overflow while callers wait, see below), and
+//! [`Filling::Manual`] applies [`Pools::refill`] exactly, so that the pools
+//! can be checked against the reference.
+//!
 //! # Choosing the filling
 //!
 //! [`Filling::Inline`] is the default. Measured on this project's 2-core VM
@@ -222,7 +251,9 @@
 //!   above: 2708 fills in 3 s, 1.11 ms apart, 23.5 ms of backlog and 0.8 %
 //!   short). This is G2's own behaviour, kept as it is;
 //!   nosqlbench's later releases filled every 0.1 ms for this reason. Inline
-//!   fills never cover more than half the active pool while callers wait.
+//!   fills serve the waiting callers first (see
+//!   [Serving waiting callers first](#serving-waiting-callers-first)), and
+//!   a blocked caller's fill covers at most half the active pool anyway.
 //! * **Nothing runs while idle**: no thread, no wake-ups; a thread filler
 //!   wakes 1000 times a second even when nobody acquires.
 //! * **Shorter waits**: a waiting caller's fill covers the coalescing window
@@ -386,6 +417,10 @@
 //!   against `max_active`; here they are the waiter's, so a fill may top the
 //!   active pool up by up to one op more before overflowing to the waiting
 //!   pool.
+//! * With inline filling, a fill serves queued callers before the active
+//!   pool's bound applies, so a late fill turns no owed time into backlog
+//!   ([Serving waiting callers first](#serving-waiting-callers-first)). G2
+//!   had no queue: its waiters competed for the active pool after each fill.
 //! * The filler thread is stopped and joined by `stop` and on drop (G2's
 //!   never stopped, and before 2022 one more was started per `start()` call),
 //!   and it is optional: callers fill inline by default.

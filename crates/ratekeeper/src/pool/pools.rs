@@ -299,6 +299,29 @@ impl Pools {
     /// # Ok::<(), ratekeeper::pool::PoolError>(())
     /// ```
     pub fn refill(&mut self, nanos: u64) -> u64 {
+        self.refill_step(nanos, nanos);
+        self.wait_time()
+    }
+
+    /// The refill step for a fill that covers `nanos` of elapsed time while
+    /// takers who are already waiting are owed `demand` tokens: the first
+    /// `min(nanos, demand)` tokens are theirs as they arrive and never enter
+    /// the pools (a taker polling continuously would have taken each one
+    /// the moment it was measured); G2's step applies to the rest, with the
+    /// burst fill proportional to the whole `nanos` the fill covers, as for
+    /// any fill. Returns the tokens served directly.
+    ///
+    /// With `demand == 0` this is exactly [`refill`](Pools::refill). See
+    /// [Serving waiting callers first](crate::pool#serving-waiting-callers-first).
+    pub(crate) fn refill_serving(&mut self, nanos: u64, demand: u64) -> u64 {
+        let direct = nanos.min(demand);
+        self.refill_step(nanos - direct, nanos);
+        direct
+    }
+
+    /// G2's refill step: `nanos` tokens into the pools, a burst fill for
+    /// `covered` ns of elapsed time (`covered >= nanos`).
+    fn refill_step(&mut self, nanos: u64, covered: u64) {
         // The invariant active + waiting <= i64::MAX makes every step below
         // exact in i64; the saturating ops only guard it.
         let room = i64::MAX.saturating_sub(self.active.saturating_add(self.waiting));
@@ -311,7 +334,9 @@ impl Pools {
 
         // Normalising for jitter: the burst fill is proportional to the time
         // this refill covers. max_active >= 1, so the ratio is never NaN.
-        let factor = (new as f64 / self.max_active as f64).min(1.0);
+        // The time covered: the tokens that fit plus those served directly.
+        let covered = (new as u64).saturating_add(covered.saturating_sub(nanos));
+        let factor = (covered as f64 / self.max_active as f64).min(1.0);
         let burst_pool = self.max_over_active - self.max_active;
         // Negative when a shrinking apply left active above max_over_active:
         // the fill then moves the excess back to waiting.
@@ -319,7 +344,6 @@ impl Pools {
         let fill = allowed.min(self.waiting);
         self.waiting -= fill;
         self.active += fill;
-        self.wait_time()
     }
 
     /// Takes up to `amount` tokens from the active pool without waiting and

@@ -617,6 +617,44 @@ fn inline_multi_permit_acquire_makes_no_backlog() {
     assert_eq!((g.scheduled_nanos(), g.started_nanos()), (5 * MS, 5 * MS));
 }
 
+/// An inline fill that comes late while claims wait (an async caller that
+/// slept past a 1 ms timer tick, a preempted thread) gives the claims every
+/// token it measured: time someone was waiting for is not backlog. G2's step
+/// alone would have put the 0.5 ms beyond the active pool (1 ms) into the
+/// waiting pool and handed back only 0.1 ms of it at burst 1.1.
+#[test]
+fn a_late_inline_fill_serves_waiting_claims_before_the_pools() {
+    let (clock, pool) = inline(10_000.0, 1.1); // 100 µs per op, 1 ms active pool
+    pool.try_acquire().unwrap(); // the pre-filled op
+    let first = pool.reserve(20, None).unwrap(); // 2 ms of tokens, nobody fills
+    assert_eq!(pool.waiters(), 1);
+    clock.advance_nanos(1_500_000);
+    // The next caller fills for the 1.5 ms that passed: all of it is owed.
+    let second = pool.reserve(1, None).unwrap();
+    assert!(second.claim().is_some());
+    assert_eq!(pool.backlog_nanos(), 0, "owed time counted as backlog");
+    assert_eq!(pool.active_nanos(), 0);
+    // The first claim lacks 0.5 ms; the second's 0.1 ms comes after it.
+    assert_eq!(second.scheduled_nanos(), 2_100_000);
+    assert_eq!(second.ready_nanos(), 1_500_000 + 600_000);
+    clock.advance_nanos(600_000);
+    let third = pool.reserve(1, None).unwrap();
+    assert_eq!(pool.waiters(), 1, "both earlier claims completed");
+    assert_eq!(third.scheduled_nanos(), 2_200_000);
+    assert_eq!((pool.backlog_nanos(), pool.active_nanos()), (0, 0));
+    // Waiting for a completed claim returns at once.
+    assert_eq!(pool.wait_for(first).started_nanos(), 2_100_000);
+    // Time nobody waits for still overflows as G2's: idle 3 ms with only the
+    // third claim (0.1 ms) owed.
+    // 0.1 ms to the claim; of the 2.9 ms left, 1 ms fills the active pool
+    // and 1.9 ms overflows; the burst fill moves 0.1 ms back; the caller's
+    // op takes 0.1 ms.
+    clock.advance_nanos(3 * MS);
+    pool.reserve(1, None).unwrap();
+    assert_eq!(pool.active_nanos(), MS);
+    assert_eq!(pool.backlog_nanos(), 1_800_000);
+}
+
 #[test]
 fn an_orphan_claim_is_served_and_does_not_block_later_callers() {
     let (clock, pool) = manual(1000.0, 1.0);
