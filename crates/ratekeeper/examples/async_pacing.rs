@@ -19,12 +19,18 @@
 //! * `bursty`: [`SmoothBursty`] (Guava, 1 s of stored permits at most: none
 //!   are stored in a run that never idles), `acquire_async`;
 //! * `refill`: [`RefillLimiter`], `k = R / 1000` permits (at least 1) per
-//!   `k / R` s: the rate `R` with a bucket of one timer tick's worth,
-//!   starting empty, `acquire_async`;
+//!   `k / R` s: the rate `R` with a bucket of one timer tick's worth
+//!   (`--burst-ticks N`: N ticks' worth), starting empty, `acquire_async`;
 //! * `governor`: governor's direct limiter, `until_ready()`, with a burst of
 //!   one timer tick's worth (`R / 1000`, at least 1: the same allowance as
 //!   the async waits' 1 ms coalescing window; governor's default burst of
-//!   one second's worth would let `R` permits go at once).
+//!   one second's worth would let `R` permits go at once), or N ticks' worth
+//!   with `--burst-ticks N`.
+//!
+//! The two buckets (`refill`, `governor`) lose the time of any stall longer
+//! than their burst, as token buckets do: with one tick's worth, a whole
+//! process descheduled for 2 ms on a busy machine loses 1 ms of permits.
+//! `--burst-ticks 2` sizes both to ride out such stalls.
 //!
 //! All ratekeeper limiters run on their default real clock
 //! ([`MonotonicClock`](ratekeeper::MonotonicClock)) and default wait policy
@@ -230,6 +236,7 @@ fn run(
     tasks: usize,
     target: f64,
     run_for: Duration,
+    burst_ticks: u32,
 ) -> Result<Outcome, Box<dyn Error>> {
     let rate = Rate::new(target)?;
     match kind {
@@ -244,18 +251,20 @@ fn run(
         }),
         Kind::Refill => measure(flavor, workers, tasks, target, run_for, || {
             // One tick's permits per `k / R` seconds (1 ms from 1000 ops/s
-            // up): the rate R, a bucket of one tick.
+            // up): the rate R, a bucket of `burst_ticks` ticks.
             let k = tick_permits(target);
             let config = RefillConfig::builder()
                 .limit_for_period(i64::from(k))
                 .limit_refresh_period(Duration::from_secs_f64(f64::from(k) / target))
+                .permit_capacity(i64::from(k) * i64::from(burst_ticks))
                 .initial_permits(0)
                 .build()?;
             Ok(Ours(RefillLimiter::new("bench", config)))
         }),
         Kind::Governor => measure(flavor, workers, tasks, target, run_for, || {
             let per_second = NonZeroU32::new(target as u32).ok_or("rate below 1")?;
-            let burst = NonZeroU32::new(tick_permits(target)).ok_or("burst 0")?;
+            let burst = NonZeroU32::new(tick_permits(target).saturating_mul(burst_ticks))
+                .ok_or("burst 0")?;
             let quota = Quota::per_second(per_second).allow_burst(burst);
             Ok(Governor(governor::RateLimiter::direct(quota)))
         }),
@@ -282,6 +291,7 @@ struct Args {
     secs: f64,
     runs: usize,
     tasks: usize,
+    burst_ticks: u32,
     targets: Vec<f64>,
     flavors: Vec<Flavor>,
     kinds: Vec<Kind>,
@@ -292,6 +302,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
         secs: 2.0,
         runs: 3,
         tasks: 8,
+        burst_ticks: 1,
         targets: vec![1e3, 1e4, 1e5, 1e6],
         flavors: Flavor::ALL.to_vec(),
         kinds: Kind::ALL.to_vec(),
@@ -303,6 +314,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             "--secs" => args.secs = value()?.parse()?,
             "--runs" => args.runs = value()?.parse()?,
             "--tasks" => args.tasks = value()?.parse()?,
+            "--burst-ticks" => args.burst_ticks = value()?.parse()?,
             "--quick" => {
                 args.secs = 0.5;
                 args.runs = 1;
@@ -332,7 +344,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             }
             "-h" | "--help" => {
                 println!(
-                    "async_pacing [--secs S] [--runs N] [--tasks T] [--quick] \
+                    "async_pacing [--secs S] [--runs N] [--tasks T] [--burst-ticks N] [--quick] \
                      [--targets 1e3,1e4,1e5,1e6] [--runtimes current,multi] \
                      [--limiters pacer,pool,bursty,refill,governor]"
                 );
@@ -341,8 +353,13 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    if !args.secs.is_finite() || args.secs <= 0.0 || args.runs == 0 || args.tasks == 0 {
-        return Err("--secs must be > 0, --runs and --tasks >= 1".into());
+    if !args.secs.is_finite()
+        || args.secs <= 0.0
+        || args.runs == 0
+        || args.tasks == 0
+        || args.burst_ticks == 0
+    {
+        return Err("--secs must be > 0, --runs, --tasks and --burst-ticks >= 1".into());
     }
     if args
         .targets
@@ -387,7 +404,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         for (ti, &target) in args.targets.iter().enumerate() {
             for (fi, &flavor) in args.flavors.iter().enumerate() {
                 for (ki, &kind) in args.kinds.iter().enumerate() {
-                    let o = run(kind, flavor, cores, args.tasks, target, run_for)?;
+                    let o = run(
+                        kind,
+                        flavor,
+                        cores,
+                        args.tasks,
+                        target,
+                        run_for,
+                        args.burst_ticks,
+                    )?;
                     eprintln!(
                         "run {} target {:>5.0e} {:<7} {:<8} achieved {:>11.1}/s error {:>+8.4} % \
                          cpu {:>8.1} ns/permit",
@@ -409,11 +434,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("Command: `{command}`");
     println!(
         "Machine: {cores} cores ({} {}); {} tasks sharing one limiter; multi-thread runtime \
-         with {cores} workers; {} s per run, median of {} runs (min – max). \
-         CPU = process user+sys CPU time (all threads) / permits.",
+         with {cores} workers; buckets (refill, governor) of {} timer tick(s); {} s per run, \
+         median of {} runs (min – max). CPU = process user+sys CPU time (all threads) / permits.",
         std::env::consts::OS,
         std::env::consts::ARCH,
         args.tasks,
+        args.burst_ticks,
         args.secs,
         args.runs
     );
