@@ -161,6 +161,71 @@ fn strictness_below_one_and_precise_waits_run() {
 }
 
 #[test]
+fn batched_handles_pace_and_say_so() {
+    let v = json_run(&[
+        "pace",
+        "--rate",
+        "20k",
+        "--strictness",
+        "0",
+        "--batch",
+        "--threads",
+        "2",
+        "--count",
+        "2000",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "ops"), 2000);
+    assert_eq!(v["access"], "batched");
+    assert_eq!(v["strictness_mode"], "average");
+    // 2000 ops at 20k/s: about 100 ms, never much faster (leases are slots of
+    // the schedule, granted no earlier than the exact path would).
+    let achieved = f(&v, "achieved_rate");
+    assert!(
+        (5_000.0..=26_000.0).contains(&achieved),
+        "achieved {achieved}"
+    );
+
+    let v = json_run(&["pace", "--rate", "2000", "--count", "10", "--json"]);
+    assert_eq!(v["access"], "exact");
+
+    let text = ratekeeper()
+        .args([
+            "pace",
+            "--rate",
+            "20k",
+            "--strictness",
+            "0.5",
+            "--batch",
+            "--count",
+            "100",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("access          batched"), "{text}");
+
+    // Strict and burst-ratio modes space every op on the shared timeline.
+    for strictness in [None, Some("1"), Some("2")] {
+        let mut args = vec!["pace", "--rate", "1000", "--batch"];
+        if let Some(s) = strictness {
+            args.extend(["--strictness", s]);
+        }
+        rejects(
+            &args,
+            &["--batch needs a strictness below 1", "--strictness 0"],
+        );
+    }
+    rejects(
+        &["pace", "--rate", "1000", "--limiter", "pool", "--batch"],
+        &["--batch is a Pacer option"],
+    );
+}
+
+#[test]
 fn thread_scope_gives_each_worker_its_own_pacer() {
     let v = json_run(&[
         "pace",
@@ -199,7 +264,13 @@ fn pool_run_reports_the_backlog() {
     assert!(v["fill_interval_ns"].is_null());
     assert_eq!(u(&v, "pools"), 1);
     assert_eq!(f(&v, "target_rate"), 2000.0);
-    for pacer_only in ["strictness", "strictness_mode", "wait_policy", "pacers"] {
+    for pacer_only in [
+        "strictness",
+        "strictness_mode",
+        "wait_policy",
+        "access",
+        "pacers",
+    ] {
         assert!(
             v.get(pacer_only).is_none(),
             "{pacer_only} in a pool report: {v}"
@@ -277,10 +348,11 @@ fn pool_filled_by_a_thread_with_thread_scope() {
 }
 
 /// Fields that only some limiters report.
-const LIMITER_FIELDS: [&str; 20] = [
+const LIMITER_FIELDS: [&str; 21] = [
     "strictness",
     "strictness_mode",
     "wait_policy",
+    "access",
     "pacers",
     "burst_ratio",
     "filling",
