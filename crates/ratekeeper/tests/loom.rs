@@ -102,6 +102,38 @@ fn burst_two_threads() {
     slots_are_unique(1.5, 2);
 }
 
+/// Strict and burst modes read the clock on every reservation: an op's start
+/// is never earlier than the present its caller saw before calling, even when
+/// a racing op has stored a later reading than both timelines in the shared
+/// last-seen clock (which a cached shortcut would take as the present), or
+/// when `actual` is ahead of that stored reading but behind the present (where
+/// the stale reading would let the op go at `actual`, forgetting its
+/// lateness).
+#[test]
+fn dual_start_is_never_before_the_callers_present() {
+    for strictness in [1.0, 1.5] {
+        loom::model(move || {
+            let clock = ManualClock::new(0);
+            let p = pacer(strictness, &clock);
+            let other = {
+                let p = p.clone();
+                thread::spawn(move || p.reserve(1, None).unwrap())
+            };
+            clock.advance_nanos(2 * OP);
+            clock.advance_nanos(2 * OP);
+            let present = clock.now_nanos();
+            let g = p.reserve(1, None).unwrap();
+            assert!(
+                g.ready_nanos() >= present,
+                "started at {} before the caller's present {present}",
+                g.ready_nanos()
+            );
+            let o = other.join().unwrap();
+            assert!(o.ready_nanos() >= o.scheduled_nanos());
+        });
+    }
+}
+
 /// Bounded reservations racing a plain one: a refused try leaves the schedule
 /// as it was, a granted one takes exactly one slot.
 #[test]

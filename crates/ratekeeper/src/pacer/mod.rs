@@ -83,19 +83,22 @@
 //!
 //! # Implementation details
 //!
-//! State (each hot atomic on its own cache line):
+//! State (`ideal` and `actual` share one cache line; `last_seen` and the
+//! parameters have a line each):
 //!
 //! * `ideal`: the **ticks accumulator**, the ideal start of the next free slot.
 //!   Every grant takes its slot with one `fetch_add` (or, when the caller set a
 //!   maximum wait, one successful compare-exchange), so slots are handed out
 //!   exactly once and none is lost: the slots granted are a contiguous run of
 //!   the timeline.
-//! * `last_seen`: the **shared last-seen clock**, the latest clock reading any
-//!   caller stored. It is always a value the clock returned earlier, so it is
-//!   never later than the current time on any thread (the clock is monotonic
-//!   across CPUs). A caller whose slot is *strictly* earlier than `last_seen` is
-//!   known to be due and skips the clock read ("calling-overhead
-//!   compensation"); its wait is measured against `last_seen`, a lower bound.
+//! * `last_seen` (average and compensation modes): the **shared last-seen
+//!   clock**, the latest clock reading any caller stored. It is always a value
+//!   the clock returned earlier, so it is never later than the current time on
+//!   any thread (the clock is monotonic across CPUs). A caller whose slot is
+//!   *strictly* earlier than `last_seen` is known to be due and skips the clock
+//!   read ("calling-overhead compensation"); its wait is measured against
+//!   `last_seen`, a lower bound. Strict and burst reservations neither read
+//!   nor write it (below).
 //! * `actual` (strict and burst modes only): the earliest start of the next op
 //!   on the actual timeline (G1.5's `scheduledNanos`). An op goes at
 //!   `max(actual, slot, now)` and then moves `actual` to its start plus one
@@ -120,6 +123,47 @@
 //!   grant's end may move it back to the grant's start. Older grants may
 //!   still be given back newest first (see `window.rs`). The cost on the
 //!   fast path is storing the tag in the grant.
+//!
+//! ## Strict and burst modes under contention
+//!
+//! Once an op is late, strict mode stays off its slots for good (the
+//! lateness is kept), and burst mode until it has caught up at the burst
+//! rate; every op then writes `actual`. Such an op costs one clock read and
+//! the cache line of `ideal` and `actual`, taken once:
+//!
+//! * **A fresh clock reading, never `last_seen`.** `now` decides whether the
+//!   op is late on the actual timeline (`now > actual`), and while ops are
+//!   paced by that timeline `actual` is ahead of every stored reading, so the
+//!   cached clock could not skip the read anyway; storing each reading into
+//!   the shared `last_seen` only moved one more line between cores per op.
+//!   Nor may a stale reading stand in for it: an op with `seen < actual <
+//!   now` would go at `actual` and forget its lateness. A strict or burst
+//!   op's start is therefore never earlier than a reading of the clock
+//!   taken in its own call (before, an op behind both timelines could go at
+//!   an older reading another caller had stored; the loom model
+//!   `dual_start_is_never_before_the_callers_present` checks this).
+//! * **Read before the slot is taken,** so that the add on `ideal`, the load
+//!   of `actual` and the compare-exchange follow each other: another core
+//!   rarely takes the line between them, and the compare-exchange rarely
+//!   fails. An earlier reading is still a lower bound of the present when the
+//!   op is decided (single-threaded on a manual clock it is the same value).
+//! * **One line for both timelines.** On separate lines an off-slot op
+//!   stalled on two transfers (the add, then the load of `actual`), plus the
+//!   store to `last_seen`.
+//!
+//! Measured on the 2-core reference VM (`cargo run --release -p ratekeeper
+//! --example bench_report -- --threads 1,2,4 --limiters
+//! pacer-average-0,pacer-burst-1.1,pacer-strict-1.0`, 1e7 target; the two
+//! builds back to back, in a period when cross-core transfers were slow): with
+//! three lines and `last_seen`, 2 and 4 threads fell to 4.3–6.3 M/s at
+//! 420–460 ns of CPU per grant, a self-sustaining state (once behind, every
+//! op took the slow path, too slow to catch up, or in strict mode to keep the
+//! pace); with one line, 10.00 M/s at 2 threads and 9.6–9.7 M/s at 4, at
+//! about 205 ns per grant, what average mode costs there (166–199 ns). At 4
+//! threads on 2 cores that is the whole 2-core budget of a 1e7 rate, so
+//! strict and burst modes may still fall a few per cent short there: average
+//! mode makes its backlog up at once, while strict mode never makes it up
+//! (by design) and burst mode only at 1.1 × the rate.
 //!
 //! Invariants: (1) no grant is ready before its slot; (2) in strict and burst
 //! modes, grants that are not exactly on their slot are ready at least one burst
@@ -213,10 +257,15 @@ fn next_epoch(mode: u64) -> u64 {
 /// assert_eq!(b.ready_nanos() - a.ready_nanos(), 1_000_000);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+// `repr(C)` keeps `ideal` and `actual` together at the start of the struct,
+// whose alignment (that of `CachePadded`) puts them on one cache line of
+// their own; `last_seen` and `params` follow on lines of their own (module
+// docs, "State").
+#[repr(C)]
 pub struct Pacer<C = DefaultClock> {
-    ideal: CachePadded<AtomicU64>,
+    ideal: AtomicU64,
+    actual: AtomicU64,
     last_seen: CachePadded<AtomicU64>,
-    actual: CachePadded<AtomicU64>,
     params: CachePadded<Params>,
     accumulated: AtomicU64,
     control: Mutex<Control>,
@@ -313,6 +362,10 @@ impl PacerBuilder {
     /// Whether callers already behind schedule skip the clock read (default
     /// `true`). With `false` every acquire reads the clock, so every reported
     /// wait is exact, at the cost of one clock read (about 32 ns here).
+    ///
+    /// Average and compensation modes only: strict and burst modes read the
+    /// clock on every reservation either way (see the [module
+    /// docs](self#strict-and-burst-modes-under-contention)).
     pub fn cached_clock(mut self, enabled: bool) -> Self {
         self.cached_clock = enabled;
         self
@@ -350,9 +403,9 @@ impl PacerBuilder {
             | if idle { IDLE } else { 0 }
             | TAGGED;
         Ok(Pacer {
-            ideal: CachePadded::new(AtomicU64::new(now)),
+            ideal: AtomicU64::new(now),
+            actual: AtomicU64::new(now),
             last_seen: CachePadded::new(AtomicU64::new(now)),
-            actual: CachePadded::new(AtomicU64::new(now)),
             params: CachePadded::new(Params {
                 op_nanos: AtomicU64::new(op_nanos),
                 burst_nanos: AtomicU64::new(burst_nanos),
@@ -494,13 +547,11 @@ impl<C: Clock> Pacer<C> {
         let dual = kind == KIND_DUAL && burst_span > 0;
         match (max_wait, dual) {
             (None, false) => self.reserve_accumulator(span, permits, mode, cached),
-            (None, true) => self.reserve_dual(span, burst_span, permits, mode, cached),
+            (None, true) => self.reserve_dual(span, burst_span, permits, mode),
             (Some(max), false) => {
                 self.reserve_accumulator_bounded(span, permits, mode, cached, max)
             }
-            (Some(max), true) => {
-                self.reserve_dual_bounded(span, burst_span, permits, mode, cached, max)
-            }
+            (Some(max), true) => self.reserve_dual_bounded(span, burst_span, permits, mode, max),
         }
     }
 
@@ -601,8 +652,9 @@ impl<C: Clock> Pacer<C> {
         }
     }
 
-    /// Strict and burst modes, no maximum wait: `fetch_add` for the slot, then
-    /// (only when not exactly on schedule) a compare-exchange on `actual`.
+    /// Strict and burst modes, no maximum wait: a clock reading, `fetch_add`
+    /// for the slot, then (only when not exactly on schedule) a
+    /// compare-exchange on `actual`, on the slot's cache line.
     #[inline]
     fn reserve_dual(
         &self,
@@ -610,8 +662,14 @@ impl<C: Clock> Pacer<C> {
         burst_span: u64,
         permits: u32,
         mode: u64,
-        cached: bool,
     ) -> Result<Grant, AcquireError> {
+        // A fresh reading, never the cached `last_seen`, and taken before the
+        // slot: the add on `ideal` and the load and compare-exchange of
+        // `actual` then follow each other on one cache line, which another
+        // core rarely takes away in between (module docs, "Strict and burst
+        // modes under contention"). A reading taken before the add is still
+        // a lower bound of the present when the grant is decided.
+        let now = self.clock.now_nanos();
         // Ordering: AcqRel, as in `reserve_accumulator`.
         let slot = self.ideal.fetch_add(span, Ordering::AcqRel);
         if slot >= SCHEDULE_LIMIT {
@@ -620,13 +678,6 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Acquire, pairing with the AcqRel compare-exchange below so
         // the spacing decided by an earlier op is seen before ours is computed.
         let mut actual = self.actual.load(Ordering::Acquire);
-        // Ordering: Relaxed; see `refresh`.
-        let seen = self.last_seen.load(Ordering::Relaxed);
-        let now = if cached && slot.max(actual) < seen {
-            seen
-        } else {
-            self.refresh(seen)
-        };
         loop {
             let start = actual.max(slot).max(now);
             if start == slot {
@@ -702,24 +753,18 @@ impl<C: Clock> Pacer<C> {
         burst_span: u64,
         permits: u32,
         mode: u64,
-        cached: bool,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
         let max = saturating_nanos(max_wait);
         loop {
+            // A fresh reading, taken first, as in `reserve_dual`.
+            let now = self.clock.now_nanos();
             // Ordering: Acquire for both, to decide on the latest published state.
             let slot = self.ideal.load(Ordering::Acquire);
             if slot >= SCHEDULE_LIMIT {
                 return Err(AcquireError::ScheduleExhausted);
             }
             let mut actual = self.actual.load(Ordering::Acquire);
-            // Ordering: Relaxed; see `refresh`.
-            let seen = self.last_seen.load(Ordering::Relaxed);
-            let now = if cached && slot.max(actual) < seen {
-                seen
-            } else {
-                self.refresh(seen)
-            };
             let start = actual.max(slot).max(now);
             if start - now > max {
                 return Err(would_wait(start - now, max_wait));
@@ -994,8 +1039,9 @@ impl<C: Clock> RateLimiter for Pacer<C> {
     /// Reserves `permits` slices of the schedule.
     ///
     /// Without a maximum wait, the common path is one atomic add (plus, in
-    /// strict and burst modes when off schedule, one compare-exchange). With a
-    /// maximum wait, a compare-exchange loop, so a refusal changes nothing.
+    /// strict and burst modes, a clock read and, when off schedule, one
+    /// compare-exchange on the same cache line). With a maximum wait, a
+    /// compare-exchange loop, so a refusal changes nothing.
     // Always inlined: its common path is a few instructions around one
     // atomic add, and returned in registers only when inlined (LLVM stopped
     // inlining it once a second limiter's reserve shared the budget: 6 ns

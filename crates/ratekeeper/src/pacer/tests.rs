@@ -437,3 +437,19 @@ fn what_the_pacer_cannot_size_or_reach_is_not_given_back() {
     let g = p.reserve(1, None).unwrap();
     assert!(p.cancel(&g));
 }
+
+/// `ideal` and `actual` share one cache line (an off-slot strict or burst
+/// grant takes it once); `last_seen` and the parameters are on other lines.
+#[test]
+fn both_timelines_share_one_cache_line() {
+    use core::mem::{align_of, offset_of, size_of};
+    let line = align_of::<CachePadded<AtomicU64>>();
+    assert_eq!(align_of::<Pacer>() % line, 0);
+    assert_eq!(
+        offset_of!(Pacer, ideal) / line,
+        offset_of!(Pacer, actual) / line
+    );
+    assert!(offset_of!(Pacer, actual) + size_of::<AtomicU64>() <= line);
+    assert!(offset_of!(Pacer, last_seen) >= line);
+    assert!(offset_of!(Pacer, params) >= line);
+}
