@@ -55,6 +55,10 @@
 //! * ratekeeper `Pacer`: strictness 0 (average), 1.1 (the default burst)
 //!   and 1.0 (strict), each with the cached clock (the default) and with
 //!   the clock read on every grant;
+//! * ratekeeper `Pacer` through per-thread batching handles (strictness 0
+//!   and 0.5), and split into shards (`ShardedPacer`, one handle per
+//!   thread, work stealing) with one shard per thread and with 2 shards,
+//!   strictness 0 and 1.1;
 //! * ratekeeper `TokenPool`: burst ratio 1.1, filled inline (callers refill)
 //!   and by a filler thread every 1 ms;
 //! * Guava's `SmoothBursty` (1 s of burst, Guava's default) and
@@ -99,7 +103,7 @@ use ratekeeper::pool::Filling;
 use ratekeeper::refill::{CycleConfig, RefillConfig};
 use ratekeeper::{
     CycleLimiter, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter, RefillLimiter,
-    SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
+    ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
 };
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -200,6 +204,54 @@ impl Subject for Batched {
 fn run_pacer_batched(load: Load, threads: usize, run_for: Duration, s: f64) -> Res<Run> {
     let lim: &'static Pacer = Box::leak(Box::new(pacer(load, s, true)?.lim));
     measure(&Batched { lim }, threads, load, run_for)
+}
+
+/// The Pacer split into shards (`ShardedPacer`, issue 8's partitioned
+/// slices): each thread takes a handle bound to one shard (round-robin) and
+/// steals due slots from other shards when its own would make it wait. The
+/// pacer is leaked (one per cell), as for `Batched`.
+struct Sharded {
+    lim: &'static ShardedPacer,
+}
+
+impl Subject for Sharded {
+    type Local = ShardHandle<'static, MonotonicClock>;
+    fn local(&self) -> Res<Self::Local> {
+        Ok(self.lim.handle())
+    }
+    fn start(&self) {
+        if !self.lim.is_started() {
+            self.lim.restart()
+        }
+    }
+    #[inline(always)]
+    fn take(&self, handle: &mut Self::Local) -> Taken {
+        let g = handle.acquire();
+        Taken {
+            sched_wait: Some(g.wait_nanos()),
+            waited: g.ready_nanos() > g.started_nanos(),
+        }
+    }
+}
+
+/// A sharded pacer of `shards` shards (`None`: one per thread), configured
+/// as `pacer` configures the exact one.
+fn run_pacer_sharded(
+    load: Load,
+    threads: usize,
+    run_for: Duration,
+    s: f64,
+    shards: Option<usize>,
+) -> Res<Run> {
+    let lim = Pacer::builder(rate_of(load)?)
+        .strictness(s)
+        .verb(match load {
+            Load::Unthrottled => Verb::Start,
+            Load::Target(_) => Verb::Configure,
+        })
+        .build_sharded(shards.unwrap_or(threads))?;
+    let lim: &'static ShardedPacer = Box::leak(Box::new(lim));
+    measure(&Sharded { lim }, threads, load, run_for)
 }
 
 /// Sleeps for `wait` when it is long enough to sleep, otherwise yields.
@@ -690,8 +742,8 @@ const ENTRIES: &[Entry] = &[
         batched: false,
         run: |l, n, d| run_pacer(l, n, d, 1.0, false),
     },
-    // The batched Pacer modes (per-thread handles); the sharded one goes
-    // here too once it exists, with `batched: true` and `exact: false`.
+    // The batched Pacer modes: per-thread leasing handles, and shards (one
+    // per thread, or 2) with work stealing.
     Entry {
         name: "pacer-average-0-batched",
         label: "Pacer, strictness 0, batched handles",
@@ -705,6 +757,34 @@ const ENTRIES: &[Entry] = &[
         exact: false,
         batched: true,
         run: |l, n, d| run_pacer_batched(l, n, d, 0.5),
+    },
+    Entry {
+        name: "pacer-average-0-sharded",
+        label: "Pacer, strictness 0, sharded (N = threads)",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_pacer_sharded(l, n, d, 0.0, None),
+    },
+    Entry {
+        name: "pacer-average-0-sharded-2",
+        label: "Pacer, strictness 0, sharded (N = 2)",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_pacer_sharded(l, n, d, 0.0, Some(2)),
+    },
+    Entry {
+        name: "pacer-burst-1.1-sharded",
+        label: "Pacer, strictness 1.1, sharded (N = threads)",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_pacer_sharded(l, n, d, 1.1, None),
+    },
+    Entry {
+        name: "pacer-burst-1.1-sharded-2",
+        label: "Pacer, strictness 1.1, sharded (N = 2)",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_pacer_sharded(l, n, d, 1.1, Some(2)),
     },
     Entry {
         name: "pool-inline",

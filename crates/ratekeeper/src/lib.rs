@@ -102,7 +102,7 @@ pub mod wait;
 
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle};
+pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};
 pub use refill::{

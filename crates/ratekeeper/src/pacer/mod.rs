@@ -174,10 +174,12 @@
 //! grants still standing.
 
 pub mod batch;
+pub mod shard;
 mod strictness;
 mod window;
 
 pub use batch::{PacerHandle, DEFAULT_MAX_LEASE, MAX_LEASE_SLOTS};
+pub use shard::{ShardError, ShardHandle, ShardedPacer, MAX_SHARDS};
 pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
 pub(crate) use window::{CancelWindow, Epoch};
 

@@ -1,0 +1,920 @@
+//! Partitioned shards: a [`ShardedPacer`] splits a rate `R` into `N`
+//! [`Pacer`]s of rate `R / N`, maps each thread to one of them, and lets a
+//! thread that would wait on its own shard take a slot another shard has due
+//! now (**work stealing**), so that time the idle shards do not use goes to
+//! the busy threads and the total stays `R`.
+//!
+//! Under heavy contention the pacer's one shared read-modify-write per grant
+//! becomes the bottleneck. Micro-batching ([`PacerHandle`](super::PacerHandle))
+//! amortizes it over a lease of slots; sharding removes the sharing instead:
+//! each shard is a whole pacer on its own cache lines, written by the threads
+//! mapped to it. A thread alone on its shard pays an uncontended atomic add
+//! per grant, in every strictness mode.
+//!
+//! ```
+//! use ratekeeper::{Pacer, Rate, RateLimiter};
+//!
+//! // 1e6/s split into 2 shards of 5e5/s (2 µs slots each).
+//! let pacer = Pacer::builder(Rate::new(1e6)?).strictness(0.0).build_sharded(2)?;
+//! assert_eq!((pacer.shards(), pacer.rate().get()), (2, 1e6));
+//! std::thread::scope(|s| {
+//!     for _ in 0..2 {
+//!         s.spawn(|| {
+//!             let handle = pacer.handle(); // one per thread: shards 0, 1
+//!             for _ in 0..1000 {
+//!                 let grant = handle.acquire();
+//!                 assert!(grant.ready_nanos() >= grant.scheduled_nanos());
+//!             }
+//!         });
+//!     }
+//! });
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Threads and shards
+//!
+//! [`ShardedPacer::handle`] makes a [`ShardHandle`] bound to one shard,
+//! assigned round-robin from a counter (the first handle gets shard 0, the
+//! next shard 1, and so on): make one per thread. The sharded pacer itself
+//! also implements [`RateLimiter`]: it maps the calling thread to shard
+//! `t mod N`, where `t` numbers the threads of the process in the order of
+//! their first request to *any* sharded pacer (a thread-local number, taken
+//! once). Handles give an even spread for the threads that use them; the
+//! thread mapping needs no handle but spreads evenly only when the threads
+//! that share a pacer were numbered in a row.
+//!
+//! # Rebalancing: work stealing
+//!
+//! A request goes to its own shard's exact path (one atomic add) when that
+//! shard is known able to grant now: its next slot is earlier than the
+//! shard's last-seen clock (and, in strict and burst modes, so is the
+//! earliest start its spacing allows). Otherwise the thread reads the clock
+//! once and
+//!
+//! 1. takes its own shard's exact path if it can grant by that reading;
+//! 2. else probes the other shards, from the next one round, with a
+//!    reservation that may not wait (`reserve(permits, Some(ZERO))`), which
+//!    refuses without changing anything (see [`Pacer`]'s invariant 3). It
+//!    skips, without writing to it, a shard that cannot grant by the
+//!    reading (its next slot, or the earliest start its spacing allows, is
+//!    later), and stops at the first shard that grants;
+//! 3. else reserves on the shard whose next op may start first (its next
+//!    slot, or the earliest start its spacing allows if later; the own
+//!    shard on ties), waiting there as the request allows.
+//!
+//! A stolen grant is a grant of the other shard's schedule, taken through
+//! that shard's own decision, so every shard keeps every guarantee of a
+//! [`Pacer`]; stealing only decides *who* gets a slot that is due anyway.
+//! The cost falls on requests that would wait: a clock read and one load of
+//! each other shard's next slot (a cache line its owners write).
+//!
+//! The first check reads hints (relaxed loads) instead of trying the own shard with a
+//! reservation that may not wait (a compare-exchange loop, whose refusal
+//! would change nothing too): measured on the 2-core reference VM,
+//! unthrottled, 2 shards, that cost about 2.5 ns more per grant (15.0
+//! against 12.4 ns at 1 and at 2 threads; one exact pacer shared by 2
+//! threads: 44 to 50 ns).
+//!
+//! # What the modes allow, and the slack
+//!
+//! Every shard is a [`Pacer`] at `R / N` with the configured strictness, and
+//! every grant, stolen or not, is one of its shard's grants. So:
+//!
+//! * no grant is ready before its slot on its shard's schedule;
+//! * permits granted ready by any time `T` are at most the **sum over the
+//!   shards** of what each shard's mode allows by `T`. For shards started
+//!   (or last reset) at `t0` with slice `op_s` ns, that is at most
+//!   `N × (floor((T − t0) / op_s) + 1)`: at most `N − 1` permits more than
+//!   one pacer with a slice of `op_s / N` (each shard's first slot is due at
+//!   `t0`). This is the **shard slack**.
+//! * **Average** (`s = 0`): a shard's unused time stays due, and any thread
+//!   may take it at once: an idle shard's backlog can be stolen as a burst,
+//!   as an average pacer's can. Summed over the shards this is what one
+//!   average pacer at `R` would hold after the same idle time, within the
+//!   shard slack.
+//! * **Burst compensation** (`0 < s < 1`) forfeits backlog per shard, as
+//!   each shard's own pacer sees it.
+//! * **Strict** (`s = 1`) and **burst** (`s > 1`) modes space ops **per
+//!   shard**: ops of one shard are at least `N / R` (strict) or
+//!   `N / (s × R)` (burst) apart, but up to `N` ops, one per shard, may go
+//!   together. One strict pacer at `R` keeps every two ops `1 / R` apart;
+//!   a sharded one does not. A slot stolen late is spaced from when it was
+//!   taken (its shard's actual timeline), so in strict mode an idle shard
+//!   yields its rate less the stealing lateness; burst ratios above 1
+//!   catch that lateness up.
+//! * A thread that has to wait waits on **the shard free first** (step 3),
+//!   not necessarily its own. While it sleeps, other shards' slots may
+//!   still come due with no thread to take them (their threads asleep or
+//!   descheduled, or none of their own). In average mode that time stays
+//!   due and goes at once later; in strict and burst modes it is lost
+//!   except for what the burst ratio catches up (`s × R / N` per shard).
+//!   `examples/fairness.rs --strictness 1.1` measures it (`BENCHMARKS.md`,
+//!   issue 8): prefer average mode when sharding at rates where threads
+//!   sleep between grants.
+//!
+//! # Rounding
+//!
+//! A shard's slice is `floor(1e9 × N / R)` ns, an integer (see
+//! [`Rate::nanos_per_op`]), so the total rate `N × 1e9 / op_s` is above `R`
+//! by less than one part in `op_s`. One pacer's slice `floor(1e9 / R)` is
+//! about `N` times shorter, so its rounding error is about `N` times larger:
+//! sharding never adds rounding error, and no remainder is distributed.
+//! [`rate`](ShardedPacer::rate) reports the rate asked for, `R`.
+//!
+//! # Fairness and accuracy against micro-batching
+//!
+//! | | exact [`Pacer`] | batched handles ([`Pacer::handle`]) | sharded |
+//! |---|---|---|---|
+//! | order of slots | one order over all callers | in order within a handle; leases interleave | in order within a shard only |
+//! | each thread's share | what it wins of one shared atomic | what it asks for (leases follow demand) | its shard's `R / N`, split among the threads on it, plus what it steals when it would wait |
+//! | over-delivery (grants ready by `T`) | none | none | at most `N − 1` permits (the shard slack) |
+//! | under-delivery | none | leased, unused slots: at most `handles × max_lease × R` | average mode: none that lasts, unused slots stay due until stolen; strict and burst modes: time a shard's slots were due and untaken, beyond what the burst ratio catches up |
+//! | strict and burst spacing | between all ops | between all ops (exact path) | within a shard only |
+//! | shared writes per grant | one read-modify-write of one line, all threads | one per lease | one on the own shard's line, shared only with threads on the same shard |
+//!
+//! Consequences:
+//!
+//! * A thread alone on a shard gets `R / N` whatever other threads do; two
+//!   threads sharing a shard split its `R / N` between them. Stealing evens
+//!   this out only where a shard has slots due that its own threads are not
+//!   taking: with 3 threads on 2 shards, the thread alone on its shard takes
+//!   up to half of `R`, and the two others the other half, unless the lone
+//!   thread falls behind. Use `N` = the number of threads, one handle each,
+//!   for even shares.
+//! * Shards left idle (fewer threads than shards) lose nothing while some
+//!   thread is waiting: it takes their due slots, so the total stays `R`
+//!   (average mode; strict and burst modes lose the time described under
+//!   [the modes](self#what-the-modes-allow-and-the-slack)).
+//! * Micro-batching keeps one schedule and all of the pacer's guarantees in
+//!   every mode, and batches only in average and compensation modes;
+//!   sharding scales in every mode, at the price of the shard slack and of
+//!   per-shard spacing.
+//!
+//! `examples/fairness.rs` measures the achieved rate, its error, and the
+//! per-thread shares (min/max and Jain's index) of the three, with shards
+//! idle too; `examples/bench_report.rs` their throughput and cost.
+//!
+//! # Runtime changes
+//!
+//! [`set_rate`](ShardedPacer::set_rate), [`set_strictness`](ShardedPacer::set_strictness),
+//! [`start`](ShardedPacer::start), [`stop`](ShardedPacer::stop) and
+//! [`restart`](ShardedPacer::restart) apply to every shard, one after the
+//! other, under one lock (so two changes never interleave across shards). A
+//! request racing a change may be paced by a shard already changed or one
+//! not yet changed.
+//!
+//! # Cancelling
+//!
+//! [`RateLimiter::cancel`] returns `false` and gives nothing back. A grant
+//! does not say which shard it came from, and shards built together keep
+//! identical schedules until their loads differ, so trying each shard in
+//! turn could give back the latest reservation of a shard the grant is not
+//! from: another caller's slots.
+//!
+//! # Invariants
+//!
+//! 1. Each shard is a [`Pacer`], and every grant is a reservation on exactly
+//!    one shard through that shard's own decision; a probe of another shard
+//!    is a reservation that may not wait, which grants now or changes
+//!    nothing (in strict and burst modes under contention it may leave a
+//!    hole: fewer grants, never more). So each shard's invariants hold for
+//!    its grants, and the bounds above are their sums.
+//! 2. The path decisions (is a slot due?) read hints only: a stale read
+//!    sends a request to a shard that refuses it, or skips a shard that
+//!    could have granted, never to a grant its shard did not decide.
+//! 3. All shards have the same strictness and slice, except while a runtime
+//!    change is being applied.
+//!
+//! # Memory ordering
+//!
+//! A grant happens after every grant reserved before it **on the same
+//! shard** (each shard is a pacer; see its memory ordering). Grants on
+//! different shards are not ordered with each other: do not hand data off
+//! between threads through a sharded pacer.
+
+use core::cell::Cell;
+use core::fmt;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use super::{slices, Pacer, PacerBuilder, PacerError, Strictness};
+use crate::clock::{Clock, DefaultClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::rate::Rate;
+use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use crate::wait::WaitPolicy;
+
+/// The most shards a [`ShardedPacer`] may have.
+pub const MAX_SHARDS: usize = 1024;
+
+/// Why a sharded pacer could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// The shard count is 0 or above [`MAX_SHARDS`].
+    #[error("shard count {requested} is outside 1..={max}")]
+    Shards {
+        /// The shard count asked for.
+        requested: usize,
+        /// The most shards a sharded pacer may have.
+        max: usize,
+    },
+    /// A shard's configuration (rate `R / N`, strictness) is invalid.
+    #[error("invalid shard configuration")]
+    Pacer(#[source] PacerError),
+}
+
+impl From<PacerError> for ShardError {
+    fn from(e: PacerError) -> Self {
+        ShardError::Pacer(e)
+    }
+}
+
+/// A pacer split into shards with work stealing; see the [module
+/// docs](self).
+///
+/// Build one with [`PacerBuilder::build_sharded`] or
+/// [`PacerBuilder::build_sharded_with_clock`]; take permits through
+/// per-thread [`ShardHandle`]s ([`handle`](Self::handle)) or through the
+/// [`RateLimiter`] methods on the sharded pacer itself (the calling thread is
+/// mapped to a shard).
+///
+/// # Examples
+///
+/// Two strict shards of 1 ms slots on a manual clock: a thread whose shard
+/// would make it wait takes the idle shard's slot instead.
+///
+/// ```
+/// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
+///
+/// let clock = ManualClock::new(0);
+/// let pacer = Pacer::builder(Rate::new(2000.0)?)
+///     .strictness(1.0)
+///     .build_sharded_with_clock(2, clock.clone())?;
+/// let (a, b) = (pacer.handle(), pacer.handle());
+/// assert_eq!((a.shard(), b.shard()), (0, 1));
+/// assert_eq!(a.try_acquire()?.ready_nanos(), 0); // shard 0, slot 0
+/// assert_eq!(a.try_acquire()?.ready_nanos(), 0); // stolen: shard 1, slot 0
+/// assert!(b.try_acquire().is_err(), "both shards' next slots are at 1 ms");
+/// clock.advance_nanos(1_000_000);
+/// assert_eq!(b.try_acquire()?.scheduled_nanos(), 1_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ShardedPacer<C = DefaultClock> {
+    /// The shards, each a whole pacer at `R / N` on its own cache lines.
+    shards: Box<[CachePadded<Pacer<C>>]>,
+    /// The next handle's shard, before reduction mod `N`.
+    next_handle: AtomicU64,
+    /// The total rate `R`. Held while a runtime change is applied to every
+    /// shard, so that changes never interleave across shards.
+    control: Mutex<Rate>,
+}
+
+/// A handle on a [`ShardedPacer`] bound to one shard; see the [module
+/// docs](self).
+///
+/// Make one per thread with [`ShardedPacer::handle`]. It implements
+/// [`RateLimiter`], so blocking (and, with the `tokio` feature, async)
+/// waiting works on it as on a pacer. It holds no state of its own: copies
+/// are handles on the same shard.
+pub struct ShardHandle<'a, C: Clock = DefaultClock> {
+    pacer: &'a ShardedPacer<C>,
+    shard: usize,
+}
+
+impl PacerBuilder {
+    /// Builds a [`ShardedPacer`] of `shards` pacers, each at `rate / shards`
+    /// with this builder's strictness, start state, clock caching and wait
+    /// policy, on the default real clock.
+    ///
+    /// # Errors
+    ///
+    /// [`ShardError::Shards`] for 0 shards or more than [`MAX_SHARDS`];
+    /// [`ShardError::Pacer`] if a shard's rate or the strictness is invalid
+    /// (as [`build`](Self::build)).
+    pub fn build_sharded(self, shards: usize) -> Result<ShardedPacer, ShardError> {
+        self.build_sharded_with_clock(shards, DefaultClock::new())
+    }
+
+    /// As [`build_sharded`](Self::build_sharded), on `clock`: each shard gets
+    /// a clone, and the clones must read the same time (as
+    /// [`MonotonicClock`](crate::MonotonicClock) and
+    /// [`ManualClock`](crate::ManualClock) clones do), since a request
+    /// compares its own shard's reading with other shards' schedules.
+    ///
+    /// # Errors
+    ///
+    /// As [`build_sharded`](Self::build_sharded).
+    ///
+    /// ```
+    /// use ratekeeper::pacer::ShardError;
+    /// use ratekeeper::{ManualClock, Pacer, Rate};
+    ///
+    /// let builder = Pacer::builder(Rate::new(1000.0)?);
+    /// let err = builder.build_sharded_with_clock(0, ManualClock::new(0)).unwrap_err();
+    /// assert!(matches!(err, ShardError::Shards { requested: 0, .. }));
+    /// // 1e-9/s split 10 ways: a shard's slice would exceed 2^62 ns.
+    /// let slow = Pacer::builder(Rate::new(1e-9)?);
+    /// let err = slow.build_sharded_with_clock(10, ManualClock::new(0)).unwrap_err();
+    /// assert!(matches!(err, ShardError::Pacer(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build_sharded_with_clock<C: Clock + Clone>(
+        self,
+        shards: usize,
+        clock: C,
+    ) -> Result<ShardedPacer<C>, ShardError> {
+        if shards == 0 || shards > MAX_SHARDS {
+            return Err(ShardError::Shards {
+                requested: shards,
+                max: MAX_SHARDS,
+            });
+        }
+        let total = self.rate;
+        let per_shard = self.rate(shard_rate(total, shards)?);
+        let shards = (0..shards)
+            .map(|_| {
+                per_shard
+                    .build_with_clock(clock.clone())
+                    .map(CachePadded::new)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ShardedPacer {
+            shards: shards.into_boxed_slice(),
+            next_handle: AtomicU64::new(0),
+            control: Mutex::new(total),
+        })
+    }
+}
+
+/// A shard's rate, `total / shards`, validated.
+fn shard_rate(total: Rate, shards: usize) -> Result<Rate, PacerError> {
+    let rate = Rate::new(total.get() / shards as f64)?;
+    rate.nanos_per_op()?;
+    Ok(rate)
+}
+
+/// Process-wide thread numbers for [`ShardedPacer`]'s own [`RateLimiter`]:
+/// the next number to give out. A placement hint only (any number is a
+/// correct mapping), so it is a plain `std` atomic, outside the loom shim.
+static NEXT_THREAD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// No number yet.
+const UNNUMBERED: u32 = u32::MAX;
+
+std::thread_local! {
+    /// This thread's number, taken from [`NEXT_THREAD`] on first use.
+    static THREAD_NUMBER: Cell<u32> = const { Cell::new(UNNUMBERED) };
+}
+
+/// The calling thread's number (see [`NEXT_THREAD`]); 0 while its
+/// thread-locals are being destroyed.
+#[inline]
+fn thread_number() -> u32 {
+    THREAD_NUMBER
+        .try_with(|n| {
+            let number = n.get();
+            if number != UNNUMBERED {
+                return number;
+            }
+            // Ordering: Relaxed; only the value matters (a round-robin
+            // counter), no memory is handed over through it.
+            let number =
+                NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & (UNNUMBERED >> 1);
+            n.set(number);
+            number
+        })
+        .unwrap_or(0)
+}
+
+impl<C: Clock> ShardedPacer<C> {
+    /// A handle bound to the next shard, round-robin; see [`ShardHandle`].
+    pub fn handle(&self) -> ShardHandle<'_, C> {
+        // Ordering: Relaxed; a round-robin counter whose value is all that
+        // matters, ordering no other memory.
+        let n = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        ShardHandle {
+            pacer: self,
+            shard: (n % self.shards.len() as u64) as usize,
+        }
+    }
+
+    /// The number of shards, `N`.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The total rate, `R` (each shard runs at `R / N`; see
+    /// [Rounding](self#rounding)).
+    pub fn rate(&self) -> Rate {
+        *lock(&self.control)
+    }
+
+    /// The strictness every shard runs with.
+    pub fn strictness(&self) -> Strictness {
+        self.shards[0].strictness()
+    }
+
+    /// Whether the schedule is running (not idle). Shards that were started
+    /// or stopped together agree; a probe by a stealing request starts an
+    /// idle shard, as any request does.
+    pub fn is_started(&self) -> bool {
+        self.shards.iter().any(|s| s.is_started())
+    }
+
+    /// Changes the total rate: each shard gets `rate / N`, with a pacer's
+    /// checkpoint-then-reset (see [`Pacer::set_rate`]).
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Rate`] if a shard's rate cannot be kept; nothing changes.
+    pub fn set_rate(&self, rate: Rate) -> Result<(), PacerError> {
+        let per_shard = shard_rate(rate, self.shards.len())?;
+        let mut total = lock(&self.control);
+        // Validated with the current strictness, the only other input: once
+        // the first shard accepts, the others (same values) do too.
+        slices(per_shard, self.shards[0].strictness())?;
+        for shard in self.shards.iter() {
+            shard.set_rate(per_shard)?;
+        }
+        *total = rate;
+        Ok(())
+    }
+
+    /// Changes every shard's strictness (see [`Pacer::set_strictness`]).
+    ///
+    /// # Errors
+    ///
+    /// [`PacerError::Strictness`] for an invalid value; nothing changes.
+    pub fn set_strictness(&self, strictness: f64) -> Result<(), PacerError> {
+        Strictness::new(strictness)?;
+        let _control = lock(&self.control);
+        for shard in self.shards.iter() {
+            shard.set_strictness(strictness)?;
+        }
+        Ok(())
+    }
+
+    /// Starts every idle shard (see [`Pacer::start`]).
+    pub fn start(&self) {
+        let _control = lock(&self.control);
+        self.shards.iter().for_each(|s| s.start());
+    }
+
+    /// Stops every shard (see [`Pacer::stop`]).
+    pub fn stop(&self) {
+        let _control = lock(&self.control);
+        self.shards.iter().for_each(|s| s.stop());
+    }
+
+    /// Restarts every shard: backlogs and accumulated waits cleared, each
+    /// shard's next slot due now (see [`Pacer::restart`]).
+    pub fn restart(&self) {
+        let _control = lock(&self.control);
+        self.shards.iter().for_each(|s| s.restart());
+    }
+
+    /// The shard the calling thread maps to (see [Threads and
+    /// shards](self#threads-and-shards)).
+    pub fn thread_shard(&self) -> usize {
+        (thread_number() % self.shards.len() as u32) as usize
+    }
+
+    /// Reserves on shard `home`, or steals; see the [module docs](self).
+    #[inline(always)]
+    fn reserve_from(
+        &self,
+        home: usize,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        let own = &self.shards[home];
+        // Ordering: Relaxed; a clock reading, a lower bound of the present
+        // (see `Pacer::refresh`).
+        let seen = own.last_seen.load(Ordering::Relaxed);
+        if self.shards.len() == 1 || due(own, seen, |next| next < seen) {
+            return own.reserve(permits, max_wait);
+        }
+        self.reserve_stealing(home, seen, permits, max_wait)
+    }
+
+    /// The own shard's next slot is not known due: read the clock, then the
+    /// own shard if due by it, else the first other shard that grants now,
+    /// else the shard whose next op may start first, waiting.
+    #[inline(never)]
+    fn reserve_stealing(
+        &self,
+        home: usize,
+        seen: u64,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        let own = &self.shards[home];
+        if permits == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        let now = own.refresh(seen).max(seen);
+        if due(own, now, |next| next <= now) {
+            return own.reserve(permits, max_wait);
+        }
+        let n = self.shards.len();
+        // The shard to wait on if none grants now: the one whose next op
+        // may start first, the own shard on ties.
+        let (mut earliest, mut wait_on) = (next_start(own), home);
+        let mut at = home;
+        for _ in 1..n {
+            at = if at + 1 == n { 0 } else { at + 1 };
+            let other = &self.shards[at];
+            // A filter: a shard that cannot grant by `now` is skipped
+            // without a write (or a clock read).
+            if !due(other, now, |next| next <= now) {
+                let start = next_start(other);
+                if start < earliest {
+                    (earliest, wait_on) = (start, at);
+                }
+                continue;
+            }
+            // Grants now or changes nothing (invariant 1).
+            if let Ok(grant) = other.reserve(permits, Some(Duration::ZERO)) {
+                return Ok(grant);
+            }
+        }
+        // Its errors are that shard's: it decides what the caller gets.
+        self.shards[wait_on].reserve(permits, max_wait)
+    }
+}
+
+/// Whether `shard` can grant a request by the clock reading `now`, as far
+/// as its next slot (`slot_due`) and its actual timeline (strict and burst
+/// modes: `actual`, the earliest start of its next op) tell. A hint that
+/// picks the path (invariant 2): the shard's own reservation decides the
+/// grant.
+#[inline(always)]
+fn due<C>(shard: &Pacer<C>, now: u64, slot_due: impl Fn(u64) -> bool) -> bool {
+    // Ordering: Relaxed for both: hints. A stale value only sends a request
+    // to a shard that makes it wait or refuses it, or skips a shard that
+    // could have granted. In average and compensation modes `actual` is
+    // written only at resets, to a clock reading `last_seen` then covers,
+    // so it never holds these modes' requests back.
+    slot_due(shard.ideal.load(Ordering::Relaxed)) && shard.actual.load(Ordering::Relaxed) <= now
+}
+
+/// When `shard`'s next op may start, as far as its hints tell: its next
+/// slot, or in strict and burst modes the earliest start its spacing allows
+/// if later. A hint (invariant 2), as in [`due`].
+#[inline]
+fn next_start<C>(shard: &Pacer<C>) -> u64 {
+    // Ordering: Relaxed for both: hints, see `due`.
+    shard
+        .ideal
+        .load(Ordering::Relaxed)
+        .max(shard.actual.load(Ordering::Relaxed))
+}
+
+impl<C: Clock> RateLimiter for ShardedPacer<C> {
+    /// Reserves on the calling thread's shard, or steals; see the [module
+    /// docs](self).
+    #[inline(always)]
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        self.reserve_from(self.thread_shard(), permits, max_wait)
+    }
+
+    #[inline]
+    fn clock(&self) -> &dyn Clock {
+        &self.shards[0].clock
+    }
+
+    /// The sum over the shards: backlogs (an idle shard's backlog counts,
+    /// though any waiting thread may take it) and accumulated waits.
+    fn wait_stats(&self) -> WaitStats {
+        self.shards
+            .iter()
+            .map(|s| s.wait_stats())
+            .fold(WaitStats::default(), |sum, s| WaitStats {
+                backlog_nanos: sum.backlog_nanos.saturating_add(s.backlog_nanos),
+                total_wait_nanos: sum.total_wait_nanos.saturating_add(s.total_wait_nanos),
+            })
+    }
+
+    #[inline]
+    fn wait_policy(&self) -> WaitPolicy {
+        self.shards[0].policy
+    }
+}
+
+impl<'a, C: Clock> ShardHandle<'a, C> {
+    /// The shard this handle is bound to.
+    pub fn shard(&self) -> usize {
+        self.shard
+    }
+
+    /// The sharded pacer this handle is on.
+    pub fn pacer(&self) -> &'a ShardedPacer<C> {
+        self.pacer
+    }
+}
+
+impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
+    /// Reserves on this handle's shard, or steals; see the [module
+    /// docs](self).
+    #[inline(always)]
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        self.pacer.reserve_from(self.shard, permits, max_wait)
+    }
+
+    #[inline]
+    fn clock(&self) -> &dyn Clock {
+        self.pacer.clock()
+    }
+
+    /// The sharded pacer's: the sum over the shards.
+    fn wait_stats(&self) -> WaitStats {
+        self.pacer.wait_stats()
+    }
+
+    #[inline]
+    fn wait_policy(&self) -> WaitPolicy {
+        self.pacer.wait_policy()
+    }
+}
+
+impl<C: Clock> Clone for ShardHandle<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: Clock> Copy for ShardHandle<'_, C> {}
+
+impl<C> fmt::Debug for ShardedPacer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardedPacer")
+            .field("rate", &*lock(&self.control))
+            .field("shards", &self.shards.len())
+            .field(
+                "next_slots_nanos",
+                // Ordering: Relaxed; a snapshot for display.
+                &self
+                    .shards
+                    .iter()
+                    .map(|s| s.ideal.load(Ordering::Relaxed))
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Clock> fmt::Debug for ShardHandle<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardHandle")
+            .field("shard", &self.shard)
+            .field("shards", &self.pacer.shards.len())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    const MS: u64 = 1_000_000;
+
+    fn sharded(rate: f64, s: f64, n: usize, clock: &ManualClock) -> ShardedPacer<ManualClock> {
+        Pacer::builder(Rate::new(rate).unwrap())
+            .strictness(s)
+            .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
+            .build_sharded_with_clock(n, clock.clone())
+            .unwrap()
+    }
+
+    fn next_slots<C: Clock>(p: &ShardedPacer<C>) -> Vec<u64> {
+        p.shards.iter().map(|s| s.next_slot_nanos()).collect()
+    }
+
+    #[test]
+    fn handles_are_assigned_round_robin() {
+        let clock = ManualClock::new(0);
+        let p = sharded(3000.0, 0.0, 3, &clock);
+        let shards: Vec<_> = (0..5).map(|_| p.handle().shard()).collect();
+        assert_eq!(shards, [0, 1, 2, 0, 1]);
+        assert_eq!(
+            p.thread_shard(),
+            p.thread_shard(),
+            "a thread keeps its shard"
+        );
+        assert!(p.thread_shard() < 3);
+    }
+
+    #[test]
+    fn a_request_that_must_wait_waits_on_the_shard_free_first() {
+        // 2000/s in 2 strict shards of 1 ms slots; one handle on shard 0.
+        let clock = ManualClock::new(0);
+        let p = sharded(2000.0, 1.0, 2, &clock);
+        let h = p.handle();
+        let at = |g: Grant| (g.scheduled_nanos() / MS, g.ready_nanos() / MS);
+        assert_eq!(at(h.reserve(1, None).unwrap()), (0, 0)); // own, slot 0
+        assert_eq!(at(h.reserve(1, None).unwrap()), (0, 0)); // stolen: shard 1
+        assert_eq!(next_slots(&p), [MS, MS]);
+        assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1)); // a tie: own
+        assert_eq!(next_slots(&p), [2 * MS, MS]);
+        // Nothing is due now; shard 1 is free a slot before the own shard.
+        assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1));
+        assert_eq!(next_slots(&p), [2 * MS, 2 * MS]);
+    }
+
+    #[test]
+    fn a_lone_thread_steals_an_idle_shards_slots_and_keeps_the_total_rate() {
+        // 2000/s in 2 shards: 1 ms slots each; one handle, the other shard idle.
+        let clock = ManualClock::new(0);
+        let p = sharded(2000.0, 0.0, 2, &clock);
+        let h = p.handle();
+        let ready: Vec<u64> = (0..10).map(|_| h.acquire().ready_nanos() / MS).collect();
+        assert_eq!(
+            ready,
+            [0, 0, 1, 1, 2, 2, 3, 3, 4, 4],
+            "2 grants per ms: R, not R/2"
+        );
+        assert_eq!(next_slots(&p), [5 * MS, 5 * MS], "both shards used in turn");
+    }
+
+    #[test]
+    fn the_total_stays_at_the_rate_with_half_the_shards_idle() {
+        // 4000/s in 4 shards (1 ms slots); 2 handles alternate for 100 ms.
+        let clock = ManualClock::new(0);
+        let p = sharded(4000.0, 0.0, 4, &clock);
+        let (a, b) = (p.handle(), p.handle());
+        let mut ready = Vec::new();
+        while clock.now_nanos() < 100 * MS {
+            ready.push(a.acquire().ready_nanos());
+            ready.push(b.acquire().ready_nanos());
+        }
+        let by_100ms = ready.iter().filter(|&&r| r < 100 * MS).count();
+        assert_eq!(by_100ms, 400, "4 shards × 100 slots, all taken");
+        // Each shard served its own slots in order: none is behind or ahead.
+        assert!(next_slots(&p)
+            .iter()
+            .all(|&n| n == 100 * MS || n == 101 * MS));
+    }
+
+    #[test]
+    fn an_idle_shards_backlog_is_stolen_at_once_in_average_mode() {
+        let clock = ManualClock::new(0);
+        let p = sharded(2000.0, 0.0, 2, &clock);
+        let h = p.handle();
+        clock.advance_nanos(10 * MS);
+        // Own shard first (11 slots due: 0..=10 ms), then shard 1's 11.
+        let at_once = (0..30)
+            .map(|_| h.try_acquire())
+            .take_while(Result::is_ok)
+            .count();
+        assert_eq!(
+            at_once, 22,
+            "the mode's allowance over both shards: 2 × (10 + 1)"
+        );
+        assert_eq!(next_slots(&p), [11 * MS, 11 * MS]);
+    }
+
+    #[test]
+    fn strict_shards_space_their_own_ops_only() {
+        let clock = ManualClock::new(0);
+        let p = sharded(2000.0, 1.0, 2, &clock);
+        let h = p.handle();
+        clock.advance_nanos(10 * MS);
+        // Strict: no backlog goes at once, but each shard grants one now.
+        assert!(h.try_acquire().is_ok());
+        assert!(h.try_acquire().is_ok(), "stolen from the other shard");
+        let err = h.try_acquire().unwrap_err();
+        assert_eq!(err.retry_after(), Some(Duration::from_millis(1)));
+        clock.advance_nanos(MS);
+        assert!(h.try_acquire().is_ok() && h.try_acquire().is_ok());
+        assert!(h.try_acquire().is_err());
+    }
+
+    #[test]
+    fn a_refused_request_changes_nothing() {
+        let clock = ManualClock::new(0);
+        let p = sharded(3000.0, 1.1, 3, &clock);
+        let hs: Vec<_> = (0..3).map(|_| p.handle()).collect();
+        for h in &hs {
+            h.acquire();
+        }
+        let before = next_slots(&p);
+        for h in &hs {
+            assert!(matches!(
+                h.try_acquire(),
+                Err(AcquireError::WouldWait { .. })
+            ));
+            assert!(h.acquire_timeout(1, Duration::from_micros(10)).is_err());
+        }
+        assert_eq!(next_slots(&p), before);
+        assert_eq!(hs[0].reserve(0, None), Err(AcquireError::ZeroPermits));
+    }
+
+    #[test]
+    fn the_pacer_itself_maps_the_thread_to_its_shard() {
+        let clock = ManualClock::new(0);
+        let p = sharded(4000.0, 0.0, 4, &clock);
+        let own = p.thread_shard();
+        let g = p.acquire();
+        assert_eq!(g.scheduled_nanos(), 0);
+        let slots = next_slots(&p);
+        for (i, &n) in slots.iter().enumerate() {
+            assert_eq!(n, if i == own { MS } else { 0 }, "{slots:?}");
+        }
+        // From another thread: same pacer, a shard of that thread.
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(p.try_acquire().is_ok()));
+        });
+    }
+
+    #[test]
+    fn bad_configurations_are_errors() {
+        let clock = ManualClock::new(0);
+        let b = Pacer::builder(Rate::new(1000.0).unwrap());
+        for n in [0, MAX_SHARDS + 1] {
+            assert_eq!(
+                b.build_sharded_with_clock(n, clock.clone()).unwrap_err(),
+                ShardError::Shards {
+                    requested: n,
+                    max: MAX_SHARDS
+                }
+            );
+        }
+        assert!(b
+            .build_sharded_with_clock(MAX_SHARDS, clock.clone())
+            .is_ok());
+        let slow = Pacer::builder(Rate::new(1e-9).unwrap());
+        assert!(matches!(
+            slow.build_sharded_with_clock(10, clock.clone()),
+            Err(ShardError::Pacer(PacerError::Rate(_)))
+        ));
+        assert!(matches!(
+            b.strictness(-1.0)
+                .build_sharded_with_clock(2, clock.clone()),
+            Err(ShardError::Pacer(PacerError::Strictness(_)))
+        ));
+        let err = b.build_sharded_with_clock(0, clock.clone()).unwrap_err();
+        assert_eq!(err.to_string(), "shard count 0 is outside 1..=1024");
+    }
+
+    #[test]
+    fn runtime_changes_apply_to_every_shard() {
+        let clock = ManualClock::new(0);
+        let p = sharded(3000.0, 0.0, 3, &clock);
+        assert_eq!(p.rate().get(), 3000.0);
+        assert!(p.shards.iter().all(|s| s.nanos_per_op() == MS));
+        clock.advance_nanos(5 * MS);
+        p.set_rate(Rate::new(6000.0).unwrap()).unwrap();
+        assert_eq!(p.rate().get(), 6000.0);
+        assert!(p.shards.iter().all(|s| s.nanos_per_op() == MS / 2));
+        assert_eq!(next_slots(&p), [5 * MS; 3], "each schedule reset to now");
+        assert_eq!(
+            p.wait_stats().total_wait_nanos,
+            3 * 5 * MS,
+            "backlogs checkpointed"
+        );
+
+        // A rate valid in total but not per shard: nothing changes.
+        let slow = Rate::new(3e-10).unwrap();
+        assert!(slow.nanos_per_op().is_ok());
+        assert!(p.set_rate(slow).is_err());
+        assert_eq!(p.rate().get(), 6000.0);
+        assert!(p.set_strictness(f64::NAN).is_err());
+        p.set_strictness(1.0).unwrap();
+        assert!(p.shards.iter().all(|s| s.strictness().get() == 1.0));
+        assert_eq!(p.strictness().get(), 1.0);
+
+        p.stop();
+        assert!(!p.is_started());
+        assert!(p.shards.iter().all(|s| !s.is_started()));
+        clock.advance_nanos(10 * MS);
+        p.start();
+        assert!(p.shards.iter().all(|s| s.is_started()));
+        assert_eq!(next_slots(&p), [15 * MS; 3]);
+        clock.advance_nanos(MS);
+        p.restart();
+        assert_eq!(p.wait_stats(), WaitStats::default());
+        assert_eq!(next_slots(&p), [16 * MS; 3]);
+    }
+
+    #[test]
+    fn slices_round_per_shard() {
+        let clock = ManualClock::new(0);
+        // 3e8/s: one pacer's slice is 3 ns (+11 %); 3 shards' is 10 ns (exact).
+        let p = sharded(3e8, 0.0, 3, &clock);
+        assert!(p.shards.iter().all(|s| s.nanos_per_op() == 10));
+        let p = sharded(3e8, 0.0, 2, &clock);
+        assert!(p.shards.iter().all(|s| s.nanos_per_op() == 6));
+    }
+
+    #[test]
+    fn wait_stats_sum_over_the_shards() {
+        let clock = ManualClock::new(0);
+        let p = sharded(2000.0, 1.0, 2, &clock);
+        clock.advance_nanos(4 * MS);
+        assert_eq!(p.wait_stats().backlog_nanos, 8 * MS);
+        assert_eq!(p.handle().wait_stats(), p.wait_stats());
+    }
+}
