@@ -15,6 +15,8 @@
 //! limiter and acquire one permit at a time in a loop:
 //!
 //! * `pacer`: [`Pacer`], burst 1.1 (the default), `acquire_async`;
+//! * `pacer-average`: [`Pacer`], strictness 0 (average: lateness is caught
+//!   up at once rather than at 1.1 × the rate), `acquire_async`;
 //! * `pool`: [`TokenPool`], inline filling, burst 1.1, `acquire_async`;
 //! * `bursty`: [`SmoothBursty`] (Guava, 1 s of stored permits at most: none
 //!   are stored in a run that never idles), `acquire_async`;
@@ -74,6 +76,7 @@ use ratekeeper::{Pacer, Rate, RateLimiter, SmoothBursty};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Pacer,
+    PacerAverage,
     Pool,
     Bursty,
     Refill,
@@ -81,8 +84,9 @@ enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::Pacer,
+        Kind::PacerAverage,
         Kind::Pool,
         Kind::Bursty,
         Kind::Refill,
@@ -92,6 +96,7 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Pacer => "pacer",
+            Kind::PacerAverage => "pacer-average",
             Kind::Pool => "pool",
             Kind::Bursty => "bursty",
             Kind::Refill => "refill",
@@ -102,6 +107,7 @@ impl Kind {
     fn label(self) -> &'static str {
         match self {
             Kind::Pacer => "Pacer `acquire_async`",
+            Kind::PacerAverage => "Pacer, strictness 0, `acquire_async`",
             Kind::Pool => "TokenPool (inline) `acquire_async`",
             Kind::Bursty => "SmoothBursty `acquire_async`",
             Kind::Refill => "RefillLimiter `acquire_async`",
@@ -243,6 +249,9 @@ fn run(
         Kind::Pacer => measure(flavor, workers, tasks, target, run_for, || {
             Ok(Ours(Pacer::new(rate)?))
         }),
+        Kind::PacerAverage => measure(flavor, workers, tasks, target, run_for, || {
+            Ok(Ours(Pacer::builder(rate).strictness(0.0).build()?))
+        }),
         Kind::Pool => measure(flavor, workers, tasks, target, run_for, || {
             Ok(Ours(TokenPool::new(rate)?))
         }),
@@ -346,7 +355,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
                 println!(
                     "async_pacing [--secs S] [--runs N] [--tasks T] [--burst-ticks N] [--quick] \
                      [--targets 1e3,1e4,1e5,1e6] [--runtimes current,multi] \
-                     [--limiters pacer,pool,bursty,refill,governor]"
+                     [--limiters pacer,pacer-average,pool,bursty,refill,governor]"
                 );
                 std::process::exit(0);
             }
