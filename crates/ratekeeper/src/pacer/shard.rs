@@ -48,10 +48,14 @@
 //! A request goes to its own shard's exact path (one atomic add) when that
 //! shard is known able to grant now: its next slot is earlier than the
 //! shard's last-seen clock (and, in strict and burst modes, so is the
-//! earliest start its spacing allows). Otherwise the thread reads the clock
-//! once and
+//! earliest start its spacing allows). A request that may wait (no maximum
+//! wait) also stays there when its op is due within the wait policy's
+//! coalescing window, which releases it at once anyway: only requests that
+//! would sleep look elsewhere. Otherwise the thread reads the clock once
+//! and
 //!
-//! 1. takes its own shard's exact path if it can grant by that reading;
+//! 1. takes its own shard's exact path if it can grant by that reading
+//!    (within the window, for a request that may wait);
 //! 2. else probes the other shards, from the next one round, with a
 //!    reservation that may not wait (`reserve(permits, Some(ZERO))`), which
 //!    refuses without changing anything (see [`Pacer`]'s invariant 3). It
@@ -108,9 +112,12 @@
 //!   descheduled, or none of their own). In average mode that time stays
 //!   due and goes at once later; in strict and burst modes it is lost
 //!   except for what the burst ratio catches up (`s × R / N` per shard).
-//!   `examples/fairness.rs --strictness 1.1` measures it (`BENCHMARKS.md`,
-//!   issue 8): prefer average mode when sharding at rates where threads
-//!   sleep between grants.
+//!   `examples/fairness.rs` measures it (`BENCHMARKS.md`, issue 8): under
+//!   a 1e7 target on the 2-core VM, shards left idle cost nothing in
+//!   average mode (+0.03 % with 2 threads on 4 shards, −0.02 % with 4 on
+//!   8) and 21 % and 34 % at strictness 1.1. Shard strict and burst pacing
+//!   only with every shard busy (`N` = threads, one handle each), or use
+//!   average mode.
 //!
 //! # Rounding
 //!
@@ -269,6 +276,9 @@ pub struct ShardedPacer<C = DefaultClock> {
     /// The total rate `R`. Held while a runtime change is applied to every
     /// shard, so that changes never interleave across shards.
     control: Mutex<Rate>,
+    /// The wait policy's coalescing window (ns): a request that may wait
+    /// stays on its own shard when its op there is due within it.
+    window: u64,
 }
 
 /// A handle on a [`ShardedPacer`] bound to one shard; see the [module
@@ -340,10 +350,12 @@ impl PacerBuilder {
                     .map(CachePadded::new)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let window = shards[0].policy.window_nanos(&shards[0].clock);
         Ok(ShardedPacer {
             shards: shards.into_boxed_slice(),
             next_handle: AtomicU64::new(0),
             control: Mutex::new(total),
+            window,
         })
     }
 }
@@ -493,7 +505,13 @@ impl<C: Clock> ShardedPacer<C> {
         // Ordering: Relaxed; a clock reading, a lower bound of the present
         // (see `Pacer::refresh`).
         let seen = own.last_seen.load(Ordering::Relaxed);
-        if self.shards.len() == 1 || due(own, seen, |next| next < seen) {
+        // A request that may wait needs no other shard when its own op is
+        // due within the coalescing window: the wait releases it at once.
+        let horizon = match max_wait {
+            None => seen.saturating_add(self.window),
+            Some(_) => seen,
+        };
+        if self.shards.len() == 1 || due(own, horizon, |next| next < horizon) {
             return own.reserve(permits, max_wait);
         }
         self.reserve_stealing(home, seen, permits, max_wait)
@@ -515,7 +533,11 @@ impl<C: Clock> ShardedPacer<C> {
             return Err(AcquireError::ZeroPermits);
         }
         let now = own.refresh(seen).max(seen);
-        if due(own, now, |next| next <= now) {
+        let horizon = match max_wait {
+            None => now.saturating_add(self.window),
+            Some(_) => now,
+        };
+        if due(own, horizon, |next| next <= horizon) {
             return own.reserve(permits, max_wait);
         }
         let n = self.shards.len();
@@ -722,6 +744,31 @@ mod tests {
         // Nothing is due now; shard 1 is free a slot before the own shard.
         assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1));
         assert_eq!(next_slots(&p), [2 * MS, 2 * MS]);
+    }
+
+    #[test]
+    fn an_op_due_within_the_coalescing_window_stays_on_its_own_shard() {
+        // 2000/s in 2 strict shards of 1 ms slots; one handle on shard 0.
+        // At 0.7 ms its own next op is due at 1 ms, 0.3 ms away; shard 1's
+        // slot 0 is due now.
+        let scheduled = |window: u64, max_wait: Option<Duration>| {
+            let clock = ManualClock::new(0);
+            let p = Pacer::builder(Rate::new(2000.0).unwrap())
+                .strictness(1.0)
+                .wait_policy(WaitPolicy::coalesce(Duration::from_nanos(window)))
+                .build_sharded_with_clock(2, clock.clone())
+                .unwrap();
+            let h = p.handle();
+            assert_eq!(h.reserve(1, None).unwrap().scheduled_nanos(), 0);
+            clock.advance_nanos(700_000);
+            h.reserve(1, max_wait).unwrap().scheduled_nanos()
+        };
+        // A 500 µs window would release the own op at once: no stealing.
+        assert_eq!(scheduled(500_000, None), MS);
+        // Without a window, or for a request that may not wait that long,
+        // shard 1's due slot is taken.
+        assert_eq!(scheduled(0, None), 0);
+        assert_eq!(scheduled(500_000, Some(Duration::from_micros(100))), 0);
     }
 
     #[test]
