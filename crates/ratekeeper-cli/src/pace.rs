@@ -19,13 +19,13 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use ratekeeper::pacer::{Strictness, StrictnessMode};
+use ratekeeper::pacer::{ShardError, Strictness, StrictnessMode};
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
     Clock, CycleLimiter, Grant, MonotonicClock, Pacer, PermitLimiter, RateLimiter, RateSpec,
-    RefillLimiter, Scope, SmoothBursty, SmoothWarmingUp, TokenPool, Verb, WaitPolicy,
+    RefillLimiter, Scope, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb, WaitPolicy,
 };
 use serde::Serialize;
 
@@ -79,7 +79,8 @@ and cost.
 Limiters (--limiter):
   pacer   the default: ratekeeper's Pacer, a virtual schedule. The spec's burst \
 ratio is its strictness unless --strictness overrides it; --precise sets its \
-wait policy; --batch gives each worker a batched handle.
+wait policy; --batch gives each worker a batched handle, --shards N splits \
+it into N shards with work stealing.
   pool    nosqlbench's token-pool (hybrid) limiter: a pool of nanosecond tokens \
 with active, burst and waiting pools. The spec's burst ratio is the pool's \
 burst ratio (at least 1.0): a backlog drains at (burst - 1) x rate. --fill \
@@ -103,7 +104,7 @@ limit-for-period permits at the start of each --refresh-period cycle \
 (default 1s), counted from the limiter's creation; unused permits do not \
 carry over.
 Each limiter's options are refused with the others: --strictness, \
---precise and --batch (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
+--precise, --batch and --shards (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
 --warmup and --cold-factor (warmup), --refresh-period and --timeout (refill, \
 cycle), --capacity and --initial-permits (refill).
 
@@ -189,6 +190,7 @@ Examples:
   ratekeeper pace --rate 2000 --count 200 --json
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
   ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
+  ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
@@ -204,6 +206,7 @@ Examples:
   ratekeeper pace --rate 2000 --count 200 --json
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
   ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
+  ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
@@ -221,7 +224,8 @@ limiters in parentheses appear only with those limiters (--limiter):
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
   wait_policy      string   (pacer) \"coalesce\" (default) or \"precise\"
-  access           string   (pacer) \"exact\" (one shared schedule, the default) or \"batched\" (--batch)
+  access           string   (pacer) \"exact\" (one shared schedule, the default), \"batched\" (--batch) or \"sharded\" (--shards)
+  shards           integer  (pacer with --shards) the shard count
   burst_ratio      number   (pool) the pool's burst ratio (the spec's)
   filling          string   (pool) \"inline\" or \"thread\" (the filling in effect)
   fill_interval_ns integer  (pool) the filler thread's interval; null for inline
@@ -344,8 +348,15 @@ pub struct PaceArgs {
     /// hands its slots out locally: far less contention at high rates, at the
     /// cost of the lease slack. Needs strictness below 1 (average or burst
     /// compensation).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shards")]
     pub batch: bool,
+
+    /// Pacer only: split the shared pacer into N shards of rate/N, one per
+    /// worker round-robin, each worker taking other shards' due slots when
+    /// its own would make it wait (1 to 1024). Strict and burst spacing then
+    /// holds within a shard only.
+    #[arg(long, value_name = "N", value_parser = parse_shards, allow_negative_numbers = true)]
+    pub shards: Option<usize>,
 
     /// Token pool only: where its tokens come from [default: inline].
     #[arg(long, value_enum, value_name = "HOW")]
@@ -423,6 +434,16 @@ pub(crate) fn parse_spec(s: &str) -> Result<RateSpec, String> {
     // A spec can hold rates no nanosecond schedule can keep (above 1e9/s).
     spec.rate().nanos_per_op().map_err(|e| e.to_string())?;
     Ok(spec)
+}
+
+fn parse_shards(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=ratekeeper::pacer::MAX_SHARDS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of shards from 1 to {}, got \"{s}\"",
+            ratekeeper::pacer::MAX_SHARDS
+        )),
+    }
 }
 
 fn parse_threads(s: &str) -> Result<u32, String> {
@@ -1018,14 +1039,25 @@ fn drive<L: Sync>(
     })
 }
 
+/// How `pace`'s workers reach a Pacer's schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// The shared pacer's exact path.
+    Exact,
+    /// A batched handle per worker (`--batch`).
+    Batched,
+    /// A shard handle per worker on a pacer of this many shards (`--shards`).
+    Sharded(usize),
+}
+
 /// What the report says about the limiter, per kind.
 #[derive(Debug, Clone, Copy)]
 enum LimiterInfo {
     Pacer {
         strictness: f64,
         precise: bool,
-        /// Each worker took its permits through a batched handle.
-        batched: bool,
+        /// How the workers reached the schedule.
+        access: Access,
     },
     Pool {
         burst_ratio: f64,
@@ -1067,9 +1099,12 @@ pub struct PaceReport {
     strictness_mode: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     wait_policy: Option<&'static str>,
-    /// The Pacer's path: "exact" or "batched".
+    /// The Pacer's path: "exact", "batched" or "sharded".
     #[serde(skip_serializing_if = "Option::is_none")]
     access: Option<&'static str>,
+    /// The sharded pacer's shard count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shards: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     burst_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1163,6 +1198,13 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
                      between 0 and 1 (burst compensation)"
                 )));
             }
+            if args.shards.is_some() && args.rate.scope() == Scope::Thread {
+                return refuse(
+                    "--shards splits the one pacer the workers share; with the thread scope \
+                     every worker already has a pacer of its own (drop \",thread\" from the \
+                     spec, or --shards)",
+                );
+            }
             if args.fill.is_some() {
                 return refuse("--fill is a token pool option; add --limiter pool to use it");
             }
@@ -1212,10 +1254,11 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
     }
     // Every limiter's own options, refused with the others.
     const R4J: &[LimiterKind] = &[Refill, Cycle];
-    let options: [(&str, bool, &[LimiterKind]); 12] = [
+    let options: [(&str, bool, &[LimiterKind]); 13] = [
         ("--strictness", args.strictness.is_some(), &[Pacer]),
         ("--precise", args.precise, &[Pacer]),
         ("--batch", args.batch, &[Pacer]),
+        ("--shards", args.shards.is_some(), &[Pacer]),
         ("--fill", args.fill.is_some(), &[Pool]),
         ("--fill-interval", args.fill_interval.is_some(), &[Pool]),
         ("--max-burst", args.max_burst.is_some(), &[Bursty]),
@@ -1391,6 +1434,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         strictness_mode: None,
         wait_policy: None,
         access: None,
+        shards: None,
         burst_ratio: None,
         filling: None,
         fill_interval_ns: None,
@@ -1431,9 +1475,16 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         LimiterInfo::Pacer {
             strictness,
             precise,
-            batched,
+            access,
         } => {
-            report.access = Some(if batched { "batched" } else { "exact" });
+            report.access = Some(match access {
+                Access::Exact => "exact",
+                Access::Batched => "batched",
+                Access::Sharded(_) => "sharded",
+            });
+            if let Access::Sharded(n) = access {
+                report.shards = Some(n);
+            }
             report.strictness = Some(strictness);
             report.strictness_mode = Some(strictness_mode_name(strictness));
             report.wait_policy = Some(if precise { "precise" } else { "coalesce" });
@@ -1583,6 +1634,9 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
         WaitPolicy::default()
     };
     let clock = plan.clock;
+    if let Some(shards) = args.shards {
+        return run_sharded(args, plan, strictness, policy, shards);
+    }
     let pacers = (0..count)
         .map(|_| {
             Pacer::from_spec(&spec)
@@ -1621,7 +1675,60 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
     let info = LimiterInfo::Pacer {
         strictness,
         precise: args.precise,
-        batched: args.batch,
+        access: if args.batch {
+            Access::Batched
+        } else {
+            Access::Exact
+        },
+    };
+    Ok((outcome, info, backlog, total_wait))
+}
+
+/// A run with one [`ShardedPacer`] of `shards` shards shared by every
+/// worker, each through its own [`ShardHandle`](ratekeeper::ShardHandle).
+fn run_sharded(
+    args: &PaceArgs,
+    plan: RunPlan<'_>,
+    strictness: f64,
+    policy: WaitPolicy,
+    shards: usize,
+) -> anyhow::Result<Ran> {
+    let spec = args.rate;
+    let clock = plan.clock;
+    let pacer = Pacer::from_spec(&spec)
+        .map_err(ShardError::from)
+        .and_then(|b| {
+            b.strictness(strictness)
+                .wait_policy(policy)
+                .build_sharded_with_clock(shards, clock)
+        })
+        .map_err(|e| {
+            anyhow::Error::new(e).context(UsageError(format!(
+                "cannot pace at rate spec \"{spec}\" with strictness {strictness} in {shards} \
+                 shards"
+            )))
+        })?;
+    let pacers = [pacer];
+    let start = |pacers: &[ShardedPacer]| {
+        // Every shard's schedule starts at the restart.
+        let t0 = clock.now_nanos();
+        for p in pacers {
+            p.restart();
+        }
+        t0
+    };
+    let outcome = drive(
+        &pacers,
+        plan,
+        start,
+        None,
+        |p: &ShardedPacer, ctx: &Ctx<'_>| worker(&p.handle(), ctx),
+    )?;
+    let (backlog, total_wait) = summed_wait_stats(&pacers);
+    let info = LimiterInfo::Pacer {
+        strictness,
+        precise: args.precise,
+        access: Access::Sharded(shards),
     };
     Ok((outcome, info, backlog, total_wait))
 }
@@ -1969,11 +2076,16 @@ impl fmt::Display for PaceReport {
                     _ => "coalesce (waits within 500µs are not slept)",
                 };
                 writeln!(f, "wait policy     {policy}")?;
-                if self.access == Some("batched") {
-                    writeln!(
+                match (self.access, self.shards) {
+                    (Some("batched"), _) => writeln!(
                         f,
                         "access          batched: a handle per thread leases slots"
-                    )?;
+                    )?,
+                    (Some("sharded"), Some(n)) => writeln!(
+                        f,
+                        "access          sharded: {n} shards of rate/{n}, work stealing"
+                    )?,
+                    _ => {}
                 }
                 match self.pacers {
                     Some(1) | None => "1 shared pacer".to_owned(),

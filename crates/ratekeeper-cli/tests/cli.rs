@@ -226,6 +226,81 @@ fn batched_handles_pace_and_say_so() {
 }
 
 #[test]
+fn sharded_pacer_paces_and_says_so() {
+    let v = json_run(&[
+        "pace",
+        "--rate",
+        "20k",
+        "--shards",
+        "3",
+        "--threads",
+        "2",
+        "--count",
+        "2000",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "ops"), 2000);
+    assert_eq!(v["access"], "sharded");
+    assert_eq!(u(&v, "shards"), 3);
+    assert_eq!(u(&v, "pacers"), 1);
+    // 2000 ops at 20k/s: about 100 ms; the shard slack is 2 ops.
+    let achieved = f(&v, "achieved_rate");
+    assert!(
+        (5_000.0..=26_000.0).contains(&achieved),
+        "achieved {achieved}"
+    );
+
+    let v = json_run(&["pace", "--rate", "2000", "--count", "10", "--json"]);
+    assert!(v.get("shards").is_none(), "{v}");
+
+    let text = ratekeeper()
+        .args(["pace", "--rate", "20k", "--shards", "2", "--count", "100"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("access          sharded: 2 shards"), "{text}");
+
+    for bad in ["0", "1025", "-1", "two"] {
+        rejects(
+            &["pace", "--rate", "1000", "--shards", bad],
+            &["expected a whole number of shards from 1 to 1024"],
+        );
+    }
+    rejects(
+        &["pace", "--rate", "1000,thread", "--shards", "2"],
+        &["--shards splits the one pacer the workers share"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--shards",
+            "2",
+            "--strictness",
+            "0",
+            "--batch",
+        ],
+        &["cannot be used with"],
+    );
+    rejects(
+        &[
+            "pace",
+            "--rate",
+            "1000",
+            "--limiter",
+            "bursty",
+            "--shards",
+            "2",
+        ],
+        &["--shards is a Pacer option"],
+    );
+}
+
+#[test]
 fn thread_scope_gives_each_worker_its_own_pacer() {
     let v = json_run(&[
         "pace",
@@ -348,11 +423,12 @@ fn pool_filled_by_a_thread_with_thread_scope() {
 }
 
 /// Fields that only some limiters report.
-const LIMITER_FIELDS: [&str; 21] = [
+const LIMITER_FIELDS: [&str; 22] = [
     "strictness",
     "strictness_mode",
     "wait_policy",
     "access",
+    "shards",
     "pacers",
     "burst_ratio",
     "filling",
