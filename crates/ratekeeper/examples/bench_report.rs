@@ -173,18 +173,56 @@ impl<L: RateLimiter + Sync> Subject for Rk<L> {
     }
 }
 
-/// The Pacer through per-thread batching handles (`Pacer::handle`, issue 8's
-/// micro-batching): each thread leases blocks of the schedule with one
-/// `fetch_add` and hands them out locally. The pacer is leaked (one per
-/// cell) so that a thread's handle, which borrows it, can be its state.
-struct Batched {
-    lim: &'static Pacer,
+/// A pacer taken through per-thread handles, which borrow it: the Pacer's
+/// batching handles (`Pacer::handle`, issue 8's micro-batching: each
+/// thread leases blocks of the schedule with one `fetch_add` and hands them
+/// out locally) and the sharded pacer's shard handles (`ShardedPacer`,
+/// issue 8's partitioned slices: each thread is bound to a shard,
+/// round-robin, and steals due slots from the others when its own would
+/// make it wait).
+trait HandOut: Sync + 'static {
+    type Handle: RateLimiter;
+    fn hand_out(&'static self) -> Self::Handle;
+    fn is_started(&self) -> bool;
+    fn restart(&self);
 }
 
-impl Subject for Batched {
-    type Local = PacerHandle<'static, MonotonicClock>;
+impl HandOut for Pacer {
+    type Handle = PacerHandle<'static, MonotonicClock>;
+    fn hand_out(&'static self) -> Self::Handle {
+        self.handle()
+    }
+    fn is_started(&self) -> bool {
+        Pacer::is_started(self)
+    }
+    fn restart(&self) {
+        Pacer::restart(self)
+    }
+}
+
+impl HandOut for ShardedPacer {
+    type Handle = ShardHandle<'static, MonotonicClock>;
+    fn hand_out(&'static self) -> Self::Handle {
+        self.handle()
+    }
+    fn is_started(&self) -> bool {
+        ShardedPacer::is_started(self)
+    }
+    fn restart(&self) {
+        ShardedPacer::restart(self)
+    }
+}
+
+/// A [`HandOut`] pacer, leaked (one per cell) so that a thread's handle,
+/// which borrows it, can be the thread's state.
+struct Handles<P: 'static> {
+    lim: &'static P,
+}
+
+impl<P: HandOut> Subject for Handles<P> {
+    type Local = P::Handle;
     fn local(&self) -> Res<Self::Local> {
-        Ok(self.lim.handle())
+        Ok(self.lim.hand_out())
     }
     fn start(&self) {
         if !self.lim.is_started() {
@@ -203,35 +241,7 @@ impl Subject for Batched {
 
 fn run_pacer_batched(load: Load, threads: usize, run_for: Duration, s: f64) -> Res<Run> {
     let lim: &'static Pacer = Box::leak(Box::new(pacer(load, s, true)?.lim));
-    measure(&Batched { lim }, threads, load, run_for)
-}
-
-/// The Pacer split into shards (`ShardedPacer`, issue 8's partitioned
-/// slices): each thread takes a handle bound to one shard (round-robin) and
-/// steals due slots from other shards when its own would make it wait. The
-/// pacer is leaked (one per cell), as for `Batched`.
-struct Sharded {
-    lim: &'static ShardedPacer,
-}
-
-impl Subject for Sharded {
-    type Local = ShardHandle<'static, MonotonicClock>;
-    fn local(&self) -> Res<Self::Local> {
-        Ok(self.lim.handle())
-    }
-    fn start(&self) {
-        if !self.lim.is_started() {
-            self.lim.restart()
-        }
-    }
-    #[inline(always)]
-    fn take(&self, handle: &mut Self::Local) -> Taken {
-        let g = handle.acquire();
-        Taken {
-            sched_wait: Some(g.wait_nanos()),
-            waited: g.ready_nanos() > g.started_nanos(),
-        }
-    }
+    measure(&Handles { lim }, threads, load, run_for)
 }
 
 /// A sharded pacer of `shards` shards (`None`: one per thread), configured
@@ -251,7 +261,7 @@ fn run_pacer_sharded(
         })
         .build_sharded(shards.unwrap_or(threads))?;
     let lim: &'static ShardedPacer = Box::leak(Box::new(lim));
-    measure(&Sharded { lim }, threads, load, run_for)
+    measure(&Handles { lim }, threads, load, run_for)
 }
 
 /// Sleeps for `wait` when it is long enough to sleep, otherwise yields.
