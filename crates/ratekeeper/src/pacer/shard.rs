@@ -33,9 +33,11 @@
 //!
 //! # Threads and shards
 //!
-//! [`ShardedPacer::handle`] makes a [`ShardHandle`] bound to one shard,
-//! assigned round-robin from a counter (the first handle gets shard 0, the
-//! next shard 1, and so on): make one per thread. The sharded pacer itself
+//! [`ShardedPacer::handle`] makes a [`ShardHandle`] whose home is one
+//! shard, assigned round-robin from a counter (the first handle gets shard
+//! 0, the next shard 1, and so on): make one per thread. A handle moves
+//! home when it takes a grant from another shard that is home to fewer
+//! handles (see [Rebalancing](#rebalancing-work-stealing)). The sharded pacer itself
 //! also implements [`RateLimiter`]: it maps the calling thread to shard
 //! `t mod N`, where `t` numbers the threads of the process in the order of
 //! their first request to *any* sharded pacer (a thread-local number, taken
@@ -71,6 +73,17 @@
 //! [`Pacer`]; stealing only decides *who* gets a slot that is due anyway.
 //! The cost falls on requests that would wait: a clock read and one load of
 //! each other shard's next slot (a cache line its owners write).
+//!
+//! A [`ShardHandle`] whose grant came from another shard (steps 2 and 3)
+//! **moves home** there if that shard is home to fewer live handles than
+//! its own (per-shard counts, kept by handles as they are made, move and
+//! drop). Its next requests then take that shard's exact path instead of
+//! stealing again. Handles thus spread over shards nobody else uses (one
+//! thread on two shards alternates between them on the exact path instead
+//! of stealing every other grant) but never crowd onto one: two handles on
+//! two shards stay put. The counts are hints, so racing moves may leave the
+//! spread uneven for a while. The sharded pacer's own [`RateLimiter`]
+//! mapping does not move.
 //!
 //! The first check reads hints (relaxed loads) instead of trying the own shard with a
 //! reservation that may not wait (a compare-exchange loop, whose refusal
@@ -112,12 +125,11 @@
 //!   descheduled, or none of their own). In average mode that time stays
 //!   due and goes at once later; in strict and burst modes it is lost
 //!   except for what the burst ratio catches up (`s × R / N` per shard).
-//!   `examples/fairness.rs` measures it (`BENCHMARKS.md`, issue 8): under
-//!   a 1e7 target on the 2-core VM, shards left idle cost nothing in
-//!   average mode (+0.03 % with 2 threads on 4 shards, −0.02 % with 4 on
-//!   8) and 21 % and 34 % at strictness 1.1. Shard strict and burst pacing
-//!   only with every shard busy (`N` = threads, one handle each), or use
-//!   average mode.
+//!   Handles moving home to idle shards keep that short: `examples/fairness.rs`
+//!   (`BENCHMARKS.md`, issue 8) under a 1e7 target on the 2-core VM kept
+//!   the rate within 0.05 % with 2 threads on 4 shards and 4 on 8, in
+//!   average mode and at strictness 1.1 (before handles moved, strictness
+//!   1.1 lost 21 % and 34 % there).
 //!
 //! # Rounding
 //!
@@ -142,12 +154,13 @@
 //! Consequences:
 //!
 //! * A thread alone on a shard gets `R / N` whatever other threads do; two
-//!   threads sharing a shard split its `R / N` between them. Stealing evens
-//!   this out only where a shard has slots due that its own threads are not
-//!   taking: with 3 threads on 2 shards, the thread alone on its shard takes
-//!   up to half of `R`, and the two others the other half, unless the lone
-//!   thread falls behind. Use `N` = the number of threads, one handle each,
-//!   for even shares.
+//!   threads sharing a shard split its `R / N` between them. Stealing and
+//!   moving home even this out where a shard has slots due that its own
+//!   threads are not taking: with 3 handles on 2 shards, a handle of the
+//!   crowded shard that steals from the other moves there, so the shares
+//!   keep changing hands (measured Jain index 0.997; 0.90 before handles
+//!   moved). Use `N` = the number of threads, one handle each, for even
+//!   shares from the start.
 //! * Shards left idle (fewer threads than shards) lose nothing while some
 //!   thread is waiting: it takes their due slots, so the total stays `R`
 //!   (average mode; strict and burst modes lose the time described under
@@ -273,6 +286,9 @@ pub struct ShardedPacer<C = DefaultClock> {
     shards: Box<[CachePadded<Pacer<C>>]>,
     /// The next handle's shard, before reduction mod `N`.
     next_handle: AtomicU64,
+    /// How many live handles each shard is home to: a balance hint for
+    /// moving handles (see [`ShardHandle`]).
+    residents: Box<[CachePadded<AtomicU64>]>,
     /// The total rate `R`. Held while a runtime change is applied to every
     /// shard, so that changes never interleave across shards.
     control: Mutex<Rate>,
@@ -281,16 +297,20 @@ pub struct ShardedPacer<C = DefaultClock> {
     window: u64,
 }
 
-/// A handle on a [`ShardedPacer`] bound to one shard; see the [module
-/// docs](self).
+/// A handle on a [`ShardedPacer`], bound to one shard at a time; see the
+/// [module docs](self).
 ///
 /// Make one per thread with [`ShardedPacer::handle`]. It implements
 /// [`RateLimiter`], so blocking (and, with the `tokio` feature, async)
-/// waiting works on it as on a pacer. It holds no state of its own: copies
-/// are handles on the same shard.
+/// waiting works on it as on a pacer. It starts on a shard given out
+/// round-robin and moves to a shard it took a grant from instead of its
+/// own ([Rebalancing](self#rebalancing-work-stealing)); a clone starts on
+/// the same shard and moves on its own. Like [`PacerHandle`](super::PacerHandle)
+/// it is `Send` but not `Sync`: one thread's.
 pub struct ShardHandle<'a, C: Clock = DefaultClock> {
     pacer: &'a ShardedPacer<C>,
-    shard: usize,
+    /// The shard this handle's requests try first.
+    home: Cell<usize>,
 }
 
 impl PacerBuilder {
@@ -351,9 +371,13 @@ impl PacerBuilder {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let window = shards[0].policy.window_nanos(&shards[0].clock);
+        let n = shards.len();
         Ok(ShardedPacer {
             shards: shards.into_boxed_slice(),
             next_handle: AtomicU64::new(0),
+            residents: (0..n)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
             control: Mutex::new(total),
             window,
         })
@@ -406,9 +430,17 @@ impl<C: Clock> ShardedPacer<C> {
         // Ordering: Relaxed; a round-robin counter whose value is all that
         // matters, ordering no other memory.
         let n = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        self.home_at((n % self.shards.len() as u64) as usize)
+    }
+
+    /// A handle whose home is `shard`, counted there.
+    fn home_at(&self, shard: usize) -> ShardHandle<'_, C> {
+        // Ordering: Relaxed; a count used as a hint (which shard is less
+        // crowded), ordering no other memory.
+        self.residents[shard].fetch_add(1, Ordering::Relaxed);
         ShardHandle {
             pacer: self,
-            shard: (n % self.shards.len() as u64) as usize,
+            home: Cell::new(shard),
         }
     }
 
@@ -494,13 +526,14 @@ impl<C: Clock> ShardedPacer<C> {
     }
 
     /// Reserves on shard `home`, or steals; see the [module docs](self).
+    /// Returns the shard that decided, with its answer.
     #[inline(always)]
     fn reserve_from(
         &self,
         home: usize,
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<Grant, AcquireError> {
+    ) -> (Result<Grant, AcquireError>, usize) {
         let own = &self.shards[home];
         // Ordering: Relaxed; a clock reading, a lower bound of the present
         // (see `Pacer::refresh`).
@@ -512,7 +545,7 @@ impl<C: Clock> ShardedPacer<C> {
             Some(_) => seen,
         };
         if self.shards.len() == 1 || due(own, horizon, |next| next < horizon) {
-            return own.reserve(permits, max_wait);
+            return (own.reserve(permits, max_wait), home);
         }
         self.reserve_stealing(home, seen, permits, max_wait)
     }
@@ -527,10 +560,10 @@ impl<C: Clock> ShardedPacer<C> {
         seen: u64,
         permits: u32,
         max_wait: Option<Duration>,
-    ) -> Result<Grant, AcquireError> {
+    ) -> (Result<Grant, AcquireError>, usize) {
         let own = &self.shards[home];
         if permits == 0 {
-            return Err(AcquireError::ZeroPermits);
+            return (Err(AcquireError::ZeroPermits), home);
         }
         let now = own.refresh(seen).max(seen);
         let horizon = match max_wait {
@@ -538,7 +571,7 @@ impl<C: Clock> ShardedPacer<C> {
             Some(_) => now,
         };
         if due(own, horizon, |next| next <= horizon) {
-            return own.reserve(permits, max_wait);
+            return (own.reserve(permits, max_wait), home);
         }
         let n = self.shards.len();
         // The shard to wait on if none grants now: the one whose next op
@@ -559,11 +592,11 @@ impl<C: Clock> ShardedPacer<C> {
             }
             // Grants now or changes nothing (invariant 1).
             if let Ok(grant) = other.reserve(permits, Some(Duration::ZERO)) {
-                return Ok(grant);
+                return (Ok(grant), at);
             }
         }
         // Its errors are that shard's: it decides what the caller gets.
-        self.shards[wait_on].reserve(permits, max_wait)
+        (self.shards[wait_on].reserve(permits, max_wait), wait_on)
     }
 }
 
@@ -599,7 +632,7 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
     /// docs](self).
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        self.reserve_from(self.thread_shard(), permits, max_wait)
+        self.reserve_from(self.thread_shard(), permits, max_wait).0
     }
 
     #[inline]
@@ -626,9 +659,10 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
 }
 
 impl<'a, C: Clock> ShardHandle<'a, C> {
-    /// The shard this handle is bound to.
+    /// The shard this handle's next request tries first: the one it was
+    /// given, or the last one it took a grant from instead.
     pub fn shard(&self) -> usize {
-        self.shard
+        self.home.get()
     }
 
     /// The sharded pacer this handle is on.
@@ -642,7 +676,12 @@ impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
     /// docs](self).
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        self.pacer.reserve_from(self.shard, permits, max_wait)
+        let home = self.home.get();
+        let (grant, at) = self.pacer.reserve_from(home, permits, max_wait);
+        if at != home && grant.is_ok() {
+            self.move_to(home, at);
+        }
+        grant
     }
 
     #[inline]
@@ -661,13 +700,37 @@ impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
     }
 }
 
-impl<C: Clock> Clone for ShardHandle<'_, C> {
-    fn clone(&self) -> Self {
-        *self
+impl<C: Clock> ShardHandle<'_, C> {
+    /// Its own shard `from` would have made it wait and shard `to` did
+    /// not as long: the handle makes `to` its home if fewer handles live
+    /// there than on `from`, so that handles spread over idle shards but
+    /// never crowd onto one.
+    #[cold]
+    fn move_to(&self, from: usize, to: usize) {
+        let residents = &self.pacer.residents;
+        // Ordering: Relaxed for all four; the counts are hints (see
+        // `home_at`). Racing moves may leave the spread uneven for a
+        // while, never a request without a shard.
+        if residents[to].load(Ordering::Relaxed) < residents[from].load(Ordering::Relaxed) {
+            residents[from].fetch_sub(1, Ordering::Relaxed);
+            residents[to].fetch_add(1, Ordering::Relaxed);
+            self.home.set(to);
+        }
     }
 }
 
-impl<C: Clock> Copy for ShardHandle<'_, C> {}
+impl<C: Clock> Clone for ShardHandle<'_, C> {
+    fn clone(&self) -> Self {
+        self.pacer.home_at(self.home.get())
+    }
+}
+
+impl<C: Clock> Drop for ShardHandle<'_, C> {
+    fn drop(&mut self) {
+        // Ordering: Relaxed; see `home_at`.
+        self.pacer.residents[self.home.get()].fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 impl<C> fmt::Debug for ShardedPacer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -690,7 +753,7 @@ impl<C> fmt::Debug for ShardedPacer<C> {
 impl<C: Clock> fmt::Debug for ShardHandle<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardHandle")
-            .field("shard", &self.shard)
+            .field("shard", &self.home.get())
             .field("shards", &self.pacer.shards.len())
             .finish()
     }
@@ -731,19 +794,24 @@ mod tests {
 
     #[test]
     fn a_request_that_must_wait_waits_on_the_shard_free_first() {
-        // 2000/s in 2 strict shards of 1 ms slots; one handle on shard 0.
+        // 2000/s in 2 strict shards of 1 ms slots; one handle, on shard 0.
         let clock = ManualClock::new(0);
         let p = sharded(2000.0, 1.0, 2, &clock);
         let h = p.handle();
         let at = |g: Grant| (g.scheduled_nanos() / MS, g.ready_nanos() / MS);
         assert_eq!(at(h.reserve(1, None).unwrap()), (0, 0)); // own, slot 0
+        assert_eq!(h.shard(), 0);
         assert_eq!(at(h.reserve(1, None).unwrap()), (0, 0)); // stolen: shard 1
+        assert_eq!(h.shard(), 1, "the handle moves to the shard it took from");
         assert_eq!(next_slots(&p), [MS, MS]);
-        assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1)); // a tie: own
-        assert_eq!(next_slots(&p), [2 * MS, MS]);
-        // Nothing is due now; shard 1 is free a slot before the own shard.
+        assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1)); // a tie: its shard
+        assert_eq!((h.shard(), next_slots(&p)), (1, vec![MS, 2 * MS]));
+        // Nothing is due now; shard 0 is free a slot before shard 1.
         assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1));
-        assert_eq!(next_slots(&p), [2 * MS, 2 * MS]);
+        assert_eq!((h.shard(), next_slots(&p)), (0, vec![2 * MS, 2 * MS]));
+        // A refusal moves nothing.
+        assert!(h.try_acquire().is_err());
+        assert_eq!(h.shard(), 0);
     }
 
     #[test]
@@ -769,6 +837,36 @@ mod tests {
         // shard 1's due slot is taken.
         assert_eq!(scheduled(0, None), 0);
         assert_eq!(scheduled(500_000, Some(Duration::from_micros(100))), 0);
+    }
+
+    #[test]
+    fn a_handle_moves_only_to_a_less_crowded_shard() {
+        // 2000/s in 2 strict shards of 1 ms slots.
+        let clock = ManualClock::new(0);
+        let p = sharded(2000.0, 1.0, 2, &clock);
+        let (a, b) = (p.handle(), p.handle());
+        assert_eq!((a.shard(), b.shard()), (0, 1));
+        a.reserve(1, None).unwrap(); // shard 0, slot 0
+        let stolen = a.reserve(1, None).unwrap(); // shard 1's slot 0
+        assert_eq!(stolen.scheduled_nanos(), 0);
+        assert_eq!(a.shard(), 0, "shard 1 is b's home: a stays");
+        // With b gone, shard 1 is the less crowded: a's next steal moves it.
+        drop(b);
+        clock.advance_nanos(MS);
+        a.reserve(1, None).unwrap(); // its own slot at 1 ms
+        a.reserve(1, None).unwrap(); // shard 1's slot at 1 ms
+        assert_eq!(a.shard(), 1);
+        // A clone starts where the handle is, and counts there.
+        let c = a.clone();
+        assert_eq!(c.shard(), 1);
+        let residents: Vec<u64> = p
+            .residents
+            .iter()
+            .map(|r| r.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(residents, [0, 2]);
+        drop((a, c));
+        assert!(p.residents.iter().all(|r| r.load(Ordering::Relaxed) == 0));
     }
 
     #[test]
