@@ -387,7 +387,7 @@ fn stats(os: &[Outcome], f: impl Fn(&Outcome) -> f64) -> (f64, f64, f64) {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
-    let run_for = Duration::from_secs_f64(args.secs);
+    let run_for = Duration::try_from_secs_f64(args.secs)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let command = std::iter::once(
         "cargo run --release -p ratekeeper --features tokio --example async_pacing --".to_string(),

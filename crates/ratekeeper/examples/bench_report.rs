@@ -639,7 +639,7 @@ fn run_governor(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
     use governor::Quota;
     let quota = match load {
         Load::Unthrottled => Quota::per_second(NonZeroU32::MAX),
-        Load::Target(r) => Quota::with_period(Duration::from_secs_f64(1.0 / r))
+        Load::Target(r) => Quota::with_period(Duration::try_from_secs_f64(1.0 / r)?)
             .ok_or("zero period")?
             .allow_burst(nonzero(r * 10e-6)?),
     };
@@ -1009,7 +1009,7 @@ type Results = Vec<Vec<(Vec<Run>, Vec<Run>)>>;
 
 fn main() -> Res<()> {
     let args = parse_args()?;
-    let run_for = Duration::from_secs_f64(args.secs);
+    let run_for = Duration::try_from_secs_f64(args.secs)?;
     let unthrottled_for = run_for / 2;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let command =

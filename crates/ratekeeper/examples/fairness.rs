@@ -181,7 +181,7 @@ fn jain(x: &[u64]) -> f64 {
 
 fn main() -> Res<()> {
     let args = parse_args()?;
-    let window = Duration::from_secs_f64(args.secs);
+    let window = Duration::try_from_secs_f64(args.secs)?;
     let builder = Pacer::builder(Rate::new(args.target)?).strictness(args.strictness);
     println!(
         "# Fairness and accuracy: exact, batched, sharded\n\n\

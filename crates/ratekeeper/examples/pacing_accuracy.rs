@@ -291,7 +291,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
-    let run_for = Duration::from_secs_f64(args.seconds);
+    let run_for = Duration::try_from_secs_f64(args.seconds)?;
     // results[rate][kind] = outcomes of each repeat
     let mut results = vec![vec![Vec::new(); args.kinds.len()]; args.rates.len()];
     for rep in 0..args.repeats {

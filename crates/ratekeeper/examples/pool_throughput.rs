@@ -316,7 +316,7 @@ fn mops(x: f64) -> String {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
-    let run_for = Duration::from_secs_f64(args.secs);
+    let run_for = Duration::try_from_secs_f64(args.secs)?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let command = std::iter::once(
         "cargo run --release -p ratekeeper --example pool_throughput --".to_string(),
