@@ -84,6 +84,7 @@
 //!   exact tests with paused time).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod batch;
 pub mod clock;
 pub mod decorate;
 pub mod limiter;
@@ -100,6 +101,7 @@ mod sync;
 pub mod tokio;
 pub mod wait;
 
+pub use batch::BatchHandle;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle, ShardHandle, ShardedPacer};

@@ -128,6 +128,13 @@ impl Grant {
         Grant { started, ..self }
     }
 
+    /// The same grant, for `permits` permits (a batching handle's first
+    /// grant from a lease).
+    #[inline]
+    pub(crate) fn with_permits(self, permits: u32) -> Grant {
+        Grant { permits, ..self }
+    }
+
     /// The same grant, tied to a limiter's pending claim `id` (non-zero).
     #[inline]
     pub(crate) fn with_claim(self, id: u32) -> Grant {
