@@ -71,6 +71,12 @@
 //! * **No spinning.** Blocking waits sleep, wake about on time, and let ops
 //!   due within a 500 µs window go together, so high rates cost few sleeps
 //!   ([`WaitPolicy`]); spinning is opt-in.
+//! * **Batching under contention.** From several threads at very high rates a
+//!   limiter's shared state is the bottleneck. A [`BatchHandle`] (one per
+//!   thread, over any limiter) takes up to 1024 permits with one reservation
+//!   and grants them locally; [`Pacer::handle`] does the same for the Pacer's
+//!   schedule, slot by slot, and [`PacerBuilder::build_sharded`] splits a
+//!   Pacer into shards. Each documents its slack.
 //! * **Specs as strings.** [`RateSpec`] parses nosqlbench's `rate[,burst][,verb]`
 //!   grammar, e.g. `"12000,1.1,restart"`.
 //!

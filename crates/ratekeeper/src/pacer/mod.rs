@@ -72,7 +72,10 @@
 //! [`PacerHandle`] ([`Pacer::handle`], one per thread) leases blocks of the
 //! schedule with one atomic add each and grants their slots locally, in
 //! average and burst compensation modes, with a documented, bounded slack;
-//! see [`batch`]. The pacer itself stays the exact path.
+//! see [`batch`]. The pacer itself stays the exact path. (The generic
+//! [`BatchHandle`](crate::BatchHandle) also works on a pacer, but grants a
+//! lease's slots together, as one reservation; the pacer's own handle grants
+//! each at its time.)
 //!
 //! # Memory ordering
 //!
