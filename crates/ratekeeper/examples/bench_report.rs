@@ -47,8 +47,9 @@
 //!
 //! Each cell is measured `--runs` times (default 3); the tables give the
 //! median of the runs with the min–max range. `--quick` is `--secs 0.3
-//! --runs 1`. On the 2-core reference VM a full run with the defaults takes
-//! about 4.5 minutes and `--quick` about 30 s.
+//! --runs 1`. A full run with the defaults measures 27 configurations × 4
+//! thread counts × 3 runs × 1.5 s, estimated at about 8.5 minutes, and
+//! `--quick` at about 1 minute (the report prints its estimate first).
 //!
 //! Configurations at the target rate `r` (1e7 unless `--target`):
 //!
@@ -68,6 +69,13 @@
 //! * Resilience4j-style `RefillLimiter` and `CycleLimiter`: `r × 100 µs`
 //!   permits per 100 µs period, no timeout (`acquire()` waits as long as
 //!   needed);
+//! * each of the `TokenPool`s, Guava's and the Resilience4j-style limiters
+//!   above also through per-thread batching handles (keys `…-batched`):
+//!   the same limiter, configured and started as for its exact entry, each
+//!   worker thread making one `BatchHandle::new(&limiter)` and acquiring
+//!   through it (it leases up to 1024 permits with one reservation and
+//!   grants them from thread-local state). These, the Pacer's batched
+//!   handles and the shards are the report's batched configurations;
 //! * governor 0.10: `Quota::with_period(1/r)` with a burst of `r × 10 µs`
 //!   (governor's default `per_second` burst would be 1 s of permits, handed
 //!   out at once); a denied `check()` retries;
@@ -102,8 +110,8 @@ use hdrhistogram::Histogram;
 use ratekeeper::pool::Filling;
 use ratekeeper::refill::{CycleConfig, RefillConfig};
 use ratekeeper::{
-    CycleLimiter, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter, RefillLimiter,
-    ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
+    BatchHandle, CycleLimiter, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter,
+    RefillLimiter, ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
 };
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -173,61 +181,72 @@ impl<L: RateLimiter + Sync> Subject for Rk<L> {
     }
 }
 
-/// A pacer taken through per-thread handles, which borrow it: the Pacer's
+/// A limiter taken through per-thread handles, which borrow it: the Pacer's
 /// batching handles (`Pacer::handle`, issue 8's micro-batching: each
 /// thread leases blocks of the schedule with one `fetch_add` and hands them
-/// out locally) and the sharded pacer's shard handles (`ShardedPacer`,
+/// out locally), the sharded pacer's shard handles (`ShardedPacer`,
 /// issue 8's partitioned slices: each thread is bound to a shard,
 /// round-robin, and steals due slots from the others when its own would
-/// make it wait).
-trait HandOut: Sync + 'static {
+/// make it wait), and any other ratekeeper limiter's `BatchHandle`s
+/// (`BatchHandle::new(&limiter)`: each thread leases up to 1024 permits
+/// with one reservation and grants them from thread-local state).
+trait HandOut<'a>: Sync {
     type Handle: RateLimiter;
-    fn hand_out(&'static self) -> Self::Handle;
-    fn is_started(&self) -> bool;
-    fn restart(&self);
+    /// A thread's handle, made on the thread before the threads are released.
+    fn hand_out(&'a self) -> Self::Handle;
+    /// Starts the schedule, just before the threads are released.
+    fn start_run(&self);
 }
 
-impl HandOut for Pacer {
-    type Handle = PacerHandle<'static, MonotonicClock>;
-    fn hand_out(&'static self) -> Self::Handle {
+impl<'a> HandOut<'a> for Pacer {
+    type Handle = PacerHandle<'a, MonotonicClock>;
+    fn hand_out(&'a self) -> Self::Handle {
         self.handle()
     }
-    fn is_started(&self) -> bool {
-        Pacer::is_started(self)
-    }
-    fn restart(&self) {
-        Pacer::restart(self)
+    fn start_run(&self) {
+        if !self.is_started() {
+            self.restart()
+        }
     }
 }
 
-impl HandOut for ShardedPacer {
-    type Handle = ShardHandle<'static, MonotonicClock>;
-    fn hand_out(&'static self) -> Self::Handle {
+impl<'a> HandOut<'a> for ShardedPacer {
+    type Handle = ShardHandle<'a, MonotonicClock>;
+    fn hand_out(&'a self) -> Self::Handle {
         self.handle()
     }
-    fn is_started(&self) -> bool {
-        ShardedPacer::is_started(self)
-    }
-    fn restart(&self) {
-        ShardedPacer::restart(self)
+    fn start_run(&self) {
+        if !self.is_started() {
+            self.restart()
+        }
     }
 }
 
-/// A [`HandOut`] pacer, leaked (one per cell) so that a thread's handle,
+/// A limiter configured and started as its `acquire()` entry has it,
+/// taken through one `BatchHandle` per thread.
+impl<'a, L: RateLimiter + Sync + 'a> HandOut<'a> for Rk<L> {
+    type Handle = BatchHandle<&'a L>;
+    fn hand_out(&'a self) -> Self::Handle {
+        BatchHandle::new(&self.lim)
+    }
+    fn start_run(&self) {
+        Subject::start(self)
+    }
+}
+
+/// A [`HandOut`] limiter, borrowed for the cell, so that a thread's handle,
 /// which borrows it, can be the thread's state.
-struct Handles<P: 'static> {
-    lim: &'static P,
+struct Handles<'a, P> {
+    lim: &'a P,
 }
 
-impl<P: HandOut> Subject for Handles<P> {
+impl<'a, P: HandOut<'a>> Subject for Handles<'a, P> {
     type Local = P::Handle;
     fn local(&self) -> Res<Self::Local> {
         Ok(self.lim.hand_out())
     }
     fn start(&self) {
-        if !self.lim.is_started() {
-            self.lim.restart()
-        }
+        self.lim.start_run()
     }
     #[inline(always)]
     fn take(&self, handle: &mut Self::Local) -> Taken {
@@ -239,9 +258,32 @@ impl<P: HandOut> Subject for Handles<P> {
     }
 }
 
+/// How a ratekeeper limiter other than the Pacer is taken.
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    /// `acquire()` on the shared limiter.
+    Exact,
+    /// `acquire()` on one `BatchHandle` per thread.
+    Batched,
+}
+
+/// Measures `rk` on `path`.
+fn measure_rk<L: RateLimiter + Sync>(
+    rk: &Rk<L>,
+    path: Path,
+    threads: usize,
+    load: Load,
+    run_for: Duration,
+) -> Res<Run> {
+    match path {
+        Path::Exact => measure(rk, threads, load, run_for),
+        Path::Batched => measure(&Handles { lim: rk }, threads, load, run_for),
+    }
+}
+
 fn run_pacer_batched(load: Load, threads: usize, run_for: Duration, s: f64) -> Res<Run> {
-    let lim: &'static Pacer = Box::leak(Box::new(pacer(load, s, true)?.lim));
-    measure(&Handles { lim }, threads, load, run_for)
+    let lim = pacer(load, s, true)?.lim;
+    measure(&Handles { lim: &lim }, threads, load, run_for)
 }
 
 /// A sharded pacer of `shards` shards (`None`: one per thread), configured
@@ -260,8 +302,7 @@ fn run_pacer_sharded(
             Load::Target(_) => Verb::Configure,
         })
         .build_sharded(shards.unwrap_or(threads))?;
-    let lim: &'static ShardedPacer = Box::leak(Box::new(lim));
-    measure(&Handles { lim }, threads, load, run_for)
+    measure(&Handles { lim: &lim }, threads, load, run_for)
 }
 
 /// Sleeps for `wait` when it is long enough to sleep, otherwise yields.
@@ -539,7 +580,13 @@ fn run_pacer(load: Load, threads: usize, run_for: Duration, s: f64, cached: bool
 
 /// A token pool, burst ratio 1.1 (its default); checks afterwards that it did
 /// not fall back to another filling.
-fn run_pool(load: Load, threads: usize, run_for: Duration, filling: Filling) -> Res<Run> {
+fn run_pool(
+    load: Load,
+    threads: usize,
+    run_for: Duration,
+    filling: Filling,
+    path: Path,
+) -> Res<Run> {
     let lim = TokenPool::builder(rate_of(load)?)
         .burst_ratio(1.1)
         .filling(filling)
@@ -549,14 +596,14 @@ fn run_pool(load: Load, threads: usize, run_for: Duration, filling: Filling) -> 
         lim,
         start: |p: &TokenPool| p.start(),
     };
-    let run = measure(&rk, threads, load, run_for)?;
+    let run = measure_rk(&rk, path, threads, load, run_for)?;
     if rk.lim.filling() != filling {
         return Err(format!("the pool fell back to {} from {filling}", rk.lim.filling()).into());
     }
     Ok(run)
 }
 
-fn run_smooth_bursty(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
+fn run_smooth_bursty(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let rate = match load {
         Load::Unthrottled => f64::INFINITY,
         Load::Target(r) => r,
@@ -565,10 +612,10 @@ fn run_smooth_bursty(load: Load, threads: usize, run_for: Duration) -> Res<Run> 
         lim: SmoothBursty::builder(rate).build()?,
         start: |_| {},
     };
-    measure(&rk, threads, load, run_for)
+    measure_rk(&rk, path, threads, load, run_for)
 }
 
-fn run_smooth_warming_up(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
+fn run_smooth_warming_up(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     const WARMUP: Duration = Duration::from_millis(10);
     let rate = match load {
         Load::Unthrottled => f64::INFINITY,
@@ -589,7 +636,7 @@ fn run_smooth_warming_up(load: Load, threads: usize, run_for: Duration) -> Res<R
             }
         },
     };
-    measure(&rk, threads, load, run_for)
+    measure_rk(&rk, path, threads, load, run_for)
 }
 
 /// `(permits per period, period)` of the Resilience4j-style limiters.
@@ -603,7 +650,7 @@ fn refill_period(load: Load) -> (i64, Duration) {
     }
 }
 
-fn run_refill(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
+fn run_refill(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let (limit, period) = refill_period(load);
     let config = RefillConfig::builder()
         .limit_for_period(limit)
@@ -614,10 +661,10 @@ fn run_refill(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
         lim: RefillLimiter::new("bench", config),
         start: |_| {},
     };
-    measure(&rk, threads, load, run_for)
+    measure_rk(&rk, path, threads, load, run_for)
 }
 
-fn run_cycle(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
+fn run_cycle(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let (limit, period) = refill_period(load);
     let config: CycleConfig = RefillConfig::builder()
         .limit_for_period(limit)
@@ -628,7 +675,7 @@ fn run_cycle(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
         lim: CycleLimiter::new("bench", config),
         start: |_| {},
     };
-    measure(&rk, threads, load, run_for)
+    measure_rk(&rk, path, threads, load, run_for)
 }
 
 fn nonzero(n: f64) -> Res<NonZeroU32> {
@@ -796,47 +843,107 @@ const ENTRIES: &[Entry] = &[
         batched: true,
         run: |l, n, d| run_pacer_sharded(l, n, d, 1.1, Some(2)),
     },
+    // Every other ratekeeper limiter, each exactly and, configured the same,
+    // through one `BatchHandle` per thread.
     Entry {
         name: "pool-inline",
         label: "TokenPool, inline filling",
         exact: false,
         batched: false,
-        run: |l, n, d| run_pool(l, n, d, Filling::Inline),
+        run: |l, n, d| run_pool(l, n, d, Filling::Inline, Path::Exact),
+    },
+    Entry {
+        name: "pool-inline-batched",
+        label: "TokenPool, inline filling, batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_pool(l, n, d, Filling::Inline, Path::Batched),
     },
     Entry {
         name: "pool-thread-1ms",
         label: "TokenPool, filler thread 1 ms",
         exact: false,
         batched: false,
-        run: |l, n, d| run_pool(l, n, d, Filling::Thread(Duration::from_millis(1))),
+        run: |l, n, d| {
+            run_pool(
+                l,
+                n,
+                d,
+                Filling::Thread(Duration::from_millis(1)),
+                Path::Exact,
+            )
+        },
+    },
+    Entry {
+        name: "pool-thread-1ms-batched",
+        label: "TokenPool, filler thread 1 ms, batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| {
+            run_pool(
+                l,
+                n,
+                d,
+                Filling::Thread(Duration::from_millis(1)),
+                Path::Batched,
+            )
+        },
     },
     Entry {
         name: "smooth-bursty",
         label: "SmoothBursty (1 s burst)",
         exact: false,
         batched: false,
-        run: run_smooth_bursty,
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Exact),
+    },
+    Entry {
+        name: "smooth-bursty-batched",
+        label: "SmoothBursty (1 s burst), batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Batched),
     },
     Entry {
         name: "smooth-warming-up",
         label: "SmoothWarmingUp (10 ms warm-up)",
         exact: false,
         batched: false,
-        run: run_smooth_warming_up,
+        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Exact),
+    },
+    Entry {
+        name: "smooth-warming-up-batched",
+        label: "SmoothWarmingUp (10 ms warm-up), batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Batched),
     },
     Entry {
         name: "refill",
         label: "RefillLimiter (100 µs period)",
         exact: false,
         batched: false,
-        run: run_refill,
+        run: |l, n, d| run_refill(l, n, d, Path::Exact),
+    },
+    Entry {
+        name: "refill-batched",
+        label: "RefillLimiter (100 µs period), batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_refill(l, n, d, Path::Batched),
     },
     Entry {
         name: "cycle",
         label: "CycleLimiter (100 µs cycle)",
         exact: false,
         batched: false,
-        run: run_cycle,
+        run: |l, n, d| run_cycle(l, n, d, Path::Exact),
+    },
+    Entry {
+        name: "cycle-batched",
+        label: "CycleLimiter (100 µs cycle), batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_cycle(l, n, d, Path::Batched),
     },
     Entry {
         name: "governor",

@@ -1,12 +1,15 @@
 //! Fairness and accuracy of the Pacer's three multi-thread paths (issue 8,
 //! item 2): the exact pacer, batched handles (`Pacer::handle`, micro-
 //! batching) and partitioned shards (`ShardedPacer`, work stealing), under
-//! a target rate, at 2, 3 and 4 threads, plus shards left idle.
+//! a target rate, at 2, 3 and 4 threads, plus shards left idle; and, with
+//! `--limiter refill` or `--limiter pool`, the same for a `RefillLimiter`
+//! or a `TokenPool`: the exact limiter against `BatchHandle`s on it.
 //!
 //! ```text
 //! cargo run --release -p ratekeeper --example fairness
 //! cargo run --release -p ratekeeper --example fairness -- --quick
 //! cargo run --release -p ratekeeper --example fairness -- --secs 2 --runs 3 --strictness 1.1
+//! cargo run --release -p ratekeeper --example fairness -- --limiter refill
 //! ```
 //!
 //! Each cell: `threads` threads, released together by a barrier just after
@@ -29,10 +32,19 @@
 //! shards, 4 threads), where the total should stay at the target because
 //! waiting threads steal the idle shards' due slots.
 //!
-//! `--strictness` (default 0, average) applies to every row; batched
+//! `--strictness` (default 0, average) applies to every Pacer row; batched
 //! handles lease only in average and compensation modes (below 1) and are
 //! the exact path otherwise. `--quick` is `--secs 0.3`. Each cell is run
 //! `--runs` times (default 1); the table gives medians.
+//!
+//! `--limiter` (default `pacer`) picks the limiter. `refill`: a
+//! `RefillLimiter` of `target × 100 µs` permits per 100 µs period, no
+//! timeout; `pool`: a `TokenPool`, burst ratio 1.1, filled inline, started
+//! just before the threads are released (both as `bench_report` configures
+//! them). Their rows are the exact limiter (every thread calls `acquire()`
+//! on it) and batched handles (each thread makes one
+//! `BatchHandle::new(&limiter)` and acquires through it, leasing up to 1024
+//! permits per reservation); they have no shards.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -42,9 +54,21 @@ use std::error::Error;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use ratekeeper::{Pacer, PacerBuilder, Rate, RateLimiter, Verb};
+use ratekeeper::pool::Filling;
+use ratekeeper::refill::RefillConfig;
+use ratekeeper::{
+    BatchHandle, Pacer, PacerBuilder, Rate, RateLimiter, RefillLimiter, TokenPool, Verb,
+};
 
 type Res<T> = Result<T, Box<dyn Error>>;
+
+/// The limiter measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Limiter {
+    Pacer,
+    Refill,
+    Pool,
+}
 
 /// Which path the threads take.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +85,7 @@ struct Args {
     target: f64,
     strictness: f64,
     threads: Vec<usize>,
+    limiter: Limiter,
 }
 
 fn parse_args() -> Res<Args> {
@@ -70,6 +95,7 @@ fn parse_args() -> Res<Args> {
         target: 1e7,
         strictness: 0.0,
         threads: vec![2, 3, 4],
+        limiter: Limiter::Pacer,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -80,11 +106,19 @@ fn parse_args() -> Res<Args> {
             "--target" => args.target = value()?.parse()?,
             "--strictness" => args.strictness = value()?.parse()?,
             "--threads" => args.threads = list(&value()?, |x| Ok(x.parse()?))?,
+            "--limiter" => {
+                args.limiter = match value()?.as_str() {
+                    "pacer" => Limiter::Pacer,
+                    "refill" => Limiter::Refill,
+                    "pool" => Limiter::Pool,
+                    other => return Err(format!("unknown limiter {other}").into()),
+                }
+            }
             "--quick" => args.secs = 0.3,
             "-h" | "--help" => {
                 println!(
                     "fairness [--quick] [--secs S] [--runs N] [--target OPS] \
-                     [--strictness S] [--threads 2,3,4]"
+                     [--strictness S] [--threads 2,3,4] [--limiter pacer|refill|pool]"
                 );
                 std::process::exit(0);
             }
@@ -102,7 +136,34 @@ fn parse_args() -> Res<Args> {
 }
 
 /// Each thread's grants in one window.
-fn run(builder: PacerBuilder, path: Path, threads: usize, window: Duration) -> Res<Vec<u64>> {
+fn run(args: &Args, path: Path, threads: usize, window: Duration) -> Res<Vec<u64>> {
+    match args.limiter {
+        Limiter::Pacer => {
+            let builder = Pacer::builder(Rate::new(args.target)?).strictness(args.strictness);
+            run_pacer(builder, path, threads, window)
+        }
+        Limiter::Refill => {
+            let config = RefillConfig::builder()
+                .limit_for_period(((args.target * 1e-4).round() as i64).max(1))
+                .limit_refresh_period(Duration::from_micros(100))
+                .timeout(Duration::ZERO)
+                .build()?;
+            let limiter = RefillLimiter::new("fairness", config);
+            run_limiter(&limiter, || {}, path, threads, window)
+        }
+        Limiter::Pool => {
+            let pool = TokenPool::builder(Rate::new(args.target)?)
+                .burst_ratio(1.1)
+                .filling(Filling::Inline)
+                .verb(Verb::Configure)
+                .build()?;
+            run_limiter(&pool, || pool.start(), path, threads, window)
+        }
+    }
+}
+
+/// The Pacer's grants per thread in one window.
+fn run_pacer(builder: PacerBuilder, path: Path, threads: usize, window: Duration) -> Res<Vec<u64>> {
     let builder = builder.verb(Verb::Configure);
     match path {
         Path::Exact => {
@@ -128,6 +189,22 @@ fn run(builder: PacerBuilder, path: Path, threads: usize, window: Duration) -> R
                 |_| pacer.handle(),
             ))
         }
+    }
+}
+
+/// A limiter other than the Pacer: shared (exact) or through one
+/// `BatchHandle` per thread (batched).
+fn run_limiter<L: RateLimiter + Sync>(
+    limiter: &L,
+    start: impl Fn(),
+    path: Path,
+    threads: usize,
+    window: Duration,
+) -> Res<Vec<u64>> {
+    match path {
+        Path::Exact => Ok(drive(threads, window, start, |_| limiter)),
+        Path::Batched => Ok(drive(threads, window, start, |_| BatchHandle::new(limiter))),
+        Path::Sharded(_) => Err("only the Pacer has shards".into()),
     }
 }
 
@@ -182,13 +259,22 @@ fn jain(x: &[u64]) -> f64 {
 fn main() -> Res<()> {
     let args = parse_args()?;
     let window = Duration::try_from_secs_f64(args.secs)?;
-    let builder = Pacer::builder(Rate::new(args.target)?).strictness(args.strictness);
+    let (paths, limiter) = match args.limiter {
+        Limiter::Pacer => (
+            "exact, batched, sharded",
+            format!("Pacer, strictness {}", args.strictness),
+        ),
+        Limiter::Refill => ("exact, batched", "RefillLimiter, 100 µs period".to_string()),
+        Limiter::Pool => (
+            "exact, batched",
+            "TokenPool, burst ratio 1.1, inline filling".to_string(),
+        ),
+    };
     println!(
-        "# Fairness and accuracy: exact, batched, sharded\n\n\
-         target {:.3e}/s, strictness {}, {} s per cell, median of {} run(s), {} CPUs\n\
+        "# Fairness and accuracy: {paths}\n\n\
+         {limiter}, target {:.3e}/s, {} s per cell, median of {} run(s), {} CPUs\n\
          command: cargo run --release -p ratekeeper --example fairness -- {}\n",
         args.target,
-        args.strictness,
         args.secs,
         args.runs,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -202,18 +288,22 @@ fn main() -> Res<()> {
     for &t in &args.threads {
         cells.push(("exact", Path::Exact, t));
         cells.push(("batched", Path::Batched, t));
-        cells.push(("sharded", Path::Sharded(0), t));
-        cells.push(("sharded", Path::Sharded(2), t));
+        if args.limiter == Limiter::Pacer {
+            cells.push(("sharded", Path::Sharded(0), t));
+            cells.push(("sharded", Path::Sharded(2), t));
+        }
     }
-    cells.push(("sharded, idle shards", Path::Sharded(4), 2));
-    cells.push(("sharded, idle shards", Path::Sharded(8), 4));
+    if args.limiter == Limiter::Pacer {
+        cells.push(("sharded, idle shards", Path::Sharded(4), 2));
+        cells.push(("sharded, idle shards", Path::Sharded(8), 4));
+    }
     for (name, path, threads) in cells {
         let mut achieved = Vec::new();
         let mut ratio = Vec::new();
         let mut index = Vec::new();
         let mut last = Vec::new();
         for _ in 0..args.runs {
-            let counts = run(builder, path, threads, window)?;
+            let counts = run(&args, path, threads, window)?;
             let total: u64 = counts.iter().sum();
             let (lo, hi) = (counts.iter().min(), counts.iter().max());
             achieved.push(total as f64 / args.secs);

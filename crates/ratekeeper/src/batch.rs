@@ -302,6 +302,12 @@ impl<L: RateLimiter> BatchHandle<L> {
         };
         self.size.set(size);
         self.leased_at.set(now);
+        // The limiter's own reading, taken after ours, is the newer lower
+        // bound of the present: a lease ready when decided then grants its
+        // permits as ready, without a wait.
+        if lease.started_nanos() > now {
+            self.seen.set(lease.started_nanos());
+        }
         self.lease.set(lease);
         self.ready.set(lease.ready_nanos());
         self.left.set(size - permits);
@@ -469,6 +475,42 @@ mod tests {
         assert_eq!(handle.leased_permits(), 3071 - 3000);
         assert_eq!(handle.release(), 71);
         assert_eq!(handle.leased_permits(), 0);
+    }
+
+    /// A clock that moves 1 ns on every reading, as a real one does between
+    /// two readings.
+    struct Ticking(std::sync::atomic::AtomicU64);
+
+    impl Clock for Ticking {
+        fn now_nanos(&self) -> u64 {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        }
+        fn sleep_nanos(&self, nanos: u64) {
+            self.0
+                .fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn grants_from_a_lease_ready_at_once_are_ready_without_a_clock_read() {
+        let clock = Ticking(std::sync::atomic::AtomicU64::new(0));
+        let config = RefillConfig::builder()
+            .limit_for_period(100_000)
+            .limit_refresh_period(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        let limiter = RefillLimiter::new_with_clock("t", config, clock);
+        let handle = BatchHandle::new(&limiter);
+        let mut reads = 0;
+        for _ in 0..2000 {
+            let before = limiter.clock().now_nanos();
+            let g = handle.reserve(1, None).unwrap();
+            assert_eq!(g.delay_nanos(), 0, "{g:?}");
+            reads += limiter.clock().now_nanos() - before - 1;
+        }
+        // Two readings per lease (the handle's and the limiter's), 11
+        // leases (1, 2, 4, ... 1024).
+        assert_eq!(reads, 22);
     }
 
     #[test]
