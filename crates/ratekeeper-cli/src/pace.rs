@@ -10,7 +10,9 @@
 //! measured free of coordinated omission: the shared clock read right after
 //! the grant returns, minus the op's *scheduled* time. (The grant's own
 //! `wait_nanos()` is a lower bound when the limiter answered from its cached
-//! last-seen clock.)
+//! last-seen clock.) With `--batch` each worker goes through a handle of its
+//! own: the Pacer's [`PacerHandle`](ratekeeper::PacerHandle), or a
+//! [`BatchHandle`] on any other limiter.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,8 +26,9 @@ use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    Clock, CycleLimiter, Grant, MonotonicClock, Pacer, PermitLimiter, RateLimiter, RateSpec,
-    RefillLimiter, Scope, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb, WaitPolicy,
+    AcquireError, BatchHandle, Clock, CycleLimiter, Grant, MonotonicClock, Pacer, PermitLimiter,
+    RateLimiter, RateSpec, RefillLimiter, Scope, ShardedPacer, SmoothBursty, SmoothWarmingUp,
+    TokenPool, Verb, WaitPolicy,
 };
 use serde::Serialize;
 
@@ -79,8 +82,7 @@ and cost.
 Limiters (--limiter):
   pacer   the default: ratekeeper's Pacer, a virtual schedule. The spec's burst \
 ratio is its strictness unless --strictness overrides it; --precise sets its \
-wait policy; --batch gives each worker a batched handle, --shards N splits \
-it into N shards with work stealing.
+wait policy; --shards N splits it into N shards with work stealing.
   pool    nosqlbench's token-pool (hybrid) limiter: a pool of nanosecond tokens \
 with active, burst and waiting pools. The spec's burst ratio is the pool's \
 burst ratio (at least 1.0): a backlog drains at (burst - 1) x rate. --fill \
@@ -104,9 +106,23 @@ limit-for-period permits at the start of each --refresh-period cycle \
 (default 1s), counted from the limiter's creation; unused permits do not \
 carry over.
 Each limiter's options are refused with the others: --strictness, \
---precise, --batch and --shards (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
+--precise and --shards (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
 --warmup and --cold-factor (warmup), --refresh-period and --timeout (refill, \
 cycle), --capacity and --initial-permits (refill).
+
+--batch, with any limiter, gives each worker a batching handle of its own, \
+which takes a block of the shared limiter at once and grants it from the \
+worker's own memory: far fewer trips to the shared state at high rates, at \
+the cost of the lease slack (what a worker leased and has not used yet is \
+nobody else's, and is dropped when the run ends). The pacer's handle \
+(Pacer::handle) leases up to 100µs of the schedule with one atomic add and \
+grants each slot at its own time; it needs a strictness below 1 (average or \
+burst compensation). The other limiters' handle (BatchHandle) leases about \
+100µs of the worker's own grants, at most 1024 permits, with one \
+reservation, and grants them together, when the limiter readies the lease. \
+Refill and cycle acquires stay bounded by --timeout, so there a handle \
+leases only permits ready at once and otherwise asks the limiter for its one \
+permit. --batch is refused with --shards.
 
 Resilience4j's limiters (refill, cycle) take their rate from --rate: the limit \
 for period is rate x refresh period, which must be a whole number of permits, \
@@ -191,6 +207,7 @@ Examples:
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
   ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
   ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
+  ratekeeper pace --limiter pool --rate 10M --batch --threads 2 --duration 2s
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
@@ -207,6 +224,7 @@ Examples:
   ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
   ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
   ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
+  ratekeeper pace --limiter pool --rate 10M --batch --threads 2 --duration 2s
   ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
   ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
@@ -224,7 +242,8 @@ limiters in parentheses appear only with those limiters (--limiter):
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
   wait_policy      string   (pacer) \"coalesce\" (default) or \"precise\"
-  access           string   (pacer) \"exact\" (one shared schedule, the default), \"batched\" (--batch) or \"sharded\" (--shards)
+  access           string   \"exact\" (every acquire goes to the shared limiter, the default), \
+\"batched\" (--batch: a handle per worker) or \"sharded\" (pacer with --shards)
   shards           integer  (pacer with --shards) the shard count
   burst_ratio      number   (pool) the pool's burst ratio (the spec's)
   filling          string   (pool) \"inline\" or \"thread\" (the filling in effect)
@@ -343,11 +362,12 @@ pub struct PaceArgs {
     #[arg(long)]
     pub precise: bool,
 
-    /// Pacer only: give each worker a batched handle (Pacer::handle), which
-    /// leases up to 100µs of the schedule at a time with one atomic add and
-    /// hands its slots out locally: far less contention at high rates, at the
-    /// cost of the lease slack. Needs strictness below 1 (average or burst
-    /// compensation).
+    /// Give each worker a batching handle on the limiter, which leases a
+    /// block of it at once and hands it out locally: far less contention at
+    /// high rates, at the cost of the lease slack. The Pacer's handle
+    /// (Pacer::handle) leases up to 100µs of the schedule and needs strictness
+    /// below 1 (average or burst compensation); the other limiters' handle
+    /// (BatchHandle) leases up to 1024 permits. Refused with --shards.
     #[arg(long, conflicts_with = "shards")]
     pub batch: bool,
 
@@ -742,6 +762,22 @@ fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult {
     }
 }
 
+/// [`worker`] through a [`BatchHandle`] on `limiter`, made on the worker's
+/// own thread (`--batch`, every limiter but the Pacer).
+fn batched_worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult {
+    worker(&BatchHandle::new(limiter), ctx)
+}
+
+/// The worker loop on a shared `L`: through a handle of its own with
+/// `--batch`, else on the limiter itself.
+fn work_on<L: RateLimiter>(batch: bool) -> fn(&L, &Ctx<'_>) -> WorkerResult {
+    if batch {
+        batched_worker
+    } else {
+        worker
+    }
+}
+
 /// What one acquire of a Resilience4j limiter gave.
 enum Attempt {
     /// Granted; the permit could go at this clock reading (the worker has
@@ -785,6 +821,32 @@ fn attempt<L: PermitLimiter + RateLimiter>(
     Ok(Attempt::Granted(ready))
 }
 
+/// [`attempt`] through `handle`, a [`BatchHandle`] on a Resilience4j
+/// limiter: one permit, its wait bounded by the limiter's timeout as
+/// `acquire_permission`'s is. A bounded request takes from the handle's
+/// lease, leases only permits ready at once, or else asks the limiter for
+/// its one permit (see [`BatchHandle`]'s "Lease size").
+fn attempt_batched<L: RateLimiter>(
+    handle: &L,
+    timeout: Duration,
+    ctx: &Ctx<'_>,
+) -> Result<Attempt, AcquireError> {
+    match handle.reserve(1, Some(timeout)) {
+        Ok(grant) => Ok(
+            match interrupt::wait_for_grant(handle, grant, ctx.interrupt) {
+                Some(done) => Attempt::Granted(done.ready_nanos()),
+                None => Attempt::Interrupted,
+            },
+        ),
+        // Refused, as the limiter's own refusal: beyond the timeout is what
+        // to sleep.
+        Err(AcquireError::WouldWait { wait, .. }) => Ok(Attempt::Refused(
+            duration_nanos(wait).saturating_sub(duration_nanos(timeout)),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// Sleeps `nanos`, but not past `deadline` on the run's clock (if any), and
 /// not past Ctrl-C.
 fn back_off(ctx: &Ctx<'_>, nanos: u64, deadline: Option<u64>) {
@@ -795,15 +857,12 @@ fn back_off(ctx: &Ctx<'_>, nanos: u64, deadline: Option<u64>) {
     }
 }
 
-/// One worker's loop on a Resilience4j limiter: like [`worker`], but an
-/// acquire may be refused (its wait would exceed `timeout_nanos`). A refusal
-/// is counted, not an op; the worker then sleeps until a permit could be
-/// granted within the timeout and asks again.
-fn permit_worker<L: PermitLimiter + RateLimiter>(
-    limiter: &L,
-    timeout_nanos: u64,
-    ctx: &Ctx<'_>,
-) -> WorkerResult {
+/// One worker's loop on a Resilience4j limiter, each acquire one `attempt`
+/// ([`attempt`] or [`attempt_batched`]): like [`worker`], but an acquire may
+/// be refused (its wait would exceed the timeout). A refusal is counted, not
+/// an op; the worker then sleeps until a permit could be granted within the
+/// timeout and asks again.
+fn permit_worker(ctx: &Ctx<'_>, attempt: impl Fn() -> anyhow::Result<Attempt>) -> WorkerResult {
     let clock = ctx.clock;
     let mut waits = WaitRecorder::new();
     let mut last_start = None;
@@ -825,7 +884,7 @@ fn permit_worker<L: PermitLimiter + RateLimiter>(
                     interrupted = true;
                     break 'ops;
                 }
-                match attempt(limiter, timeout_nanos, ctx) {
+                match attempt() {
                     Ok(Attempt::Granted(ready)) => {
                         let now = clock.now_nanos();
                         if deadline.is_some_and(|d| ready >= d) {
@@ -855,7 +914,7 @@ fn permit_worker<L: PermitLimiter + RateLimiter>(
                         break 'ops;
                     }
                     Err(e) => {
-                        error = Some(anyhow::Error::new(e));
+                        error = Some(e);
                         break 'ops;
                     }
                 }
@@ -1039,15 +1098,39 @@ fn drive<L: Sync>(
     })
 }
 
-/// How `pace`'s workers reach a Pacer's schedule.
+/// How `pace`'s workers reach the limiter they share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
-    /// The shared pacer's exact path.
+    /// The shared limiter's exact path.
     Exact,
-    /// A batched handle per worker (`--batch`).
+    /// A batching handle per worker (`--batch`): a [`PacerHandle`] on a
+    /// Pacer, a [`BatchHandle`] on any other limiter.
+    ///
+    /// [`PacerHandle`]: ratekeeper::PacerHandle
     Batched,
     /// A shard handle per worker on a pacer of this many shards (`--shards`).
     Sharded(usize),
+}
+
+impl Access {
+    /// The access `args` ask for (`check_limiter_options` leaves `--shards`
+    /// to the Pacer).
+    fn of(args: &PaceArgs) -> Access {
+        match args.shards {
+            Some(n) => Access::Sharded(n),
+            None if args.batch => Access::Batched,
+            None => Access::Exact,
+        }
+    }
+
+    /// The name the JSON report gives.
+    fn name(self) -> &'static str {
+        match self {
+            Access::Exact => "exact",
+            Access::Batched => "batched",
+            Access::Sharded(_) => "sharded",
+        }
+    }
 }
 
 /// What the report says about the limiter, per kind.
@@ -1056,8 +1139,6 @@ enum LimiterInfo {
     Pacer {
         strictness: f64,
         precise: bool,
-        /// How the workers reached the schedule.
-        access: Access,
     },
     Pool {
         burst_ratio: f64,
@@ -1099,9 +1180,8 @@ pub struct PaceReport {
     strictness_mode: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     wait_policy: Option<&'static str>,
-    /// The Pacer's path: "exact", "batched" or "sharded".
-    #[serde(skip_serializing_if = "Option::is_none")]
-    access: Option<&'static str>,
+    /// How the workers reach the limiter: "exact", "batched" or "sharded".
+    access: &'static str,
     /// The sharded pacer's shard count.
     #[serde(skip_serializing_if = "Option::is_none")]
     shards: Option<usize>,
@@ -1195,7 +1275,8 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
                      not {strictness}: in strict and burst-ratio modes every op is spaced \
                      against every other on the pacer's shared timeline, so a handle could \
                      only take the exact path; add --strictness 0 (average) or a value \
-                     between 0 and 1 (burst compensation)"
+                     between 0 and 1 (burst compensation); the other limiters take --batch at \
+                     any setting"
                 )));
             }
             if args.shards.is_some() && args.rate.scope() == Scope::Thread {
@@ -1254,10 +1335,9 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
     }
     // Every limiter's own options, refused with the others.
     const R4J: &[LimiterKind] = &[Refill, Cycle];
-    let options: [(&str, bool, &[LimiterKind]); 13] = [
+    let options: [(&str, bool, &[LimiterKind]); 12] = [
         ("--strictness", args.strictness.is_some(), &[Pacer]),
         ("--precise", args.precise, &[Pacer]),
-        ("--batch", args.batch, &[Pacer]),
         ("--shards", args.shards.is_some(), &[Pacer]),
         ("--fill", args.fill.is_some(), &[Pool]),
         ("--fill-interval", args.fill_interval.is_some(), &[Pool]),
@@ -1339,6 +1419,7 @@ fn check_limiter_options(args: &PaceArgs) -> Result<(), UsageError> {
 /// be started; an error if a worker panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     check_limiter_options(args)?;
+    let access = Access::of(args);
     let spec = args.rate;
     let threads = args.threads;
     let limiter_count = if spec.scope() == Scope::Thread {
@@ -1433,8 +1514,11 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         strictness: None,
         strictness_mode: None,
         wait_policy: None,
-        access: None,
-        shards: None,
+        access: access.name(),
+        shards: match access {
+            Access::Sharded(n) => Some(n),
+            _ => None,
+        },
         burst_ratio: None,
         filling: None,
         fill_interval_ns: None,
@@ -1475,16 +1559,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         LimiterInfo::Pacer {
             strictness,
             precise,
-            access,
         } => {
-            report.access = Some(match access {
-                Access::Exact => "exact",
-                Access::Batched => "batched",
-                Access::Sharded(_) => "sharded",
-            });
-            if let Access::Sharded(n) = access {
-                report.shards = Some(n);
-            }
             report.strictness = Some(strictness);
             report.strictness_mode = Some(strictness_mode_name(strictness));
             report.wait_policy = Some(if precise { "precise" } else { "coalesce" });
@@ -1675,11 +1750,6 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
     let info = LimiterInfo::Pacer {
         strictness,
         precise: args.precise,
-        access: if args.batch {
-            Access::Batched
-        } else {
-            Access::Exact
-        },
     };
     Ok((outcome, info, backlog, total_wait))
 }
@@ -1728,7 +1798,6 @@ fn run_sharded(
     let info = LimiterInfo::Pacer {
         strictness,
         precise: args.precise,
-        access: Access::Sharded(shards),
     };
     Ok((outcome, info, backlog, total_wait))
 }
@@ -1778,7 +1847,8 @@ fn run_pools(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<R
         interruptible: false,
         ..plan
     };
-    let outcome = drive(&pools, plan, start, Some(summed_backlog), worker)?;
+    let work = work_on::<TokenPool>(args.batch);
+    let outcome = drive(&pools, plan, start, Some(summed_backlog), work)?;
     let (backlog_ns, total_wait) = summed_wait_stats(&pools);
     // A pool falls back to inline filling if its filler thread cannot start.
     let in_effect = pools
@@ -1810,6 +1880,7 @@ fn smooth_error(e: SmoothError, spec: &RateSpec, kind: LimiterKind) -> anyhow::E
 fn run_smooth<L: RateLimiter + Sync>(
     plan: RunPlan<'_>,
     count: u32,
+    batch: bool,
     build: impl Fn(MonotonicClock) -> anyhow::Result<L>,
     info: LimiterInfo,
 ) -> anyhow::Result<Ran> {
@@ -1819,7 +1890,7 @@ fn run_smooth<L: RateLimiter + Sync>(
         .collect::<anyhow::Result<Vec<L>>>()?;
     // A Guava limiter's time started when it was built; it has no restart.
     let start = |_: &[L]| clock.now_nanos();
-    let outcome = drive(&limiters, plan, start, None, worker)?;
+    let outcome = drive(&limiters, plan, start, None, work_on::<L>(batch))?;
     let (backlog, total_wait) = summed_wait_stats(&limiters);
     Ok((outcome, info, backlog, total_wait))
 }
@@ -1834,12 +1905,8 @@ fn run_bursty(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
             .build_with_clock(clock)
             .map_err(|e| smooth_error(e, &spec, LimiterKind::Bursty))
     };
-    run_smooth(
-        plan,
-        count,
-        build,
-        LimiterInfo::Bursty { max_burst_seconds },
-    )
+    let info = LimiterInfo::Bursty { max_burst_seconds };
+    run_smooth(plan, count, args.batch, build, info)
 }
 
 /// A run with `count` [`SmoothWarmingUp`] limiters.
@@ -1859,7 +1926,7 @@ fn run_warmup(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
         warmup,
         cold_factor,
     };
-    run_smooth(plan, count, build, info)
+    run_smooth(plan, count, args.batch, build, info)
 }
 
 /// Resilience4j's limit for period: `rate × period`, which must be a whole
@@ -1915,6 +1982,28 @@ fn permit_config_error(e: ConfigError, spec: &RateSpec, kind: LimiterKind) -> an
     )))
 }
 
+/// The worker loop on a shared Resilience4j limiter whose acquires wait up
+/// to `timeout`: through a handle of its own with `--batch`, else through
+/// the limiter's `acquire_permission`.
+fn permit_work<L: PermitLimiter + RateLimiter>(
+    batch: bool,
+    timeout: Duration,
+) -> impl Fn(&L, &Ctx<'_>) -> WorkerResult + Sync {
+    let timeout_nanos = duration_nanos(timeout);
+    move |limiter: &L, ctx: &Ctx<'_>| {
+        if batch {
+            let handle = BatchHandle::new(limiter);
+            permit_worker(ctx, || {
+                attempt_batched(&handle, timeout, ctx).map_err(anyhow::Error::new)
+            })
+        } else {
+            permit_worker(ctx, || {
+                attempt(limiter, timeout_nanos, ctx).map_err(anyhow::Error::new)
+            })
+        }
+    }
+}
+
 /// A run with `count` of Resilience4j's limiters ([`RefillLimiter`] or
 /// [`CycleLimiter`], per `args.limiter`).
 fn run_permits(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
@@ -1943,9 +2032,13 @@ fn run_permits(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result
             .map(|_| RefillLimiter::new_with_clock("pace", config, clock))
             .collect();
         let timeout = config.timeout();
-        let t = duration_nanos(timeout);
-        let work = |l: &RefillLimiter, ctx: &Ctx<'_>| permit_worker(l, t, ctx);
-        let outcome = drive(&limiters, plan, |_| now(), None, work)?;
+        let outcome = drive(
+            &limiters,
+            plan,
+            |_| now(),
+            None,
+            permit_work(args.batch, timeout),
+        )?;
         let (backlog, total_wait) = summed_wait_stats(&limiters);
         let bucket = Some((config.capacity(), config.initial_permits()));
         (outcome, bucket, timeout, backlog, total_wait)
@@ -1957,9 +2050,13 @@ fn run_permits(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result
             .map(|_| CycleLimiter::new_with_clock("pace", config, clock))
             .collect();
         let timeout = config.timeout();
-        let t = duration_nanos(timeout);
-        let work = |l: &CycleLimiter, ctx: &Ctx<'_>| permit_worker(l, t, ctx);
-        let outcome = drive(&limiters, plan, |_| now(), None, work)?;
+        let outcome = drive(
+            &limiters,
+            plan,
+            |_| now(),
+            None,
+            permit_work(args.batch, timeout),
+        )?;
         let (backlog, total_wait) = summed_wait_stats(&limiters);
         (outcome, None, timeout, backlog, total_wait)
     };
@@ -2076,23 +2173,31 @@ impl fmt::Display for PaceReport {
                     _ => "coalesce (waits within 500µs are not slept)",
                 };
                 writeln!(f, "wait policy     {policy}")?;
-                match (self.access, self.shards) {
-                    (Some("batched"), _) => writeln!(
-                        f,
-                        "access          batched: a handle per thread leases slots"
-                    )?,
-                    (Some("sharded"), Some(n)) => writeln!(
-                        f,
-                        "access          sharded: {n} shards of rate/{n}, work stealing"
-                    )?,
-                    _ => {}
-                }
                 match self.pacers {
                     Some(1) | None => "1 shared pacer".to_owned(),
                     Some(n) => format!("{n} pacers, one per thread"),
                 }
             }
         };
+        match (self.access, self.shards) {
+            ("batched", _) => {
+                // The Pacer's handle leases slots of its schedule.
+                let what = if self.limiter == "pacer" {
+                    "slots"
+                } else {
+                    "permits"
+                };
+                writeln!(
+                    f,
+                    "access          batched: a handle per thread leases {what}"
+                )?;
+            }
+            ("sharded", Some(n)) => writeln!(
+                f,
+                "access          sharded: {n} shards of rate/{n}, work stealing"
+            )?,
+            _ => {}
+        }
         writeln!(f, "threads         {} ({limiters}), {run}", self.threads)?;
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;

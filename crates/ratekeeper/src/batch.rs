@@ -77,7 +77,9 @@
 //!   lease; permits already leased were granted before the change and are
 //!   granted as such.
 //! * **Events and metrics** of the Resilience4j limiters count leases: one
-//!   successful acquire of `k` permits per lease.
+//!   successful acquire of `k` permits per lease, and one failed acquire
+//!   for a bounded request's lease refused (below) before its request goes
+//!   the exact way.
 //!
 //! # Lease size
 //!
@@ -93,7 +95,11 @@
 //! Unbounded requests (`acquire`) lease with an unbounded wait. Bounded
 //! ones (`try_acquire`, `acquire_timeout`, `reserve` with a maximum wait)
 //! lease only permits ready at once; otherwise they take the limiter's own
-//! exact path, with its own timeout rules, and the next lease is halved. A
+//! exact path, with its own timeout rules, and the next lease is halved
+//! and does not grow until one is granted (a lease of just the request is
+//! the request, under its own bound). So
+//! bounded requests batch while the limiter has permits to spare, and take
+//! the exact path, about one request in two, while it is the bottleneck. A
 //! request larger than what is left of a lease also takes the exact path,
 //! and the lease is kept.
 //!
@@ -150,6 +156,8 @@ pub struct BatchHandle<L: RateLimiter> {
     /// taken.
     size: Cell<u32>,
     leased_at: Cell<u64>,
+    /// Whether the last lease asked for was refused (bounded requests).
+    refused: Cell<bool>,
     /// The largest lease: [`MAX_LEASE_PERMITS`] or the limiter's largest
     /// request, whichever is smaller.
     cap: Cell<u32>,
@@ -185,6 +193,7 @@ impl<L: RateLimiter> BatchHandle<L> {
             seen: Cell::new(now),
             size: Cell::new(0),
             leased_at: Cell::new(now),
+            refused: Cell::new(false),
             cap: Cell::new(MAX_LEASE_PERMITS),
             max_lease: saturating_nanos(DEFAULT_MAX_LEASE),
         }
@@ -282,10 +291,17 @@ impl<L: RateLimiter> BatchHandle<L> {
         let last = self.size.get();
         let observed = u128::from(last) * u128::from(self.max_lease) / u128::from(elapsed);
         // A fresh handle (`last == 0`) has observed nothing: one permit.
-        let size = observed.min(2 * u128::from(last)).max(1) as u32;
+        // Right after a refused lease, no growth: the limiter is short.
+        let growth = if self.refused.get() { 1 } else { 2 };
+        let size = observed.min(growth * u128::from(last)).max(1) as u32;
         let size = size.min(self.cap.get()).max(permits);
-        // Bounded requests lease only permits ready at once.
-        let lease_wait = max_wait.map(|_| Duration::ZERO);
+        // Bounded requests lease only permits ready at once; a lease of just
+        // the request is the request, with its own bound.
+        let lease_wait = if size > permits {
+            max_wait.map(|_| Duration::ZERO)
+        } else {
+            max_wait
+        };
         let lease = match self.limiter.reserve(size, lease_wait) {
             Ok(lease) => lease,
             Err(AcquireError::InsufficientCapacity { max, .. }) if size > permits => {
@@ -293,13 +309,15 @@ impl<L: RateLimiter> BatchHandle<L> {
                 self.cap.set(max.max(1));
                 return self.limiter.reserve(permits, max_wait);
             }
-            Err(AcquireError::WouldWait { .. }) if size > permits || max_wait != lease_wait => {
+            Err(AcquireError::WouldWait { .. }) if size > permits => {
+                self.refused.set(true);
                 self.size.set((size / 2).max(1));
                 self.leased_at.set(now);
                 return self.limiter.reserve(permits, max_wait);
             }
             Err(e) => return Err(e),
         };
+        self.refused.set(false);
         self.size.set(size);
         self.leased_at.set(now);
         // The limiter's own reading, taken after ours, is the newer lower
@@ -562,6 +580,34 @@ mod tests {
         let g = handle.try_acquire().unwrap();
         assert_eq!(g.delay_nanos(), 0);
         assert_eq!(available(&limiter), 0);
+    }
+
+    #[test]
+    fn a_bounded_request_fails_once_in_the_events_when_its_lease_is_one_permit() {
+        use std::sync::{Arc, Mutex};
+        let clock = ManualClock::new(0);
+        let limiter = refill(2, &clock); // 2 per ms, capacity 2
+        let failed = Arc::new(Mutex::new(Vec::new()));
+        let f = Arc::clone(&failed);
+        limiter
+            .events()
+            .on_failure(move |e| f.lock().unwrap().push(e.permits()));
+        let handle = BatchHandle::new(&limiter).with_max_lease(Duration::from_secs(1));
+        handle.try_acquire().unwrap(); // lease 1
+        handle.try_acquire().unwrap(); // lease 2 refused (1 left): exact
+        assert_eq!(*failed.lock().unwrap(), [2]);
+        // The lease was halved to 1 and does not grow while refused: the
+        // request is its own lease, refused once.
+        assert!(handle.try_acquire().is_err());
+        assert!(handle.try_acquire().is_err());
+        assert_eq!(*failed.lock().unwrap(), [2, 1, 1]);
+        // Once a lease is granted, leases grow again.
+        clock.advance_nanos(1_000_000);
+        handle.try_acquire().unwrap(); // lease 1 (the request)
+        clock.advance_nanos(1_000_000);
+        handle.try_acquire().unwrap(); // lease 2, from a full bucket
+        assert_eq!(*failed.lock().unwrap(), [2, 1, 1]);
+        assert_eq!(handle.leased_permits(), 1);
     }
 
     #[test]
