@@ -87,8 +87,12 @@
 //!   own current-thread tokio runtime (`block_on` per permit, whose own cost
 //!   is in the figures); unthrottled, its sync `try_acquire(1)`.
 //!
-//! leaky-bucket's unfair mode is not in the table: driven this way at 2
-//! threads, both threads parked in `acquire_one` and never woke.
+//! leaky-bucket's unfair mode is not in the table: at 2 threads it never
+//! finishes a cell, here and also with one shared multi-thread runtime
+//! driving the timers. This matches leaky-bucket's open issue #39 (udoprog/
+//! leaky-bucket, "fair(false) permanently wedging try_acquire"): a stale
+//! state written back under contention loses the bucket's `available`
+//! bit, after which it never refills.
 //!
 //! A try-based peer (governor, ratelimit) whose try is denied sleeps for the
 //! wait it was told when that is at least 50 µs, and otherwise calls
