@@ -85,6 +85,20 @@
 //! including `+∞` (every wait is 0) and `f64::MIN_POSITIVE`-like tiny values
 //! (one permit then costs `i64::MAX` µs).
 //!
+//! **Whole microseconds cap the useful rate.** Each reservation is charged
+//! `(long)(n × 1e6 / rate)` µs, truncated per call, as in Guava. Above
+//! 1 000 000 permits per second a one-permit request therefore costs 0 µs
+//! and is never throttled. Below, a single permit is charged up to 1 µs
+//! too little: at most 10 % of its cost at rates up to 100 000 per second,
+//! up to half of it between 100 000 and 1 000 000 (1.9 µs is charged 1 µs).
+//! Requests of many permits at once are charged within 1 µs per call: a
+//! [`BatchHandle`](crate::BatchHandle)'s leases of `k` permits at 1e7/s cost
+//! `floor(k / 10)` µs, up to 1 µs less than `k` permits' 0.1 µs each (+0.5 %
+//! to +1.7 % over the rate in `BENCHMARKS.md`, issue 8). For rates above
+//! 100 000 per second use a limiter with a nanosecond schedule
+//! ([`Pacer`](crate::Pacer), [`TokenPool`](crate::TokenPool),
+//! [`RefillLimiter`](crate::RefillLimiter)).
+//!
 //! A [`Grant`]'s `delay_nanos()` is exactly Guava's wait (what
 //! its `acquire` returns, times 1000). Its `scheduled` and `ready` times are
 //! both the moment Guava lets the request go (`next_free` before this

@@ -1132,3 +1132,27 @@ fn above_300k_per_second_a_later_free_reservation_can_hide_behind_the_cancelled_
     assert!(l.cancel(&five.unwrap()));
     assert_eq!(state_bits(&l.core), state_bits(&twin.core));
 }
+
+#[test]
+fn whole_microseconds_leave_single_permits_above_a_million_per_second_free() {
+    use crate::{BatchHandle, ManualClock, RateLimiter, SmoothBursty};
+    // Guava's per-call truncation, as documented under "Time and numbers":
+    // at 1e7/s one permit costs (long)0.1 = 0 µs, and 1000 of them no time;
+    // leases of many permits are charged within 1 µs per lease.
+    let clock = ManualClock::new(0);
+    let limiter = SmoothBursty::builder(1e7)
+        .max_burst_seconds(0.0)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    for _ in 0..1000 {
+        limiter.acquire();
+    }
+    assert_eq!(clock.now_nanos(), 0);
+    let handle = BatchHandle::new(&limiter);
+    for _ in 0..1_000_000 {
+        handle.acquire();
+    }
+    // 1e6 permits cost 100 ms at 0.1 µs each; leases lose < 1 µs each.
+    let took = clock.now_nanos();
+    assert!((99_000_000..=100_000_000).contains(&took), "{took} ns");
+}
