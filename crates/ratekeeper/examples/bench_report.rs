@@ -48,8 +48,8 @@
 //! Each cell is measured `--runs` times (default 3); the tables give the
 //! median of the runs with the min–max range. `--quick` is `--secs 0.3
 //! --runs 1`. A full run with the defaults measures 27 configurations × 4
-//! thread counts × 3 runs × 1.5 s, estimated at about 8.5 minutes, and
-//! `--quick` at about 1 minute (the report prints its estimate first).
+//! thread counts × 3 runs × 1.5 s: 487 s on the 2-core reference VM at
+//! commit ea9758c. The report prints its own estimate first.
 //!
 //! Configurations at the target rate `r` (1e7 unless `--target`):
 //!
@@ -319,6 +319,27 @@ fn back_off(wait: Duration) {
     }
 }
 
+/// A try-based peer's take: `try_once` until it passes, backing off for
+/// the wait each refusal names.
+#[inline(always)]
+fn retry<E>(mut try_once: impl FnMut() -> Result<(), E>, wait_of: impl Fn(E) -> Duration) -> Taken {
+    let mut waited = false;
+    loop {
+        match try_once() {
+            Ok(()) => {
+                return Taken {
+                    sched_wait: None,
+                    waited,
+                }
+            }
+            Err(e) => {
+                waited = true;
+                back_off(wait_of(e));
+            }
+        }
+    }
+}
+
 /// governor's direct limiter, `check()` retried until it passes.
 struct Governor(governor::DefaultDirectRateLimiter);
 
@@ -330,21 +351,10 @@ impl Subject for Governor {
     #[inline(always)]
     fn take(&self, _: &mut ()) -> Taken {
         use governor::clock::Clock as _;
-        let mut waited = false;
-        loop {
-            match self.0.check() {
-                Ok(()) => {
-                    return Taken {
-                        sched_wait: None,
-                        waited,
-                    }
-                }
-                Err(not_until) => {
-                    waited = true;
-                    back_off(not_until.wait_time_from(self.0.clock().now()));
-                }
-            }
-        }
+        retry(
+            || self.0.check(),
+            |not_until| not_until.wait_time_from(self.0.clock().now()),
+        )
     }
 }
 
@@ -358,21 +368,7 @@ impl Subject for Ratelimit {
     }
     #[inline(always)]
     fn take(&self, _: &mut ()) -> Taken {
-        let mut waited = false;
-        loop {
-            match self.0.try_wait() {
-                Ok(()) => {
-                    return Taken {
-                        sched_wait: None,
-                        waited,
-                    }
-                }
-                Err(wait) => {
-                    waited = true;
-                    back_off(wait);
-                }
-            }
-        }
+        retry(|| self.0.try_wait(), |wait| wait)
     }
 }
 

@@ -380,8 +380,10 @@ impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
 
     /// The first grant of a lease waits the limiter's own way (a pool's
     /// claim waits for its tokens) and readies the rest of the lease when it
-    /// ends; the other grants of a lease wait for its ready time; grants of
-    /// the exact path wait as their limiter's.
+    /// ends; other grants that carry a claim of the limiter's (a pool's,
+    /// from the exact path) wait the limiter's way too; every other grant
+    /// waits for its ready time under the limiter's wait policy, as a
+    /// limiter's default wait does.
     #[inline(always)]
     fn wait_for(&self, grant: Grant) -> Grant {
         if grant.ready_nanos() <= grant.started_nanos() {
