@@ -28,7 +28,7 @@ use ratekeeper::refill::{
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
     AcquireError, Clock, CycleLimiter, Grant, ManualClock, Pacer, Pools, Rate, RateError,
-    RateLimiter, RateSpec, RefillLimiter, SmoothBursty, SmoothWarmingUp, WaitPolicy,
+    RateLimiter, RateSpec, RefillLimiter, SmoothBursty, SmoothWarmingUp,
 };
 use serde_json::{Map, Value};
 
@@ -254,10 +254,12 @@ fn clock_step(clock: &ManualClock, step: &Value) -> Result<bool, String> {
     }
 }
 
-fn exact_pacer(rate: f64, strictness: f64, clock: &ManualClock) -> Pacer<ManualClock> {
+/// The pacer a nosqlbench vector replays on: every default but what the
+/// vector sets (the rate and the strictness; the manual clock gives the
+/// exact sleeps `conventions.clock` asks for).
+fn default_pacer(rate: f64, strictness: f64, clock: &ManualClock) -> Pacer<ManualClock> {
     Pacer::builder(Rate::new(rate).expect("vector rate"))
         .strictness(strictness)
-        .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
         .build_with_clock(clock.clone())
         .expect("vector config")
 }
@@ -271,7 +273,7 @@ fn exact_pacer(rate: f64, strictness: f64, clock: &ManualClock) -> Pacer<ManualC
 fn replay_cas(v: &Value) -> Result<(), String> {
     let cfg = &v["config"];
     let clock = ManualClock::new(u64_of(&cfg["clock_start"]));
-    let pacer = exact_pacer(f64_of(&cfg["rate"]), 0.0, &clock);
+    let pacer = default_pacer(f64_of(&cfg["rate"]), 0.0, &clock);
     let report = cfg["report"].as_bool().unwrap_or(true);
     for (i, step) in v["steps"].as_array().into_iter().flatten().enumerate() {
         if clock_step(&clock, step)? {
@@ -338,7 +340,7 @@ fn replay_dual(v: &Value) -> Result<(), String> {
     let cfg = &v["config"];
     let clock = ManualClock::new(u64_of(&cfg["clock_start"]));
     let burst = f64_of(&cfg["burst_ratio"]);
-    let pacer = exact_pacer(f64_of(&cfg["rate"]), burst, &clock);
+    let pacer = default_pacer(f64_of(&cfg["rate"]), burst, &clock);
     for (i, step) in v["steps"].as_array().into_iter().flatten().enumerate() {
         if clock_step(&clock, step)? {
             continue;
@@ -1580,8 +1582,7 @@ fn replay_r4j_refill(v: &Value) -> Result<(), String> {
             ],
         )?;
     }
-    let limiter = RefillLimiter::new_with_clock("vector", config, clock.clone())
-        .with_wait_policy(WaitPolicy::coalesce(Duration::ZERO));
+    let limiter = RefillLimiter::new_with_clock("vector", config, clock.clone());
     replay_r4j_steps(v, &limiter, &clock)
 }
 
@@ -1591,8 +1592,7 @@ fn replay_r4j_cycle(v: &Value) -> Result<(), String> {
     let config = r4j_builder(spec)?
         .build_cycle()
         .map_err(|e| format!("limiter {spec}: {e}"))?;
-    let limiter = CycleLimiter::new_with_clock("vector", config, clock.clone())
-        .with_wait_policy(WaitPolicy::coalesce(Duration::ZERO));
+    let limiter = CycleLimiter::new_with_clock("vector", config, clock.clone());
     replay_r4j_steps(v, &limiter, &clock)
 }
 

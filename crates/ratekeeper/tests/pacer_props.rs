@@ -232,13 +232,14 @@ proptest! {
     }
 }
 
-/// The cached last-seen clock never lets an op go before its slot, and its
-/// wait is a lower bound of the true wait.
+/// The opt-in cached last-seen clock never lets an op go before its slot,
+/// and its wait is a lower bound of the true wait.
 #[test]
 fn cached_clock_wait_is_a_lower_bound() {
     let clock = ManualClock::new(0);
     let pacer = Pacer::builder(Rate::new(1000.0).unwrap())
         .strictness(0.0)
+        .cached_clock(true)
         .build_with_clock(clock.clone())
         .unwrap();
     clock.advance_nanos(10_000_000);

@@ -41,9 +41,10 @@
 //! Every slot a handle grants is a slot of the pacer's schedule, taken once
 //! (the leases tile the timeline with the exact path's grants), and it is
 //! granted as the exact path would grant that slot: ready at
-//! `max(slot, now)`, `now` a clock reading or a lower bound of one (the
-//! handle's own last reading or the pacer's shared last-seen clock, as the
-//! exact path uses). So the pacer's guarantees hold unchanged for grants
+//! `max(slot, now)`, `now` a fresh clock reading taken by the grant (or,
+//! with the pacer's opt-in [cached clock](super::PacerBuilder::cached_clock),
+//! a lower bound of one: the handle's own last reading or the pacer's
+//! shared last-seen clock, as the pacer itself then uses). So the pacer's guarantees hold unchanged for grants
 //! from handles: no grant before its slot, and grants ready by any time `T`
 //! never exceed the slots due by `T`.
 //!
@@ -119,7 +120,7 @@ use std::time::Duration;
 
 use super::{
     tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN,
-    SCHEDULE_LIMIT,
+    SCHEDULE_LIMIT, SPACED,
 };
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
@@ -228,24 +229,30 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
             .is_ok()
     }
 
-    /// A lower bound of the present, reading the clock only if `slot` is not
-    /// known to be due: the handle's own reading, then the pacer's shared
-    /// last-seen clock, then a fresh reading (published as the pacer does).
+    /// The clock reading a grant of `slot` is made against: a fresh
+    /// reading (the default, exact path), or with the pacer's opt-in cached
+    /// clock a lower bound of the present, reading the clock only if `slot`
+    /// is not known to be due: the handle's own reading, then the pacer's
+    /// shared last-seen clock, then a fresh reading (published as the pacer
+    /// does).
     #[inline(always)]
     fn now_for(&self, slot: u64, cached: bool) -> u64 {
+        if !cached {
+            return self.pacer.clock.now_nanos();
+        }
         let seen = self.seen.get();
-        if cached && slot < seen {
+        if slot < seen {
             return seen;
         }
-        self.refresh(slot, cached)
+        self.refresh_cached(slot)
     }
 
     #[inline(never)]
-    fn refresh(&self, slot: u64, cached: bool) -> u64 {
+    fn refresh_cached(&self, slot: u64) -> u64 {
         // Ordering: Relaxed; see `Pacer::refresh`.
         let shared = self.pacer.last_seen.load(Ordering::Relaxed);
         let seen = self.seen.get().max(shared);
-        let now = if cached && slot < seen {
+        let now = if slot < seen {
             seen
         } else {
             self.pacer.refresh(seen).max(seen)
@@ -317,13 +324,19 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         // Ordering: Relaxed; configuration read after the mode word.
         let op = self.pacer.params.op_nanos.load(Ordering::Relaxed).max(1);
         let cap = (self.max_lease / op).min(MAX_LEASE_SLOTS);
-        let dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL;
+        // A pending spacing (a change from strict or burst mode) is kept
+        // by the exact path only.
+        let dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL || mode & SPACED != 0;
         if dual || cap < 2 || u64::from(permits) > cap {
             return self.pacer.reserve(permits, max_wait);
         }
         // The lease size: the slots this handle granted in the last
         // `max_lease` of its time, at most twice the last lease and `cap`.
-        let now = self.pacer.refresh(self.seen.get()).max(self.seen.get());
+        let now = if mode & CACHED_CLOCK != 0 {
+            self.pacer.refresh(self.seen.get()).max(self.seen.get())
+        } else {
+            self.pacer.clock.now_nanos().max(self.seen.get())
+        };
         self.seen.set(now);
         let elapsed = now.saturating_sub(self.leased_at.get()).max(1);
         let last = self.slots.get();

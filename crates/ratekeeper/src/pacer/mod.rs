@@ -94,14 +94,17 @@
 //!   maximum wait, one successful compare-exchange), so slots are handed out
 //!   exactly once and none is lost: the slots granted are a contiguous run of
 //!   the timeline.
-//! * `last_seen` (average and compensation modes): the **shared last-seen
-//!   clock**, the latest clock reading any caller stored. It is always a value
-//!   the clock returned earlier, so it is never later than the current time on
-//!   any thread (the clock is monotonic across CPUs). A caller whose slot is
-//!   *strictly* earlier than `last_seen` is known to be due and skips the clock
-//!   read ("calling-overhead compensation"); its wait is measured against
-//!   `last_seen`, a lower bound. Strict and burst reservations neither read
-//!   nor write it (below).
+//! * `last_seen` (only with the opt-in [cached
+//!   clock](PacerBuilder::cached_clock), average and compensation modes): the
+//!   **shared last-seen clock**, the latest clock reading any caller stored.
+//!   It is always a value the clock returned earlier, so it is never later
+//!   than the current time on any thread (the clock is monotonic across
+//!   CPUs). A caller whose slot is *strictly* earlier than `last_seen` is
+//!   known to be due and skips the clock read ("calling-overhead
+//!   compensation"); its wait is measured against `last_seen`, a lower bound.
+//!   The default exact path neither reads nor writes it: every grant reads
+//!   the clock once, and writes only `ideal` (and, off schedule in strict and
+//!   burst modes, `actual`).
 //! * `actual` (strict and burst modes only): the earliest start of the next op
 //!   on the actual timeline (G1.5's `scheduledNanos`). An op goes at
 //!   `max(actual, slot, now)` and then moves `actual` to its start plus one
@@ -110,15 +113,23 @@
 //!   alone: the next op's slot is at least a full slice later, so the stale
 //!   value can never be the maximum (the single-threaded result is identical to
 //!   the serial dual-timeline model, which the conformance vectors check).
+//!   After a change from strict or burst mode to a mode without spacing, the
+//!   spacing the last op reserved still holds for the next op: the mode
+//!   word's `SPACED` bit makes the accumulator paths start no op before
+//!   `actual` until the next change.
 //! * `accumulated`: wait checkpointed at configuration changes and time
 //!   forfeited by compensation, so that the total wait counts each backlog once.
+//!   A change (rate, strictness, `stop`, `restart`, `start`) is a **checkpoint
+//!   and keep**: one `fetch_max` moves `ideal` (and `actual`) up to the clock,
+//!   never back, and what it moved over is the backlog checkpointed. Slots
+//!   already handed out stay reserved, so no change re-hands a slot.
 //! * `params`: nanos per op, burst nanos per op and a mode word; written only
 //!   under the `control` mutex, read with relaxed loads (the mode word with
 //!   an acquire load). An acquire that races a configuration change may be
 //!   paced by either the old or the new parameters.
-//! * The mode word's top half is the **epoch**, which every reset of the
+//! * The mode word's top half is the **epoch**, which every change of the
 //!   schedule and every cancel moves on (under the mutex, with a release
-//!   store *after* the read-modify-write of `ideal` that reset or gave back
+//!   store *after* the read-modify-write of `ideal` that kept or gave back
 //!   the schedule). Every grant carries the epoch its reservation loaded as
 //!   its tag, before it took its slot. A grant tagged with the current epoch
 //!   therefore took its slot after the last reset and after the last cancel,
@@ -208,14 +219,20 @@ const MAX_SPAN: u64 = crate::rate::MAX_NANOS_PER_OP;
 const SCHEDULE_LIMIT: u64 = 1 << 63;
 
 // Mode word layout: bits 0..=7 compensation shift; bits 8..=9 kind; bit 16 idle;
-// bit 17 cached clock enabled; bits 32..=62 the cancel epoch; bit 63 always
-// set, so that the top half, which every grant carries as its tag, is never 0.
+// bit 17 cached clock enabled; bit 18 spaced (below); bits 32..=62 the cancel
+// epoch; bit 63 always set, so that the top half, which every grant carries
+// as its tag, is never 0.
 const KIND_SHIFT: u32 = 8;
 const KIND_AVERAGE: u64 = 0;
 const KIND_COMPENSATE: u64 = 1;
 const KIND_DUAL: u64 = 2;
 const IDLE: u64 = 1 << 16;
 const CACHED_CLOCK: u64 = 1 << 17;
+/// Set by a change from strict or burst mode to a mode without spacing: the
+/// spacing the last strict or burst op reserved on `actual` still applies
+/// to the next op, so the accumulator paths also start no op before
+/// `actual` (which they never write) until the next change.
+const SPACED: u64 = 1 << 18;
 const EPOCH_SHIFT: u32 = 32;
 /// The epoch: moved on by every reset of the schedule and every cancel (see
 /// [Cancelling a reservation](self#cancelling-a-reservation)).
@@ -367,9 +384,21 @@ impl PacerBuilder {
         self
     }
 
-    /// Whether callers already behind schedule skip the clock read (default
-    /// `true`). With `false` every acquire reads the clock, so every reported
-    /// wait is exact, at the cost of one clock read (about 32 ns here).
+    /// Opt-in: callers already behind schedule skip the clock read, as the
+    /// seeds' "calling-overhead compensation" does (default `false`: every
+    /// grant reads the clock, so every reported wait is exact).
+    ///
+    /// With the cached clock, a grant whose slot is earlier than the latest
+    /// clock reading any caller stored goes at once without reading the
+    /// clock, and its **reported wait is a lower bound**, measured against
+    /// that stored reading: it can miss a whole stall. A caller that falls
+    /// behind, then stalls outside the limiter for 13.7 s, may see its next
+    /// grant report the wait it had before the stall (engineblock's pre-#156
+    /// bug; the `upstream_expect` values of the `dual_timeline` vectors
+    /// describe this mode where G1.5's cached clock is the only
+    /// difference). It also writes the stored reading, a second shared
+    /// cache line, on every grant that reads the clock. Use it only where
+    /// the wait is not reported and one clock read per grant matters.
     ///
     /// Average and compensation modes only: strict and burst modes read the
     /// clock on every reservation either way (see the [module
@@ -463,7 +492,7 @@ impl Pacer {
             rate,
             strictness: Strictness::DEFAULT.get(),
             verb: Verb::Start,
-            cached_clock: true,
+            cached_clock: false,
             policy: WaitPolicy::default(),
         }
     }
@@ -623,7 +652,11 @@ impl<C: Clock> Pacer<C> {
         // Loaded before the fetch_add, whose lock prefix would otherwise hold
         // this load back: a clock reading stored earlier is still a lower
         // bound of the present after the add. Ordering: Relaxed; see `refresh`.
-        let seen = self.last_seen.load(Ordering::Relaxed);
+        let seen = if cached {
+            self.last_seen.load(Ordering::Relaxed)
+        } else {
+            0
+        };
         // Ordering: AcqRel, so this grant happens-after every grant whose
         // fetch_add came earlier in the accumulator's modification order
         // (the public "Memory ordering" promise).
@@ -633,13 +666,33 @@ impl<C: Clock> Pacer<C> {
         }
         if cached && slot < seen {
             // Known due without reading the clock: calling-overhead compensation.
-            return Ok(Grant::new(slot, seen, seen, permits).with_claim(tag(mode)));
+            let ready = self.spaced(mode, seen);
+            return Ok(Grant::new(slot, ready, seen, permits).with_claim(tag(mode)));
         }
-        let now = self.refresh(seen);
+        // The exact path reads the clock after taking its slot and publishes
+        // nothing: no second shared line is written per grant.
+        let now = if cached {
+            self.refresh(seen)
+        } else {
+            self.clock.now_nanos()
+        };
         if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
             self.compensate(slot, span, now, (mode & 0xff) as u32);
         }
-        Ok(Grant::new(slot, now, now, permits).with_claim(tag(mode)))
+        let ready = self.spaced(mode, now);
+        Ok(Grant::new(slot, ready, now, permits).with_claim(tag(mode)))
+    }
+
+    /// `now`, or the start of the spacing a strict or burst op reserved
+    /// before a change to a mode without spacing, if later (see [`SPACED`]).
+    #[inline(always)]
+    fn spaced(&self, mode: u64, now: u64) -> u64 {
+        if mode & SPACED == 0 {
+            return now;
+        }
+        // Ordering: Acquire, pairing with the dual paths' AcqRel writes of
+        // `actual` (the spacing they published before the change).
+        now.max(self.actual.load(Ordering::Acquire))
     }
 
     /// Burst compensation: on a clock refresh that finds the schedule behind
@@ -724,14 +777,21 @@ impl<C: Clock> Pacer<C> {
             if slot >= SCHEDULE_LIMIT {
                 return Err(AcquireError::ScheduleExhausted);
             }
-            // Ordering: Relaxed; see `refresh`.
-            let seen = self.last_seen.load(Ordering::Relaxed);
-            let now = if cached && slot < seen {
-                seen
+            let (seen, now) = if cached {
+                // Ordering: Relaxed; see `refresh`.
+                let seen = self.last_seen.load(Ordering::Relaxed);
+                (
+                    seen,
+                    if slot < seen {
+                        seen
+                    } else {
+                        self.refresh(seen)
+                    },
+                )
             } else {
-                self.refresh(seen)
+                (0, self.clock.now_nanos())
             };
-            let ready = slot.max(now);
+            let ready = self.spaced(mode, slot.max(now));
             if ready - now > max {
                 return Err(would_wait(ready - now, max_wait));
             }
@@ -831,8 +891,7 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Relaxed; writes to the mode word happen under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
         if mode & IDLE != 0 {
-            let now = self.clock.now_nanos();
-            self.reset_timeline(now);
+            self.keep_timeline(self.clock.now_nanos());
             self.publish_reset(&mut control, mode & !IDLE);
         }
     }
@@ -853,12 +912,12 @@ impl<C: Clock> Pacer<C> {
     }
 
     /// Re-initialises the schedule as if starting for the first time: the
-    /// backlog and the accumulated wait are cleared and the next op is due now
+    /// backlog and the accumulated wait are cleared, and the next op is due
+    /// at the later of now and the end of the slots already handed out
     /// (spec verb `restart`). Starts an idle pacer.
     pub fn restart(&self) {
         let mut control = lock(&self.control);
-        let now = self.clock.now_nanos();
-        self.reset_timeline(now);
+        self.keep_timeline(self.clock.now_nanos());
         // Ordering: Relaxed; a statistic.
         self.accumulated.store(0, Ordering::Relaxed);
         // Ordering: Relaxed under the lock.
@@ -868,23 +927,38 @@ impl<C: Clock> Pacer<C> {
 
     /// Stops metering: the current backlog is checkpointed into the total wait
     /// and the pacer goes idle; its next acquire (or [`start`](Self::start))
-    /// begins a fresh schedule (spec verb `stop`).
+    /// begins a fresh schedule, at the later of then and the end of the
+    /// slots already handed out (spec verb `stop`).
     pub fn stop(&self) {
         let mut control = lock(&self.control);
         // Ordering: Relaxed under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
         if mode & IDLE == 0 {
-            self.checkpoint_and_reset(self.clock.now_nanos());
+            self.checkpoint_and_keep(self.clock.now_nanos());
             // Readers that miss the idle bit keep using the running schedule
-            // for one more op, which `checkpoint_and_reset` already made fresh.
+            // for one more op, which `checkpoint_and_keep` already brought
+            // up to date.
             self.publish_reset(&mut control, mode | IDLE);
         }
     }
 
-    /// Changes the rate. The current backlog is checkpointed into the total
-    /// wait, then the schedule restarts from now at the new rate, so later ops
-    /// are not charged for the old backlog and it is counted once. Setting the
-    /// current rate again changes nothing.
+    /// Changes the rate, with a **checkpoint and keep**: a backlog (the
+    /// schedule behind the clock) is checkpointed into the total wait once
+    /// and leaves the schedule, so later ops are not charged for it; slots
+    /// already handed out ahead of the clock stay reserved, and the new rate
+    /// applies after them. A change therefore never admits more ops than
+    /// either rate allows. Setting the current rate again changes nothing.
+    ///
+    /// ```
+    /// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let p = Pacer::builder(Rate::new(1000.0)?).strictness(1.0).build_with_clock(clock.clone())?;
+    /// let held: Vec<_> = (0..10).map(|_| p.reserve(1, None)).collect::<Result<_, _>>()?;
+    /// p.set_rate(Rate::new(2000.0)?)?; // callers hold slots 0–9 ms
+    /// assert_eq!(p.reserve(1, None)?.ready_nanos(), 10_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -894,7 +968,7 @@ impl<C: Clock> Pacer<C> {
         self.reconfigure(rate, strictness)
     }
 
-    /// Changes the strictness, with the same checkpoint-then-reset as
+    /// Changes the strictness, with the same checkpoint and keep as
     /// [`set_rate`](Self::set_rate).
     ///
     /// # Errors
@@ -906,7 +980,7 @@ impl<C: Clock> Pacer<C> {
         self.reconfigure(rate, s)
     }
 
-    /// Changes rate and strictness together, with one checkpoint-then-reset
+    /// Changes rate and strictness together, with one checkpoint and keep
     /// (see [`set_rate`](Self::set_rate)). Equal values change nothing.
     ///
     /// # Errors
@@ -952,39 +1026,46 @@ impl<C: Clock> Pacer<C> {
         self.params.op_nanos.store(op, Ordering::Relaxed);
         self.params.burst_nanos.store(burst, Ordering::Relaxed);
         if idle == 0 {
-            self.checkpoint_and_reset(self.clock.now_nanos());
+            self.checkpoint_and_keep(self.clock.now_nanos());
         }
-        let new = mode_word(strictness, cached, burst) | idle | (mode & (EPOCH | TAGGED));
+        let mut new = mode_word(strictness, cached, burst) | idle | (mode & (EPOCH | TAGGED));
+        let was_dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL;
+        if (new >> KIND_SHIFT) & 0b11 != KIND_DUAL && (was_dual || mode & SPACED != 0) {
+            new |= SPACED;
+        }
         self.publish_reset(&mut control, new);
         control.rate = rate;
         control.strictness = strictness;
         Ok(())
     }
 
-    /// Adds the backlog to the accumulated wait and restarts both timelines at
-    /// `now`. The swap makes it exact under concurrency: a reservation either
-    /// landed before it (and is in the checkpoint) or after it (on the new
-    /// timeline).
-    fn checkpoint_and_reset(&self, now: u64) {
-        // Ordering: AcqRel, ordered with reservations like one of them.
-        let old = self.ideal.swap(now, Ordering::AcqRel);
+    /// Checkpoints the backlog into the accumulated wait, once, and moves
+    /// both timelines up to `now` if they are behind it (checkpoint and
+    /// keep): slots already handed out stay reserved. The read-modify-write
+    /// makes it exact under concurrency: a reservation either landed before
+    /// it (and is in the checkpoint) or after it (on the kept timeline).
+    fn checkpoint_and_keep(&self, now: u64) {
+        let old = self.keep_timeline(now);
         // Ordering: Relaxed; a statistic.
         self.accumulated
             .fetch_add(now.saturating_sub(old), Ordering::Relaxed);
-        // Ordering: Release; pairs with the Acquire loads in the dual paths.
-        self.actual.store(now, Ordering::Release);
-        // Ordering: Relaxed; see `refresh`.
-        self.last_seen.fetch_max(now, Ordering::Relaxed);
     }
 
-    fn reset_timeline(&self, now: u64) {
-        // Ordering: AcqRel, so reservations after it build on the new value;
-        // a swap rather than a store so that the epoch published after it
-        // tags only reservations on the new timeline (see `publish_reset`).
-        self.ideal.swap(now, Ordering::AcqRel);
-        self.actual.store(now, Ordering::Release);
+    /// Moves both timelines up to `now`, never back, and returns where the
+    /// ideal one was: a backlog leaves the schedule, a slot already handed
+    /// out is never handed out again.
+    fn keep_timeline(&self, now: u64) -> u64 {
+        // Ordering: AcqRel, ordered with reservations like one of them, so
+        // reservations after it build on the kept value; a read-modify-write
+        // rather than a store so that the epoch published after it tags
+        // only reservations made after it (see `publish_reset`).
+        let old = self.ideal.fetch_max(now, Ordering::AcqRel);
+        // Ordering: AcqRel; pairs with the Acquire loads in the dual paths,
+        // and keeps a later spacing an op reserved.
+        self.actual.fetch_max(now, Ordering::AcqRel);
         // Ordering: Relaxed; see `refresh`.
         self.last_seen.fetch_max(now, Ordering::Relaxed);
+        old
     }
 
     /// The ideal start of the next free slot (nosqlbench's ticks accumulator).

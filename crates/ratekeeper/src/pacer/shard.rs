@@ -466,7 +466,7 @@ impl<C: Clock> ShardedPacer<C> {
     }
 
     /// Changes the total rate: each shard gets `rate / N`, with a pacer's
-    /// checkpoint-then-reset (see [`Pacer::set_rate`]).
+    /// checkpoint and keep (see [`Pacer::set_rate`]).
     ///
     /// # Errors
     ///
@@ -1012,7 +1012,11 @@ mod tests {
         p.set_rate(Rate::new(6000.0).unwrap()).unwrap();
         assert_eq!(p.rate().get(), 6000.0);
         assert!(p.shards.iter().all(|s| s.nanos_per_op() == MS / 2));
-        assert_eq!(next_slots(&p), [5 * MS; 3], "each schedule reset to now");
+        assert_eq!(
+            next_slots(&p),
+            [5 * MS; 3],
+            "each backlog leaves its schedule"
+        );
         assert_eq!(
             p.wait_stats().total_wait_nanos,
             3 * 5 * MS,

@@ -453,3 +453,136 @@ fn both_timelines_share_one_cache_line() {
     assert!(offset_of!(Pacer, last_seen) >= line);
     assert!(offset_of!(Pacer, params) >= line);
 }
+
+// ------------------------------------------------- issue 15: defects pinned
+
+/// A pacer with every default but the rate and strictness, on a manual clock.
+fn default_pacer(rate: f64, strictness: f64, clock: &ManualClock) -> Pacer<ManualClock> {
+    Pacer::builder(Rate::new(rate).unwrap())
+        .strictness(strictness)
+        .build_with_clock(clock.clone())
+        .unwrap()
+}
+
+#[test]
+fn a_stall_outside_the_limiter_is_reported_in_every_mode() {
+    // Rate 3.5/s: a slot is 285 714 285 ns. The caller falls 2 s behind (its
+    // op there reads the clock), then stalls 13.7 s outside the limiter: its
+    // next op's wait counts the whole stall.
+    for strictness in [0.0, 0.3, 1.0, 1.1, 2.0] {
+        let clock = ManualClock::new(0);
+        let p = default_pacer(3.5, strictness, &clock);
+        p.acquire();
+        clock.advance_nanos(2_000_000_000);
+        p.acquire();
+        clock.advance_nanos(13_700_000_000);
+        let g = p.acquire();
+        assert_eq!(g.started_nanos(), 15_700_000_000, "s = {strictness}");
+        assert_eq!(
+            g.wait_nanos(),
+            15_700_000_000 - g.scheduled_nanos(),
+            "s = {strictness}"
+        );
+        assert!(g.wait_nanos() > 13_700_000_000, "s = {strictness}");
+    }
+}
+
+#[test]
+fn a_stall_is_reported_by_a_handle_and_by_shards() {
+    let clock = ManualClock::new(0);
+    let p = default_pacer(1e6, 0.0, &clock);
+    let h = p.handle();
+    for _ in 0..100 {
+        h.acquire();
+    }
+    clock.advance_nanos(5 * MS); // behind: the next grant reads the clock
+    h.acquire();
+    clock.advance_nanos(5 * MS); // a stall outside the limiter
+    let now = clock.now_nanos();
+    let g = h.acquire();
+    assert_eq!(g.started_nanos(), now);
+    assert_eq!(g.wait_nanos(), now - g.scheduled_nanos());
+
+    let clock = ManualClock::new(0);
+    let s = Pacer::builder(Rate::new(1e6).unwrap())
+        .strictness(0.0)
+        .build_sharded_with_clock(2, clock.clone())
+        .unwrap();
+    let h = s.handle();
+    for _ in 0..100 {
+        h.acquire();
+    }
+    clock.advance_nanos(5 * MS); // behind: the next grant reads the clock
+    h.acquire();
+    clock.advance_nanos(5 * MS); // a stall outside the limiter
+    let now = clock.now_nanos();
+    let g = h.acquire();
+    assert_eq!(g.started_nanos(), now);
+    assert_eq!(g.wait_nanos(), now - g.scheduled_nanos());
+}
+
+/// Ten reservations of a strict 1000/s pacer waiting on slots 0–9 ms.
+fn ten_waiting(clock: &ManualClock) -> (Pacer<ManualClock>, Vec<Grant>) {
+    let p = default_pacer(1000.0, 1.0, clock);
+    let held = (0..10).map(|_| p.reserve(1, None).unwrap()).collect();
+    (p, held)
+}
+
+#[test]
+fn a_change_never_hands_out_a_slot_already_held() {
+    type Change = fn(&Pacer<ManualClock>);
+    let changes: [(&str, Change); 5] = [
+        ("set_rate", |p| {
+            p.set_rate(Rate::new(2000.0).unwrap()).unwrap()
+        }),
+        ("set_strictness", |p| p.set_strictness(1.5).unwrap()),
+        ("configure", |p| {
+            p.configure(Rate::new(500.0).unwrap(), 0.0).unwrap()
+        }),
+        ("restart", |p| p.restart()),
+        ("stop", |p| p.stop()),
+    ];
+    for (name, change) in changes {
+        let clock = ManualClock::new(0);
+        let (p, held) = ten_waiting(&clock);
+        assert_eq!(held[9].ready_nanos(), 9 * MS);
+        change(&p);
+        // The next op is due at the later of now and the end of the slots
+        // handed out: 10 ms, not now (0).
+        let next = p.reserve(1, None).unwrap();
+        assert!(
+            next.ready_nanos() >= 10 * MS,
+            "{name}: the next op is ready at {} ns, inside the held slots",
+            next.ready_nanos()
+        );
+        assert_eq!(
+            p.wait_stats().total_wait_nanos,
+            0,
+            "{name}: nothing was late"
+        );
+    }
+}
+
+#[test]
+fn a_change_while_behind_checkpoints_the_backlog_once() {
+    let clock = ManualClock::new(0);
+    let p = default_pacer(1000.0, 1.0, &clock);
+    p.acquire();
+    clock.advance_nanos(5 * MS); // next slot at 1 ms: 4 ms behind
+    p.set_rate(Rate::new(2000.0).unwrap()).unwrap();
+    assert_eq!(p.accumulated_wait_nanos(), 4 * MS);
+    assert_eq!(
+        p.next_slot_nanos(),
+        5 * MS,
+        "the backlog leaves the schedule"
+    );
+    let g = p.acquire();
+    assert_eq!((g.scheduled_nanos(), g.wait_nanos()), (5 * MS, 0));
+    p.restart();
+    assert_eq!(p.accumulated_wait_nanos(), 0);
+    assert_eq!(
+        p.next_slot_nanos(),
+        5_500_000,
+        "a held slot is kept on restart"
+    );
+}
