@@ -358,3 +358,115 @@ proptest! {
         }
     }
 }
+
+/// What the reconfiguration property does at one step.
+#[derive(Debug, Clone)]
+enum Change {
+    Advance(u64),
+    /// A caller reserves and holds its grant, waiting (the clock does not
+    /// move): later steps run while it waits.
+    Hold(u32),
+    /// A caller acquires and sleeps until its grant is ready.
+    Acquire(u32),
+    /// `set_rate` to the first (false) or the second (true) rate.
+    SetRate(bool),
+    SetStrictness(f64),
+    Restart,
+    Stop,
+    Start,
+}
+
+fn changes() -> impl Strategy<Value = Vec<Change>> {
+    let step = prop_oneof![
+        3 => (0u64..8_000_000).prop_map(Change::Advance),
+        4 => (1u32..4).prop_map(Change::Hold),
+        3 => (1u32..4).prop_map(Change::Acquire),
+        2 => any::<bool>().prop_map(Change::SetRate),
+        1 => prop_oneof![Just(0.0), Just(1.0), Just(1.1), Just(2.0)].prop_map(Change::SetStrictness),
+        1 => Just(Change::Restart),
+        1 => Just(Change::Stop),
+        1 => Just(Change::Start),
+    ];
+    prop::collection::vec(step, 1..100)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Callers hold future slots while the rate (between two rates), the
+    /// strictness, `restart`, `stop` and `start` change: no slot is ever
+    /// handed out twice, no grant is ready before its slot, and while the
+    /// pacer is strict, consecutive grants are at least the earlier one's
+    /// slice apart, so no window holds more grants than the faster of the
+    /// two rates allows (the old checkpoint-then-reset let a window hold
+    /// both the held slots and as many again).
+    #[test]
+    fn changes_never_re_hand_a_held_slot(
+        r1 in prop_oneof![Just(1000.0), 100.0f64..5e4],
+        r2 in prop_oneof![Just(2000.0), 100.0f64..5e4],
+        strict_only in any::<bool>(),
+        start in 0u64..1_000_000_000,
+        steps in changes(),
+    ) {
+        let clock = ManualClock::new(start);
+        let p = Pacer::builder(Rate::new(r1).unwrap())
+            .strictness(1.0)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let slice = |r: f64| Rate::new(r).unwrap().nanos_per_op().unwrap();
+        // (scheduled, span, ready, strict when reserved, slice when reserved)
+        let mut grants: Vec<(u64, u64, u64, bool, u64)> = Vec::new();
+        for step in &steps {
+            let reserved = match *step {
+                Change::Advance(n) => { clock.advance_nanos(n); None }
+                Change::Hold(n) => Some(p.reserve(n, None).unwrap()),
+                Change::Acquire(n) => Some(p.acquire_n(n).unwrap()),
+                Change::SetRate(second) => {
+                    p.set_rate(Rate::new(if second { r2 } else { r1 }).unwrap()).unwrap();
+                    None
+                }
+                Change::SetStrictness(s) => {
+                    if !strict_only { p.set_strictness(s).unwrap(); }
+                    None
+                }
+                Change::Restart => { p.restart(); None }
+                Change::Stop => { p.stop(); None }
+                Change::Start => { p.start(); None }
+            };
+            if let Some(g) = reserved {
+                let op = p.nanos_per_op();
+                let strict = p.strictness().get() == 1.0;
+                grants.push((g.scheduled_nanos(), u64::from(g.permits()) * op, g.ready_nanos(), strict, op));
+                prop_assert!(g.ready_nanos() >= g.scheduled_nanos());
+            }
+        }
+        // No slot handed out twice: the slots, in reservation order, never
+        // start before the end of an earlier one.
+        let mut end = 0;
+        for (i, &(at, span, ..)) in grants.iter().enumerate() {
+            prop_assert!(at >= end, "grant {} got slot {} inside slots held up to {}", i, at, end);
+            end = end.max(at + span);
+        }
+        // Strict spacing between consecutive grants made while strict.
+        for w in grants.windows(2) {
+            let ((_, span_a, ready_a, strict_a, _), (_, _, ready_b, strict_b, _)) = (w[0], w[1]);
+            if strict_a && strict_b {
+                prop_assert!(ready_b >= ready_a + span_a, "{} then {} closer than {}", ready_a, ready_b, span_a);
+            }
+        }
+        // The window bound, with the faster rate: permits ready in
+        // [t, t + W) among grants made while strict.
+        if strict_only {
+            let fast = slice(r1).min(slice(r2));
+            let mut ready: Vec<(u64, u64)> = grants.iter().map(|g| (g.2, g.1 / g.4)).collect();
+            ready.sort_unstable();
+            for (i, &(t, _)) in ready.iter().enumerate() {
+                for window in [fast, 3 * fast, 10 * fast] {
+                    let permits: u64 = ready[i..].iter().take_while(|g| g.0 < t + window).map(|g| g.1).sum();
+                    let allowed = window.div_ceil(fast) + 3; // a grant holds up to 3 permits
+                    prop_assert!(permits <= allowed, "{} permits in [{}, +{}) > {}", permits, t, window, allowed);
+                }
+            }
+        }
+    }
+}
