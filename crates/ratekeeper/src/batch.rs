@@ -7,8 +7,8 @@
 //! limiters an event. From several threads at a high rate that shared state
 //! is the bottleneck. A handle, one per thread, asks its limiter for `k`
 //! permits at once (one [`reserve`](RateLimiter::reserve) of `k`) and grants
-//! them one by one from thread-local state, without a clock read and
-//! without touching shared memory.
+//! them one by one from thread-local state, without touching shared memory:
+//! one clock read per grant, so that each grant's wait is exact.
 //!
 //! ```
 //! use ratekeeper::{BatchHandle, RateLimiter, RefillLimiter, RefillConfig};
@@ -246,19 +246,17 @@ impl<L: RateLimiter> BatchHandle<L> {
             return None;
         }
         let ready = self.ready.get();
-        let mut now = self.seen.get();
-        if ready > now {
-            if let Some(max) = max_wait {
-                // Not known to be ready: decide against a fresh reading.
-                now = self.read_clock();
-                let wait = ready.saturating_sub(now);
-                if wait > saturating_nanos(max) {
-                    // Nothing taken: the permits stay in the lease.
-                    return Some(Err(AcquireError::WouldWait {
-                        wait: Duration::from_nanos(wait),
-                        max_wait: max,
-                    }));
-                }
+        // Every grant is made against a fresh reading, so that its wait is
+        // exact: the reading is its start when it is ready at once.
+        let now = self.read_clock();
+        if let Some(max) = max_wait {
+            let wait = ready.saturating_sub(now);
+            if wait > saturating_nanos(max) {
+                // Nothing taken: the permits stay in the lease.
+                return Some(Err(AcquireError::WouldWait {
+                    wait: Duration::from_nanos(wait),
+                    max_wait: max,
+                }));
             }
         }
         self.left.set(left - permits);
@@ -266,7 +264,9 @@ impl<L: RateLimiter> BatchHandle<L> {
         Some(Ok(Grant::new(scheduled, ready, now, permits)))
     }
 
-    /// Reads the clock and keeps the reading as the known present.
+    /// Reads the clock and keeps the reading as the known present (a
+    /// reading that appears to go backwards counts as no time passing).
+    #[inline(always)]
     fn read_clock(&self) -> u64 {
         let now = self.limiter.clock().now_nanos().max(self.seen.get());
         self.seen.set(now);
@@ -517,7 +517,7 @@ mod tests {
     }
 
     #[test]
-    fn grants_from_a_lease_ready_at_once_are_ready_without_a_clock_read() {
+    fn every_grant_from_a_lease_reads_the_clock_once_and_starts_then() {
         let clock = Ticking(std::sync::atomic::AtomicU64::new(0));
         let config = RefillConfig::builder()
             .limit_for_period(100_000)
@@ -531,11 +531,28 @@ mod tests {
             let before = limiter.clock().now_nanos();
             let g = handle.reserve(1, None).unwrap();
             assert_eq!(g.delay_nanos(), 0, "{g:?}");
+            assert!(g.started_nanos() > before, "a stale start: {g:?}");
             reads += limiter.clock().now_nanos() - before - 1;
         }
-        // Two readings per lease (the handle's and the limiter's), 11
-        // leases (1, 2, 4, ... 1024).
-        assert_eq!(reads, 22);
+        // One reading per grant, and one more (the limiter's) per lease:
+        // 11 leases (1, 2, 4, ... 1024).
+        assert_eq!(reads, 2000 + 11);
+    }
+
+    #[test]
+    fn a_stall_outside_the_handle_is_in_the_next_grants_wait() {
+        let clock = ManualClock::new(0);
+        let limiter = refill(1_000_000, &clock);
+        let handle = BatchHandle::new(&limiter);
+        for _ in 0..100 {
+            handle.acquire();
+            clock.advance_nanos(10);
+        }
+        assert!(handle.leased_permits() > 0, "the next grant is local");
+        clock.advance_nanos(13_700_000); // the caller stalls
+        let g = handle.acquire();
+        assert_eq!(g.started_nanos(), clock.now_nanos());
+        assert!(g.wait_nanos() >= 13_700_000, "{g:?}");
     }
 
     #[test]
