@@ -34,7 +34,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use ratekeeper::{
-    Clock, MonotonicClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty, SmoothWarmingUp,
+    Clock, DefaultClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty, SmoothWarmingUp,
     TokenPool, Verb,
 };
 use serde::Serialize;
@@ -593,7 +593,7 @@ fn work(
     jobs: Receiver<Job>,
     done: Sender<Finished>,
     spawner: &Spawner,
-    clock: &MonotonicClock,
+    clock: &DefaultClock,
     slot: &Slot,
 ) {
     for job in jobs {
@@ -719,7 +719,7 @@ enum Limiter {
 impl Limiter {
     /// Starts the schedule now (the Pacer and the token pool restart; Guava's
     /// limiters started when they were built) and returns its start.
-    fn start(&self, clock: &MonotonicClock) -> u64 {
+    fn start(&self, clock: &DefaultClock) -> u64 {
         match self {
             Limiter::Pacer(p) => {
                 p.restart();
@@ -754,7 +754,7 @@ enum LimiterInfo {
 }
 
 /// Builds the limiter `args` ask for on `clock`, not started yet.
-fn build_limiter(args: &ExecArgs, clock: MonotonicClock) -> anyhow::Result<(Limiter, LimiterInfo)> {
+fn build_limiter(args: &ExecArgs, clock: DefaultClock) -> anyhow::Result<(Limiter, LimiterInfo)> {
     let spec = args.rate;
     let usage = |what: String| UsageError(format!("cannot build {what} at rate spec \"{spec}\""));
     Ok(match args.limiter {
@@ -834,7 +834,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         .split_first()
         .ok_or_else(|| UsageError("expected a command after --".to_owned()))?;
     check_program(program)?;
-    let clock = MonotonicClock::new();
+    let clock = DefaultClock::new();
     let (limiter, info) = build_limiter(args, clock)?;
     let output = match (&args.stdout, args.discard_stdout) {
         (Some(path), _) => {

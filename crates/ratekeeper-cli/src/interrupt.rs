@@ -206,8 +206,8 @@ mod tests {
 
     #[test]
     fn a_long_wait_for_a_grant_ends_on_time() {
-        use ratekeeper::{Clock, MonotonicClock, Pacer, Rate};
-        let clock = MonotonicClock::new();
+        use ratekeeper::{Clock, DefaultClock, Pacer, Rate};
+        let clock = DefaultClock::new();
         // One permit every 60 ms: the second is slept on the interrupt for
         // 50 ms, and the last 10 ms by the pacer.
         let pacer = Pacer::builder(Rate::new(1e9 / 60e6).unwrap())

@@ -26,7 +26,7 @@ use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    AcquireError, BatchHandle, Clock, CycleLimiter, Grant, MonotonicClock, Pacer, PermitLimiter,
+    AcquireError, BatchHandle, Clock, CycleLimiter, DefaultClock, Grant, Pacer, PermitLimiter,
     RateLimiter, RateSpec, RefillLimiter, Scope, ShardedPacer, SmoothBursty, SmoothWarmingUp,
     TokenPool, Verb, WaitPolicy,
 };
@@ -642,7 +642,7 @@ struct OpCounter(AtomicU64);
 #[derive(Debug, Clone, Copy)]
 struct Ctx<'a> {
     /// The clock every limiter of the run reads.
-    clock: &'a MonotonicClock,
+    clock: &'a DefaultClock,
     gate: &'a Gate,
     /// Count mode: the ops still to hand out.
     remaining: &'a AtomicU64,
@@ -949,7 +949,7 @@ struct Outcome {
 /// How the run is driven, whatever the limiter.
 #[derive(Debug, Clone, Copy)]
 struct RunPlan<'a> {
-    clock: MonotonicClock,
+    clock: DefaultClock,
     threads: u32,
     duration: Option<Duration>,
     count: Option<u64>,
@@ -1456,7 +1456,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     };
     // One clock for every limiter, so their readings compare.
     let plan = RunPlan {
-        clock: MonotonicClock::new(),
+        clock: DefaultClock::new(),
         threads,
         duration,
         count,
@@ -1881,7 +1881,7 @@ fn run_smooth<L: RateLimiter + Sync>(
     plan: RunPlan<'_>,
     count: u32,
     batch: bool,
-    build: impl Fn(MonotonicClock) -> anyhow::Result<L>,
+    build: impl Fn(DefaultClock) -> anyhow::Result<L>,
     info: LimiterInfo,
 ) -> anyhow::Result<Ran> {
     let clock = plan.clock;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use ratekeeper::{MonotonicClock, Pacer, RateLimiter, RateSpec, Scope};
+use ratekeeper::{DefaultClock, Pacer, RateLimiter, RateSpec, Scope};
 use serde::Serialize;
 
 use crate::interrupt::{self, Interrupt};
@@ -337,7 +337,7 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     check_options(args)?;
     let rate = args.rate.rate().get();
     let strictness = args.strictness.unwrap_or(DEFAULT_STRICTNESS);
-    let clock = MonotonicClock::new();
+    let clock = DefaultClock::new();
     let pacer = Pacer::builder(args.rate.rate())
         .strictness(strictness)
         .build_with_clock(clock)

@@ -4,7 +4,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::Criterion;
-use ratekeeper::{Clock, MonotonicClock};
+use ratekeeper::{Clock, MonotonicClock, TscClock};
 
 pub fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("clock");
@@ -14,6 +14,15 @@ pub fn bench(c: &mut Criterion) {
     let mono = MonotonicClock::new();
     g.bench_function("ratekeeper_monotonic_now_nanos", |b| {
         b.iter(|| black_box(black_box(&mono).now_nanos()))
+    });
+
+    let tsc = TscClock::new();
+    eprintln!(
+        "ratekeeper_tsc_now_nanos reads the TSC: {}",
+        tsc.reads_tsc()
+    );
+    g.bench_function("ratekeeper_tsc_now_nanos", |b| {
+        b.iter(|| black_box(black_box(&tsc).now_nanos()))
     });
 
     let q = quanta::Clock::new();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use governor::DefaultDirectRateLimiter;
-use ratekeeper::{MonotonicClock, Pacer, RateLimiter};
+use ratekeeper::{DefaultClock, Pacer, RateLimiter};
 
 use crate::single_threaded::{
     assert_governor_never_denies, assert_never_waits, cycle_unthrottled, governor_unthrottled,
@@ -59,7 +59,7 @@ where
 
 /// As [`run_split`], each thread granting through its own batching handle
 /// on `pacer` (made before the barrier opens).
-fn run_split_handles(threads: u64, iters: u64, pacer: &Pacer<MonotonicClock>) -> Duration {
+fn run_split_handles(threads: u64, iters: u64, pacer: &Pacer<DefaultClock>) -> Duration {
     let barrier = Barrier::new(threads as usize);
     let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -89,7 +89,7 @@ fn run_split_handles(threads: u64, iters: u64, pacer: &Pacer<MonotonicClock>) ->
 
 /// Checks from `threads` threads, each with its own handle, that the
 /// pacer's batching handles never make a caller wait.
-fn assert_handles_never_wait(p: &Pacer<MonotonicClock>, threads: u64, n: u64) {
+fn assert_handles_never_wait(p: &Pacer<DefaultClock>, threads: u64, n: u64) {
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| assert_never_waits(&p.handle(), n));

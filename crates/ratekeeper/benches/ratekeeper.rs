@@ -3,7 +3,8 @@
 //! Groups:
 //!
 //! * `clock`: one clock read (`Instant::now`, [`ratekeeper::MonotonicClock`],
-//!   `quanta::Clock::now` and `quanta::Clock::raw`).
+//!   [`ratekeeper::TscClock`] (the default clock), `quanta::Clock::now` and
+//!   `quanta::Clock::raw`).
 //! * `uncontended`: one grant on one thread from a limiter that never makes the
 //!   caller wait (see `single_threaded.rs`).
 //! * `contended`: aggregate grants per second of 1 and 2 threads sharing one

@@ -1,7 +1,7 @@
 //! `uncontended` group: the cost of one grant on one thread, from limiters
 //! configured so that they never make the caller wait.
 //!
-//! * The Pacer runs at 1e9 ops/s on the real [`MonotonicClock`]: one permit is a
+//! * The Pacer runs at 1e9 ops/s on the real [`DefaultClock`]: one permit is a
 //!   1 ns slice, and one thread cannot take more than one permit per ns, so the
 //!   schedule only falls further behind the clock and `acquire()` never sleeps.
 //!   [`assert_never_waits`] checks this before and after the measurements: every
@@ -33,14 +33,14 @@ use criterion::Criterion;
 use governor::{DefaultDirectRateLimiter, Quota};
 use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::{
-    MonotonicClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool,
+    Clock, DefaultClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool,
 };
 
 /// Rate of the unthrottled pacers: one 1 ns slice per permit.
 pub const UNTHROTTLED: f64 = 1e9;
 
 /// A started pacer on the real clock at `rate` with `strictness`.
-pub fn pacer(rate: f64, strictness: f64, cached_clock: bool) -> Pacer<MonotonicClock> {
+pub fn pacer(rate: f64, strictness: f64, cached_clock: bool) -> Pacer<DefaultClock> {
     let rate = Rate::new(rate).expect("valid rate");
     Pacer::builder(rate)
         .strictness(strictness)
@@ -51,7 +51,7 @@ pub fn pacer(rate: f64, strictness: f64, cached_clock: bool) -> Pacer<MonotonicC
 
 /// A started token pool on the real clock at 1e9 ops/s, filled inline; it
 /// reads the clock for every grant unless `cached_clock`.
-pub fn pool_unthrottled(cached_clock: bool) -> TokenPool<MonotonicClock> {
+pub fn pool_unthrottled(cached_clock: bool) -> TokenPool<DefaultClock> {
     TokenPool::builder(Rate::new(UNTHROTTLED).expect("valid rate"))
         .cached_clock(cached_clock)
         .build()
@@ -59,42 +59,42 @@ pub fn pool_unthrottled(cached_clock: bool) -> TokenPool<MonotonicClock> {
 }
 
 /// Guava's SmoothBursty on the real clock at an infinite rate: every wait is 0.
-pub fn smooth_bursty_unthrottled() -> SmoothBursty<MonotonicClock> {
+pub fn smooth_bursty_unthrottled() -> SmoothBursty<DefaultClock> {
     SmoothBursty::builder(f64::INFINITY)
-        .build_with_clock(MonotonicClock::new())
+        .build_with_clock(DefaultClock::new())
         .expect("valid smooth bursty limiter")
 }
 
 /// Guava's SmoothWarmingUp on the real clock at an infinite rate with a 1 s
 /// warm-up: every wait is 0, cold or not.
-pub fn smooth_warmup_unthrottled() -> SmoothWarmingUp<MonotonicClock> {
+pub fn smooth_warmup_unthrottled() -> SmoothWarmingUp<DefaultClock> {
     SmoothWarmingUp::builder(f64::INFINITY)
         .warmup(Duration::from_secs(1))
-        .build_with_clock(MonotonicClock::new())
+        .build_with_clock(DefaultClock::new())
         .expect("valid smooth warming-up limiter")
 }
 
 /// A refill limiter of 1e9 permits per second (1 ns per permit), a bucket of
 /// 1e9 starting full, and no timeout: one thread never waits.
-pub fn refill_unthrottled() -> RefillLimiter<MonotonicClock> {
+pub fn refill_unthrottled() -> RefillLimiter<DefaultClock> {
     let config = RefillConfig::builder()
         .limit_for_period(1_000_000_000)
         .limit_refresh_period(Duration::from_secs(1))
         .timeout(Duration::ZERO)
         .build()
         .expect("valid refill config");
-    RefillLimiter::new_with_clock("bench", config, MonotonicClock::new())
+    RefillLimiter::new_with_clock("bench", config, DefaultClock::new())
 }
 
 /// A cycle limiter of 1e9 permits per 1 s cycle and no timeout.
-pub fn cycle_unthrottled() -> CycleLimiter<MonotonicClock> {
+pub fn cycle_unthrottled() -> CycleLimiter<DefaultClock> {
     let config = CycleConfig::builder()
         .limit_for_period(1_000_000_000)
         .limit_refresh_period(Duration::from_secs(1))
         .timeout(Duration::ZERO)
         .build_cycle()
         .expect("valid cycle config");
-    CycleLimiter::new_with_clock("bench", config, MonotonicClock::new())
+    CycleLimiter::new_with_clock("bench", config, DefaultClock::new())
 }
 
 /// Asserts that Resilience4j's `acquire_permission` granted `n` times.
@@ -174,22 +174,24 @@ pub fn bench(c: &mut Criterion) {
     const CHECK: u64 = 1_000_000;
 
     let variants: [(&str, f64, f64, bool); 5] = [
-        // The default strictness, burst 1.1. At 1e9/s its burst slice
+        // The default strictness, burst 1.1, and the default exact path (a
+        // clock read per grant). At 1e9/s its burst slice
         // floor(1e9 / (1e9 × 1.1)) is 0 ns, which makes the pacer take the
         // single-timeline path of average mode.
-        ("pacer_acquire/burst_1.1", UNTHROTTLED, 1.1, true),
-        ("pacer_acquire/average_0", UNTHROTTLED, 0.0, true),
-        ("pacer_acquire/strict_1.0", UNTHROTTLED, 1.0, true),
+        ("pacer_acquire/burst_1.1", UNTHROTTLED, 1.1, false),
+        ("pacer_acquire/average_0", UNTHROTTLED, 0.0, false),
+        ("pacer_acquire/strict_1.0", UNTHROTTLED, 1.0, false),
+        // The opt-in cached clock: callers behind schedule skip the read.
         (
-            "pacer_acquire/burst_1.1_uncached_clock",
+            "pacer_acquire/burst_1.1_cached_clock",
             UNTHROTTLED,
             1.1,
-            false,
+            true,
         ),
         // Burst 1.1 at 5e8/s: a 2 ns slice and a 1 ns burst slice, so the
         // default strictness takes its real dual-timeline path, still without
         // ever waiting.
-        ("pacer_acquire/burst_1.1_at_5e8", 5e8, 1.1, true),
+        ("pacer_acquire/burst_1.1_at_5e8", 5e8, 1.1, false),
     ];
     for (name, rate, strictness, cached) in variants {
         bench_acquire(&mut g, name, &pacer(rate, strictness, cached), CHECK);
@@ -203,14 +205,14 @@ pub fn bench(c: &mut Criterion) {
         ("pacer_handle_acquire/burst_1.1", 1.1),
         ("pacer_handle_acquire/average_0", 0.0),
     ] {
-        let p = pacer(UNTHROTTLED, strictness, true);
+        let p = pacer(UNTHROTTLED, strictness, false);
         let h = p.handle();
         assert_never_waits(&h, CHECK);
         g.bench_function(name, |b| b.iter(|| black_box(black_box(&h).acquire())));
         assert_never_waits(&h, CHECK);
     }
 
-    let p = pacer(UNTHROTTLED, 1.1, true);
+    let p = pacer(UNTHROTTLED, 1.1, false);
     assert_never_waits(&p, CHECK);
     g.bench_function("pacer_try_acquire/burst_1.1", |b| {
         b.iter(|| black_box(black_box(&p).try_acquire()).expect("unthrottled"))
@@ -264,6 +266,15 @@ pub fn bench(c: &mut Criterion) {
     let floor = AtomicU64::new(0);
     g.bench_function("floor_atomic_fetch_add", |b| {
         b.iter(|| black_box(black_box(&floor).fetch_add(1, Ordering::AcqRel)))
+    });
+    // The floor of an exact grant: that add and one read of the default
+    // clock (issue 15's target: a grant within this plus 5 ns).
+    let clock = DefaultClock::new();
+    g.bench_function("floor_fetch_add_and_clock_read", |b| {
+        b.iter(|| {
+            let slot = black_box(&floor).fetch_add(1, Ordering::AcqRel);
+            black_box((slot, black_box(&clock).now_nanos()))
+        })
     });
 
     g.finish();

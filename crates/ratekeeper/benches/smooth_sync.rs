@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use crossbeam_utils::CachePadded;
 use portable_atomic::AtomicU128;
-use ratekeeper::{Clock, MonotonicClock};
+use ratekeeper::{Clock, DefaultClock};
 
 const RATE: f64 = 1e9;
 
@@ -56,7 +56,7 @@ struct MutexBursty {
     state: CachePadded<Mutex<(f64, i64)>>,
     stable: f64,
     max: f64,
-    clock: MonotonicClock,
+    clock: DefaultClock,
 }
 
 impl MutexBursty {
@@ -65,7 +65,7 @@ impl MutexBursty {
             state: CachePadded::new(Mutex::new((0.0, 0))),
             stable: 1e6 / RATE,
             max: RATE,
-            clock: MonotonicClock::new(),
+            clock: DefaultClock::new(),
         }
     }
 
@@ -82,7 +82,7 @@ struct CasBursty {
     state: CachePadded<AtomicU128>,
     stable: f64,
     max: f64,
-    clock: MonotonicClock,
+    clock: DefaultClock,
 }
 
 fn pack(stored: f64, next_free: i64) -> u128 {
@@ -99,7 +99,7 @@ impl CasBursty {
             state: CachePadded::new(AtomicU128::new(pack(0.0, 0))),
             stable: 1e6 / RATE,
             max: RATE,
-            clock: MonotonicClock::new(),
+            clock: DefaultClock::new(),
         }
     }
 

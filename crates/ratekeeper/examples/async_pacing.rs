@@ -35,7 +35,7 @@
 //! `--burst-ticks 2` sizes both to ride out such stalls.
 //!
 //! All ratekeeper limiters run on their default real clock
-//! ([`MonotonicClock`](ratekeeper::MonotonicClock)) and default wait policy
+//! ([`DefaultClock`](ratekeeper::DefaultClock)) and default wait policy
 //! (async window: one 1 ms timer tick).
 //!
 //! Measured per run (`--secs`, default 2):

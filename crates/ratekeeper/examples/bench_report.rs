@@ -114,8 +114,8 @@ use hdrhistogram::Histogram;
 use ratekeeper::pool::Filling;
 use ratekeeper::refill::{CycleConfig, RefillConfig};
 use ratekeeper::{
-    BatchHandle, CycleLimiter, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter,
-    RefillLimiter, ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
+    BatchHandle, CycleLimiter, DefaultClock, Pacer, PacerHandle, Rate, RateLimiter, RefillLimiter,
+    ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
 };
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -203,7 +203,7 @@ trait HandOut<'a>: Sync {
 }
 
 impl<'a> HandOut<'a> for Pacer {
-    type Handle = PacerHandle<'a, MonotonicClock>;
+    type Handle = PacerHandle<'a, DefaultClock>;
     fn hand_out(&'a self) -> Self::Handle {
         self.handle()
     }
@@ -215,7 +215,7 @@ impl<'a> HandOut<'a> for Pacer {
 }
 
 impl<'a> HandOut<'a> for ShardedPacer {
-    type Handle = ShardHandle<'a, MonotonicClock>;
+    type Handle = ShardHandle<'a, DefaultClock>;
     fn hand_out(&'a self) -> Self::Handle {
         self.handle()
     }

@@ -88,36 +88,16 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
 }
 
-/// The real clock: [`std::time::Instant`], as nanoseconds since the clock was
-/// created.
+/// A real clock on [`std::time::Instant`], as nanoseconds since the clock
+/// was created: the default clock without the `quanta` feature, and the
+/// fallback of `TscClock`.
 ///
-/// # Why `Instant`
-///
-/// On Linux `Instant` reads `CLOCK_MONOTONIC` through the vDSO. The kernel keeps
-/// that clock monotonic across CPUs: it uses the TSC only after checking that
-/// the TSCs are synchronized, and falls back to another clocksource otherwise.
-/// A raw TSC reader (quanta, which governor uses by default) does not promise
-/// this, and governor issue #299 shows what happens when a thread moves between
-/// cores whose TSCs disagree: time goes backwards and waits become huge.
-///
-/// The price, measured with criterion on the project's 2-core AMD EPYC KVM
-/// machine (`tsc` clocksource), median of three runs of
-/// `cargo bench -p ratekeeper --bench ratekeeper` (the `clock` group; the
-/// table in BENCHMARKS.md):
-///
-/// | read | ns per call |
-/// |---|---|
-/// | `std::time::Instant::now()` | 29.3 |
-/// | `MonotonicClock::now_nanos()` (the above plus conversion to `u64`) | 34.1 |
-/// | `quanta::Clock::now()` (TSC, scaled) | 11.5 |
-/// | `quanta::Clock::raw()` (TSC, unscaled) | 11.5 |
-///
-/// About 22 ns per read more than quanta. The [`Pacer`](crate::Pacer) skips
-/// the clock read entirely for callers already behind schedule (its shared
-/// last-seen clock), so the difference shows mainly where callers are ahead of
-/// schedule and about to wait anyway. A clock that can go backwards between
-/// cores costs far more than 22 ns when it does, so correctness wins; a caller
-/// who trusts their TSCs can implement [`Clock`] over quanta in a few lines.
+/// On Linux `Instant` reads `CLOCK_MONOTONIC` through the vDSO, which orders
+/// its TSC read after every earlier instruction: a reading taken after
+/// observing another thread's write is never earlier than a reading that
+/// thread took before writing. It costs about 33 ns a read here, against
+/// 13 ns for `TscClock` (feature `quanta`, see its docs); every grant reads
+/// the clock once, so the default is `TscClock`.
 ///
 /// # Examples
 ///
@@ -166,8 +146,162 @@ impl Clock for MonotonicClock {
     }
 }
 
-/// The clock a limiter uses when none is given.
+/// The clock a limiter uses when none is given: [`TscClock`] with the
+/// default `quanta` feature, else [`MonotonicClock`].
+#[cfg(feature = "quanta")]
+pub type DefaultClock = TscClock;
+
+/// The clock a limiter uses when none is given: `TscClock` with the
+/// default `quanta` feature, else [`MonotonicClock`].
+#[cfg(not(feature = "quanta"))]
 pub type DefaultClock = MonotonicClock;
+
+/// The default real clock: the CPU's time-stamp counter (TSC), read through
+/// [quanta](https://docs.rs/quanta), where the kernel itself keeps its
+/// monotonic clock on the TSC; [`std::time::Instant`] everywhere else.
+///
+/// # Why, and when it is monotonic
+///
+/// Every grant of a limiter reads the clock once, so the read is most of a
+/// grant's cost. Measured on the project's 2-core AMD EPYC KVM machine
+/// (`tsc` clocksource), median of 7 runs of 5 million reads each, in
+/// nanoseconds per read (`cargo bench -p ratekeeper --bench ratekeeper --
+/// clock`, see BENCHMARKS.md for the criterion figures):
+///
+/// | read | ns |
+/// |---|---|
+/// | `std::time::Instant::now()` (vDSO `clock_gettime`) | 33.0 |
+/// | `rustix::time::clock_gettime(Monotonic)` (vDSO, no libc) | 30.6 |
+/// | `quanta::Clock::raw()` (TSC) + scaling to nanoseconds | 11.4 |
+/// | `minstant::Instant::now()` (TSC) | 12.4 |
+///
+/// A raw TSC is only as monotonic across cores as the TSCs are
+/// synchronized, which quanta does not check (governor issue #299 shows
+/// what happens when they are not). The kernel does check: it keeps
+/// `CLOCK_MONOTONIC` on the TSC only while its synchronization checks pass
+/// (at boot, at CPU hotplug, and against a watchdog clocksource), and
+/// switches to another clocksource when they fail. So this clock reads the
+/// TSC only when the kernel's **current** clocksource is `tsc` (read once
+/// per process from `/sys/devices/system/clocksource/clocksource0/`); then
+/// its readings are as monotonic across cores as `Instant`'s, whose vDSO
+/// reads the same counter. Otherwise (another clocksource, another OS, no
+/// invariant TSC) it reads [`std::time::Instant`], as [`MonotonicClock`].
+///
+/// One difference remains: the TSC is read without a fence, so a reading
+/// may be taken a little before the instructions around it complete. Two
+/// threads' readings are consistent (the counters are synchronized: on this
+/// machine the TSC-to-`CLOCK_MONOTONIC` offset measured the same on both
+/// cores to within 2 cycles), but a reading taken right after observing
+/// another core's write can be earlier than a reading that core took before
+/// writing it: in a tight two-core ping-pong here, by up to about 2 µs, the
+/// time a cache line took to cross. Limiters read the clock once per
+/// decision and never order it against another thread's reading (an op
+/// still never goes before its slot), so this can shift a reported start
+/// by at most that much under contention; use [`MonotonicClock`] where a
+/// reading must be ordered with memory.
+///
+/// quanta scales the TSC with a frequency it calibrates against the OS's
+/// monotonic clock once per process (0.6 ms here); over 1 s the two
+/// clocks differed by 4 ppm. A reading that appears to go backwards (a TSC
+/// read a few cycles early on another core) counts as no time passing: the
+/// clock never returns less than 0 since its origin, and limiters saturate
+/// every subtraction.
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::{Clock, TscClock};
+///
+/// let clock = TscClock::new();
+/// let a = clock.now_nanos();
+/// std::thread::sleep(std::time::Duration::from_millis(1));
+/// let b = clock.now_nanos();
+/// assert!(b - a >= 900_000, "{a} then {b}");
+/// ```
+#[cfg(feature = "quanta")]
+#[derive(Debug, Clone, Copy)]
+pub struct TscClock {
+    source: Source,
+}
+
+#[cfg(feature = "quanta")]
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// The TSC, scaled by the process's quanta clock, counted from `origin`
+    /// (a raw reading).
+    Tsc {
+        clock: &'static quanta::Clock,
+        origin: u64,
+    },
+    /// The OS's monotonic clock.
+    Os(MonotonicClock),
+}
+
+#[cfg(feature = "quanta")]
+impl TscClock {
+    /// A clock whose origin is now.
+    pub fn new() -> TscClock {
+        let source = match tsc_clock() {
+            Some(clock) => Source::Tsc {
+                origin: clock.raw(),
+                clock,
+            },
+            None => Source::Os(MonotonicClock::new()),
+        };
+        TscClock { source }
+    }
+
+    /// Whether this clock reads the TSC (`false`: `std::time::Instant`).
+    pub fn reads_tsc(&self) -> bool {
+        matches!(self.source, Source::Tsc { .. })
+    }
+}
+
+/// quanta's clock, once per process, if the kernel keeps its monotonic
+/// clock on the TSC.
+#[cfg(feature = "quanta")]
+fn tsc_clock() -> Option<&'static quanta::Clock> {
+    static CLOCK: std::sync::OnceLock<Option<quanta::Clock>> = std::sync::OnceLock::new();
+    CLOCK
+        .get_or_init(|| kernel_clock_is_tsc().then(quanta::Clock::new))
+        .as_ref()
+}
+
+/// Whether the kernel's current clocksource is the TSC (Linux on x86).
+#[cfg(feature = "quanta")]
+fn kernel_clock_is_tsc() -> bool {
+    cfg!(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "x86")
+    )) && std::fs::read_to_string(
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+    )
+    .is_ok_and(|s| s.trim() == "tsc")
+}
+
+#[cfg(feature = "quanta")]
+impl Default for TscClock {
+    fn default() -> Self {
+        TscClock::new()
+    }
+}
+
+#[cfg(feature = "quanta")]
+impl Clock for TscClock {
+    #[inline]
+    fn now_nanos(&self) -> u64 {
+        match &self.source {
+            Source::Tsc { clock, origin } => {
+                let raw = clock.raw();
+                if raw <= *origin {
+                    return 0; // backwards, or no time: no time passing
+                }
+                clock.delta_as_nanos(*origin, raw)
+            }
+            Source::Os(clock) => clock.now_nanos(),
+        }
+    }
+}
 
 /// A clock that moves only when told to: for deterministic tests.
 ///
@@ -316,6 +450,49 @@ mod tests {
         c.set_sleep_overshoot_nanos(250);
         c.sleep_nanos(1000);
         assert_eq!(c.now_nanos(), 1250);
+    }
+
+    #[cfg(feature = "quanta")]
+    #[test]
+    fn tsc_clock_moves_forward_on_every_thread_at_the_os_clocks_pace() {
+        let clock = TscClock::new();
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut last = 0;
+                    for _ in 0..100_000 {
+                        let now = clock.now_nanos();
+                        assert!(now >= last, "{last} then {now}");
+                        last = now;
+                    }
+                    last
+                })
+            })
+            .collect();
+        let ends: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        // After a join the reading is later than the thread's last.
+        let after = clock.now_nanos();
+        assert!(
+            ends.iter().all(|&end| end <= after),
+            "{ends:?} then {after}"
+        );
+        // Over a sleep, within 1 % of the OS clock (calibration error is ppm).
+        let (tsc0, os0) = (clock.now_nanos(), Instant::now());
+        std::thread::sleep(Duration::from_millis(50));
+        let (tsc, os) = (clock.now_nanos() - tsc0, os0.elapsed().as_nanos() as u64);
+        assert!(tsc.abs_diff(os) < os / 100, "TSC {tsc} ns, OS {os} ns");
+    }
+
+    #[cfg(feature = "quanta")]
+    #[test]
+    fn tsc_clock_starts_at_zero_and_is_copy() {
+        let a = TscClock::new();
+        let b = a; // Copy: limiters and the CLI pass it by value
+        assert!(a.now_nanos() < 1_000_000_000);
+        assert!(b.now_nanos() >= a.now_nanos().saturating_sub(1_000_000));
+        if cfg!(target_os = "linux") && kernel_clock_is_tsc() {
+            assert!(a.reads_tsc());
+        }
     }
 
     #[test]

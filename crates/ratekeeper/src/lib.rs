@@ -5,10 +5,9 @@
 //! designs, exact to their reference implementations:
 //!
 //! * [`Pacer`]: nosqlbench's core rate limiter. A lock-free nanosecond schedule
-//!   (one atomic add per grant), a shared last-seen clock that lets callers
-//!   already behind schedule skip the clock read, and one
-//!   [strictness](pacer::Strictness) knob: average, burst compensation, strict,
-//!   or burst ratio.
+//!   (one atomic add and one clock read per grant, so every grant's wait is
+//!   exact), and one [strictness](pacer::Strictness) knob: average, burst
+//!   compensation, strict, or burst ratio.
 //! * [`TokenPool`]: nosqlbench's hybrid limiter. Active, burst and waiting
 //!   pools of nanosecond tokens refilled from measured time (inline by the
 //!   callers, or by a thread), a lock-free take, first-come-first-served
@@ -66,7 +65,8 @@
 //!   wait would be; [`AcquireError::ZeroPermits`] and
 //!   [`AcquireError::InsufficientCapacity`] can never succeed.
 //! * **Injectable clocks.** Limiters are generic over a [`Clock`]:
-//!   [`MonotonicClock`] by default, [`ManualClock`] for exact, instant tests
+//!   [`DefaultClock`] (the TSC where the kernel trusts it, else
+//!   `std::time::Instant`), [`ManualClock`] for exact, instant tests
 //!   (`*_with_clock` constructors).
 //! * **No spinning.** Blocking waits sleep, wake about on time, and let ops
 //!   due within a 500 µs window go together, so high rates cost few sleeps
@@ -82,6 +82,10 @@
 //!
 //! # Crate features
 //!
+//! * `quanta` (default): the default clock, `TscClock`, reads the CPU's
+//!   time-stamp counter through quanta where the kernel keeps its monotonic
+//!   clock on it (about 13 ns a read against 33 ns for `Instant` here).
+//!   Without it, [`DefaultClock`] is [`MonotonicClock`].
 //! * `serde`: `Serialize`/`Deserialize` for [`RateSpec`] (as its string form)
 //!   and `Serialize` for [`Rate`].
 //! * `tokio`: async waiting on tokio's timer for every limiter, cancel safe
@@ -108,6 +112,8 @@ pub mod tokio;
 pub mod wait;
 
 pub use batch::BatchHandle;
+#[cfg(feature = "quanta")]
+pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle, ShardHandle, ShardedPacer};
