@@ -378,6 +378,14 @@ impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
         self.limiter.wait_policy()
     }
 
+    /// The limiter's, when the next request leases afresh.
+    #[inline(always)]
+    fn wait_turn(&self) {
+        if self.left.get() == 0 {
+            self.limiter.wait_turn()
+        }
+    }
+
     /// The first grant of a lease waits the limiter's own way (a pool's
     /// claim waits for its tokens) and readies the rest of the lease when it
     /// ends; other grants that carry a claim of the limiter's (a pool's,

@@ -43,25 +43,28 @@ pub trait Clock: Send + Sync {
         std::thread::sleep(Duration::from_nanos(nanos));
     }
 
-    /// How late a sleep on this clock typically ends, in nanoseconds.
+    /// How late a sleep on this clock typically ends, in nanoseconds: its
+    /// sleep resolution.
     ///
     /// Blocking waits sleep this much less than they need, so they wake about
-    /// on time (see [`WaitPolicy`](crate::WaitPolicy)); a clock that returns 0
-    /// (sleeps are exact) also gets no coalescing by default. The default is
-    /// [`DEFAULT_SLEEP_OVERSHOOT_NANOS`].
+    /// on time, and size their early bound and grouping delay from it (see
+    /// [`WaitPolicy`](crate::WaitPolicy)); a clock that returns 0 (sleeps are
+    /// exact) gets neither. The default is the process's measured estimate,
+    /// [`sleep_resolution_nanos`](crate::wait::sleep_resolution_nanos),
+    /// which starts at [`DEFAULT_SLEEP_OVERSHOOT_NANOS`].
     fn sleep_overshoot_nanos(&self) -> u64 {
-        DEFAULT_SLEEP_OVERSHOOT_NANOS
+        crate::wait::sleep_resolution_nanos()
     }
 }
 
-/// Typical lateness of a real sleep: 100 µs.
+/// Typical lateness of a real sleep before any was measured: 100 µs.
 ///
 /// Measured on the project's 2-core AMD EPYC KVM machine (Linux, `tsc`
 /// clocksource) with `cargo run --release -p ratekeeper --example
 /// sleep_overshoot`: `thread::sleep(1 µs)` ended 86 µs late at the median,
 /// 94 µs at p90 and 116 µs at p99; sleeps of 10 µs to 1 ms, 95–118 µs late at
-/// the median. Blocking waits sleep this much less than the wait so that they
-/// wake about on time.
+/// the median. The process's estimate starts here and then follows its own
+/// sleeps ([`sleep_resolution_nanos`](crate::wait::sleep_resolution_nanos)).
 pub const DEFAULT_SLEEP_OVERSHOOT_NANOS: u64 = 100_000;
 
 impl<C: Clock + ?Sized> Clock for &C {

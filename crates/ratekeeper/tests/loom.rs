@@ -1,6 +1,6 @@
-//! Loom models of the Pacer's lock-free paths, and of the token pool's
-//! waiting: lock-free takers racing fills that serve queued claims, and
-//! waiters parked until a fill completes their claim.
+//! Loom models of the Pacer's lock-free paths and its waiting room, and of
+//! the token pool's waiting: lock-free takers racing fills that serve
+//! queued claims, and waiters parked until a fill completes their claim.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p ratekeeper --test loom`
@@ -130,6 +130,32 @@ fn dual_start_is_never_before_the_callers_present() {
             );
             let o = other.join().unwrap();
             assert!(o.ready_nanos() >= o.scheduled_nanos());
+        });
+    }
+}
+
+/// The waiting room: a caller whose grant has to wait becomes the sleeper;
+/// one that comes meanwhile parks without a slot and is handed over to when
+/// the sleeper is let go. No interleaving loses the hand-over (loom's park
+/// has no timeout, so a lost one would deadlock the model), and every
+/// grant gets its own slot.
+#[test]
+fn room_hands_over_to_a_parked_caller() {
+    for strictness in [0.0, 1.0] {
+        loom::model(move || {
+            let clock = ManualClock::new(0);
+            let p = pacer(strictness, &clock);
+            let other = {
+                let p = p.clone();
+                thread::spawn(move || p.acquire().scheduled_nanos())
+            };
+            let a = p.acquire().scheduled_nanos();
+            let b = p.acquire().scheduled_nanos();
+            let c = other.join().unwrap();
+            let mut slots = [a, b, c];
+            slots.sort_unstable();
+            assert_eq!(slots, [0, OP, 2 * OP], "a slot lost or handed out twice");
+            assert_eq!(p.next_slot_nanos(), 3 * OP);
         });
     }
 }

@@ -383,6 +383,19 @@ impl<C: Clock> RateLimiter for PacerHandle<'_, C> {
         }
     }
 
+    /// Parks while another caller sleeps on the schedule (see
+    /// [Waiting](super#waiting)).
+    #[inline(always)]
+    fn wait_turn(&self) {
+        self.pacer.room.enter();
+    }
+
+    /// Waits in the pacer's room, as the pacer does.
+    #[inline(always)]
+    fn wait_for(&self, grant: Grant) -> Grant {
+        self.pacer.wait_for(grant)
+    }
+
     #[inline]
     fn clock(&self) -> &dyn Clock {
         &self.pacer.clock
@@ -394,7 +407,12 @@ impl<C: Clock> RateLimiter for PacerHandle<'_, C> {
 
     #[inline]
     fn wait_policy(&self) -> WaitPolicy {
-        self.pacer.policy
+        self.pacer.wait_policy()
+    }
+
+    /// The pacer's (strict and burst modes take the pacer's exact path).
+    fn released(&self, grant: &Grant) {
+        self.pacer.released(grant)
     }
 }
 

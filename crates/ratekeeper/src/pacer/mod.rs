@@ -77,6 +77,53 @@
 //! lease's slots together, as one reservation; the pacer's own handle grants
 //! each at its time.)
 //!
+//! # Waiting
+//!
+//! A grant's **wait time** (`started − scheduled`) is exact: `started` is a
+//! clock reading taken when the op is let go (at the decision when it is
+//! due, at the end of the wait otherwise), never a reading cached from
+//! before. Every grant reads the clock once; the opt-in [cached
+//! clock](PacerBuilder::cached_clock) trades that for a lower bound.
+//!
+//! Blocking waits follow the pacer's [`WaitPolicy`], sized for its slot
+//! (`floor(1e9 / rate)` ns): by default an op goes early only when sleeping
+//! to it is impossible (at most `clamp(slot / 2, ρ / 2, ρ)` early, `ρ` the
+//! measured sleep resolution, about 100 µs here), and at rates whose slot
+//! is shorter than `ρ` a sleep ends up to a grouping delay after the ready
+//! time, so that one sleep lets a group of ops go (see
+//! [`wait`](crate::wait) for the numbers). Three things keep that cheap and
+//! the rate exact:
+//!
+//! * **One sleeper.** Blocking callers ([`acquire`](RateLimiter::acquire),
+//!   [`acquire_n`](RateLimiter::acquire_n), [`wait_for`](RateLimiter::wait_for),
+//!   and through [`Pacer::handle`]) share a waiting room: one caller at a
+//!   time sleeps on the schedule; others that come while it sleeps park
+//!   without taking a slot, and it hands over to one of them when it is let
+//!   go. So `N` threads cost about one sleep per group, not `N`; a caller
+//!   let go later than the policy explains wakes a parked one to help.
+//! * **A late wake is not a late caller** (burst modes, and strict mode at
+//!   rates with a grouping delay). The actual
+//!   timeline of strict and burst modes starts an op no earlier than the
+//!   clock when it is reserved, so a caller that comes back late forfeits
+//!   the time in between. When the lateness is the wait's own (a sleep that
+//!   ended late, or the grouping delay), the pacer excuses it: until the
+//!   actual timeline has caught up with the clock, reservations start as if
+//!   the clock read that much earlier (at most the grouping delay plus
+//!   `max(2ρ, 1 ms)`, an async timer's tick; beyond that, a preemption say,
+//!   it is the caller's lateness). The ops caught up go at once, so on
+//!   scales shorter than the sleep resolution a burst mode's spacing holds
+//!   for ready times, not for the instants ops are let go.
+//! * **Strict mode keeps a late wake's lateness** where ops are slept to
+//!   one by one (no grouping delay: a slot at least half the sleep
+//!   resolution): the next op is
+//!   spaced from this one's actual start, so consecutive ops of one caller
+//!   start at least `slot − clamp(slot / 2, ρ / 2, ρ)` apart. The rate then
+//!   falls short by the sleeps' lateness (strict mode never catches up).
+//!
+//! Every waiter (blocking, async, the CLI's) reports each grant it let go
+//! through [`RateLimiter::released`], which is how the pacer learns of a
+//! late wake.
+//!
 //! # Memory ordering
 //!
 //! Every reservation is a read-modify-write of the same atomic schedule with
@@ -210,11 +257,15 @@ use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{Rate, RateError};
 use crate::spec::{RateSpec, Verb};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use crate::wait::room::Room;
 use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// The most schedule one reservation may take: 2^62 ns (146 years). Equal to
 /// the longest slice a `Rate` may have, so one permit always fits.
 const MAX_SPAN: u64 = crate::rate::MAX_NANOS_PER_OP;
+/// The most lateness of a wait excused besides its grouping delay when the
+/// sleep resolution is small: an async timer's tick (see `released`).
+const MAX_EXCUSED_TICK: u64 = 1_000_000;
 /// Slots at or beyond 2^63 ns are refused, so the timeline cannot wrap.
 const SCHEDULE_LIMIT: u64 = 1 << 63;
 
@@ -290,10 +341,16 @@ fn next_epoch(mode: u64) -> u64 {
 pub struct Pacer<C = DefaultClock> {
     ideal: AtomicU64,
     actual: AtomicU64,
+    /// How far behind the clock strict and burst reservations may start
+    /// without being late: the lateness of a wait that woke late (see
+    /// `released`), until the actual timeline catches up with the clock.
+    lag: AtomicU64,
     last_seen: CachePadded<AtomicU64>,
     params: CachePadded<Params>,
     accumulated: AtomicU64,
     control: Mutex<Control>,
+    /// Where blocking callers wait their turn (see [Waiting](self#waiting)).
+    room: Room,
     clock: C,
     policy: WaitPolicy,
 }
@@ -442,6 +499,7 @@ impl PacerBuilder {
         Ok(Pacer {
             ideal: AtomicU64::new(now),
             actual: AtomicU64::new(now),
+            lag: AtomicU64::new(0),
             last_seen: CachePadded::new(AtomicU64::new(now)),
             params: CachePadded::new(Params {
                 op_nanos: AtomicU64::new(op_nanos),
@@ -454,6 +512,7 @@ impl PacerBuilder {
                 strictness,
                 window: CancelWindow::new(now),
             }),
+            room: Room::new(),
             clock,
             policy: self.policy,
         })
@@ -522,6 +581,14 @@ impl Pacer {
 }
 
 impl<C: Clock> Pacer<C> {
+    /// A grant that has to wait: in the room, then `released`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wait_slow(&self, grant: Grant) -> Grant {
+        self.room
+            .wait(&self.clock, grant, self.wait_policy(), |g| self.released(g))
+    }
+
     /// Reserves `nanos` nanoseconds of schedule directly, instead of whole
     /// permits: for operations whose cost is not a whole number of permits
     /// (nosqlbench's `acquire(nanos)`). In strict and burst modes the burst
@@ -559,7 +626,7 @@ impl<C: Clock> Pacer<C> {
     /// As [`reserve_nanos`](Self::reserve_nanos) without a maximum wait.
     pub fn acquire_nanos(&self, nanos: u64) -> Result<Grant, AcquireError> {
         let g = self.reserve_nanos(nanos, None)?;
-        Ok(crate::wait::block_until(&self.clock, g, self.policy))
+        Ok(self.wait_for(g))
     }
 
     /// Reserves under the mode word `mode` the caller loaded (with Acquire)
@@ -713,6 +780,30 @@ impl<C: Clock> Pacer<C> {
         }
     }
 
+    /// The earliest start a strict or burst reservation decided at `now`
+    /// may take: `now`, less the lateness of a wait that woke late while
+    /// the actual timeline has not caught up with the clock since (see
+    /// [Waiting](self#waiting)). Clears that lag once it is caught up.
+    #[inline(always)]
+    fn present(&self, now: u64) -> u64 {
+        // Ordering: Relaxed; on the cache line this reservation just wrote,
+        // and a hint: a stale value only forfeits or excuses lateness
+        // already bounded by `released`'s cap.
+        let lag = self.lag.load(Ordering::Relaxed);
+        if lag == 0 {
+            return now;
+        }
+        // Ordering: Relaxed, as above.
+        if self.actual.load(Ordering::Relaxed) >= now {
+            // Caught up: clear the lag we read (a newer one stays).
+            let _ = self
+                .lag
+                .compare_exchange(lag, 0, Ordering::Relaxed, Ordering::Relaxed);
+            return now;
+        }
+        now.saturating_sub(lag)
+    }
+
     /// Strict and burst modes, no maximum wait: a clock reading, `fetch_add`
     /// for the slot, then (only when not exactly on schedule) a
     /// compare-exchange on `actual`, on the slot's cache line.
@@ -739,8 +830,9 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Acquire, pairing with the AcqRel compare-exchange below so
         // the spacing decided by an earlier op is seen before ours is computed.
         let mut actual = self.actual.load(Ordering::Acquire);
+        let present = self.present(now);
         loop {
-            let start = actual.max(slot).max(now);
+            let start = actual.max(slot).max(present);
             if start == slot {
                 // Exactly on schedule: `actual` may stay stale (module docs).
                 return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode)));
@@ -833,8 +925,9 @@ impl<C: Clock> Pacer<C> {
                 return Err(AcquireError::ScheduleExhausted);
             }
             let mut actual = self.actual.load(Ordering::Acquire);
-            let start = actual.max(slot).max(now);
-            if start - now > max {
+            let present = self.present(now);
+            let start = actual.max(slot).max(present);
+            if start.saturating_sub(now) > max {
                 return Err(would_wait(start - now, max_wait));
             }
             // Ordering: AcqRel on success as for fetch_add; Acquire on failure.
@@ -847,8 +940,8 @@ impl<C: Clock> Pacer<C> {
             }
             // The slot is ours; now the spacing on the actual timeline.
             loop {
-                let start = actual.max(slot).max(now);
-                if start - now > max {
+                let start = actual.max(slot).max(present);
+                if start.saturating_sub(now) > max {
                     // Another op moved `actual` since we looked. Give the slot
                     // back if nobody reserved after it, else leave a hole.
                     // Ordering: AcqRel/Relaxed: success publishes the rollback
@@ -1166,6 +1259,25 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         self.reserve_span(span, burst, permits, max_wait, mode)
     }
 
+    /// Parks while another caller sleeps on the schedule (see
+    /// [Waiting](self#waiting)).
+    #[inline(always)]
+    fn wait_turn(&self) {
+        self.room.enter();
+    }
+
+    /// Waits for `grant` in the pacer's room (see [Waiting](self#waiting)).
+    #[inline(always)]
+    fn wait_for(&self, grant: Grant) -> Grant {
+        if grant.ready_nanos() <= grant.started_nanos() {
+            // Ready when decided: no clock read. A caller let go much later
+            // than its slot wakes a parked one to help.
+            self.room.behind(grant.wait_nanos());
+            return grant;
+        }
+        self.wait_slow(grant)
+    }
+
     #[inline]
     fn clock(&self) -> &dyn Clock {
         &self.clock
@@ -1179,9 +1291,44 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         }
     }
 
+    /// Accounts for a wait that let its op go late, in strict and burst
+    /// modes; see [Waiting](self#waiting).
+    fn released(&self, grant: &Grant) {
+        // Ordering: Relaxed for the three: configuration snapshots.
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        if (mode >> KIND_SHIFT) & 0b11 != KIND_DUAL || grant.started_nanos() <= grant.ready_nanos()
+        {
+            return;
+        }
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
+        let late = grant.started_nanos() - grant.ready_nanos();
+        let resolution = self.clock.sleep_overshoot_nanos();
+        let delay = self.wait_policy().group_delay_nanos(&self.clock);
+        if burst == op && delay == 0 {
+            // Strict, with ops slept to one by one: the lateness is kept,
+            // the next op is spaced from this one's actual start.
+            let span = u64::from(grant.permits().max(1)).saturating_mul(burst);
+            // Ordering: AcqRel, as the dual paths' writes of `actual`.
+            self.actual
+                .fetch_max(grant.started_nanos().saturating_add(span), Ordering::AcqRel);
+        } else {
+            // The wait's own lateness is not the caller's: excuse it, up to
+            // the grouping delay plus what a wait may end late without
+            // anything amiss (two sleep resolutions, or an async timer's
+            // 1 ms tick). Beyond that (a preemption), it is lateness.
+            let cap = delay.saturating_add(resolution.saturating_mul(2).max(MAX_EXCUSED_TICK));
+            // Ordering: Relaxed; see `present`.
+            self.lag.fetch_max(late.min(cap), Ordering::Relaxed);
+        }
+    }
+
+    /// The pacer's policy, sized for its slot (see [`WaitPolicy::for_slot`]).
     #[inline]
     fn wait_policy(&self) -> WaitPolicy {
-        self.policy
+        // Ordering: Relaxed; configuration snapshot.
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        self.policy.for_slot(op)
     }
 
     /// Gives back the slots of the pacer's latest reservation; see

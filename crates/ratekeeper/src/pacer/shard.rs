@@ -309,6 +309,8 @@ pub struct ShardHandle<'a, C: Clock = DefaultClock> {
     pacer: &'a ShardedPacer<C>,
     /// The shard this handle's requests try first.
     home: Cell<usize>,
+    /// The shard that decided this handle's last grant.
+    last: Cell<usize>,
 }
 
 impl PacerBuilder {
@@ -368,7 +370,7 @@ impl PacerBuilder {
                     .map(CachePadded::new)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let window = shards[0].policy.window_nanos(&shards[0].clock);
+        let window = shards[0].wait_policy().window_nanos(&shards[0].clock);
         let n = shards.len();
         Ok(ShardedPacer {
             shards: shards.into_boxed_slice(),
@@ -439,6 +441,7 @@ impl<C: Clock> ShardedPacer<C> {
         ShardHandle {
             pacer: self,
             home: Cell::new(shard),
+            last: Cell::new(shard),
         }
     }
 
@@ -652,7 +655,7 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
 
     #[inline]
     fn wait_policy(&self) -> WaitPolicy {
-        self.shards[0].policy
+        self.shards[0].wait_policy()
     }
 }
 
@@ -676,6 +679,7 @@ impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let home = self.home.get();
         let (grant, at) = self.pacer.reserve_from(home, permits, max_wait);
+        self.last.set(at);
         if at != home && grant.is_ok() {
             self.move_to(home, at);
         }
@@ -695,6 +699,11 @@ impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
     #[inline]
     fn wait_policy(&self) -> WaitPolicy {
         self.pacer.wait_policy()
+    }
+
+    /// The shard that decided the grant (this handle's last).
+    fn released(&self, grant: &Grant) {
+        self.pacer.shards[self.last.get()].released(grant)
     }
 }
 

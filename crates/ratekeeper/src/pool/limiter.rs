@@ -636,7 +636,7 @@ impl<C: Clock> Shared<C> {
     /// coalescing window, at most half the active pool (see `wait_claim`).
     fn fill_granule(&self, st: &State) -> u64 {
         self.policy
-            .window_nanos(&self.clock)
+            .fill_granule_nanos(&self.clock)
             .min(st.pools.max_active() / 2)
     }
 

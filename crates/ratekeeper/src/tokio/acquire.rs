@@ -11,26 +11,30 @@ use pin_project_lite::pin_project;
 
 use super::clock::add_saturating;
 use crate::limiter::{AcquireError, Grant, RateLimiter};
-use crate::wait::{saturating_nanos, WaitPolicy};
+use crate::wait::saturating_nanos;
 
-/// The coalescing window of async waits unless the limiter's
-/// [`WaitPolicy`] sets one: 1 ms, tokio's timer tick.
+/// Tokio's timer tick: the sleep resolution of async waits.
 ///
 /// Tokio's timer fires on whole milliseconds, so a sleep shorter than a
 /// tick lasts a tick (a 100 µs sleep takes about 1.1 ms on this project's
-/// machines). An operation whose ready time is less than one window away
-/// therefore goes at once instead of sleeping: at rates above 1000 per
+/// machines). Sleeping to an operation less than a tick away is therefore
+/// impossible: under the default [`WaitPolicy`](crate::WaitPolicy) an
+/// operation goes at once when it is at most `clamp(slot / 2, tick / 2,
+/// tick)` away (the early bound of [`crate::wait`] with the tick as the
+/// resolution), and a longer wait wakes on a tick. At rates above 1000 per
 /// second the operations of one tick leave together, one timer wake per
 /// tick instead of one per operation, and the long-run rate stays that of
 /// the schedule (see the [module docs](super#timer-ticks-and-high-rates)).
 pub const DEFAULT_TIMER_TICK: Duration = Duration::from_millis(1);
 
-/// The coalescing window of `limiter`'s async waits: the timer tick for the
-/// default policy, the policy's window otherwise (zero for a precise one).
+/// How early `limiter`'s async waits let an op go: for the default policy,
+/// its early bound with the timer tick as the sleep resolution
+/// (`clamp(slot / 2, tick / 2, tick)`, see [`crate::wait`]); the policy's
+/// window otherwise (zero for a precise one).
 pub(crate) fn window_nanos<L: RateLimiter + ?Sized>(limiter: &L) -> u64 {
     let policy = limiter.wait_policy();
-    if policy == WaitPolicy::default() {
-        saturating_nanos(DEFAULT_TIMER_TICK)
+    if policy.is_default() {
+        policy.early_nanos_at(saturating_nanos(DEFAULT_TIMER_TICK))
     } else {
         policy.window_nanos(limiter.clock())
     }
@@ -160,9 +164,10 @@ impl Waiter {
             }
             let now = limiter.clock().now_nanos();
             let left = g.ready_nanos().saturating_sub(now);
-            if left < self.window.max(1) {
-                // Within one window (one timer tick): go at once, up to a
-                // window early. `started` records when.
+            if left <= self.window {
+                // Within the early bound (sleeping to it on a timer of 1 ms
+                // ticks is impossible): go at once, at most the bound early.
+                // `started` records when.
                 return self.done(g.started_at(now));
             }
             arm(timer, nap_nanos(left, self.window));
@@ -176,7 +181,9 @@ impl Waiter {
             ready!(t.as_mut().poll(cx));
         }
         let now = limiter.clock().now_nanos();
-        self.done(self.grant.started_at(now))
+        let done = self.grant.started_at(now);
+        limiter.released(&done);
+        self.done(done)
     }
 }
 
@@ -445,7 +452,7 @@ impl<L: RateLimiter> Reservation<L> {
     }
 
     /// Blocks the thread until the permits may go, under the limiter's
-    /// [`WaitPolicy`] ([`RateLimiter::wait_for`]), and returns the grant
+    /// [`WaitPolicy`](crate::WaitPolicy) ([`RateLimiter::wait_for`]), and returns the grant
     /// with its start time.
     ///
     /// Do not call it from an async task; `.await` the reservation there.

@@ -87,28 +87,32 @@
 //!   move the schedule, so lateness is not lost (each limiter credits the
 //!   time it did not use as its algorithm says: burst catch-up, stored
 //!   permits, a bucket).
-//! * **Operations within one tick go together.** An operation whose ready
-//!   time is less than one *window* away goes at once, up to one window
-//!   early ([`Grant::started_nanos`](crate::Grant::started_nanos) records
-//!   when). The window is [`DEFAULT_TIMER_TICK`] (1 ms) unless the
-//!   limiter's [`WaitPolicy`](crate::WaitPolicy) sets one
-//!   ([`WaitPolicy::coalesce`](crate::WaitPolicy::coalesce); a precise
-//!   policy means zero), or the future's
-//!   [`coalesce`](Acquire::coalesce) does. At 100 k ops/s a task thus sleeps
-//!   once per tick and takes a hundred permits per wake, rather than
-//!   sleeping a tick for each.
-//! * **A longer wait wakes on the tick of its ready time.** It sleeps until
-//!   one window before the ready time (plus a nanosecond), and tokio's
-//!   timer ends the sleep on the first tick after that: when the window is
-//!   the tick, within a tick before the ready time, and the operation goes.
-//!   Sleeping until the ready time itself would wake up to a tick late each
-//!   time, which a limiter that does not catch lateness up at once (a strict
-//!   or burst-ratio pacer, a small bucket) loses: a pacer at 100 k ops/s
-//!   measured 44 % short that way. Under paused time, a ready time on a
-//!   whole millisecond is woken exactly then.
+//! * **Operations within a tick go together.** Sleeping to an operation
+//!   less than a tick away is impossible, so one whose ready time is at
+//!   most the *early bound* away goes at once, that much early at most
+//!   ([`Grant::started_nanos`](crate::Grant::started_nanos) records when).
+//!   Under the default [`WaitPolicy`](crate::WaitPolicy) the bound is
+//!   `clamp(slot / 2, tick / 2, tick)`, `slot` the limiter's nanoseconds per
+//!   permit (half a tick when it has none), so an op never goes more than
+//!   half a slot early where slots are longer than a tick; a coalescing
+//!   policy ([`WaitPolicy::coalesce`](crate::WaitPolicy::coalesce)) or the
+//!   future's [`coalesce`](Acquire::coalesce) sets it, and a precise policy
+//!   means zero. At 100 k ops/s a task thus sleeps once per tick and takes
+//!   fifty to a hundred permits per wake, rather than sleeping a tick for
+//!   each.
+//! * **A longer wait wakes on a tick.** It sleeps until the early bound
+//!   before the ready time (plus a nanosecond), and tokio's timer ends the
+//!   sleep on the first tick after that: at most the bound early, or up to
+//!   a tick less the bound late, which the op's wait time reports. Every
+//!   waiter tells the limiter when it let its op go
+//!   ([`RateLimiter::released`](crate::RateLimiter::released)): a Pacer in a
+//!   burst mode then does not count a late wake against the caller (see
+//!   its [Waiting](crate::pacer#waiting) section), where a pacer at 100 k
+//!   ops/s measured 44 % short when it did. Under paused time, a ready time
+//!   on a whole millisecond is woken exactly then.
 //!
-//! Over any span longer than a window, the operations released stay within
-//! one window's worth of what the schedule allows, and the long-run rate is
+//! Over any span longer than a tick, the operations released stay within
+//! one tick's worth of what the schedule allows, and the long-run rate is
 //! the schedule's (the `async_pacing` example measures it: see
 //! `BENCHMARKS.md`). What the timer cannot cover is a runtime that does not
 //! run: time the whole process is descheduled is lateness like any other,

@@ -73,7 +73,7 @@ impl<L: PermitLimiter + RateLimiter + ?Sized> Future for AcquirePermission<'_, L
             let now = limiter.clock().now_nanos();
             let left = pending.ready_at_nanos().saturating_sub(now);
             let window = window_nanos(limiter);
-            if left < window.max(1) {
+            if left <= window {
                 return Poll::Ready(Ok(pending.finish()));
             }
             arm(this.timer, nap_nanos(left, window));
