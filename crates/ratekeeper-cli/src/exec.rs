@@ -684,9 +684,11 @@ impl Tally {
         if matches!(f.ended, Ended::SpawnFailed(_)) {
             return;
         }
+        // response = wait + service, also for a run let go before its
+        // scheduled time (wait 0): never below its own service time.
         let wait = f.start.saturating_sub(f.scheduled);
         let service = f.end.saturating_sub(f.start);
-        let response = f.end.saturating_sub(f.scheduled);
+        let response = wait.saturating_add(service);
         self.wait.record(wait);
         self.service.record(service);
         self.response.record(response);
@@ -1538,6 +1540,17 @@ mod tests {
         assert_eq!(t.service.summary().max, 10_000);
         assert_eq!(t.wait.summary().max, 10_100);
         assert_eq!((t.last_start, t.last_end), (Some(14_100), Some(20_000)));
+    }
+
+    #[test]
+    fn a_run_let_go_before_its_schedule_responds_no_faster_than_it_served() {
+        // Scheduled at 10 µs, let go at 9.6 µs (early), ran 511 ns: its
+        // response is its service time, not 111 ns.
+        let mut t = Tally::new(0, None);
+        t.add(&finished(1, 10_000, 9_600, 10_111, Ended::Exited(0)));
+        assert_eq!(t.wait.summary().max, 0);
+        assert_eq!(t.service.summary().max, 511);
+        assert_eq!(t.response.summary().max, 511);
     }
 
     fn sample_args(extra: &[&str]) -> ExecArgs {

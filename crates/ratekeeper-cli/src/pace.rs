@@ -700,6 +700,7 @@ fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult {
             interrupted = true;
             return None;
         }
+        limiter.wait_turn();
         match limiter.reserve(1, None) {
             Ok(g) if ctx.interruptible && g.delay_nanos() > LONG_WAIT_NANOS => {
                 let g = long_wait(limiter, g, ctx.interrupt);
