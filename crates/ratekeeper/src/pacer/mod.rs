@@ -200,34 +200,18 @@
 //!   Nor may a stale reading stand in for it: an op with `seen < actual <
 //!   now` would go at `actual` and forget its lateness. A strict or burst
 //!   op's start is therefore never earlier than a reading of the clock
-//!   taken in its own call (before, an op behind both timelines could go at
-//!   an older reading another caller had stored; the loom model
-//!   `dual_start_is_never_before_the_callers_present` checks this).
+//!   taken in its own call, less the lateness a wait excused (`lag`, see
+//!   [Waiting](self#waiting); the loom model
+//!   `dual_start_is_never_before_the_callers_present` checks the rule
+//!   without waits).
 //! * **Read before the slot is taken,** so that the add on `ideal`, the load
 //!   of `actual` and the compare-exchange follow each other: another core
 //!   rarely takes the line between them, and the compare-exchange rarely
 //!   fails. An earlier reading is still a lower bound of the present when the
 //!   op is decided (single-threaded on a manual clock it is the same value).
-//! * **One line for both timelines.** On separate lines an off-slot op
-//!   stalled on two transfers (the add, then the load of `actual`), plus the
-//!   store to `last_seen`.
-//!
-//! Measured on the 2-core reference VM (`cargo run --release -p ratekeeper
-//! --example bench_report -- --threads 1,2,4 --limiters
-//! pacer-average-0,pacer-burst-1.1,pacer-strict-1.0`, 1e7 target; the two
-//! builds back to back, in a period when cross-core transfers were slow): with
-//! three lines and `last_seen`, 2 and 4 threads fell to 4.3–6.3 M/s at
-//! 420–460 ns of CPU per grant, a self-sustaining state (once behind, every
-//! op took the slow path, too slow to catch up, or in strict mode to keep the
-//! pace); with one line, 10.00 M/s at 2 threads and 9.6–9.7 M/s at 4, at
-//! about 205 ns per grant, what average mode costs there (166–199 ns). At 4
-//! threads on 2 cores that is the whole 2-core budget of a 1e7 rate, so
-//! strict and burst modes may still fall a few per cent short there: average
-//! mode makes its backlog up at once, while strict mode never makes it up
-//! (by design) and burst mode only at 1.1 × the rate. The full report in
-//! `BENCHMARKS.md` (issue 8), taken when transfers were slower still, gives
-//! 8.6–9.1 M/s at 2 and 4 threads, where the uncached average path (a clock
-//! read and a store per grant) managed 5.9–6.4 M/s in the same run.
+//! * **One line for both timelines** (and the excused lag). On separate
+//!   lines an off-slot op stalled on two transfers (the add, then the load
+//!   of `actual`); `BENCHMARKS.md` (issue 8) records what that cost.
 //!
 //! Invariants: (1) no grant is ready before its slot; (2) in strict and burst
 //! modes, grants that are not exactly on their slot are ready at least one burst

@@ -449,7 +449,11 @@ fn both_timelines_share_one_cache_line() {
         offset_of!(Pacer, ideal) / line,
         offset_of!(Pacer, actual) / line
     );
-    assert!(offset_of!(Pacer, actual) + size_of::<AtomicU64>() <= line);
+    assert_eq!(
+        offset_of!(Pacer, ideal) / line,
+        offset_of!(Pacer, lag) / line
+    );
+    assert!(offset_of!(Pacer, lag) + size_of::<AtomicU64>() <= line);
     assert!(offset_of!(Pacer, last_seen) >= line);
     assert!(offset_of!(Pacer, params) >= line);
 }

@@ -60,16 +60,23 @@ const PARKED_ONE: u64 = 1 << 8;
 /// again: a safety net against a hand-over never made.
 pub const PARK_LIMIT: Duration = Duration::from_millis(50);
 
-/// One limiter's waiting room; see the [module docs](self).
+/// What the hot path reads: written about twice per sleep.
 #[derive(Debug)]
-pub(crate) struct Room {
+struct Hints {
     /// [`SLEEPER`], [`WAKING`], and the number of parked threads; written
-    /// only under `parked`'s lock, except [`SLEEPER`]'s set.
-    state: CachePadded<AtomicU64>,
+    /// only under the queue's lock, except [`SLEEPER`]'s set.
+    state: AtomicU64,
     /// How late after its scheduled time an op may go without the callers
     /// being behind: the policy's early bound, grouping delay and one sleep
     /// resolution, as the last sleeper saw them (`u64::MAX` before).
-    explained: CachePadded<AtomicU64>,
+    explained: AtomicU64,
+}
+
+/// One limiter's waiting room; see the [module docs](self).
+#[derive(Debug)]
+pub(crate) struct Room {
+    /// The words every acquire reads, on one read-mostly cache line.
+    hints: CachePadded<Hints>,
     /// Parked threads, first come first.
     parked: Mutex<VecDeque<Thread>>,
 }
@@ -78,8 +85,10 @@ impl Room {
     /// An empty room.
     pub(crate) fn new() -> Room {
         Room {
-            state: CachePadded::new(AtomicU64::new(0)),
-            explained: CachePadded::new(AtomicU64::new(u64::MAX)),
+            hints: CachePadded::new(Hints {
+                state: AtomicU64::new(0),
+                explained: AtomicU64::new(u64::MAX),
+            }),
             parked: Mutex::new(VecDeque::new()),
         }
     }
@@ -91,7 +100,7 @@ impl Room {
         // Ordering: Relaxed; a hint. A stale "no sleeper" costs a slot
         // ahead and a sleep of its own; a stale "sleeper" is checked again
         // under the lock.
-        if self.state.load(Ordering::Relaxed) & SLEEPER != 0 {
+        if self.hints.state.load(Ordering::Relaxed) & SLEEPER != 0 {
             self.park_while_asleep();
         }
     }
@@ -104,12 +113,12 @@ impl Room {
         // Ordering: Relaxed under the lock: SLEEPER is cleared only under
         // it, so a sleeper seen here hands over to this thread when it
         // leaves.
-        if self.state.load(Ordering::Relaxed) & SLEEPER == 0 {
+        if self.hints.state.load(Ordering::Relaxed) & SLEEPER == 0 {
             return;
         }
         queue.push_back(me.clone());
         // Ordering: Relaxed; the count is a hint outside the lock.
-        self.state.fetch_add(PARKED_ONE, Ordering::Relaxed);
+        self.hints.state.fetch_add(PARKED_ONE, Ordering::Relaxed);
         drop(queue);
         loop {
             sync::park_timeout(PARK_LIMIT);
@@ -118,18 +127,18 @@ impl Room {
                 // Unparked by a hand-over, which took us off the queue.
                 None => {
                     // Ordering: Relaxed under the lock.
-                    self.state.fetch_and(!WAKING, Ordering::Relaxed);
+                    self.hints.state.fetch_and(!WAKING, Ordering::Relaxed);
                     return;
                 }
                 // Still queued: a spurious wake, or the limit.
                 Some(at) => {
                     // Ordering: Relaxed under the lock.
-                    if self.state.load(Ordering::Relaxed) & SLEEPER != 0 {
+                    if self.hints.state.load(Ordering::Relaxed) & SLEEPER != 0 {
                         continue;
                     }
                     queue.remove(at);
                     // Ordering: Relaxed under the lock.
-                    self.state.fetch_sub(PARKED_ONE, Ordering::Relaxed);
+                    self.hints.state.fetch_sub(PARKED_ONE, Ordering::Relaxed);
                     return;
                 }
             }
@@ -149,7 +158,7 @@ impl Room {
     ) -> Grant {
         // Ordering: Relaxed; the role is a hint (see `enter`); its
         // hand-over is decided under the lock.
-        let sleeper = self.state.fetch_or(SLEEPER, Ordering::Relaxed) & SLEEPER == 0;
+        let sleeper = self.hints.state.fetch_or(SLEEPER, Ordering::Relaxed) & SLEEPER == 0;
         let done = super::block_until(clock, grant, policy);
         released(&done);
         if sleeper {
@@ -158,7 +167,7 @@ impl Room {
                 .saturating_add(policy.group_delay_nanos(clock))
                 .saturating_add(clock.sleep_overshoot_nanos());
             // Ordering: Relaxed; a threshold read on its own.
-            self.explained.store(explained, Ordering::Relaxed);
+            self.hints.explained.store(explained, Ordering::Relaxed);
             self.leave();
         }
         done
@@ -169,7 +178,7 @@ impl Room {
     fn leave(&self) {
         let mut queue = lock(&self.parked);
         // Ordering: Relaxed under the lock (see `park_while_asleep`).
-        self.state.fetch_and(!SLEEPER, Ordering::Relaxed);
+        self.hints.state.fetch_and(!SLEEPER, Ordering::Relaxed);
         self.wake_one(&mut queue);
     }
 
@@ -179,8 +188,8 @@ impl Room {
     #[inline(always)]
     pub(crate) fn behind(&self, late: u64) {
         // Ordering: Relaxed for both: hints, checked again under the lock.
-        if late > self.explained.load(Ordering::Relaxed) {
-            let state = self.state.load(Ordering::Relaxed);
+        if late > self.hints.explained.load(Ordering::Relaxed) {
+            let state = self.hints.state.load(Ordering::Relaxed);
             if state >= PARKED_ONE && state & WAKING == 0 {
                 self.help();
             }
@@ -191,7 +200,7 @@ impl Room {
     fn help(&self) {
         let mut queue = lock(&self.parked);
         // Ordering: Relaxed under the lock.
-        if self.state.load(Ordering::Relaxed) & WAKING == 0 {
+        if self.hints.state.load(Ordering::Relaxed) & WAKING == 0 {
             self.wake_one(&mut queue);
         }
     }
@@ -200,8 +209,8 @@ impl Room {
     fn wake_one(&self, queue: &mut VecDeque<Thread>) {
         if let Some(t) = queue.pop_front() {
             // Ordering: Relaxed under the lock, for both.
-            self.state.fetch_sub(PARKED_ONE, Ordering::Relaxed);
-            self.state.fetch_or(WAKING, Ordering::Relaxed);
+            self.hints.state.fetch_sub(PARKED_ONE, Ordering::Relaxed);
+            self.hints.state.fetch_or(WAKING, Ordering::Relaxed);
             t.unpark();
         }
     }
