@@ -642,3 +642,52 @@ fn the_room_lets_real_threads_through_at_the_rate() {
     // 100 ms of schedule; generous for a shared machine.
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
+
+/// A manual clock whose sleeps end `late` ns late and that reports that as
+/// its sleep resolution, as a real clock's sleeps end ~100 µs late.
+struct LateClock {
+    inner: ManualClock,
+    late: u64,
+}
+
+impl Clock for LateClock {
+    fn now_nanos(&self) -> u64 {
+        self.inner.now_nanos()
+    }
+    fn sleep_nanos(&self, nanos: u64) {
+        self.inner.advance_nanos(nanos + self.late);
+    }
+    fn sleep_overshoot_nanos(&self) -> u64 {
+        self.late
+    }
+}
+
+#[test]
+fn at_1k_per_second_a_strict_op_goes_at_most_the_early_bound_early() {
+    // Resolution 100 µs, slot 1 ms: the early bound is clamp(500, 50, 100)
+    // µs = 100 µs. The fixed 500 µs window let an op due in 450 µs go at
+    // once, 450 µs (almost half a slot) early.
+    let clock = ManualClock::new(0);
+    let late = LateClock {
+        inner: clock.clone(),
+        late: 100_000,
+    };
+    let p = Pacer::builder(Rate::new(1000.0).unwrap())
+        .strictness(1.0)
+        .build_with_clock(late)
+        .unwrap();
+    p.acquire();
+    clock.advance_nanos(550_000); // the next op is due in 450 µs
+    let g = p.acquire();
+    assert_eq!(g.ready_nanos(), MS);
+    assert!(
+        g.started_nanos() + 100_000 >= g.ready_nanos(),
+        "went {} ns early",
+        g.ready_nanos() - g.started_nanos()
+    );
+    // Due within the bound: goes at once, at most 100 µs early.
+    clock.set_nanos(g.ready_nanos() + MS - 80_000);
+    let h = p.acquire();
+    assert_eq!(h.ready_nanos(), 2 * MS);
+    assert_eq!(h.started_nanos(), 2 * MS - 80_000);
+}
