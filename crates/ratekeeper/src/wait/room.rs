@@ -2,10 +2,9 @@
 //!
 //! With the default policy, a thread that gets ahead of the schedule sleeps
 //! once per group of ops (see the [module docs](super)). With `N` threads
-//! each sleeping on its own, `N` threads wake per group: at 1 M ops/s on
-//! this project's 2-core VM, 8 threads cost 2.2 times the CPU per permit
-//! of one. A sleep costs the same CPU whoever makes it, so the room lets
-//! one thread do it:
+//! each sleeping on its own, `N` threads wake per group, and the CPU per
+//! permit grows with `N`. A sleep costs the same CPU whoever makes it, so
+//! the room lets one thread do it:
 //!
 //! * **One sleeper.** A thread whose grant has to wait becomes the
 //!   *sleeper* if there is none, and sleeps for it. (A thread that finds a
@@ -16,15 +15,13 @@
 //!   it parks instead, holding nothing, before it reserves.
 //! * **Hand over.** When the sleeper is let go, it unparks one parked
 //!   thread (first come, first served), which reserves and either goes
-//!   (an op is due) or becomes the next sleeper. If the sleeper's own
-//!   caller comes straight back, it usually becomes the sleeper again
-//!   first, and the woken thread parks again: one sleep and one hand-over
-//!   per group, whatever `N` (a park and unpark cost 14 µs of CPU here
-//!   against 28–38 µs for a sleep).
-//! * **Help with a backlog.** A thread let go late by more than the
-//!   policy explains (its early bound, grouping delay and one sleep
-//!   resolution) unparks one parked thread, one at a time: the callers
-//!   that are awake cannot keep up, so more are woken until they do.
+//!   (an op is due) or becomes the next sleeper. A thread unparked so that
+//!   finds no sleeper passes the hand-over on to the next parked one, so no
+//!   caller stays parked while nobody sleeps on the schedule. If the
+//!   sleeper's own caller comes straight back, it usually becomes the
+//!   sleeper again first, and the woken thread parks again: about one
+//!   sleep and one hand-over per group, whatever `N` (a park and unpark
+//!   cost 14 µs of CPU here against 28–38 µs for a sleep).
 //!
 //! Parked threads also wake every [`PARK_LIMIT`] on their own and look
 //! again, so that no caller waits forever on a hand-over that was never
@@ -50,8 +47,6 @@ use crate::sync::{self, lock, AtomicU64, Mutex, Ordering, Thread};
 
 /// A thread sleeps on the schedule.
 const SLEEPER: u64 = 1;
-/// A parked thread was unparked and has not run yet.
-const WAKING: u64 = 2;
 /// One parked thread, in the count held in the upper bits.
 const PARKED_ONE: u64 = 1 << 8;
 
@@ -63,13 +58,9 @@ pub const PARK_LIMIT: Duration = Duration::from_millis(50);
 /// What the hot path reads: written about twice per sleep.
 #[derive(Debug)]
 struct Hints {
-    /// [`SLEEPER`], [`WAKING`], and the number of parked threads; written
-    /// only under the queue's lock, except [`SLEEPER`]'s set.
+    /// [`SLEEPER`] and the number of parked threads; written only under
+    /// the queue's lock, except [`SLEEPER`]'s set.
     state: AtomicU64,
-    /// How late after its scheduled time an op may go without the callers
-    /// being behind: the policy's early bound, grouping delay and one sleep
-    /// resolution, as the last sleeper saw them (`u64::MAX` before).
-    explained: AtomicU64,
 }
 
 /// One limiter's waiting room; see the [module docs](self).
@@ -87,7 +78,6 @@ impl Room {
         Room {
             hints: CachePadded::new(Hints {
                 state: AtomicU64::new(0),
-                explained: AtomicU64::new(u64::MAX),
             }),
             parked: Mutex::new(VecDeque::new()),
         }
@@ -124,10 +114,15 @@ impl Room {
             sync::park_timeout(PARK_LIMIT);
             let mut queue = lock(&self.parked);
             match queue.iter().position(|t| t.id() == me.id()) {
-                // Unparked by a hand-over, which took us off the queue.
+                // Unparked by a hand-over, which took us off the queue. If
+                // no sleeper took over meanwhile, pass the hand-over on, so
+                // that no caller stays parked while nobody sleeps on the
+                // schedule (the others would wait for the limit).
                 None => {
                     // Ordering: Relaxed under the lock.
-                    self.hints.state.fetch_and(!WAKING, Ordering::Relaxed);
+                    if self.hints.state.load(Ordering::Relaxed) & SLEEPER == 0 {
+                        self.wake_one(&mut queue);
+                    }
                     return;
                 }
                 // Still queued: a spurious wake, or the limit.
@@ -162,12 +157,6 @@ impl Room {
         let done = super::block_until(clock, grant, policy);
         released(&done);
         if sleeper {
-            let explained = policy
-                .window_nanos(clock)
-                .saturating_add(policy.group_delay_nanos(clock))
-                .saturating_add(clock.sleep_overshoot_nanos());
-            // Ordering: Relaxed; a threshold read on its own.
-            self.hints.explained.store(explained, Ordering::Relaxed);
             self.leave();
         }
         done
@@ -182,35 +171,11 @@ impl Room {
         self.wake_one(&mut queue);
     }
 
-    /// A caller was let go `late` ns after its scheduled time without
-    /// waiting: if that is more than the wait policy explains, threads are
-    /// parked and none is waking, wakes one to help.
-    #[inline(always)]
-    pub(crate) fn behind(&self, late: u64) {
-        // Ordering: Relaxed for both: hints, checked again under the lock.
-        if late > self.hints.explained.load(Ordering::Relaxed) {
-            let state = self.hints.state.load(Ordering::Relaxed);
-            if state >= PARKED_ONE && state & WAKING == 0 {
-                self.help();
-            }
-        }
-    }
-
-    #[cold]
-    fn help(&self) {
-        let mut queue = lock(&self.parked);
-        // Ordering: Relaxed under the lock.
-        if self.hints.state.load(Ordering::Relaxed) & WAKING == 0 {
-            self.wake_one(&mut queue);
-        }
-    }
-
     /// Unparks the first parked thread, under the lock.
     fn wake_one(&self, queue: &mut VecDeque<Thread>) {
         if let Some(t) = queue.pop_front() {
-            // Ordering: Relaxed under the lock, for both.
+            // Ordering: Relaxed under the lock.
             self.hints.state.fetch_sub(PARKED_ONE, Ordering::Relaxed);
-            self.hints.state.fetch_or(WAKING, Ordering::Relaxed);
             t.unpark();
         }
     }
