@@ -170,6 +170,29 @@ fn warming_up_reservations_race_a_rate_change() {
     );
 }
 
+/// At an infinite rate, once a reservation has banked the idle time, the
+/// reservations after it in the same clock tick leave the state as they
+/// found it and write nothing; racing a rate change, each still lands on one
+/// side of it (before: free, nothing stored; after: one of the 10 permits
+/// the change stores).
+fn bursty_infinite(clock: &ManualClock) -> SmoothBursty<ManualClock> {
+    let l = SmoothBursty::builder(f64::INFINITY)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    clock.advance_nanos(1_000_000);
+    l.reserve(1, None).unwrap();
+    l
+}
+
+#[test]
+fn bursty_reservations_that_write_nothing_race_a_rate_change() {
+    races_equal_a_serial_order(
+        bursty_infinite,
+        0,
+        &[Op::Reserve(1), Op::Reserve(2), Op::SetRate(10.0)],
+    );
+}
+
 /// A limiter whose first core was already retired: reservations go through
 /// the replaceable core.
 fn bursty_changed(clock: &ManualClock) -> SmoothBursty<ManualClock> {

@@ -254,6 +254,16 @@ fn long(x: f64) -> i64 {
     x as i64
 }
 
+/// The refusal of a try whose wait (`next_free` − `now`) exceeds `timeout`.
+#[cold]
+fn would_wait(next_free: i64, now: i64, timeout: i64) -> AcquireError {
+    let wait = next_free.saturating_sub(now).max(0) as u64;
+    AcquireError::WouldWait {
+        wait: Duration::from_micros(wait),
+        max_wait: Duration::from_micros(timeout as u64),
+    }
+}
+
 fn duration_micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
@@ -488,7 +498,9 @@ impl Core {
 /// rate change retires it) and its word, reads the clock, computes Guava's
 /// reservation (or refusal) from that state, and commits with one
 /// compare-exchange of the word, retrying (with a new clock reading) from
-/// the value it finds if another commit came first. A rate change takes the `change` mutex,
+/// the value it finds if another commit came first; a reservation that
+/// leaves the state as it found it writes nothing. A rate change takes the
+/// `change` mutex,
 /// swaps the current core's word to [`FROZEN`] (getting the latest state and
 /// making every later commit to that core fail), computes Guava's `setRate`
 /// from it, and publishes a new core. A reservation that finds its core
@@ -517,13 +529,17 @@ impl Core {
 ///    order, rate changes included), and each is Guava's step applied to the
 ///    state its predecessor left. Each step reads the clock after loading
 ///    the state it is computed from, hence no earlier than the readings of
-///    the commits before it; the one exception is a commit that left the
-///    word bit-for-bit unchanged, which needs `now ≤ next_free`, and a step
+///    the commits before it. A reservation that would leave the word bit
+///    for bit unchanged writes nothing: it takes effect at its load, right
+///    after the commit it loaded. That needs `now ≤ next_free`, and a step
 ///    at any time up to `next_free` does the same thing (the resync is a
 ///    no-op; only the caller's own wait, measured from its own reading,
-///    differs). So every run equals Guava's serial run, under its lock, in
-///    commit order, and no grant reports a wait that only a stale clock
-///    reading would give it.
+///    differs), so it too is Guava's step there. (At an infinite rate every
+///    reservation but the first in each clock tick is of this kind: they
+///    share the cache line read-only, and the word is written once a tick.)
+///    So every run equals Guava's serial run, under its lock, in commit
+///    order, and no grant reports a wait that only a stale clock reading
+///    would give it.
 /// 3. A refusal (a try whose wait exceeds its timeout) changes nothing and is
 ///    Guava's decision on the state it loaded, at a reading taken after that
 ///    load.
@@ -762,50 +778,93 @@ impl<C: Clock> Smooth<C> {
 
     /// One reservation (`timeout` None) or Guava's `tryAcquire` (Some), with
     /// the commit protocol described on [`Smooth`].
+    ///
+    /// Written out, not through [`Smooth::with_core`]'s closure: with one
+    /// inlined attempt for every core, the grant comes back in registers
+    /// (an out-of-line attempt returned it through the stack, and copying it
+    /// back with wider loads cost store-forwarding stalls, ~10 ns).
     #[inline(always)]
     fn decide(&self, permits: u32, timeout: Option<i64>) -> Result<Grant, AcquireError> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
-        // The clock is read after each load of the state, so a decision is
-        // never made at a reading older than the commits it builds on (see
-        // invariant 2 on [`Smooth`]).
-        self.with_core(|core, mut word| {
-            while word != FROZEN {
-                let (now_nanos, now) = self.read();
-                let mut st = core.state(word);
-                if let Some(timeout) = timeout {
-                    // Guava's canAcquire, without a resync: refusing changes
-                    // nothing.
-                    if st.next_free.wrapping_sub(timeout) > now {
-                        let wait = st.next_free.saturating_sub(now).max(0) as u64;
-                        return Some(Err(AcquireError::WouldWait {
-                            wait: Duration::from_micros(wait),
-                            max_wait: Duration::from_micros(timeout as u64),
-                        }));
-                    }
+        let mut later = None;
+        // Ordering: Acquire, see `Core::word`.
+        let mut word = self.first.word.load(Ordering::Acquire);
+        loop {
+            let core = later.as_deref().unwrap_or(&self.first);
+            if word != FROZEN {
+                if let Some(r) = self.attempt(core, word, permits, timeout) {
+                    return r;
                 }
-                let moment = st.reserve(permits, now);
+            }
+            if later.take().is_some() {
+                // The change that froze it holds `change` until its
+                // successor is published.
+                self.wait_out_change();
+            }
+            let core = self.later.load();
+            // Ordering: Acquire, see `Core::word`.
+            word = core.word.load(Ordering::Acquire);
+            later = Some(core);
+        }
+    }
+
+    /// Waits until the rate change or cancel in progress has published its
+    /// core.
+    #[cold]
+    #[inline(never)]
+    fn wait_out_change(&self) {
+        drop(lock(&self.change));
+    }
+
+    /// Reserves (or refuses) on `core`, starting from its `word`; `None`
+    /// once the core is found retired.
+    ///
+    /// The clock is read after each load of the state, so a decision is
+    /// never made at a reading older than the commits it builds on (see
+    /// invariant 2 on [`Smooth`]).
+    #[inline(always)]
+    fn attempt(
+        &self,
+        core: &Core,
+        mut word: u128,
+        permits: u32,
+        timeout: Option<i64>,
+    ) -> Option<Result<Grant, AcquireError>> {
+        while word != FROZEN {
+            let (now_nanos, now) = self.read();
+            let mut st = core.state(word);
+            if let Some(timeout) = timeout {
+                // Guava's canAcquire, without a resync: refusing changes
+                // nothing.
+                if st.next_free.wrapping_sub(timeout) > now {
+                    return Some(Err(would_wait(st.next_free, now, timeout)));
+                }
+            }
+            let moment = st.reserve(permits, now);
+            let next = pack(st.stored_permits, st.next_free);
+            // A reservation that changes nothing commits nothing: it took
+            // effect at the load (see invariant 2 on [`Smooth`]).
+            if next != word {
                 // Ordering: AcqRel on success (publishes this state and,
                 // through it, this clock reading); Acquire on failure (the
                 // state we retry from, as for the load).
-                match core.word.compare_exchange_weak(
-                    word,
-                    pack(st.stored_permits, st.next_free),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        let grant = self.grant(now_nanos, now, moment, permits);
-                        return Some(Ok(grant.with_claim(core.tag(word))));
-                    }
-                    Err(actual) => word = actual,
+                if let Err(actual) =
+                    core.word
+                        .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    word = actual;
+                    continue;
                 }
             }
-            None
-        })
+            let grant = self.grant(now_nanos, now, moment, permits);
+            return Some(Ok(grant.with_claim(core.tag(word))));
+        }
+        None
     }
 
+    #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         match max_wait {
             None => self.decide(permits, None),
@@ -889,6 +948,7 @@ macro_rules! smooth_limiter {
             /// charges this request's permits to the next caller. With a
             /// maximum wait, Guava's `tryAcquire`: refused without any change
             /// when the wait would exceed it.
+            #[inline]
             fn reserve(
                 &self,
                 permits: u32,
