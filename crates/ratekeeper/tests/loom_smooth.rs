@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loom::thread;
+use ratekeeper::smooth::Resolution;
 use ratekeeper::{ManualClock, RateLimiter, SmoothBursty, SmoothWarmingUp};
 
 /// What a run left: each reservation's wait (by call), and the limiter's
@@ -190,6 +191,24 @@ fn bursty_reservations_that_write_nothing_race_a_rate_change() {
         bursty_infinite,
         0,
         &[Op::Reserve(1), Op::Reserve(2), Op::SetRate(10.0)],
+    );
+}
+
+/// The nanosecond mode: the same protocol on a schedule in nanoseconds,
+/// at 1e7 permits/s (100 ns a permit, which Guava's microseconds would not
+/// charge at all); 250 ns idle stores 2.5 permits.
+#[test]
+fn bursty_nanos_reservations_race_a_rate_change() {
+    fn bursty_nanos(clock: &ManualClock) -> SmoothBursty<ManualClock> {
+        SmoothBursty::builder(1e7)
+            .resolution(Resolution::Nanos)
+            .build_with_clock(clock.clone())
+            .unwrap()
+    }
+    races_equal_a_serial_order(
+        bursty_nanos,
+        250,
+        &[Op::Reserve(2), Op::Reserve(1), Op::SetRate(4e7)],
     );
 }
 
