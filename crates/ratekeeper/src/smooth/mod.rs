@@ -1152,7 +1152,10 @@ macro_rules! smooth_limiter {
             /// charges this request's permits to the next caller. With a
             /// maximum wait, Guava's `tryAcquire`: refused without any change
             /// when the wait would exceed it.
-            #[inline]
+            // Always inlined, as the Pacer's: only then does the grant come
+            // back in registers (with `#[inline]` LLVM kept it out of line in
+            // bench_report's loop).
+            #[inline(always)]
             fn reserve(
                 &self,
                 permits: u32,
