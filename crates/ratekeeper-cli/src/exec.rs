@@ -34,8 +34,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use ratekeeper::{
-    Clock, DefaultClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty, SmoothWarmingUp,
-    TokenPool, Verb,
+    smooth::Resolution, Clock, DefaultClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty,
+    SmoothWarmingUp, TokenPool, Verb,
 };
 use serde::Serialize;
 
@@ -47,7 +47,9 @@ use crate::pace::{
 };
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
-use crate::report::{fmt_nanos, fmt_rate, WaitRecorder, WaitSummary};
+use crate::report::{
+    fmt_nanos, fmt_rate, resolution_name, resolution_note, WaitRecorder, WaitSummary,
+};
 use crate::UsageError;
 
 /// Run length when neither `--duration` nor `--count` is given.
@@ -105,7 +107,11 @@ Limiters (--limiter): pacer (the default; ratekeeper's Pacer, the spec's \
 burst ratio is its strictness unless --strictness overrides it), pool \
 (nosqlbench's token pool, filled inline), bursty (Guava's SmoothBursty, \
 --max-burst) and warmup (Guava's SmoothWarmingUp, --warmup required, \
---cold-factor). Each limiter's options are refused with the others. The \
+--cold-factor). Above 100000 runs/s bursty and warmup keep their schedule in \
+whole nanoseconds (JSON resolution \"nanos\"), where Guava's whole \
+microseconds would charge a run up to half too little (above 1000000 runs/s, \
+nothing: no limit at all); at or below, they are Guava's arithmetic exactly. \
+Each limiter's options are refused with the others. The \
 schedule starts when the run does; the spec's verb has no effect, and its \
 scope must be the default (activity): one dispatcher takes every permit.
 
@@ -170,6 +176,8 @@ only with those limiters:
   max_burst_seconds number  (bursty) seconds of permits idle time may store
   warmup_ns        integer  (warmup) the warm-up period
   cold_factor      number   (warmup) how much slower a cold limiter is
+  resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
+(Guava's, at or below 100000 runs/s) or \"nanos\" (above)
   target_rate      number   runs/s the schedule aims at
   concurrency      integer  the most runs at once
   mode             string   \"duration\" or \"count\"
@@ -749,10 +757,21 @@ impl Limiter {
 /// What the report says about the limiter.
 #[derive(Debug, Clone, Copy)]
 enum LimiterInfo {
-    Pacer { strictness: f64 },
-    Pool { burst_ratio: f64 },
-    Bursty { max_burst_seconds: f64 },
-    Warmup { warmup: Duration, cold_factor: f64 },
+    Pacer {
+        strictness: f64,
+    },
+    Pool {
+        burst_ratio: f64,
+    },
+    Bursty {
+        max_burst_seconds: f64,
+        resolution: Resolution,
+    },
+    Warmup {
+        warmup: Duration,
+        cold_factor: f64,
+        resolution: Resolution,
+    },
 }
 
 /// Builds the limiter `args` ask for on `clock`, not started yet.
@@ -783,27 +802,33 @@ fn build_limiter(args: &ExecArgs, clock: DefaultClock) -> anyhow::Result<(Limite
         }
         ExecLimiter::Bursty => {
             let max_burst_seconds = args.max_burst.unwrap_or(DEFAULT_MAX_BURST_SECONDS);
+            let resolution = Resolution::for_rate(spec.rate().get());
             let limiter = SmoothBursty::builder(spec.rate().get())
                 .max_burst_seconds(max_burst_seconds)
+                .resolution(resolution)
                 .build_with_clock(clock)
                 .map_err(|e| anyhow::Error::new(e).context(usage("--limiter bursty".to_owned())))?;
-            (
-                Limiter::Bursty(limiter),
-                LimiterInfo::Bursty { max_burst_seconds },
-            )
+            let info = LimiterInfo::Bursty {
+                max_burst_seconds,
+                resolution,
+            };
+            (Limiter::Bursty(limiter), info)
         }
         ExecLimiter::Warmup => {
             // check_options refuses --limiter warmup without --warmup.
             let warmup = args.warmup.unwrap_or_default();
             let cold_factor = args.cold_factor.unwrap_or(DEFAULT_COLD_FACTOR);
+            let resolution = Resolution::for_rate(spec.rate().get());
             let limiter = SmoothWarmingUp::builder(spec.rate().get())
                 .warmup(warmup)
                 .cold_factor(cold_factor)
+                .resolution(resolution)
                 .build_with_clock(clock)
                 .map_err(|e| anyhow::Error::new(e).context(usage("--limiter warmup".to_owned())))?;
             let info = LimiterInfo::Warmup {
                 warmup,
                 cold_factor,
+                resolution,
             };
             (Limiter::Warmup(limiter), info)
         }
@@ -1059,6 +1084,8 @@ pub struct ExecReport {
     warmup_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cold_factor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolution: Option<&'static str>,
     target_rate: f64,
     concurrency: u32,
     mode: &'static str,
@@ -1153,6 +1180,7 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         max_burst_seconds: None,
         warmup_ns: None,
         cold_factor: None,
+        resolution: None,
         target_rate,
         concurrency: args.concurrency,
         mode: if ran.duration.is_some() {
@@ -1194,15 +1222,21 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
             r.strictness_mode = Some(strictness_mode_name(strictness));
         }
         LimiterInfo::Pool { burst_ratio } => r.burst_ratio = Some(burst_ratio),
-        LimiterInfo::Bursty { max_burst_seconds } => {
+        LimiterInfo::Bursty {
+            max_burst_seconds,
+            resolution,
+        } => {
             r.max_burst_seconds = Some(max_burst_seconds);
+            r.resolution = Some(resolution_name(resolution));
         }
         LimiterInfo::Warmup {
             warmup,
             cold_factor,
+            resolution,
         } => {
             r.warmup_ns = Some(duration_nanos(warmup));
             r.cold_factor = Some(cold_factor);
+            r.resolution = Some(resolution_name(resolution));
         }
     }
     r
@@ -1357,13 +1391,15 @@ impl fmt::Display for ExecReport {
                 self.burst_ratio.unwrap_or_default()
             ),
             "bursty" => format!(
-                "Guava SmoothBursty (max burst {}s)",
-                self.max_burst_seconds.unwrap_or_default()
+                "Guava SmoothBursty (max burst {}s{})",
+                self.max_burst_seconds.unwrap_or_default(),
+                resolution_note(self.resolution)
             ),
             "warmup" => format!(
-                "Guava SmoothWarmingUp (warm-up {}, cold factor {})",
+                "Guava SmoothWarmingUp (warm-up {}, cold factor {}{})",
                 fmt_duration(self.warmup_ns.unwrap_or_default()),
-                self.cold_factor.unwrap_or_default()
+                self.cold_factor.unwrap_or_default(),
+                resolution_note(self.resolution)
             ),
             _ => format!(
                 "pacer (strictness {}, {})",

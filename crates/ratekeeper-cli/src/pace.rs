@@ -24,7 +24,7 @@ use clap::{Args, ValueEnum};
 use ratekeeper::pacer::{ShardError, Strictness, StrictnessMode};
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
-use ratekeeper::smooth::SmoothError;
+use ratekeeper::smooth::{Resolution, SmoothError};
 use ratekeeper::{
     AcquireError, BatchHandle, Clock, CycleLimiter, DefaultClock, Grant, Pacer, PermitLimiter,
     RateLimiter, RateSpec, RefillLimiter, Scope, ShardedPacer, SmoothBursty, SmoothWarmingUp,
@@ -37,7 +37,8 @@ use crate::interrupt::{self, Interrupt, LONG_WAIT, LONG_WAIT_NANOS};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
-    fmt_nanos, fmt_rate, process_cpu_nanos, thread_cpu_nanos, WaitRecorder, WaitSummary,
+    fmt_nanos, fmt_rate, process_cpu_nanos, resolution_name, resolution_note, thread_cpu_nanos,
+    WaitRecorder, WaitSummary,
 };
 use crate::UsageError;
 
@@ -97,6 +98,10 @@ next caller.
 limiter idle for --warmup (required) is cold: its permits are spaced \
 --cold-factor (default 3) times the stable interval, speeding up to the rate \
 over the warm-up period. A fresh limiter starts cold.
+  bursty and warmup keep Guava's whole-microsecond arithmetic exactly at or \
+below 100000 ops/s per limiter. Above, they keep their schedule in whole \
+nanoseconds (JSON resolution \"nanos\"): whole microseconds would charge a \
+permit up to half too little, and above 1000000 ops/s nothing at all.
   refill  Resilience4j's interface on a token bucket (refill-rate-limiter's \
 RefillLimiter): limit-for-period permits per --refresh-period (default 1s), \
 refilled one by one, up to --capacity (default: the limit) stored permits; it \
@@ -251,6 +256,8 @@ limiters in parentheses appear only with those limiters (--limiter):
   max_burst_seconds number  (bursty) seconds of permits idle time may store
   warmup_ns        integer  (warmup) the warm-up period
   cold_factor      number   (warmup) how much slower than the rate a cold limiter is
+  resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
+(Guava's, at or below 100000 ops/s per limiter) or \"nanos\" (above)
   limit_for_period integer  (refill, cycle) permits per refresh period: rate x refresh period
   refresh_period_ns integer (refill, cycle) the refresh period
   timeout_ns       integer  (refill, cycle) how long an acquire may wait
@@ -1150,10 +1157,12 @@ enum LimiterInfo {
     },
     Bursty {
         max_burst_seconds: f64,
+        resolution: Resolution,
     },
     Warmup {
         warmup: Duration,
         cold_factor: f64,
+        resolution: Resolution,
     },
     /// Resilience4j's limiters.
     Permits {
@@ -1199,6 +1208,8 @@ pub struct PaceReport {
     warmup_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cold_factor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolution: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     limit_for_period: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1526,6 +1537,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         max_burst_seconds: None,
         warmup_ns: None,
         cold_factor: None,
+        resolution: None,
         limit_for_period: None,
         refresh_period_ns: None,
         timeout_ns: None,
@@ -1583,16 +1595,22 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
             report.max_backlog_ns = Some(max_backlog_ns);
             report.fills = Some(fills);
         }
-        LimiterInfo::Bursty { max_burst_seconds } => {
+        LimiterInfo::Bursty {
+            max_burst_seconds,
+            resolution,
+        } => {
             report.max_burst_seconds = Some(max_burst_seconds);
+            report.resolution = Some(resolution_name(resolution));
             report.limiters = Some(limiter_count);
         }
         LimiterInfo::Warmup {
             warmup,
             cold_factor,
+            resolution,
         } => {
             report.warmup_ns = Some(duration_nanos(warmup));
             report.cold_factor = Some(cold_factor);
+            report.resolution = Some(resolution_name(resolution));
             report.limiters = Some(limiter_count);
         }
         LimiterInfo::Permits {
@@ -1900,13 +1918,19 @@ fn run_smooth<L: RateLimiter + Sync>(
 fn run_bursty(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<Ran> {
     let spec = args.rate;
     let max_burst_seconds = args.max_burst.unwrap_or(DEFAULT_MAX_BURST_SECONDS);
+    // Each limiter runs at the spec's rate (per thread in the thread scope).
+    let resolution = Resolution::for_rate(spec.rate().get());
     let build = |clock| {
         SmoothBursty::builder(spec.rate().get())
             .max_burst_seconds(max_burst_seconds)
+            .resolution(resolution)
             .build_with_clock(clock)
             .map_err(|e| smooth_error(e, &spec, LimiterKind::Bursty))
     };
-    let info = LimiterInfo::Bursty { max_burst_seconds };
+    let info = LimiterInfo::Bursty {
+        max_burst_seconds,
+        resolution,
+    };
     run_smooth(plan, count, args.batch, build, info)
 }
 
@@ -1916,16 +1940,19 @@ fn run_warmup(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
     // check_limiter_options refuses --limiter warmup without --warmup.
     let warmup = args.warmup.unwrap_or_default();
     let cold_factor = args.cold_factor.unwrap_or(DEFAULT_COLD_FACTOR);
+    let resolution = Resolution::for_rate(spec.rate().get());
     let build = |clock| {
         SmoothWarmingUp::builder(spec.rate().get())
             .warmup(warmup)
             .cold_factor(cold_factor)
+            .resolution(resolution)
             .build_with_clock(clock)
             .map_err(|e| smooth_error(e, &spec, LimiterKind::Warmup))
     };
     let info = LimiterInfo::Warmup {
         warmup,
         cold_factor,
+        resolution,
     };
     run_smooth(plan, count, args.batch, build, info)
 }
@@ -2108,24 +2135,27 @@ impl fmt::Display for PaceReport {
                     writeln!(
                         f,
                         "limiter         Guava SmoothBursty (max burst {burst}s: up to {} \
-                         permits stored while idle)",
-                        burst * per_limiter
+                         permits stored while idle{})",
+                        burst * per_limiter,
+                        resolution_note(self.resolution)
                     )?;
                 } else if self.warmup_ns == Some(0) {
                     writeln!(
                         f,
                         "limiter         Guava SmoothWarmingUp (warm-up 0s: no warm-up, \
-                         permits at the rate)"
+                         permits at the rate{})",
+                        resolution_note(self.resolution)
                     )?;
                 } else {
                     let warmup = Duration::from_nanos(self.warmup_ns.unwrap_or_default());
                     writeln!(
                         f,
                         "limiter         Guava SmoothWarmingUp (warm-up {}, cold factor {}: a \
-                         cold limiter runs at {})",
+                         cold limiter runs at {}{})",
                         humantime::format_duration(warmup),
                         self.cold_factor.unwrap_or_default(),
-                        fmt_rate(per_limiter / self.cold_factor.unwrap_or(1.0))
+                        fmt_rate(per_limiter / self.cold_factor.unwrap_or(1.0)),
+                        resolution_note(self.resolution)
                     )?;
                 }
                 match self.limiters {

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
+use ratekeeper::smooth::Resolution;
 use serde::Serialize;
 
 /// The largest wait a recorder tells apart: one hour. Longer waits are
@@ -240,6 +241,30 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The unit of a Guava limiter's schedule, as the JSON reports name it:
+/// `"micros"` (Guava's whole microseconds) or `"nanos"`.
+///
+/// The subcommands build `bursty` and `warmup` limiters with
+/// [`Resolution::for_rate`] of each limiter's own rate: Guava's arithmetic at
+/// or below 100 000 ops/s, whole nanoseconds above, where whole microseconds
+/// would charge a permit up to half too little (and nothing above 1 000 000
+/// ops/s, so the limiter would not limit at all).
+pub fn resolution_name(res: Resolution) -> &'static str {
+    match res {
+        Resolution::Micros => "micros",
+        Resolution::Nanos => "nanos",
+    }
+}
+
+/// What a text report adds to a Guava limiter's description for its
+/// schedule's unit: nothing for Guava's own microseconds.
+pub fn resolution_note(res: Option<&str>) -> &'static str {
+    match res {
+        Some("nanos") => ", whole-nanosecond schedule",
+        _ => "",
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use ratekeeper::pool::{
     Filling, TokenPool, DEFAULT_FILL_INTERVAL, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
 };
 use ratekeeper::refill::{ConfigBuilder, DEFAULT_TIMEOUT};
+use ratekeeper::smooth::Resolution;
 use ratekeeper::{
     AcquireError, CycleLimiter, ManualClock, Pacer, Rate, RateLimiter, RateSpec, RefillLimiter,
     SmoothBursty, SmoothWarmingUp,
@@ -33,7 +34,7 @@ use serde::Serialize;
 use crate::arrivals::{fmt_duration, Arrivals};
 use crate::pace::{strictness_mode_name, whole_limit};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
-use crate::report::{fmt_nanos, fmt_rate, WaitSummary};
+use crate::report::{fmt_nanos, fmt_rate, resolution_name, resolution_note, WaitSummary};
 use crate::UsageError;
 
 /// SmoothBursty's stored burst when none is given (Guava's).
@@ -99,7 +100,10 @@ bucket of CAPACITY permits [that limit] holding INITIAL permits at time 0 \
 permits at the start of each PERIOD cycle [1s]; fields: rate, period, timeout
 With refill and cycle an arrival whose wait would exceed TIMEOUT [5s, \
 Resilience4j's] is refused at once and gets no permit; the other limiters \
-grant every arrival.
+grant every arrival. bursty and warmup keep Guava's whole-microsecond \
+arithmetic exactly at or below 100000 ops/s; above, they keep their schedule \
+in whole nanoseconds (JSON resolution \"nanos\"): whole microseconds would \
+charge a permit up to half too little, and above 1000000 ops/s nothing at all.
 
 Timeline (per limiter, the first --rows ops in arrival order; times in \
 seconds from 0):
@@ -166,6 +170,8 @@ last every, rate or idle step
     max_burst_seconds number  (bursty) seconds of permits idle time may store
     warmup_ns        integer  (warmup) the warm-up period
     cold_factor      number   (warmup) the cold factor
+    resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
+(Guava's, at or below 100000 ops/s) or \"nanos\" (above)
     limit_for_period integer  (refill, cycle) permits per refresh period
     refresh_period_ns integer (refill, cycle) the refresh period
     timeout_ns       integer  (refill, cycle) the longest wait granted
@@ -676,6 +682,7 @@ fn build(config: &Config, clock: &ManualClock) -> Result<Built, String> {
             .map_err(|e| chain(&e)),
         Config::Bursty { rate, max_burst } => SmoothBursty::builder(rate.get())
             .max_burst_seconds(max_burst)
+            .resolution(Resolution::for_rate(rate.get()))
             .build_with_clock(clock)
             .map(|l| Built::Bursty(Box::new(l)))
             .map_err(|e| chain(&e)),
@@ -686,6 +693,7 @@ fn build(config: &Config, clock: &ManualClock) -> Result<Built, String> {
         } => SmoothWarmingUp::builder(rate.get())
             .warmup(warmup)
             .cold_factor(cold_factor)
+            .resolution(Resolution::for_rate(rate.get()))
             .build_with_clock(clock)
             .map(|l| Built::Warmup(Box::new(l)))
             .map_err(|e| chain(&e)),
@@ -955,6 +963,8 @@ struct LimiterReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     cold_factor: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    resolution: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     limit_for_period: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     refresh_period_ns: Option<u64>,
@@ -989,6 +999,17 @@ pub struct SimulateReport {
     limiters: Vec<LimiterReport>,
 }
 
+/// The unit of a Guava limiter's schedule (see
+/// [`resolution_name`]); `None` for the other limiters.
+fn smooth_resolution(config: &Config) -> Option<&'static str> {
+    match *config {
+        Config::Bursty { rate, .. } | Config::Warmup { rate, .. } => {
+            Some(resolution_name(Resolution::for_rate(rate.get())))
+        }
+        _ => None,
+    }
+}
+
 /// The text report's description of a limiter.
 fn describe(config: &Config) -> String {
     let rate = fmt_rate(config.rate().get());
@@ -1002,20 +1023,25 @@ fn describe(config: &Config) -> String {
             fmt_duration(duration_nanos(fill))
         ),
         Config::Bursty { rate: r, max_burst } => format!(
-            "Guava SmoothBursty, {rate}, max burst {max_burst}s ({} permits stored while idle)",
-            max_burst * r.get()
+            "Guava SmoothBursty, {rate}, max burst {max_burst}s ({} permits stored while idle){}",
+            max_burst * r.get(),
+            resolution_note(smooth_resolution(config))
         ),
         Config::Warmup { warmup, .. } if warmup.is_zero() => {
-            format!("Guava SmoothWarmingUp, {rate}, no warm-up")
+            format!(
+                "Guava SmoothWarmingUp, {rate}, no warm-up{}",
+                resolution_note(smooth_resolution(config))
+            )
         }
         Config::Warmup {
             rate: r,
             warmup,
             cold_factor,
         } => format!(
-            "Guava SmoothWarmingUp, {rate}, warm-up {}, cold factor {cold_factor} (cold: {})",
+            "Guava SmoothWarmingUp, {rate}, warm-up {}, cold factor {cold_factor} (cold: {}){}",
             fmt_duration(duration_nanos(warmup)),
-            fmt_rate(r.get() / cold_factor)
+            fmt_rate(r.get() / cold_factor),
+            resolution_note(smooth_resolution(config))
         ),
         Config::Refill {
             period,
@@ -1099,6 +1125,7 @@ fn summarize(spec: &LimiterSpec, ops: &[Op], rows: Rows) -> LimiterReport {
         max_burst_seconds: None,
         warmup_ns: None,
         cold_factor: None,
+        resolution: smooth_resolution(&config),
         limit_for_period: None,
         refresh_period_ns: None,
         timeout_ns: None,

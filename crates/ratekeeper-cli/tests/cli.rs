@@ -565,7 +565,7 @@ fn pool_filled_by_a_thread_with_thread_scope() {
 }
 
 /// Fields that only some limiters report.
-const LIMITER_FIELDS: [&str; 21] = [
+const LIMITER_FIELDS: [&str; 22] = [
     "strictness",
     "strictness_mode",
     "wait_policy",
@@ -580,6 +580,7 @@ const LIMITER_FIELDS: [&str; 21] = [
     "max_burst_seconds",
     "warmup_ns",
     "cold_factor",
+    "resolution",
     "limiters",
     "limit_for_period",
     "refresh_period_ns",
@@ -623,7 +624,8 @@ fn bursty_run_reports_its_parameters() {
     assert_eq!(f(&v, "max_burst_seconds"), 0.5);
     assert_eq!(u(&v, "limiters"), 1);
     assert_eq!(f(&v, "target_rate"), 2000.0);
-    only_limiter_fields(&v, &["max_burst_seconds", "limiters"]);
+    only_limiter_fields(&v, &["max_burst_seconds", "resolution", "limiters"]);
+    assert_eq!(v["resolution"], "micros", "Guava's arithmetic at 2000/s");
     // About 600 ops: the first permit is free, then one per 500 µs; the
     // limiter stores permits only while nobody asks, which the workers never
     // let happen for long.
@@ -639,6 +641,46 @@ fn bursty_run_reports_its_parameters() {
         u(w, "p50") <= u(w, "p99") && u(w, "p99") <= u(w, "max"),
         "{w}"
     );
+}
+
+#[test]
+fn bursty_above_1e5_per_second_keeps_a_nanosecond_schedule() {
+    // 2e6 ops/s: 500 ns a permit, which Guava's whole microseconds charge
+    // 0 µs (the limiter would not limit at all). In whole nanoseconds one
+    // worker gets at most 2e6/s (plus the ops the wait policy lets go up to
+    // 500 µs early, and the first, free, permit).
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "bursty",
+        "--max-burst",
+        "0",
+        "--rate",
+        "2M",
+        "--duration",
+        "200ms",
+        "--json",
+    ]);
+    assert_eq!(v["resolution"], "nanos", "{v}");
+    only_limiter_fields(&v, &["max_burst_seconds", "resolution", "limiters"]);
+    let ops = u(&v, "ops");
+    assert!(ops <= 400_000 + 1_000 + 1, "ops {ops}: {v}");
+    // Per limiter: 1e5/s per thread in the thread scope is Guava's again.
+    let v = json_run(&[
+        "pace",
+        "--limiter",
+        "warmup",
+        "--warmup",
+        "1ms",
+        "--rate",
+        "100k,thread",
+        "--threads",
+        "2",
+        "--duration",
+        "50ms",
+        "--json",
+    ]);
+    assert_eq!(v["resolution"], "micros", "{v}");
 }
 
 #[test]
@@ -669,7 +711,8 @@ fn warmup_run_starts_cold() {
     assert_eq!(f(&v, "cold_factor"), 4.0);
     assert_eq!(u(&v, "limiters"), 2);
     assert_eq!(f(&v, "target_rate"), 2000.0);
-    only_limiter_fields(&v, &["warmup_ns", "cold_factor", "limiters"]);
+    only_limiter_fields(&v, &["warmup_ns", "cold_factor", "resolution", "limiters"]);
+    assert_eq!(v["resolution"], "micros");
     let ops = u(&v, "ops");
     assert!((40..=500).contains(&ops), "ops {ops}");
     assert!(f(&v, "achieved_rate") < 1300.0, "{v}");

@@ -266,6 +266,7 @@ fn limiters_and_their_options() {
     ]);
     assert_eq!(v["limiter"], "bursty");
     assert_eq!(f(&v, "max_burst_seconds"), 0.5);
+    assert_eq!(v["resolution"], "micros");
     assert!(v.get("strictness").is_none());
     let v = exec_json(&[
         "--limiter",
@@ -282,6 +283,7 @@ fn limiters_and_their_options() {
     assert_eq!(v["limiter"], "warmup");
     assert_eq!(u(&v, "warmup_ns"), 200_000_000);
     assert_eq!(f(&v, "cold_factor"), 3.0);
+    assert_eq!(v["resolution"], "micros");
     let v = exec_json(&[
         "--limiter",
         "pool",

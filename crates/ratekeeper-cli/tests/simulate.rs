@@ -841,3 +841,49 @@ fn readme_plot_and_summary_are_what_the_command_gives() {
         "docs/simulate.svg is out of date: run the README's simulate command again"
     );
 }
+
+#[test]
+fn guava_limiters_above_1e5_per_second_keep_a_nanosecond_schedule() {
+    // Four arrivals at once. At 2e6 ops/s a permit costs 500 ns, which
+    // Guava's whole microseconds charge 0 µs: all four would go at once.
+    // The CLI keeps these limiters in whole nanoseconds above 1e5 ops/s:
+    // 500 ns apart; the warm-up limiter (4 µs, cold factor 3) is Guava's
+    // testWarmUp a million times faster (1.375 µs, 1.125 µs, 0.875 µs). At
+    // 1e5 ops/s (10 µs a permit) it is Guava's arithmetic.
+    let v = json_of(&[
+        "simulate",
+        "--arrivals",
+        "burst 4",
+        "--limiter",
+        "bursty:2M,0",
+        "--limiter",
+        "warmup:2M,4us",
+        "--limiter",
+        "bursty:100k,0",
+    ]);
+    let limiters = v["limiters"].as_array().expect("limiters");
+    let granted = |l: &Value| -> Vec<u64> {
+        l["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .map(|r| r["granted_ns"].as_u64().expect("granted"))
+            .collect()
+    };
+    let res: Vec<&str> = limiters
+        .iter()
+        .map(|l| l["resolution"].as_str().expect("resolution"))
+        .collect();
+    assert_eq!(res, ["nanos", "nanos", "micros"]);
+    assert_eq!(granted(&limiters[0]), [0, 500, 1_000, 1_500]);
+    assert_eq!(granted(&limiters[1]), [0, 1_375, 2_500, 3_375]);
+    assert_eq!(granted(&limiters[2]), [0, 10_000, 20_000, 30_000]);
+    let text = stdout_of(&[
+        "simulate",
+        "--arrivals",
+        "burst 1",
+        "--limiter",
+        "bursty:2M",
+    ]);
+    assert!(text.contains("whole-nanosecond schedule"), "{text}");
+}

@@ -11,8 +11,10 @@
 //! * `mutex`: `std::sync::Mutex<(f64, i64)>`, the clock read under the lock
 //!   as Guava does;
 //! * `cas128`: the state packed in one `AtomicU128`, the clock read before a
-//!   compare-exchange loop (what `ratekeeper::SmoothBursty` now does, rate
-//!   changes aside).
+//!   compare-exchange loop (what `ratekeeper::SmoothBursty` did when this
+//!   was measured; it has since moved the clock read after the load and
+//!   writes nothing when a reservation leaves the state unchanged, see the
+//!   `smooth` module's "Concurrency").
 //!
 //! Both run at 1e9 permits/s (1 ns per permit: 1 thread never waits) and read
 //! the real clock once per reservation. The prototype is kept as the

@@ -47,9 +47,10 @@
 //!
 //! Each cell is measured `--runs` times (default 3); the tables give the
 //! median of the runs with the min–max range. `--quick` is `--secs 0.3
-//! --runs 1`. A full run with the defaults measures 27 configurations × 4
-//! thread counts × 3 runs × 1.5 s: 487 s on the 2-core reference VM at
-//! commit ea9758c. The report prints its own estimate first.
+//! --runs 1`. A full run with the defaults measures 32 configurations × 4
+//! thread counts × 3 runs × 1.5 s (at commit ea9758c, with 27
+//! configurations: 487 s on the 2-core reference VM). The report prints its
+//! own estimate first.
 //!
 //! Configurations at the target rate `r` (1e7 unless `--target`):
 //!
@@ -65,7 +66,11 @@
 //! * Guava's `SmoothBursty` (1 s of burst, Guava's default) and
 //!   `SmoothWarmingUp` (10 ms warm-up, cold factor 3, primed past its
 //!   warm-up for 20 ms on the main thread before the window so that the
-//!   window sees the stable rate);
+//!   window sees the stable rate), in Guava's whole microseconds (their
+//!   default) and in whole nanoseconds (`Resolution::Nanos`, keys
+//!   `…-nanos`); `SmoothBursty` also on `MonotonicClock`
+//!   (`smooth-bursty-instant`: `std::time::Instant`, 33 ns a read against
+//!   the default TSC clock's 13 ns), to show the clock's share of a grant;
 //! * Resilience4j-style `RefillLimiter` and `CycleLimiter`: `r × 100 µs`
 //!   permits per 100 µs period, no timeout (`acquire()` waits as long as
 //!   needed);
@@ -113,9 +118,10 @@ use cpu_time::ProcessTime;
 use hdrhistogram::Histogram;
 use ratekeeper::pool::Filling;
 use ratekeeper::refill::{CycleConfig, RefillConfig};
+use ratekeeper::smooth::Resolution;
 use ratekeeper::{
-    BatchHandle, CycleLimiter, DefaultClock, Pacer, PacerHandle, Rate, RateLimiter, RefillLimiter,
-    ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
+    BatchHandle, CycleLimiter, DefaultClock, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter,
+    RefillLimiter, ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
 };
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -603,19 +609,53 @@ fn run_pool(
     Ok(run)
 }
 
-fn run_smooth_bursty(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
+/// Guava's whole microseconds (the smooth limiters' default).
+const MICROS: Resolution = Resolution::Micros;
+/// The smooth limiters' nanosecond mode.
+const NANOS: Resolution = Resolution::Nanos;
+
+/// The clock a smooth entry's limiter reads.
+#[derive(Debug, Clone, Copy)]
+enum SmoothClock {
+    /// `build()`: `DefaultClock` (the TSC where the kernel keeps its clock
+    /// on it).
+    Default,
+    /// `build_with_clock(MonotonicClock::new())`: `std::time::Instant`.
+    Instant,
+}
+
+fn run_smooth_bursty(
+    load: Load,
+    threads: usize,
+    run_for: Duration,
+    path: Path,
+    clock: SmoothClock,
+    res: Resolution,
+) -> Res<Run> {
     let rate = match load {
         Load::Unthrottled => f64::INFINITY,
         Load::Target(r) => r,
     };
-    let rk = Rk {
-        lim: SmoothBursty::builder(rate).build()?,
-        start: |_| {},
-    };
-    measure_rk(&rk, path, threads, load, run_for)
+    let builder = SmoothBursty::builder(rate).resolution(res);
+    match clock {
+        SmoothClock::Default => {
+            let lim = builder.build()?;
+            measure_rk(&Rk { lim, start: |_| {} }, path, threads, load, run_for)
+        }
+        SmoothClock::Instant => {
+            let lim = builder.build_with_clock(MonotonicClock::new())?;
+            measure_rk(&Rk { lim, start: |_| {} }, path, threads, load, run_for)
+        }
+    }
 }
 
-fn run_smooth_warming_up(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
+fn run_smooth_warming_up(
+    load: Load,
+    threads: usize,
+    run_for: Duration,
+    path: Path,
+    res: Resolution,
+) -> Res<Run> {
     const WARMUP: Duration = Duration::from_millis(10);
     let rate = match load {
         Load::Unthrottled => f64::INFINITY,
@@ -625,6 +665,7 @@ fn run_smooth_warming_up(load: Load, threads: usize, run_for: Duration, path: Pa
         lim: SmoothWarmingUp::builder(rate)
             .warmup(WARMUP)
             .cold_factor(3.0)
+            .resolution(res)
             .build()?,
         // Primed past the cold start: the window measures the stable rate.
         start: |l: &SmoothWarmingUp| {
@@ -894,28 +935,63 @@ const ENTRIES: &[Entry] = &[
         label: "SmoothBursty (1 s burst)",
         exact: false,
         batched: false,
-        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Exact),
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Exact, SmoothClock::Default, MICROS),
+    },
+    Entry {
+        name: "smooth-bursty-instant",
+        label: "SmoothBursty (1 s burst), Instant clock",
+        exact: false,
+        batched: false,
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Exact, SmoothClock::Instant, MICROS),
     },
     Entry {
         name: "smooth-bursty-batched",
         label: "SmoothBursty (1 s burst), batched handles",
         exact: false,
         batched: true,
-        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Batched),
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Batched, SmoothClock::Default, MICROS),
     },
     Entry {
         name: "smooth-warming-up",
         label: "SmoothWarmingUp (10 ms warm-up)",
         exact: false,
         batched: false,
-        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Exact),
+        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Exact, MICROS),
     },
     Entry {
         name: "smooth-warming-up-batched",
         label: "SmoothWarmingUp (10 ms warm-up), batched handles",
         exact: false,
         batched: true,
-        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Batched),
+        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Batched, MICROS),
+    },
+    Entry {
+        name: "smooth-bursty-nanos",
+        label: "SmoothBursty (1 s burst), nanoseconds",
+        exact: false,
+        batched: false,
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Exact, SmoothClock::Default, NANOS),
+    },
+    Entry {
+        name: "smooth-bursty-nanos-batched",
+        label: "SmoothBursty (1 s burst), nanoseconds, batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_smooth_bursty(l, n, d, Path::Batched, SmoothClock::Default, NANOS),
+    },
+    Entry {
+        name: "smooth-warming-up-nanos",
+        label: "SmoothWarmingUp (10 ms warm-up), nanoseconds",
+        exact: false,
+        batched: false,
+        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Exact, NANOS),
+    },
+    Entry {
+        name: "smooth-warming-up-nanos-batched",
+        label: "SmoothWarmingUp (10 ms warm-up), nanoseconds, batched handles",
+        exact: false,
+        batched: true,
+        run: |l, n, d| run_smooth_warming_up(l, n, d, Path::Batched, NANOS),
     },
     Entry {
         name: "refill",

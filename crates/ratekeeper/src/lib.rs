@@ -15,7 +15,10 @@
 //!   op's own wait.
 //! * [`SmoothBursty`] and [`SmoothWarmingUp`]: Guava's `RateLimiter`, exact to
 //!   Guava's own tests: stored permits from idle time (free, or costly while
-//!   warming up), and "the next caller pays".
+//!   warming up), and "the next caller pays". In Guava's whole microseconds
+//!   by default, which under-charge above 100 000 permits per second and do
+//!   not limit above 1 000 000; in whole nanoseconds with
+//!   [`smooth::Resolution::Nanos`].
 //! * [`RefillLimiter`] and [`CycleLimiter`]: Resilience4j's rate limiter
 //!   interface ([`PermitLimiter`]: acquire within a timeout, reserve, drain,
 //!   runtime limit and timeout changes, metrics, events), over a strict token
@@ -40,6 +43,7 @@
 //! | nosqlbench's token pool: a small bank of idle time, a backlog caught up at `burst × rate`, the backlog as a gauge | [`TokenPool`] |
 //! | Guava's behaviour: up to 1 s of permits stored while idle, spent at once | [`SmoothBursty`] |
 //! | a cold start after idle time, full rate once warm | [`SmoothWarmingUp`] |
+//! | either of Guava's above 100 000 permits per second | it, with [`.resolution(Resolution::Nanos)`](smooth::Resolution) |
 //! | Resilience4j's interface (timeouts, reserve, drain, events, runtime changes) over a token bucket with a burst capacity and initial permits | [`RefillLimiter`] |
 //! | Resilience4j's default limiter (fixed windows from creation), e.g. while migrating from it | [`CycleLimiter`] |
 //!

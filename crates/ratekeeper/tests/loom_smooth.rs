@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loom::thread;
+use ratekeeper::smooth::Resolution;
 use ratekeeper::{ManualClock, RateLimiter, SmoothBursty, SmoothWarmingUp};
 
 /// What a run left: each reservation's wait (by call), and the limiter's
@@ -167,6 +168,47 @@ fn warming_up_reservations_race_a_rate_change() {
         warming,
         2_000_000_000,
         &[Op::Reserve(3), Op::Reserve(2), Op::SetRate(20.0)],
+    );
+}
+
+/// At an infinite rate, once a reservation has banked the idle time, the
+/// reservations after it in the same clock tick leave the state as they
+/// found it and write nothing; racing a rate change, each still lands on one
+/// side of it (before: free, nothing stored; after: one of the 10 permits
+/// the change stores).
+fn bursty_infinite(clock: &ManualClock) -> SmoothBursty<ManualClock> {
+    let l = SmoothBursty::builder(f64::INFINITY)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    clock.advance_nanos(1_000_000);
+    l.reserve(1, None).unwrap();
+    l
+}
+
+#[test]
+fn bursty_reservations_that_write_nothing_race_a_rate_change() {
+    races_equal_a_serial_order(
+        bursty_infinite,
+        0,
+        &[Op::Reserve(1), Op::Reserve(2), Op::SetRate(10.0)],
+    );
+}
+
+/// The nanosecond mode: the same protocol on a schedule in nanoseconds,
+/// at 1e7 permits/s (100 ns a permit, which Guava's microseconds would not
+/// charge at all); 250 ns idle stores 2.5 permits.
+#[test]
+fn bursty_nanos_reservations_race_a_rate_change() {
+    fn bursty_nanos(clock: &ManualClock) -> SmoothBursty<ManualClock> {
+        SmoothBursty::builder(1e7)
+            .resolution(Resolution::Nanos)
+            .build_with_clock(clock.clone())
+            .unwrap()
+    }
+    races_equal_a_serial_order(
+        bursty_nanos,
+        250,
+        &[Op::Reserve(2), Op::Reserve(1), Op::SetRate(4e7)],
     );
 }
 

@@ -56,7 +56,7 @@
 //! Under saturating demand a cold limiter takes W to reach the threshold and
 //! another W/2 to use up the rest at the stable rate. Because costs are areas,
 //! a request split into parts costs the same as the whole (up to truncation to
-//! whole microseconds per call).
+//! whole microseconds, or nanoseconds, per call).
 //!
 //! # Which limiter?
 //!
@@ -65,6 +65,7 @@
 //! | Guava's behaviour: a burst after idle time, no lateness reporting | [`SmoothBursty`] |
 //! | a cold start: slow after idle time, full rate once warm (caches, connection pools) | [`SmoothWarmingUp`] |
 //! | a schedule: every op's wait time, catch-up of lateness, one strictness knob | [`Pacer`](crate::Pacer) |
+//! | either of Guava's above 100 000 permits per second | its builder's `.resolution(Resolution::Nanos)` ([`Resolution`]) |
 //!
 //! Guava limiters have no notion of lateness: time nobody used becomes
 //! stored permits (bursty: free; warming-up: costly), never a backlog that is
@@ -72,12 +73,15 @@
 //!
 //! # Time and numbers
 //!
-//! Everything is Guava's arithmetic: times in whole microseconds (`i64`),
-//! permits in `f64`, Java's truncating `(long)` casts, Java's `Math.min`
-//! (NaN wins) and a saturating add for `next_free`. The limiter reads the
-//! clock as microseconds elapsed since it was created, by wrapping
-//! subtraction, so its schedule survives a clock that wraps (Guava's
-//! `testTimeWrapping` passes). A [`Grant`], though, holds
+//! Everything is Guava's arithmetic: times in whole microseconds (`i64`;
+//! whole nanoseconds in the [nanosecond mode](#the-nanosecond-mode)),
+//! permits in `f64`, Java's truncating `(long)` casts and wrapping `long`
+//! sums, Java's `Math.min` (NaN wins) and a saturating add for `next_free`.
+//! The limiter reads the clock as microseconds (nanoseconds) elapsed since
+//! it was created, by wrapping subtraction, so its schedule survives a clock
+//! that wraps (Guava's `testTimeWrapping` passes); the elapsed time saturates
+//! at `i64::MAX` ticks, which in nanoseconds is 292 years after creation
+//! (in microseconds, never). A [`Grant`], though, holds
 //! absolute `u64` clock times that saturate: a wait that would end past the
 //! clock's last value is reported, and slept, as ending there. (No real
 //! clock of this crate gets there: [`MonotonicClock`](crate::MonotonicClock)
@@ -85,7 +89,9 @@
 //! including `+∞` (every wait is 0) and `f64::MIN_POSITIVE`-like tiny values
 //! (one permit then costs `i64::MAX` µs).
 //!
-//! **Whole microseconds cap the useful rate.** Each reservation is charged
+//! **Whole microseconds cap the useful rate.** In the default mode,
+//! [`Resolution::Micros`] (Guava's arithmetic, the reference: Guava's tests
+//! and the conformance vectors pin it), each reservation is charged
 //! `(long)(n × 1e6 / rate)` µs, truncated per call, as in Guava. Above
 //! 1 000 000 permits per second a one-permit request therefore costs 0 µs
 //! and is never throttled. Below, a single permit is charged up to 1 µs
@@ -95,12 +101,49 @@
 //! [`BatchHandle`](crate::BatchHandle)'s leases of `k` permits at 1e7/s cost
 //! `floor(k / 10)` µs, up to 1 µs less than `k` permits' 0.1 µs each (+0.5 %
 //! to +1.7 % over the rate in `BENCHMARKS.md`, issue 8). For rates above
-//! 100 000 per second use a limiter with a nanosecond schedule
-//! ([`Pacer`](crate::Pacer), [`TokenPool`](crate::TokenPool),
-//! [`RefillLimiter`](crate::RefillLimiter)).
+//! 100 000 per second use the nanosecond mode, or a limiter with a
+//! nanosecond schedule ([`Pacer`](crate::Pacer),
+//! [`TokenPool`](crate::TokenPool), [`RefillLimiter`](crate::RefillLimiter)).
+//!
+//! ## The nanosecond mode
+//!
+//! With [`Resolution::Nanos`] (`.resolution(Resolution::Nanos)` on either
+//! builder) a limiter keeps `next_free` and charges every cost in whole
+//! nanoseconds, `(long)(n × 1e9 / rate)` ns per call, and is Guava's
+//! algorithm otherwise: stored permits, the warm-up trapezoid (its period
+//! kept to the nanosecond), `tryAcquire`, rate changes and cancels. A single
+//! permit is charged less than 1 ns too little, at most `rate / 1e9` of its
+//! cost: 0.01 % at 100 000 per second, 0.1 % at 1 000 000, nothing where
+//! the interval is a whole number of nanoseconds (1e7 per second: 100 ns).
+//! Above 1e9 per second a permit costs 0 ns and the cap is back.
+//! [`Resolution::for_rate`] picks the nanosecond mode above
+//! [`Resolution::MICROS_MAX_RATE`] (100 000 per second), as the
+//! `ratekeeper` CLI does.
+//!
+//! ```
+//! use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+//! use ratekeeper::smooth::Resolution;
+//!
+//! let clock = ManualClock::new(0);
+//! let limiter = SmoothBursty::builder(1e7)
+//!     .resolution(Resolution::Nanos)
+//!     .build_with_clock(clock.clone())?;
+//! limiter.reserve(1, None)?;
+//! assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 100); // Guava's µs: 0
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! What it costs: the same arithmetic on the same 128-bit word, in another
+//! unit. Its schedule reaches 292 years ahead (`i64::MAX` ns; Guava's,
+//! 292 000 years): a reservation beyond that saturates there. At an
+//! infinite rate the default mode writes the word once per microsecond (the
+//! reservations in between change nothing, see [Concurrency](#concurrency)),
+//! the nanosecond mode at every new clock reading, so unthrottled callers on
+//! several threads contend for it more.
 //!
 //! A [`Grant`]'s `delay_nanos()` is exactly Guava's wait (what
-//! its `acquire` returns, times 1000). Its `scheduled` and `ready` times are
+//! its `acquire` returns, times 1000; in the nanosecond mode, the same wait
+//! in nanoseconds). Its `scheduled` and `ready` times are
 //! both the moment Guava lets the request go (`next_free` before this
 //! request, or now), so `wait_nanos()` after waiting is only how late the
 //! caller was let go: Guava has no schedule to be late against.
@@ -147,15 +190,16 @@
 //! The latest reservation is recognised by value: the state before it,
 //! rebuilt from the grant, must give exactly the current state when the
 //! reservation is computed again. A reservation that left the state as it
-//! found it (a permit costing under 1 µs from an empty store, or a schedule
-//! already at its end, 292 000 years out) leaves no trace, so a reservation
-//! before it can still be given back; it keeps its time. And at rates above
-//! about 300 000 permits per second, where a permit costs 3 µs or less and
-//! Guava's whole microseconds truncate it, a later reservation can leave a
-//! state the cancelled one alone could have produced; the cancel then gives
-//! back the cancelled reservation's permits and cost from the current state
-//! (later reservations keep their times, as in Go), exact up to that
-//! truncation.
+//! found it (a permit costing under 1 µs, in nanoseconds under 1 ns, from an
+//! empty store, or a schedule already at its end, 292 000 years out, in
+//! nanoseconds 292 years) leaves no trace, so a reservation before it can
+//! still be given back; it keeps its time. And where a permit costs 3 µs or
+//! less (above about 300 000 permits per second; in nanoseconds 3 ns, above
+//! 3e8 per second) and whole units truncate it, a later reservation can
+//! leave a state the cancelled one alone could have produced; the cancel
+//! then gives back the cancelled reservation's permits and cost from the
+//! current state (later reservations keep their times, as in Go), exact up
+//! to that truncation.
 //!
 //! A cancel retires the state the way a rate change does (under the change
 //! mutex, one allocation); from the first cancel or rate change on,
@@ -167,14 +211,17 @@
 //! Guava holds a mutex around every call. Here a reservation is lock-free:
 //! the two numbers it changes (stored permits and `next_free`) are one
 //! 128-bit word, read and replaced with one compare-exchange
-//! (`cmpxchg16b` on x86_64). A rate change, which also changes the
+//! (`cmpxchg16b` on x86_64). A reservation that leaves both as they were
+//! writes nothing (at an infinite rate, every reservation after the first
+//! in a clock tick), so unthrottled callers share the word's cache line
+//! instead of moving it between cores. A rate change, which also changes the
 //! parameters, retires the whole state (freezing its word forever) and
 //! publishes a new one under a mutex, so no reservation can be computed with
 //! one rate and committed under another. Every run therefore equals Guava's
 //! serial run, in the order of the commits (the argument is on the
 //! implementation's `Smooth` type); `tests/smooth_props.rs` checks
-//! concurrent runs against a serial model, and `tests/loom.rs` rate changes
-//! racing reservations. At 2 threads the compare-exchange gives about twice
+//! concurrent runs against a serial model, and `tests/loom_smooth.rs` rate
+//! changes racing reservations. At 2 threads the compare-exchange gives about twice
 //! the mutex's throughput; see `BENCHMARKS.md`.
 //!
 //! # Differences from Guava
@@ -254,8 +301,161 @@ fn long(x: f64) -> i64 {
     x as i64
 }
 
+/// A refusal reporting the caller's own maximum wait.
+fn with_max_wait(e: AcquireError, max_wait: Duration) -> AcquireError {
+    match e {
+        AcquireError::WouldWait { wait, .. } => AcquireError::WouldWait { wait, max_wait },
+        e => e,
+    }
+}
+
 fn duration_micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+fn duration_nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// How finely a smooth limiter keeps its schedule: the unit of `next_free`
+/// and of every cost it charges.
+///
+/// [`Micros`](Resolution::Micros), the default, is Guava's arithmetic
+/// exactly (Guava's tests and the conformance vectors pin it): a
+/// reservation of `n` permits costs `(long)(n × 1e6 / rate)` whole
+/// microseconds, truncated per call, so above 1 000 000 permits per second
+/// a single permit costs nothing and the limiter does not limit, and between
+/// 100 000 and 1 000 000 it under-charges by up to half.
+/// [`Nanos`](Resolution::Nanos) is the same algorithm in whole nanoseconds:
+/// `(long)(n × 1e9 / rate)` ns per call, so a single permit is charged less
+/// than 1 ns too little (at most `rate / 1e9` of its cost: 0.01 % at
+/// 100 000 per second, 0.1 % at 1 000 000, none where `1e9 / rate` is whole,
+/// such as 1e7). [`Resolution::for_rate`] picks one by
+/// [`Resolution::MICROS_MAX_RATE`].
+///
+/// # Examples
+///
+/// At 2 000 000 permits per second a permit costs 0.5 µs: Guava's
+/// microseconds charge it 0 and never throttle, nanoseconds space permits
+/// 500 ns apart.
+///
+/// ```
+/// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+/// use ratekeeper::smooth::Resolution;
+///
+/// let clock = ManualClock::new(0);
+/// let guava = SmoothBursty::builder(2e6).build_with_clock(clock.clone())?;
+/// let nanos = SmoothBursty::builder(2e6)
+///     .resolution(Resolution::Nanos)
+///     .build_with_clock(clock.clone())?;
+/// for _ in 0..3 {
+///     assert_eq!(guava.reserve(1, None)?.delay_nanos(), 0);
+/// }
+/// let delays: Vec<u64> = (0..3)
+///     .map(|_| nanos.reserve(1, None).map(|g| g.delay_nanos()))
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(delays, [0, 500, 1000]);
+/// assert_eq!(Resolution::for_rate(2e6), Resolution::Nanos);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Resolution {
+    /// Guava's whole microseconds: the reference mode, and the default.
+    #[default]
+    Micros,
+    /// Whole nanoseconds: for rates above [`Resolution::MICROS_MAX_RATE`].
+    Nanos,
+}
+
+impl Resolution {
+    /// The highest rate, in permits per second, at which
+    /// [`Resolution::for_rate`] keeps Guava's whole microseconds: 100 000,
+    /// where one permit costs 10 µs and truncating it to whole microseconds
+    /// loses under 1 µs of it (under 10 %; above, up to half of it, and
+    /// above 1 000 000 all of it).
+    pub const MICROS_MAX_RATE: f64 = 100_000.0;
+
+    /// [`Micros`](Resolution::Micros) at rates up to
+    /// [`MICROS_MAX_RATE`](Resolution::MICROS_MAX_RATE) (Guava's arithmetic),
+    /// [`Nanos`](Resolution::Nanos) above (and for NaN, which no limiter
+    /// accepts anyway).
+    ///
+    /// ```
+    /// use ratekeeper::smooth::Resolution;
+    ///
+    /// assert_eq!(Resolution::for_rate(100_000.0), Resolution::Micros);
+    /// assert_eq!(Resolution::for_rate(100_001.0), Resolution::Nanos);
+    /// assert_eq!(Resolution::for_rate(f64::INFINITY), Resolution::Nanos);
+    /// ```
+    pub fn for_rate(permits_per_second: f64) -> Resolution {
+        if permits_per_second <= Resolution::MICROS_MAX_RATE {
+            Resolution::Micros
+        } else {
+            Resolution::Nanos
+        }
+    }
+
+    /// Ticks (units of the schedule) per second.
+    fn per_second(self) -> f64 {
+        match self {
+            Resolution::Micros => 1e6,
+            Resolution::Nanos => 1e9,
+        }
+    }
+
+    /// Nanoseconds to ticks, truncating.
+    #[inline(always)]
+    fn ticks(self, nanos: u64) -> u64 {
+        match self {
+            Resolution::Micros => nanos / 1000,
+            Resolution::Nanos => nanos,
+        }
+    }
+
+    /// Ticks to nanoseconds, saturating.
+    #[inline(always)]
+    fn nanos(self, ticks: u64) -> u64 {
+        match self {
+            Resolution::Micros => ticks.saturating_mul(1000),
+            Resolution::Nanos => ticks,
+        }
+    }
+
+    /// Ticks as a duration (exact).
+    fn duration(self, ticks: u64) -> Duration {
+        match self {
+            Resolution::Micros => Duration::from_micros(ticks),
+            Resolution::Nanos => Duration::from_nanos(ticks),
+        }
+    }
+
+    /// A duration in ticks, truncating and saturating.
+    fn duration_ticks(self, d: Duration) -> i64 {
+        match self {
+            Resolution::Micros => duration_micros(d),
+            Resolution::Nanos => duration_nanos(d),
+        }
+    }
+
+    /// Whole microseconds in ticks, saturating.
+    fn micros_ticks(self, micros: i64) -> i64 {
+        match self {
+            Resolution::Micros => micros,
+            Resolution::Nanos => micros.saturating_mul(1000),
+        }
+    }
+}
+
+/// The refusal of a try whose wait (`next_free` − `now`, in ticks of `res`)
+/// exceeds `timeout`. The caller's own `max_wait` replaces the one given
+/// here, which is the timeout in ticks.
+#[cold]
+fn would_wait(res: Resolution, next_free: i64, now: i64, timeout: i64) -> AcquireError {
+    let wait = next_free.saturating_sub(now).max(0) as u64;
+    AcquireError::WouldWait {
+        wait: res.duration(wait),
+        max_wait: res.duration(timeout.max(0) as u64),
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -264,32 +464,37 @@ enum Kind {
         max_burst_seconds: f64,
     },
     WarmingUp {
-        warmup_micros: i64,
+        /// The warm-up period in ticks.
+        warmup: i64,
         cold_factor: f64,
         threshold: f64,
         slope: f64,
     },
 }
 
-/// Guava's `SmoothRateLimiter` state.
+/// Guava's `SmoothRateLimiter` state, with times in ticks of `res`
+/// (Guava's are microseconds).
 #[derive(Debug, Clone, Copy)]
 struct State {
     stored_permits: f64,
     max_permits: f64,
+    /// Ticks per permit.
     stable_interval: f64,
-    /// Microseconds since creation.
+    /// Ticks since creation.
     next_free: i64,
     kind: Kind,
+    res: Resolution,
 }
 
 impl State {
-    fn new(kind: Kind) -> State {
+    fn new(kind: Kind, res: Resolution) -> State {
         State {
             stored_permits: 0.0,
             max_permits: 0.0,
             stable_interval: 0.0,
             next_free: 0,
             kind,
+            res,
         }
     }
 
@@ -298,17 +503,17 @@ impl State {
         match self.kind {
             Kind::Bursty { .. } => self.stable_interval,
             // A zero warm-up period is no warm-up (Guava: 0/0 = NaN).
-            Kind::WarmingUp {
-                warmup_micros: 0, ..
-            } => self.stable_interval,
-            Kind::WarmingUp { warmup_micros, .. } => warmup_micros as f64 / self.max_permits,
+            Kind::WarmingUp { warmup: 0, .. } => self.stable_interval,
+            Kind::WarmingUp { warmup, .. } => warmup as f64 / self.max_permits,
         }
     }
 
     #[inline(always)]
     fn resync(&mut self, now: i64) {
         if now > self.next_free {
-            let new_permits = (now - self.next_free) as f64 / self.cool_down_interval();
+            // Java's long subtraction (next_free may have wrapped far into
+            // the past with Guava's warm-up sum).
+            let new_permits = now.wrapping_sub(self.next_free) as f64 / self.cool_down_interval();
             self.stored_permits = java_min(self.max_permits, self.stored_permits + new_permits);
             self.next_free = now;
         }
@@ -316,7 +521,7 @@ impl State {
 
     fn set_rate(&mut self, rate: f64, now: i64) {
         self.resync(now);
-        let stable = 1e6 / rate;
+        let stable = self.res.per_second() / rate;
         self.stable_interval = stable;
         let old = self.max_permits;
         match &mut self.kind {
@@ -337,14 +542,14 @@ impl State {
                 };
             }
             Kind::WarmingUp {
-                warmup_micros,
+                warmup,
                 cold_factor,
                 threshold,
                 slope,
             } => {
-                let w = *warmup_micros as f64;
+                let w = *warmup as f64;
                 let cold = stable * *cold_factor;
-                if *warmup_micros == 0 {
+                if *warmup == 0 {
                     // No warm-up: nothing stored, whatever the rate (Guava's
                     // formulas give 0/0 = NaN at an infinite rate).
                     *threshold = 0.0;
@@ -376,13 +581,13 @@ impl State {
                 let s = self.stable_interval;
                 let f = |p: f64| s + p * slope;
                 let above = stored - threshold;
-                let mut micros = 0i64;
+                let mut ticks = 0i64;
                 if above > 0.0 {
                     let t = java_min(above, to_take);
-                    micros = long(t * (f(above) + f(above - t)) / 2.0);
+                    ticks = long(t * (f(above) + f(above - t)) / 2.0);
                     to_take -= t;
                 }
-                micros.wrapping_add(long(s * to_take))
+                ticks.wrapping_add(long(s * to_take))
             }
         }
     }
@@ -488,7 +693,9 @@ impl Core {
 /// rate change retires it) and its word, reads the clock, computes Guava's
 /// reservation (or refusal) from that state, and commits with one
 /// compare-exchange of the word, retrying (with a new clock reading) from
-/// the value it finds if another commit came first. A rate change takes the `change` mutex,
+/// the value it finds if another commit came first; a reservation that
+/// leaves the state as it found it writes nothing. A rate change takes the
+/// `change` mutex,
 /// swaps the current core's word to [`FROZEN`] (getting the latest state and
 /// making every later commit to that core fail), computes Guava's `setRate`
 /// from it, and publishes a new core. A reservation that finds its core
@@ -517,13 +724,17 @@ impl Core {
 ///    order, rate changes included), and each is Guava's step applied to the
 ///    state its predecessor left. Each step reads the clock after loading
 ///    the state it is computed from, hence no earlier than the readings of
-///    the commits before it; the one exception is a commit that left the
-///    word bit-for-bit unchanged, which needs `now ≤ next_free`, and a step
+///    the commits before it. A reservation that would leave the word bit
+///    for bit unchanged writes nothing: it takes effect at its load, right
+///    after the commit it loaded. That needs `now ≤ next_free`, and a step
 ///    at any time up to `next_free` does the same thing (the resync is a
 ///    no-op; only the caller's own wait, measured from its own reading,
-///    differs). So every run equals Guava's serial run, under its lock, in
-///    commit order, and no grant reports a wait that only a stale clock
-///    reading would give it.
+///    differs), so it too is Guava's step there. (At an infinite rate every
+///    reservation but the first in each clock tick is of this kind: they
+///    share the cache line read-only, and the word is written once a tick.)
+///    So every run equals Guava's serial run, under its lock, in commit
+///    order, and no grant reports a wait that only a stale clock reading
+///    would give it.
 /// 3. A refusal (a try whose wait exceeds its timeout) changes nothing and is
 ///    Guava's decision on the state it loaded, at a reading taken after that
 ///    load.
@@ -542,6 +753,9 @@ struct Smooth<C> {
     /// values).
     change: Mutex<CancelWindow<i64>>,
     created: u64,
+    /// The unit of the schedule (the state's own `res`, kept here too so
+    /// that a clock reading is converted before the state is at hand).
+    res: Resolution,
     clock: C,
     policy: WaitPolicy,
 }
@@ -588,9 +802,9 @@ impl<C> Smooth<C> {
 }
 
 impl<C: Clock> Smooth<C> {
-    fn new(kind: Kind, rate: f64, clock: C, policy: WaitPolicy) -> Smooth<C> {
+    fn new(kind: Kind, res: Resolution, rate: f64, clock: C, policy: WaitPolicy) -> Smooth<C> {
         let created = clock.now_nanos();
-        let mut state = State::new(kind);
+        let mut state = State::new(kind, res);
         state.set_rate(rate, 0);
         let placeholder = Core::new(state, Epoch::FIRST);
         // Ordering: Relaxed; nobody else has the limiter yet.
@@ -600,24 +814,34 @@ impl<C: Clock> Smooth<C> {
             later: Swap::new(placeholder),
             change: Mutex::new(CancelWindow::new(0)),
             created,
+            res,
             clock,
             policy,
         }
     }
 
-    /// Clock nanos now, and microseconds since creation (wrapping).
+    /// Clock nanos now, and ticks since creation (wrapping).
     #[inline(always)]
     fn read(&self) -> (u64, i64) {
         let now = self.clock.now_nanos();
-        (now, (now.wrapping_sub(self.created) / 1000) as i64)
+        (now, self.ticks_since_created(now))
+    }
+
+    /// Ticks from creation to the clock reading `nanos`, by wrapping
+    /// subtraction (a clock that wraps keeps the schedule), saturating at
+    /// `i64::MAX` (in nanoseconds, 292 years after creation; in microseconds
+    /// never).
+    #[inline(always)]
+    fn ticks_since_created(&self, nanos: u64) -> i64 {
+        i64::try_from(self.res.ticks(nanos.wrapping_sub(self.created))).unwrap_or(i64::MAX)
     }
 
     #[inline(always)]
-    fn grant(&self, now_nanos: u64, now_micros: i64, moment: i64, permits: u32) -> Grant {
+    fn grant(&self, now_nanos: u64, now: i64, moment: i64, permits: u32) -> Grant {
         // After the resync `moment >= now`, so the request is due at `moment`:
-        // scheduled and ready alike, `wait` µs after the clock reading.
-        let wait = moment.saturating_sub(now_micros).max(0) as u64;
-        let ready = now_nanos.saturating_add(wait.saturating_mul(1000));
+        // scheduled and ready alike, `wait` ticks after the clock reading.
+        let wait = moment.saturating_sub(now).max(0) as u64;
+        let ready = now_nanos.saturating_add(self.res.nanos(wait));
         Grant::new(ready, ready, now_nanos, permits)
     }
 
@@ -696,8 +920,8 @@ impl<C: Clock> Smooth<C> {
         let (ready, started) = (grant.ready_nanos(), grant.started_nanos());
         let permits = grant.permits();
         // The reservation's clock reading, as `read` made it, and its moment.
-        let now = (started.wrapping_sub(self.created) / 1000) as i64;
-        let Some(moment) = i64::try_from((ready - started) / 1000)
+        let now = self.ticks_since_created(started);
+        let Some(moment) = i64::try_from(self.res.ticks(ready - started))
             .ok()
             .and_then(|wait| now.checked_add(wait))
         else {
@@ -749,7 +973,7 @@ impl<C: Clock> Smooth<C> {
     }
 
     fn rate(&self) -> f64 {
-        1e6 / self.with_core(|core, _| Some(core.params.stable_interval))
+        self.res.per_second() / self.with_core(|core, _| Some(core.params.stable_interval))
     }
 
     fn stored_permits(&self) -> f64 {
@@ -757,75 +981,114 @@ impl<C: Clock> Smooth<C> {
     }
 
     fn try_acquire_micros(&self, permits: u32, timeout_micros: i64) -> Result<Grant, AcquireError> {
-        self.decide(permits, Some(timeout_micros.max(0)))
+        let micros = timeout_micros.max(0);
+        let max_wait = Duration::from_micros(micros as u64);
+        self.decide(permits, Some(self.res.micros_ticks(micros)))
+            .map_err(|e| with_max_wait(e, max_wait))
     }
 
     /// One reservation (`timeout` None) or Guava's `tryAcquire` (Some), with
     /// the commit protocol described on [`Smooth`].
+    ///
+    /// Written out, not through [`Smooth::with_core`]'s closure: with one
+    /// inlined attempt for every core, the grant comes back in registers
+    /// (an out-of-line attempt returned it through the stack, and copying it
+    /// back with wider loads cost store-forwarding stalls, ~10 ns).
     #[inline(always)]
     fn decide(&self, permits: u32, timeout: Option<i64>) -> Result<Grant, AcquireError> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
-        // The clock is read after each load of the state, so a decision is
-        // never made at a reading older than the commits it builds on (see
-        // invariant 2 on [`Smooth`]).
-        self.with_core(|core, mut word| {
-            while word != FROZEN {
-                let (now_nanos, now) = self.read();
-                let mut st = core.state(word);
-                if let Some(timeout) = timeout {
-                    // Guava's canAcquire, without a resync: refusing changes
-                    // nothing.
-                    if st.next_free.wrapping_sub(timeout) > now {
-                        let wait = st.next_free.saturating_sub(now).max(0) as u64;
-                        return Some(Err(AcquireError::WouldWait {
-                            wait: Duration::from_micros(wait),
-                            max_wait: Duration::from_micros(timeout as u64),
-                        }));
-                    }
+        let mut later = None;
+        // Ordering: Acquire, see `Core::word`.
+        let mut word = self.first.word.load(Ordering::Acquire);
+        loop {
+            let core = later.as_deref().unwrap_or(&self.first);
+            if word != FROZEN {
+                if let Some(r) = self.attempt(core, word, permits, timeout) {
+                    return r;
                 }
-                let moment = st.reserve(permits, now);
+            }
+            if later.take().is_some() {
+                // The change that froze it holds `change` until its
+                // successor is published.
+                self.wait_out_change();
+            }
+            let core = self.later.load();
+            // Ordering: Acquire, see `Core::word`.
+            word = core.word.load(Ordering::Acquire);
+            later = Some(core);
+        }
+    }
+
+    /// Waits until the rate change or cancel in progress has published its
+    /// core.
+    #[cold]
+    #[inline(never)]
+    fn wait_out_change(&self) {
+        drop(lock(&self.change));
+    }
+
+    /// Reserves (or refuses) on `core`, starting from its `word`; `None`
+    /// once the core is found retired.
+    ///
+    /// The clock is read after each load of the state, so a decision is
+    /// never made at a reading older than the commits it builds on (see
+    /// invariant 2 on [`Smooth`]).
+    #[inline(always)]
+    fn attempt(
+        &self,
+        core: &Core,
+        mut word: u128,
+        permits: u32,
+        timeout: Option<i64>,
+    ) -> Option<Result<Grant, AcquireError>> {
+        while word != FROZEN {
+            let (now_nanos, now) = self.read();
+            let mut st = core.state(word);
+            if let Some(timeout) = timeout {
+                // Guava's canAcquire, without a resync: refusing changes
+                // nothing.
+                if st.next_free.wrapping_sub(timeout) > now {
+                    return Some(Err(would_wait(self.res, st.next_free, now, timeout)));
+                }
+            }
+            let moment = st.reserve(permits, now);
+            let next = pack(st.stored_permits, st.next_free);
+            // A reservation that changes nothing commits nothing: it took
+            // effect at the load (see invariant 2 on [`Smooth`]).
+            if next != word {
                 // Ordering: AcqRel on success (publishes this state and,
                 // through it, this clock reading); Acquire on failure (the
                 // state we retry from, as for the load).
-                match core.word.compare_exchange_weak(
-                    word,
-                    pack(st.stored_permits, st.next_free),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        let grant = self.grant(now_nanos, now, moment, permits);
-                        return Some(Ok(grant.with_claim(core.tag(word))));
-                    }
-                    Err(actual) => word = actual,
+                if let Err(actual) =
+                    core.word
+                        .compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    word = actual;
+                    continue;
                 }
             }
-            None
-        })
+            let grant = self.grant(now_nanos, now, moment, permits);
+            return Some(Ok(grant.with_claim(core.tag(word))));
+        }
+        None
     }
 
+    #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         match max_wait {
             None => self.decide(permits, None),
             Some(max) => self
-                .decide(permits, Some(duration_micros(max)))
-                .map_err(|e| match e {
-                    AcquireError::WouldWait { wait, .. } => AcquireError::WouldWait {
-                        wait,
-                        max_wait: max,
-                    },
-                    e => e,
-                }),
+                .decide(permits, Some(self.res.duration_ticks(max)))
+                .map_err(|e| with_max_wait(e, max)),
         }
     }
 
     fn wait_stats(&self) -> WaitStats {
         let next_free = self.snapshot().next_free;
         let (_, now) = self.read();
-        let backlog = next_free.saturating_sub(now).max(0) as u64;
-        let backlog = backlog.saturating_mul(1000);
+        let backlog = self.res.nanos(next_free.saturating_sub(now).max(0) as u64);
         WaitStats {
             backlog_nanos: backlog,
             total_wait_nanos: backlog,
@@ -889,6 +1152,10 @@ macro_rules! smooth_limiter {
             /// charges this request's permits to the next caller. With a
             /// maximum wait, Guava's `tryAcquire`: refused without any change
             /// when the wait would exceed it.
+            // Always inlined, as the Pacer's: only then does the grant come
+            // back in registers (with `#[inline]` LLVM kept it out of line in
+            // bench_report's loop).
+            #[inline(always)]
             fn reserve(
                 &self,
                 permits: u32,
@@ -921,11 +1188,15 @@ macro_rules! smooth_limiter {
         impl<C> fmt::Debug for $name<C> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let st = self.core.snapshot();
+                let next_free = match st.res {
+                    Resolution::Micros => "next_free_micros",
+                    Resolution::Nanos => "next_free_nanos",
+                };
                 f.debug_struct(stringify!($name))
-                    .field("rate", &(1e6 / st.stable_interval))
+                    .field("rate", &(st.res.per_second() / st.stable_interval))
                     .field("stored_permits", &st.stored_permits)
                     .field("max_permits", &st.max_permits)
-                    .field("next_free_micros", &st.next_free)
+                    .field(next_free, &st.next_free)
                     .finish_non_exhaustive()
             }
         }
@@ -992,6 +1263,7 @@ smooth_limiter!(SmoothWarmingUp);
 pub struct SmoothBurstyBuilder {
     rate: f64,
     max_burst_seconds: f64,
+    resolution: Resolution,
     policy: WaitPolicy,
 }
 
@@ -1011,6 +1283,7 @@ impl SmoothBursty {
         SmoothBurstyBuilder {
             rate: permits_per_second,
             max_burst_seconds: 1.0,
+            resolution: Resolution::Micros,
             policy: WaitPolicy::default(),
         }
     }
@@ -1020,6 +1293,30 @@ impl SmoothBurstyBuilder {
     /// How many seconds of permits idle time may store (default 1.0).
     pub fn max_burst_seconds(mut self, seconds: f64) -> Self {
         self.max_burst_seconds = seconds;
+        self
+    }
+
+    /// The unit of the schedule (default [`Resolution::Micros`], Guava's).
+    /// Use [`Resolution::Nanos`] above 100 000 permits per second (see
+    /// [`Resolution`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+    /// use ratekeeper::smooth::Resolution;
+    ///
+    /// let rate = 3e5; // 3.33 µs a permit
+    /// let clock = ManualClock::new(0);
+    /// let limiter = SmoothBursty::builder(rate)
+    ///     .resolution(Resolution::for_rate(rate))
+    ///     .build_with_clock(clock.clone())?;
+    /// limiter.reserve(1, None)?;
+    /// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 3333); // not 3000
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolution(mut self, resolution: Resolution) -> Self {
+        self.resolution = resolution;
         self
     }
 
@@ -1053,7 +1350,7 @@ impl SmoothBurstyBuilder {
             max_burst_seconds: b,
         };
         Ok(SmoothBursty {
-            core: Smooth::new(kind, rate, clock, self.policy),
+            core: Smooth::new(kind, self.resolution, rate, clock, self.policy),
         })
     }
 }
@@ -1062,9 +1359,19 @@ impl SmoothBurstyBuilder {
 #[derive(Debug, Clone, Copy)]
 pub struct SmoothWarmingUpBuilder {
     rate: f64,
-    warmup_micros: i64,
+    warmup: Warmup,
     cold_factor: f64,
+    resolution: Resolution,
     policy: WaitPolicy,
+}
+
+/// A warm-up period as it was given to the builder.
+#[derive(Debug, Clone, Copy)]
+enum Warmup {
+    /// Whole microseconds, possibly negative (an error at build).
+    Micros(i64),
+    /// A duration, truncated to the resolution at build.
+    Duration(Duration),
 }
 
 impl SmoothWarmingUp {
@@ -1085,24 +1392,55 @@ impl SmoothWarmingUp {
     pub fn builder(permits_per_second: f64) -> SmoothWarmingUpBuilder {
         SmoothWarmingUpBuilder {
             rate: permits_per_second,
-            warmup_micros: 0,
+            warmup: Warmup::Micros(0),
             cold_factor: 3.0,
+            resolution: Resolution::Micros,
             policy: WaitPolicy::default(),
         }
     }
 }
 
 impl SmoothWarmingUpBuilder {
-    /// The warm-up period, truncated to whole microseconds (saturating).
+    /// The warm-up period, truncated to whole microseconds (whole
+    /// nanoseconds with [`Resolution::Nanos`]), saturating.
     pub fn warmup(mut self, warmup: Duration) -> Self {
-        self.warmup_micros = duration_micros(warmup);
+        self.warmup = Warmup::Duration(warmup);
         self
     }
 
     /// The warm-up period in microseconds, as Guava's `unit.toMicros(period)`
     /// gives it; a negative value is an error at build.
     pub fn warmup_micros(mut self, micros: i64) -> Self {
-        self.warmup_micros = micros;
+        self.warmup = Warmup::Micros(micros);
+        self
+    }
+
+    /// The unit of the schedule (default [`Resolution::Micros`], Guava's).
+    /// Use [`Resolution::Nanos`] above 100 000 permits per second (see
+    /// [`Resolution`]).
+    ///
+    /// # Examples
+    ///
+    /// Warm, at 4e6 permits per second: Guava's microseconds charge a
+    /// permit 0 µs, nanoseconds 250 ns.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::{ManualClock, RateLimiter, SmoothWarmingUp};
+    /// use ratekeeper::smooth::Resolution;
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let limiter = SmoothWarmingUp::builder(4e6)
+    ///     .warmup(Duration::from_millis(1))
+    ///     .resolution(Resolution::Nanos)
+    ///     .build_with_clock(clock.clone())?;
+    /// limiter.reserve(limiter.stored_permits().ceil() as u32 + 1, None)?; // spend the cold store
+    /// let g = limiter.reserve(1, None)?;
+    /// assert_eq!(limiter.reserve(1, None)?.delay_nanos() - g.delay_nanos(), 250);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolution(mut self, resolution: Resolution) -> Self {
+        self.resolution = resolution;
         self
     }
 
@@ -1135,21 +1473,26 @@ impl SmoothWarmingUpBuilder {
     ///
     /// As [`build`](Self::build).
     pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothWarmingUp<C>, SmoothError> {
-        if self.warmup_micros < 0 {
-            return Err(SmoothError::WarmupNegative(self.warmup_micros));
-        }
+        let res = self.resolution;
+        let warmup = match self.warmup {
+            Warmup::Micros(micros) if micros < 0 => {
+                return Err(SmoothError::WarmupNegative(micros));
+            }
+            Warmup::Micros(micros) => res.micros_ticks(micros),
+            Warmup::Duration(d) => res.duration_ticks(d),
+        };
         let rate = check_rate(self.rate)?;
         if !self.cold_factor.is_finite() || self.cold_factor < 1.0 {
             return Err(SmoothError::ColdFactor(self.cold_factor));
         }
         let kind = Kind::WarmingUp {
-            warmup_micros: self.warmup_micros,
+            warmup,
             cold_factor: self.cold_factor,
             threshold: 0.0,
             slope: 0.0,
         };
         Ok(SmoothWarmingUp {
-            core: Smooth::new(kind, rate, clock, self.policy),
+            core: Smooth::new(kind, res, rate, clock, self.policy),
         })
     }
 }

@@ -1156,3 +1156,153 @@ fn whole_microseconds_leave_single_permits_above_a_million_per_second_free() {
     let took = clock.now_nanos();
     assert!((99_000_000..=100_000_000).contains(&took), "{took} ns");
 }
+
+// ------------------------------------------------- the nanosecond mode ---
+
+fn bursty_nanos(rate: f64, clock: &ManualClock) -> SmoothBursty<ManualClock> {
+    SmoothBursty::builder(rate)
+        .resolution(Resolution::Nanos)
+        .build_with_clock(clock.clone())
+        .unwrap()
+}
+
+/// `acquire(1)` `k` times on the manual clock, sleeping each wait; returns
+/// each wait in nanoseconds.
+fn acquire_nanos(l: &impl RateLimiter, clock: &ManualClock, k: usize) -> Vec<u64> {
+    (0..k)
+        .map(|_| {
+            let g = l.reserve(1, None).unwrap();
+            clock.advance_nanos(g.delay_nanos());
+            g.delay_nanos()
+        })
+        .collect()
+}
+
+#[test]
+fn above_a_million_per_second_only_nanoseconds_throttle() {
+    // 2e6 permits/s: 0.5 µs a permit. Guava's whole microseconds charge it
+    // (long)0.5 = 0 and let every permit go at once; nanoseconds space them
+    // 500 ns apart.
+    let clock = ManualClock::new(0);
+    let micros = bursty(2e6, &clock);
+    assert_eq!(acquire_nanos(&micros, &clock, 5), [0; 5]);
+    assert_eq!(clock.now_nanos(), 0, "never throttled");
+    let nanos = bursty_nanos(2e6, &clock);
+    assert_eq!(acquire_nanos(&nanos, &clock, 5), [0, 500, 500, 500, 500]);
+    assert_eq!(clock.now_nanos(), 2_000);
+}
+
+#[test]
+fn between_1e5_and_1e6_per_second_nanoseconds_charge_the_full_interval() {
+    // 3e5 permits/s: 3.33 µs a permit. Whole microseconds charge 3 µs (10 %
+    // too little: 1000 permits take 3 ms, not 3.33 ms); whole nanoseconds
+    // charge 3333 ns, within 0.01 %.
+    let took = |l: &dyn RateLimiter, clock: &ManualClock| {
+        let start = clock.now_nanos();
+        acquire_nanos(&l, clock, 1001); // the first is free
+        clock.now_nanos() - start
+    };
+    let clock = ManualClock::new(0);
+    assert_eq!(took(&bursty(3e5, &clock), &clock), 3_000_000);
+    let clock = ManualClock::new(0);
+    assert_eq!(took(&bursty_nanos(3e5, &clock), &clock), 3_333_000);
+}
+
+#[test]
+fn nanoseconds_hold_1e7_per_second_exactly() {
+    // 1e7 permits/s: 100 ns a permit, whole, so nothing is truncated: a
+    // million single permits take 100 ms, and requests of 1024 permits (a
+    // full BatchHandle lease) 102.4 µs each. (Guava's microseconds charge a
+    // single permit 0 µs, and 1024 of them 102 µs.)
+    let clock = ManualClock::new(0);
+    let l = SmoothBursty::builder(1e7)
+        .max_burst_seconds(0.0)
+        .resolution(Resolution::Nanos)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    acquire_nanos(&l, &clock, 1_000_001);
+    assert_eq!(clock.now_nanos(), 100_000_000);
+    for _ in 0..1000 {
+        // Each request waits for the cost of the one before.
+        let waits: Vec<u64> = [1024, 1]
+            .map(|n| {
+                let g = l.reserve(n, None).unwrap();
+                clock.advance_nanos(g.delay_nanos());
+                g.delay_nanos()
+            })
+            .into();
+        assert_eq!(waits, [100, 102_400]);
+    }
+    assert_eq!(clock.now_nanos(), 100_000_000 + 1000 * 102_500);
+}
+
+#[test]
+fn warm_up_in_nanoseconds_is_guava_s_warm_up_a_thousand_times_faster() {
+    // Guava's testWarmUp (2 permits/s, 4 s warm-up, cold factor 3), with
+    // every time divided by 1000: 2000 permits/s and a 4 ms warm-up give
+    // the same waits in nanoseconds as in microseconds; 2e6 permits/s and a
+    // 4 µs warm-up give them in nanoseconds only (Guava's microseconds
+    // charge every permit 0 µs).
+    let want = [0, 1_375, 1_125, 875, 625, 500, 500, 500];
+    let warm = |rate: f64, warmup: Duration, res: Resolution, clock: &ManualClock| {
+        SmoothWarmingUp::builder(rate)
+            .warmup(warmup)
+            .resolution(res)
+            .build_with_clock(clock.clone())
+            .unwrap()
+    };
+    let clock = ManualClock::new(0);
+    let l = warm(2e3, Duration::from_millis(4), Resolution::Micros, &clock);
+    let waits = acquire_nanos(&l, &clock, 8);
+    assert_eq!(waits, want.map(|w| w * 1000));
+    let clock = ManualClock::new(0);
+    let l = warm(2e6, Duration::from_micros(4), Resolution::Nanos, &clock);
+    assert_eq!(acquire_nanos(&l, &clock, 8), want);
+    // Guava's microseconds truncate each cost: 1.375 and 1.125 µs to 1 µs,
+    // the rest to 0.
+    let clock = ManualClock::new(0);
+    let l = warm(2e6, Duration::from_micros(4), Resolution::Micros, &clock);
+    let truncated = [0, 1_000, 1_000, 0, 0, 0, 0, 0];
+    assert_eq!(acquire_nanos(&l, &clock, 8), truncated);
+    // A warm-up period under a microsecond: kept whole in nanoseconds.
+    let clock = ManualClock::new(0);
+    let l = warm(2e9, Duration::from_nanos(4), Resolution::Nanos, &clock);
+    assert_eq!(l.stored_permits(), 8.0);
+}
+
+#[test]
+fn nanoseconds_keep_tries_rates_stats_and_cancels() {
+    let clock = ManualClock::new(0);
+    let l = bursty_nanos(2e6, &clock);
+    assert_eq!(l.rate(), 2e6);
+    l.reserve(1, None).unwrap();
+    let refused = AcquireError::WouldWait {
+        wait: Duration::from_nanos(500),
+        max_wait: Duration::ZERO,
+    };
+    assert_eq!(l.try_acquire(), Err(refused));
+    assert_eq!(l.wait_stats().backlog_nanos, 500);
+    assert!(format!("{l:?}").contains("next_free_nanos: 500"), "{l:?}");
+    // A timeout in microseconds is a thousand nanoseconds each.
+    let g = l.try_acquire_micros(3, 1).unwrap();
+    assert_eq!(g.delay_nanos(), 500);
+    assert_eq!(
+        l.try_acquire_micros(1, 1),
+        Err(AcquireError::WouldWait {
+            wait: Duration::from_nanos(2_000),
+            max_wait: Duration::from_micros(1),
+        })
+    );
+    // The latest reservation comes back exactly, nanoseconds and all.
+    let before = state_bits(&l.core);
+    let g = l.reserve(2, None).unwrap();
+    assert_eq!(g.delay_nanos(), 2_000);
+    assert!(l.cancel(&g));
+    assert_eq!(state_bits(&l.core), before);
+    // A rate change accounts the time before it at the old rate, in
+    // nanoseconds: 2 µs of debt stays owed.
+    l.set_rate(1e3).unwrap();
+    assert_eq!(l.rate(), 1e3);
+    assert_eq!(l.reserve(1, None).unwrap().delay_nanos(), 2_000);
+    assert_eq!(l.reserve(1, None).unwrap().delay_nanos(), 1_002_000);
+}
