@@ -81,6 +81,9 @@
 //!   through it (it leases up to 1024 permits with one reservation and
 //!   grants them from thread-local state). These, the Pacer's batched
 //!   handles and the shards are the report's batched configurations;
+//! * the floor to beat, no limiter at all (`sleep-loop`): each thread keeps
+//!   its own absolute schedule at `r / threads` and sleeps until each op's
+//!   time with `std::thread::sleep` (unthrottled, it never sleeps);
 //! * governor 0.10: `Quota::with_period(1/r)` with a burst of `r × 10 µs`
 //!   (governor's default `per_second` burst would be 1 s of permits, handed
 //!   out at once); a denied `check()` retries;
@@ -362,6 +365,61 @@ impl Subject for Governor {
             |not_until| not_until.wait_time_from(self.0.clock().now()),
         )
     }
+}
+
+/// The floor to beat (issue 15): no limiter at all. Each thread keeps its
+/// own absolute schedule at `rate / threads` and sleeps until each op's
+/// time with `std::thread::sleep`; an op whose time has passed goes at
+/// once. Unthrottled, it never sleeps.
+struct SleepLoop {
+    /// Nanoseconds between one thread's ops (0: unthrottled).
+    period: f64,
+    /// When the schedules start, set just before the threads are released.
+    t0: OnceLock<Instant>,
+}
+
+impl Subject for SleepLoop {
+    /// Ops this thread has taken.
+    type Local = u64;
+    fn local(&self) -> Res<u64> {
+        Ok(0)
+    }
+    fn start(&self) {
+        let _ = self.t0.set(Instant::now());
+    }
+    #[inline(always)]
+    fn take(&self, k: &mut u64) -> Taken {
+        if self.period == 0.0 {
+            return Taken {
+                sched_wait: None,
+                waited: false,
+            };
+        }
+        let t0 = *self.t0.get().expect("started before the threads");
+        let due = t0 + Duration::from_nanos((*k as f64 * self.period) as u64);
+        *k += 1;
+        let now = Instant::now();
+        let waited = due > now;
+        if waited {
+            std::thread::sleep(due - now);
+        }
+        Taken {
+            sched_wait: Some(Instant::now().saturating_duration_since(due).as_nanos() as u64),
+            waited,
+        }
+    }
+}
+
+fn run_sleep_loop(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
+    let period = match load {
+        Load::Unthrottled => 0.0,
+        Load::Target(r) => 1e9 * threads as f64 / r,
+    };
+    let s = SleepLoop {
+        period,
+        t0: OnceLock::new(),
+    };
+    measure(&s, threads, load, run_for)
 }
 
 /// ratelimit's token bucket, `try_wait()` retried until it passes.
@@ -1027,6 +1085,13 @@ const ENTRIES: &[Entry] = &[
         exact: false,
         batched: false,
         run: run_governor,
+    },
+    Entry {
+        name: "sleep-loop",
+        label: "no limiter: per-thread absolute schedule, thread::sleep",
+        exact: false,
+        batched: false,
+        run: run_sleep_loop,
     },
     Entry {
         name: "ratelimit",

@@ -25,10 +25,10 @@
 //!   most half a slot; the op goes at most `E` early, so a strict pacer's
 //!   consecutive ops start at least `slot − E` apart.
 //! * **otherwise sleeps**, and at high rates **later than its ready time by
-//!   a grouping delay** `D = min(384 × slot, 4 × (ρ − 2 × slot))` (0 where
+//!   a grouping delay** `D = min(768 × slot, 8 × (ρ − 2 × slot))` (0 where
 //!   the slot is at least half of ρ), so that one sleep releases a group of
-//!   about 384 ops, all due, instead of waking for each: at 1 M ops/s (`ρ`
-//!   = 100 µs) `D` is 384 µs and a sleep costs under 0.1 µs per op. The ops
+//!   about 800 ops, all due, instead of waking for each: at 1 M ops/s (`ρ`
+//!   = 100 µs) `D` is 768 µs and a sleep costs under 50 ns per op. The ops
 //!   of a group go late, never early, and each reports its lateness in its
 //!   wait time (`started − scheduled`): nothing is hidden. `D` falls to 0
 //!   as the slot grows to half of ρ; from there ops are slept to one by
@@ -36,9 +36,9 @@
 //!
 //! | rate (ρ = 100 µs) | slot | early bound `E` | grouping delay `D` |
 //! |---:|---:|---:|---:|
-//! | 10 M/s | 100 ns | 50 µs | 38.4 µs |
-//! | 1 M/s | 1 µs | 50 µs | 384 µs |
-//! | 100 k/s | 10 µs | 50 µs | 320 µs |
+//! | 10 M/s | 100 ns | 50 µs | 76.8 µs |
+//! | 1 M/s | 1 µs | 50 µs | 768 µs |
+//! | 100 k/s | 10 µs | 50 µs | 640 µs |
 //! | 20 k/s | 50 µs | 50 µs | 0 |
 //! | 10 k/s | 100 µs | 50 µs | 0 |
 //! | 1 k/s | 1 ms | 100 µs | 0 |
@@ -111,14 +111,16 @@ enum Kind {
 }
 
 /// How many ops the default policy aims to release per sleep at high rates
-/// (the `384` of the grouping delay; see the [module docs](self)). Chosen by
-/// measurement: a sleep costs 31–38 µs of CPU on this project's machines,
-/// so 384 ops per sleep keep a blocking acquire at 1 M ops/s under 150 ns
-/// of CPU per permit (BENCHMARKS.md, issue 15).
-pub const GROUP_OPS: u64 = 384;
+/// (the `768` of the grouping delay; see the [module docs](self)). Chosen by
+/// measurement: a sleep costs 31–38 µs of CPU on this project's machines;
+/// with 384 ops per sleep a blocking acquire at 1 M ops/s cost 172 ns of
+/// CPU per permit, over the 150 ns the project aims for (BENCHMARKS.md,
+/// issue 15). The price is lateness: at 1 M ops/s an op goes up to 0.8 ms
+/// late, and its wait says so.
+pub const GROUP_OPS: u64 = 768;
 
-/// The longest grouping delay, in sleep resolutions (`4 × (ρ − 2 × slot)`).
-const MAX_DELAY_RESOLUTIONS: u64 = 4;
+/// The longest grouping delay, in sleep resolutions (`8 × (ρ − 2 × slot)`).
+const MAX_DELAY_RESOLUTIONS: u64 = 8;
 
 impl WaitPolicy {
     /// Sleep, releasing operations whose wait is at most `window` at once
@@ -212,7 +214,7 @@ fn early_bound(resolution: u64, slot: u64) -> u64 {
     (slot / 2).clamp(resolution / 2, resolution)
 }
 
-/// The default grouping delay `D = min(384 × slot, 4 × (ρ − 2 × slot))`,
+/// The default grouping delay `D = min(768 × slot, 8 × (ρ − 2 × slot))`,
 /// 0 when the slot is unknown or at least half of ρ.
 fn group_delay(resolution: u64, slot: u64) -> u64 {
     let twice = slot.saturating_mul(2);
@@ -481,9 +483,9 @@ mod tests {
             (p.window_nanos(&clock), p.group_delay_nanos(&clock))
         };
         assert_eq!(at(0), (50, 0), "unknown slot: half a resolution, no delay");
-        assert_eq!(at(1), (50, 384), "tiny slots: 384 of them");
-        assert_eq!(at(10), (50, 320), "capped: 384 slots > 4 x (100 - 2 x 10)");
-        assert_eq!(at(49), (50, 8), "just under half a resolution");
+        assert_eq!(at(1), (50, 768), "tiny slots: 768 of them");
+        assert_eq!(at(10), (50, 640), "capped: 768 slots > 8 x (100 - 2 x 10)");
+        assert_eq!(at(49), (50, 16), "just under half a resolution");
         assert_eq!(at(50), (50, 0), "half a resolution: ops one by one");
         assert_eq!(at(150), (75, 0), "half a slot");
         assert_eq!(at(1_000), (100, 0), "at most one resolution early");
@@ -504,16 +506,16 @@ mod tests {
 
     #[test]
     fn a_default_wait_goes_late_by_the_delay_never_early_by_more_than_the_bound() {
-        // Resolution 100 ns, slot 10 ns: early bound 50, delay 320.
+        // Resolution 100 ns, slot 10 ns: early bound 50, delay 640.
         let clock = Late(ManualClock::new(0));
         let policy = WaitPolicy::default().for_slot(10);
         // 40 ns away: sleeping to it is impossible, it goes at once.
         let g = block_until(&clock, Grant::new(40, 40, 0, 1), policy);
         assert_eq!((g.started_nanos(), clock.now_nanos()), (0, 0));
-        // 1 000 ns away: one sleep, woken 320 ns after the ready time.
+        // 1 000 ns away: one sleep, woken 640 ns after the ready time.
         let g = block_until(&clock, Grant::new(1_000, 1_000, 0, 1), policy);
-        assert_eq!(g.started_nanos(), 1_320);
-        assert_eq!(g.wait_nanos(), 320, "the lateness is reported");
+        assert_eq!(g.started_nanos(), 1_640);
+        assert_eq!(g.wait_nanos(), 640, "the lateness is reported");
     }
 
     #[test]
