@@ -246,7 +246,7 @@ limiters in parentheses appear only with those limiters (--limiter):
   target_rate      number   ops/s the run aimed at
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
-  wait_policy      string   (pacer) \"coalesce\" (default) or \"precise\"
+  wait_policy      string   (pacer) \"default\" or \"precise\"
   access           string   \"exact\" (every acquire goes to the shared limiter, the default), \
 \"batched\" (--batch: a handle per worker) or \"sharded\" (pacer with --shards)
   shards           integer  (pacer with --shards) the shard count
@@ -363,9 +363,12 @@ pub struct PaceArgs {
     pub strictness: Option<f64>,
 
     /// Pacer only: sleep, then spin the last 150µs before each op's slot, so
-    /// no op goes early (costs CPU). Default: coalesce waits within the
-    /// library's 500µs window (ops closer together than that go in groups, up
-    /// to 500µs early). Refused with the other limiters.
+    /// no op goes early (costs CPU). Default: the library's default wait
+    /// policy (an op goes early only when sleeping to it is impossible, by at
+    /// most half a slot and at most the measured sleep resolution, about
+    /// 100µs; at high rates a sleep ends up to a grouping delay late, so that
+    /// one sleep lets a group of ops go, and their waits say so). Refused
+    /// with the other limiters.
     #[arg(long)]
     pub precise: bool,
 
@@ -1575,7 +1578,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         } => {
             report.strictness = Some(strictness);
             report.strictness_mode = Some(strictness_mode_name(strictness));
-            report.wait_policy = Some(if precise { "precise" } else { "coalesce" });
+            report.wait_policy = Some(if precise { "precise" } else { "default" });
             report.pacers = Some(limiter_count);
         }
         LimiterInfo::Pool {
@@ -2201,7 +2204,7 @@ impl fmt::Display for PaceReport {
                 )?;
                 let policy = match self.wait_policy {
                     Some("precise") => "precise (sleep, then spin 150µs)",
-                    _ => "coalesce (waits within 500µs are not slept)",
+                    _ => "default (early only when a sleep cannot reach the op; grouped at high rates)",
                 };
                 writeln!(f, "wait policy     {policy}")?;
                 match self.pacers {

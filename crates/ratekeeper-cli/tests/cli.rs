@@ -38,7 +38,7 @@ fn count_run_reports_consistent_json() {
     assert_eq!(f(&v, "target_rate"), 2000.0);
     assert_eq!(f(&v, "strictness"), 1.1);
     assert_eq!(v["strictness_mode"], "burst_ratio");
-    assert_eq!(v["wait_policy"], "coalesce");
+    assert_eq!(v["wait_policy"], "default");
     assert_eq!(v["limiter"], "pacer");
     for pool_only in ["burst_ratio", "filling", "pools", "max_backlog_ns", "fills"] {
         assert!(

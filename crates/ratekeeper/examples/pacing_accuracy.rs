@@ -11,8 +11,9 @@
 //! these limiters, all measured in the same run:
 //!
 //! * `ratekeeper`: a [`Pacer`] from the default spec (`"<rate>"`, burst 1.1),
-//!   `pacer.acquire()` per permit (sleeps, waking about when due; waits
-//!   within the default 500 µs coalescing window are not slept).
+//!   `pacer.acquire()` per permit (the default wait policy: sleeps, waking
+//!   about when due, ops going at most the early bound early and, at high
+//!   rates, in groups up to the grouping delay late).
 //! * `sleep`: a plain absolute-schedule loop: permit `i` is due at
 //!   `start + i / rate`; if that is in the future, `std::thread::sleep` the
 //!   remaining time (no spinning, no coalescing).

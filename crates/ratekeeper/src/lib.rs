@@ -72,9 +72,11 @@
 //!   [`DefaultClock`] (the TSC where the kernel trusts it, else
 //!   `std::time::Instant`), [`ManualClock`] for exact, instant tests
 //!   (`*_with_clock` constructors).
-//! * **No spinning.** Blocking waits sleep, wake about on time, and let ops
-//!   due within a 500 µs window go together, so high rates cost few sleeps
-//!   ([`WaitPolicy`]); spinning is opt-in.
+//! * **No spinning.** Blocking waits sleep and wake about on time; an op goes
+//!   early only when sleeping to it is impossible (at most half a slot), and
+//!   at high rates one sleep lets a group of ops go, a little late, their
+//!   waits saying so ([`WaitPolicy`]); the Pacer lets one waiting thread
+//!   sleep at a time. Spinning is opt-in.
 //! * **Batching under contention.** From several threads at very high rates a
 //!   limiter's shared state is the bottleneck. A [`BatchHandle`] (one per
 //!   thread, over any limiter) takes up to 1024 permits with one reservation

@@ -323,7 +323,8 @@ fn threads_with_handles_keep_the_rate_on_the_real_clock() {
         let elapsed = t0.elapsed().as_secs_f64();
         let total: u64 = counts.iter().sum();
         let expected = rate * elapsed;
-        // The coalescing window (500 µs early) and one lease (100 µs) per
+        // The early bound (ops go at most one sleep resolution early, about
+        // 100 µs here; 500 µs allowed) and one lease (100 µs) per
         // thread, plus the last batch of 64 per thread, on top of 1 %.
         let slack = rate * (500e-6 + threads as f64 * 100e-6) + 64.0 * threads as f64;
         // The invariant, tight: never more than the schedule allows plus the

@@ -449,8 +449,10 @@ impl PacerBuilder {
         self
     }
 
-    /// How blocking acquires wait (default: sleep until about due, and let ops
-    /// due within 500 µs go at once; see [`WaitPolicy`]).
+    /// How blocking acquires wait (default: [`WaitPolicy::default`], sized
+    /// for the pacer's slot: an op goes early only when sleeping to it is
+    /// impossible, and at high rates a sleep serves a group of ops; see
+    /// [`wait`](crate::wait)).
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
         self.policy = policy;
         self
