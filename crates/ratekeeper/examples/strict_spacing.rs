@@ -15,8 +15,8 @@
 //! actual starts against the slot
 //! (`1e9 / rate` ns) and against the bound the default wait policy
 //! promises, `slot − E` with `E = clamp(slot / 2, ρ / 2, ρ)` (`ρ` the
-//! process's measured sleep resolution at the end of the run), plus the
-//! achieved rate. The same run repeats with the old policy, a fixed 500 µs
+//! largest sleep resolution the process estimated during the run), plus
+//! the achieved rate. The same run repeats with the old policy, a fixed 500 µs
 //! coalescing window, for comparison.
 
 use std::error::Error;
@@ -30,6 +30,8 @@ struct Run {
     /// Gaps between consecutive starts seen by the caller.
     seen: Vec<u64>,
     achieved: f64,
+    /// The largest sleep resolution the process estimated during the run.
+    rho: u64,
 }
 
 fn run(rate: f64, ops: usize, policy: Option<WaitPolicy>) -> Result<Run, Box<dyn Error>> {
@@ -40,10 +42,12 @@ fn run(rate: f64, ops: usize, policy: Option<WaitPolicy>) -> Result<Run, Box<dyn
     }
     let pacer = builder.build_with_clock(clock)?;
     let (mut released, mut seen) = (Vec::with_capacity(ops), Vec::with_capacity(ops));
+    let mut rho = ratekeeper::wait::sleep_resolution_nanos();
     for _ in 0..ops {
         let g = pacer.acquire();
         seen.push(clock.now_nanos());
         released.push(g.started_nanos());
+        rho = rho.max(ratekeeper::wait::sleep_resolution_nanos());
     }
     let gaps = |v: &[u64]| -> Vec<u64> {
         let mut g: Vec<u64> = v.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
@@ -55,6 +59,7 @@ fn run(rate: f64, ops: usize, policy: Option<WaitPolicy>) -> Result<Run, Box<dyn
         released: gaps(&released),
         seen: gaps(&seen),
         achieved: (ops - 1) as f64 / span,
+        rho,
     })
 }
 
@@ -102,7 +107,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let old = WaitPolicy::coalesce(Duration::from_micros(500));
         for (name, policy) in [("default", None), ("fixed 500 µs window", Some(old))] {
             let r = run(rate, ops, policy)?;
-            let rho = ratekeeper::wait::sleep_resolution_nanos();
+            let rho = r.rho;
             let early = match policy {
                 None => (slot / 2).clamp(rho / 2, rho),
                 Some(_) => 500_000,

@@ -99,20 +99,21 @@
 //!   and through [`Pacer::handle`]) share a waiting room: one caller at a
 //!   time sleeps on the schedule; others that come while it sleeps park
 //!   without taking a slot, and it hands over to one of them when it is let
-//!   go. So `N` threads cost about one sleep per group, not `N`; a caller
-//!   let go later than the policy explains wakes a parked one to help.
-//! * **A late wake is not a late caller** (burst modes, and strict mode at
-//!   rates with a grouping delay). The actual
+//!   go (a woken caller that finds no sleeper passes the hand-over on).
+//!   So `N` threads cost about one sleep per group, not `N`.
+//! * **A late wake is not a late caller** (burst and burst compensation
+//!   modes, and strict mode at rates with a grouping delay). The actual
 //!   timeline of strict and burst modes starts an op no earlier than the
 //!   clock when it is reserved, so a caller that comes back late forfeits
-//!   the time in between. When the lateness is the wait's own (a sleep that
-//!   ended late, or the grouping delay), the pacer excuses it: until the
-//!   actual timeline has caught up with the clock, reservations start as if
-//!   the clock read that much earlier (at most the grouping delay plus
-//!   `max(2ρ, 1 ms)`, an async timer's tick; beyond that, a preemption say,
-//!   it is the caller's lateness). The ops caught up go at once, so on
-//!   scales shorter than the sleep resolution a burst mode's spacing holds
-//!   for ready times, not for the instants ops are let go.
+//!   the time in between, and burst compensation forfeits a share of any
+//!   gap it sees. When the lateness is the wait's own (a sleep that ended
+//!   late, or the grouping delay), the pacer excuses it: until the schedule
+//!   has caught up with the clock, reservations are decided as if the clock
+//!   read that much earlier (at most the grouping delay plus `max(2ρ, 1
+//!   ms)`, an async timer's tick; beyond that, a preemption say, it is the
+//!   caller's lateness). The ops caught up go at once, so on scales shorter
+//!   than the sleep resolution a burst mode's spacing holds for ready
+//!   times, not for the instants ops are let go.
 //! * **Strict mode keeps a late wake's lateness** where ops are slept to
 //!   one by one (no grouping delay: a slot at least half the sleep
 //!   resolution): the next op is
@@ -754,7 +755,10 @@ impl<C: Clock> Pacer<C> {
     fn compensate(&self, slot: u64, span: u64, now: u64, shift: u32) {
         let end = slot.saturating_add(span);
         if now > end {
-            let forfeit = (now - end) >> shift;
+            // A gap that is only the lateness of a wait is not forfeited
+            // (see `present`).
+            let now = self.present_for_compensation(now, end);
+            let forfeit = now.saturating_sub(end) >> shift;
             if forfeit > 0 {
                 // Ordering: Relaxed. Moving the accumulator forward only makes
                 // later slots later; the grant itself was already published by
@@ -764,6 +768,27 @@ impl<C: Clock> Pacer<C> {
                 self.accumulated.fetch_add(forfeit, Ordering::Relaxed);
             }
         }
+    }
+
+    /// `now` less the lateness a wait excused (see `released`), for burst
+    /// compensation; clears the lag once the schedule has caught up with it.
+    #[inline]
+    fn present_for_compensation(&self, now: u64, end: u64) -> u64 {
+        // Ordering: Relaxed; see `present`.
+        let lag = self.lag.load(Ordering::Relaxed);
+        if lag == 0 {
+            return now;
+        }
+        let present = now.saturating_sub(lag);
+        if present <= end {
+            return present;
+        }
+        // Behind by more than the excused lateness: the excuse is spent.
+        // Ordering: Relaxed, as in `present`.
+        let _ = self
+            .lag
+            .compare_exchange(lag, 0, Ordering::Relaxed, Ordering::Relaxed);
+        present
     }
 
     /// The earliest start a strict or burst reservation decided at `now`
@@ -1286,8 +1311,8 @@ impl<C: Clock> RateLimiter for Pacer<C> {
     fn released(&self, grant: &Grant) {
         // Ordering: Relaxed for the three: configuration snapshots.
         let mode = self.params.mode.load(Ordering::Relaxed);
-        if (mode >> KIND_SHIFT) & 0b11 != KIND_DUAL || grant.started_nanos() <= grant.ready_nanos()
-        {
+        let kind = (mode >> KIND_SHIFT) & 0b11;
+        if kind == KIND_AVERAGE || grant.started_nanos() <= grant.ready_nanos() {
             return;
         }
         let op = self.params.op_nanos.load(Ordering::Relaxed);
@@ -1295,7 +1320,7 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         let late = grant.started_nanos() - grant.ready_nanos();
         let resolution = self.clock.sleep_overshoot_nanos();
         let delay = self.wait_policy().group_delay_nanos(&self.clock);
-        if burst == op && delay == 0 {
+        if kind == KIND_DUAL && burst == op && delay == 0 {
             // Strict, with ops slept to one by one: the lateness is kept,
             // the next op is spaced from this one's actual start.
             let span = u64::from(grant.permits().max(1)).saturating_mul(burst);

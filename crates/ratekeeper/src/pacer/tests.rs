@@ -691,3 +691,33 @@ fn at_1k_per_second_a_strict_op_goes_at_most_the_early_bound_early() {
     assert_eq!(h.ready_nanos(), 2 * MS);
     assert_eq!(h.started_nanos(), 2 * MS - 80_000);
 }
+
+#[test]
+fn a_wait_that_wakes_late_on_purpose_is_not_forfeited_by_compensation() {
+    // 1e6/s, strictness 0.5 (forfeit half of any gap seen), sleeps 100 µs
+    // late: the grouping delay is 768 µs. The op that sleeps goes 768 µs
+    // late on purpose; the next reservation must not forfeit that.
+    let clock = ManualClock::new(0);
+    let late = LateClock {
+        inner: clock.clone(),
+        late: 100_000,
+    };
+    let p = Pacer::builder(Rate::new(1e6).unwrap())
+        .strictness(0.5)
+        .build_with_clock(late)
+        .unwrap();
+    for _ in 0..60 {
+        p.reserve(1, None).unwrap(); // the schedule 60 µs ahead
+    }
+    let g = p.acquire();
+    assert_eq!(g.scheduled_nanos(), 60_000);
+    assert!(g.wait_nanos() >= 768_000, "{g:?}");
+    let next = p.acquire();
+    assert_eq!(next.scheduled_nanos(), 61_000);
+    assert_eq!(
+        p.accumulated_wait_nanos(),
+        0,
+        "the grouping delay was forfeited"
+    );
+    assert_eq!(p.next_slot_nanos(), 62_000);
+}

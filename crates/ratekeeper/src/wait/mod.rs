@@ -24,7 +24,11 @@
 //!   longer than ρ (rates below about 10 000 per second here), `E` is at
 //!   most half a slot; the op goes at most `E` early, so a strict pacer's
 //!   consecutive ops start at least `slot − E` apart.
-//! * **otherwise sleeps**, and at high rates **later than its ready time by
+//! * **otherwise sleeps**: where there is no grouping delay (below), aiming
+//!   at the middle of the early bound (`E / 2` before the ready time), so
+//!   that a sleep a little longer or shorter than usual still lets the op
+//!   go at most `E` early and rarely late; and at high rates **later than
+//!   its ready time by
 //!   a grouping delay** `D = min(768 × slot, 8 × (ρ − 2 × slot))` (0 where
 //!   the slot is at least half of ρ), so that one sleep releases a group of
 //!   about 800 ops, all due, instead of waking for each: at 1 M ops/s (`ρ`
@@ -346,10 +350,19 @@ fn sleep_until(clock: &dyn Clock, grant: Grant, early: u64, delay: u64) -> Grant
             fresh = true;
             continue;
         }
-        // Wake about `delay` after the ready time: a sleep ends about the
-        // resolution late. When less than that is left, sleep anyway (a
-        // nap of 1 ns lasts about one resolution).
-        let target = ready.saturating_add(delay);
+        // Wake about `delay` after the ready time or, without one, in the
+        // middle of the early bound, so that a wake a little late or a
+        // little early still lets the op go at most `early` early and
+        // rarely late: a sleep ends about the resolution late. When less
+        // than that is left, sleep anyway (a nap of 1 ns lasts about one
+        // resolution).
+        let target = if delay > 0 {
+            ready.saturating_add(delay)
+        } else if resolution > 0 {
+            ready.saturating_sub(early / 2)
+        } else {
+            ready // exact sleeps: wake on time
+        };
         let nap = target.saturating_sub(now).saturating_sub(resolution).max(1);
         clock.sleep_nanos(nap);
         let woke = clock.now_nanos();
@@ -471,8 +484,9 @@ mod tests {
             Grant::new(10_000, 10_000, 0, 1),
             WaitPolicy::coalesce(Duration::from_nanos(50)),
         );
-        // Asked for 9 900 ns, slept 10 000: on time, one sleep.
-        assert_eq!(g.started_nanos(), 10_000);
+        // Aims at the middle of the 50 ns window: asked for 9 875 ns, slept
+        // 9 975, 25 ns early, one sleep.
+        assert_eq!(g.started_nanos(), 9_975);
     }
 
     #[test]
