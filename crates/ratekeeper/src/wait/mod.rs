@@ -5,11 +5,11 @@
 //! --example sleep_overshoot` on this project's 2-core KVM machines):
 //!
 //! * **A sleep ends late**, by the clock's *sleep resolution* ρ: a 1 µs
-//!   sleep took 93 µs at the median (26 µs at least, 150 µs at p99). Waits
+//!   sleep took 93–105 µs at the median over two runs (p99 140–150 µs). Waits
 //!   sleep `ρ` less than they need, so that they wake about on time, and the
 //!   estimate of ρ follows the sleeps the process actually makes (see
 //!   [`sleep_resolution_nanos`]).
-//! * **A sleep costs CPU**: one sleep and wake took 31–38 µs of the
+//! * **A sleep costs CPU**: one sleep and wake took 32–40 µs of the
 //!   thread's CPU time there, whatever its length. At high rates a sleep
 //!   per op would cost far more than the op.
 //!
@@ -116,7 +116,8 @@ enum Kind {
 
 /// How many ops the default policy aims to release per sleep at high rates
 /// (the `768` of the grouping delay; see the [module docs](self)). Chosen by
-/// measurement: a sleep costs 31–38 µs of CPU on this project's machines;
+/// measurement: a sleep costs 32–40 µs of CPU on this project's machines
+/// (`examples/sleep_overshoot.rs`);
 /// with 384 ops per sleep a blocking acquire at 1 M ops/s cost 172 ns of
 /// CPU per permit, over the 150 ns the project aims for (BENCHMARKS.md,
 /// issue 15). The price is lateness: at 1 M ops/s an op goes up to 0.8 ms
