@@ -647,8 +647,8 @@ fn bursty_run_reports_its_parameters() {
 fn bursty_above_1e5_per_second_keeps_a_nanosecond_schedule() {
     // 2e6 ops/s: 500 ns a permit, which Guava's whole microseconds charge
     // 0 µs (the limiter would not limit at all). In whole nanoseconds one
-    // worker gets at most 2e6/s (plus the ops the wait policy lets go up to
-    // 500 µs early, and the first, free, permit).
+    // worker gets at most 2e6/s (plus the ops the wait policy lets go early,
+    // at most the sleep resolution, ~100 µs, and the first, free, permit).
     let v = json_run(&[
         "pace",
         "--limiter",

@@ -170,8 +170,8 @@ fn stress(threads: usize, shards: usize, s: f64, rate: f64, run_for: Duration) -
 /// The invariant, tight: every grant counted was ready before the end, so
 /// the count is at most the summed schedules by then (the rate, exact at
 /// 1e6/s: 1 µs × N slices), plus the shard slack (one permit per shard) and
-/// the blocking wait's early bound (ops go at most 500 µs early: the sleep
-/// resolution is ~100 µs),
+/// the blocking wait's early bound (ops go at most the sleep resolution
+/// early, ~100 µs here; 500 µs allowed),
 /// plus 1 % for the clock. Below it only a generous floor: a shared 2-core
 /// machine may starve the threads (accuracy is the examples' job).
 fn check(label: &str, counts: &[u64], elapsed: f64, rate: f64, shards: usize) {

@@ -187,11 +187,12 @@ impl TokenPoolBuilder {
     }
 
     /// How callers wait (default: [`WaitPolicy::default`]). With
-    /// [`Filling::Inline`], the policy's coalescing window is the least time
-    /// a waiting caller's fill covers, so ops due within it go together (500
-    /// µs on real clocks, 0 on clocks whose sleeps are exact, such as
-    /// [`ManualClock`](crate::ManualClock)); never more than half the active
-    /// pool. A [precise](WaitPolicy::precise) policy acts as a window of 0:
+    /// [`Filling::Inline`], a waiting caller's fill covers at least the
+    /// policy's fill granule, so ops due within it go together: 500 µs for
+    /// the default policy on real clocks, 0 on clocks whose sleeps are exact
+    /// (such as [`ManualClock`](crate::ManualClock)), a
+    /// [coalescing](WaitPolicy::coalesce) policy's window; never more than
+    /// half the active pool. A [precise](WaitPolicy::precise) policy acts as a window of 0:
     /// the pool never spins. Callers never go before their tokens exist.
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
         self.policy = policy;
@@ -633,7 +634,7 @@ impl<C: Clock> Shared<C> {
     }
 
     /// The least time an inline fill covers while callers wait: the
-    /// coalescing window, at most half the active pool (see `wait_claim`).
+    /// policy's fill granule, at most half the active pool (see `wait_claim`).
     fn fill_granule(&self, st: &State) -> u64 {
         self.policy
             .fill_granule_nanos(&self.clock)
@@ -1229,7 +1230,7 @@ impl<C: Clock + 'static> TokenPool<C> {
                 // due, then fill from the clock. Counted from the last fill,
                 // each fill covers
                 //
-                // * at least the coalescing window (500 µs on real clocks,
+                // * at least the fill granule (500 µs on real clocks,
                 //   0 on exact ones): at high rates one fill then serves a
                 //   group of ops instead of one sleep per op;
                 // * at most half the active pool, so that a filler whose

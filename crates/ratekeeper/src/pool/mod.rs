@@ -256,8 +256,8 @@
 //!   a blocked caller's fill covers at most half the active pool anyway.
 //! * **Nothing runs while idle**: no thread, no wake-ups; a thread filler
 //!   wakes 1000 times a second even when nobody acquires.
-//! * **Shorter waits**: a waiting caller's fill covers the coalescing window
-//!   (500 µs) rather than the filler's interval plus its lateness, so ops
+//! * **Shorter waits**: a waiting caller's fill covers the wait policy's
+//!   fill granule (500 µs by default) rather than the filler's interval plus its lateness, so ops
 //!   leave in smaller groups.
 //!
 //! The 1 ms thread filler costs less CPU per op at moderate rates (one fill

@@ -99,8 +99,9 @@
 //! up to half of it between 100 000 and 1 000 000 (1.9 µs is charged 1 µs).
 //! Requests of many permits at once are charged within 1 µs per call: a
 //! [`BatchHandle`](crate::BatchHandle)'s leases of `k` permits at 1e7/s cost
-//! `floor(k / 10)` µs, up to 1 µs less than `k` permits' 0.1 µs each (+0.5 %
-//! to +1.7 % over the rate in `BENCHMARKS.md`, issue 8). For rates above
+//! `floor(k / 10)` µs, up to 1 µs less than `k` permits' 0.1 µs each (+0.4 %
+//! at 1 thread to +5.1 % at 16 over the rate in `BENCHMARKS.md`, issue 15,
+//! `bench_report`'s `smooth-bursty-batched`). For rates above
 //! 100 000 per second use the nanosecond mode, or a limiter with a
 //! nanosecond schedule ([`Pacer`](crate::Pacer),
 //! [`TokenPool`](crate::TokenPool), [`RefillLimiter`](crate::RefillLimiter)).

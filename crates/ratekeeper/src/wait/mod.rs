@@ -117,11 +117,12 @@ enum Kind {
 /// How many ops the default policy aims to release per sleep at high rates
 /// (the `768` of the grouping delay; see the [module docs](self)). Chosen by
 /// measurement: a sleep costs 32–40 µs of CPU on this project's machines
-/// (`examples/sleep_overshoot.rs`);
-/// with 384 ops per sleep a blocking acquire at 1 M ops/s cost 172 ns of
-/// CPU per permit, over the 150 ns the project aims for (BENCHMARKS.md,
-/// issue 15). The price is lateness: at 1 M ops/s an op goes up to 0.8 ms
-/// late, and its wait says so.
+/// (`examples/sleep_overshoot.rs`), so 768 ops per sleep spend under 50 ns
+/// of an op's CPU on it; with it a blocking acquire at 1 M ops/s cost
+/// 125–136 ns of CPU per permit at 1 thread and 147–159 ns at 2
+/// (`bench_report --target 1000000`, BENCHMARKS.md, issue 15). Fewer ops
+/// per sleep cost more CPU; more make ops later. The price is lateness: at
+/// 1 M ops/s an op goes up to 0.8 ms late, and its wait says so.
 pub const GROUP_OPS: u64 = 768;
 
 /// The longest grouping delay, in sleep resolutions (`8 × (ρ − 2 × slot)`).
