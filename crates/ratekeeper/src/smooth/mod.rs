@@ -79,7 +79,10 @@
 //! sums, Java's `Math.min` (NaN wins) and a saturating add for `next_free`.
 //! The limiter reads the clock as microseconds (nanoseconds) elapsed since
 //! it was created, by wrapping subtraction, so its schedule survives a clock
-//! that wraps (Guava's `testTimeWrapping` passes); the elapsed time saturates
+//! that wraps (Guava's `testTimeWrapping` passes), while a reading before
+//! the creation reading by less than 2^63 ns is a clock that stepped back
+//! and counts as no time passing (as a reading below an earlier one always
+//! does: the schedule never moves back); the elapsed time saturates
 //! at `i64::MAX` ticks, which in nanoseconds is 292 years after creation
 //! (in microseconds, never). A [`Grant`], though, holds
 //! absolute `u64` clock times that saturate: a wait that would end past the
@@ -828,13 +831,21 @@ impl<C: Clock> Smooth<C> {
         (now, self.ticks_since_created(now))
     }
 
-    /// Ticks from creation to the clock reading `nanos`, by wrapping
-    /// subtraction (a clock that wraps keeps the schedule), saturating at
+    /// Ticks from creation to the clock reading `nanos`, saturating at
     /// `i64::MAX` (in nanoseconds, 292 years after creation; in microseconds
-    /// never).
+    /// never). A reading below the creation reading is either a clock that
+    /// wrapped past `u64::MAX` (Guava's `testTimeWrapping`: the schedule
+    /// carries on by wrapping subtraction) or one that stepped back, such as
+    /// a TSC read on another core: a wrap when the wrapped difference is
+    /// under 2^63 ns, else a step back, which is no time passing (0 ticks,
+    /// not the ~584 years the unsigned difference would be).
     #[inline(always)]
     fn ticks_since_created(&self, nanos: u64) -> i64 {
-        i64::try_from(self.res.ticks(nanos.wrapping_sub(self.created))).unwrap_or(i64::MAX)
+        let elapsed = nanos.wrapping_sub(self.created);
+        if nanos < self.created && elapsed > i64::MAX as u64 {
+            return 0; // stepped back before creation
+        }
+        i64::try_from(self.res.ticks(elapsed)).unwrap_or(i64::MAX)
     }
 
     #[inline(always)]

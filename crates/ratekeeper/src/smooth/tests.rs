@@ -1306,3 +1306,35 @@ fn nanoseconds_keep_tries_rates_stats_and_cancels() {
     assert_eq!(l.reserve(1, None).unwrap().delay_nanos(), 2_000);
     assert_eq!(l.reserve(1, None).unwrap().delay_nanos(), 1_002_000);
 }
+
+#[test]
+fn a_reading_before_creation_is_no_time_passing() {
+    // Issue 16: a reading 1 ns before the creation reading (a TSC read on
+    // another core) wrapped to ~584 years of elapsed time, after which the
+    // limiter refused for centuries. It must count as no time passing.
+    for res in [Resolution::Micros, Resolution::Nanos] {
+        let start = 1_000 * SEC;
+        let clock = WrappingClock::new(start);
+        let bursty = SmoothBursty::builder(1.0)
+            .resolution(res)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let warming = SmoothWarmingUp::builder(1.0)
+            .warmup_micros(2_000_000)
+            .resolution(res)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let limiters: [&dyn RateLimiter; 2] = [&bursty, &warming];
+        for l in limiters {
+            clock.0.store(start - 1, AtomicOrdering::Relaxed);
+            assert_eq!(l.try_acquire().unwrap().delay_nanos(), 0, "{res:?}");
+            clock.0.store(start, AtomicOrdering::Relaxed);
+            assert!(l.try_acquire().is_err(), "{res:?}: one permit a second");
+            clock.0.store(start + 10 * SEC, AtomicOrdering::Relaxed);
+            assert!(
+                l.try_acquire().is_ok(),
+                "{res:?}: locked after a backwards read"
+            );
+        }
+    }
+}
