@@ -142,7 +142,10 @@ impl WaitPolicy {
     /// Sleep until `spin` before the ready time, then busy-wait until it: no
     /// operation goes early, at the price of a core while spinning. A `spin`
     /// of at least the clock's sleep resolution (about 100 µs here) keeps
-    /// operations from going late because of sleep lateness.
+    /// operations from going late because of sleep lateness. On a clock
+    /// whose sleeps are exact ([`Clock::sleep_overshoot_nanos`] is 0, as on
+    /// a [`ManualClock`](crate::ManualClock)) it never spins: it sleeps to
+    /// the ready time.
     pub fn precise(spin: Duration) -> WaitPolicy {
         WaitPolicy {
             kind: Kind::Precise(saturating_nanos(spin)),
@@ -375,8 +378,16 @@ fn sleep_until(clock: &dyn Clock, grant: Grant, early: u64, delay: u64) -> Grant
     }
 }
 
-/// Sleeps until `spin` before the ready time, then spins until it.
+/// Sleeps until `spin` before the ready time, then spins until it. On a
+/// clock whose sleeps are exact (`sleep_overshoot_nanos() == 0`, such as
+/// [`ManualClock`](crate::ManualClock), which moves only when slept on)
+/// there is nothing to spin for: it sleeps to the ready time.
 fn spin_until(clock: &dyn Clock, grant: Grant, spin: u64) -> Grant {
+    let spin = if clock.sleep_overshoot_nanos() == 0 {
+        0
+    } else {
+        spin
+    };
     let ready = grant.ready_nanos();
     // Measured from a fresh reading: `started` may be old (a grant reserved
     // now and waited for later).
@@ -399,6 +410,22 @@ fn spin_until(clock: &dyn Clock, grant: Grant, spin: u64) -> Grant {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+
+    #[test]
+    fn precise_on_an_exact_clock_sleeps_instead_of_spinning() {
+        // Issue 16: the spin phase waited for a ManualClock that only moves
+        // when slept on, forever. A clock whose sleeps are exact needs no
+        // spin. Run on a thread, so that a regression fails, not hangs.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let clock = ManualClock::new(0);
+            let g = Grant::new(10_000_000, 10_000_000, 0, 1);
+            let g = block_until(&clock, g, WaitPolicy::precise(Duration::from_millis(1)));
+            tx.send((clock.now_nanos(), g.started_nanos())).unwrap();
+        });
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(got, Ok((10_000_000, 10_000_000)));
+    }
 
     #[test]
     fn a_grant_waited_for_later_sleeps_only_what_is_left() {
