@@ -683,6 +683,26 @@ proptest! {
         }
     }
 
+    /// One permit at a time, no cycle ever starts more than `limit`
+    /// permits, whatever is cancelled: a cancel never hands a cycle that
+    /// later reservations fill to the next callers (issue 16).
+    #[test]
+    fn cycle_cancels_never_put_more_than_the_limit_in_a_cycle(
+        (limit, period) in (1i64..6, 1i64..1_000),
+        start in 0u64..1_000_000,
+        ops in cancel_ops(200, 1),
+    ) {
+        let (l, clock) = cycle(limit, period, 0, start);
+        let grants = run_cancels(&l, &clock, &ops)?;
+        let mut per_cycle = std::collections::BTreeMap::new();
+        for g in &grants {
+            *per_cycle.entry((g.ready - start) / period as u64).or_insert(0) += g.permits;
+        }
+        for (c, n) in per_cycle {
+            prop_assert!(n <= limit as u64, "{} permits start in cycle {} (limit {})", n, c, limit);
+        }
+    }
+
     /// Reserving and at once cancelling leaves either limiter as if the
     /// reservation had never been made, when it had to wait: a twin that
     /// never saw it shows the same state and grants the same times. A grant

@@ -166,6 +166,40 @@ impl Params {
     }
 }
 
+/// The claim a grant carries (never 0): the top bit, the low 15 bits of
+/// its core's epoch tag, and the low 16 bits of the count it left. A cancel
+/// gives back only the latest reservation (see [`CycleLimiter::give_back`]),
+/// recognised by the count it left; 15 bits of epoch mean a grant held
+/// across a multiple of 32 768 cancels and limit changes in one cycle could
+/// be taken for one of the current core.
+#[inline]
+fn claim_tag(epoch_tag: u32, left: i64) -> u32 {
+    (1 << 31) | ((epoch_tag & 0x7fff) << 16) | u32::from(left as u16)
+}
+
+/// Whether `tag` was made on the core whose epoch tag is `epoch_tag`.
+#[inline]
+fn claim_is_of(tag: u32, epoch_tag: u32) -> bool {
+    (tag >> 16) & 0x7fff == epoch_tag & 0x7fff
+}
+
+/// The largest limit for which the 16 bits of count in a claim identify the
+/// latest reservation exactly (see [`CycleLimiter::give_back`]).
+const CLAIM_EXACT_LIMIT: i64 = 1 << 16;
+
+/// The cycle the last reserved permit of `s` is in: `s.cycle` while the
+/// count is not negative, else the cycle its deficit reaches.
+#[inline]
+fn last_cycle(s: State, limit: i64) -> u64 {
+    if s.permits >= 0 || limit <= 0 {
+        return s.cycle;
+    }
+    let owed = -i128::from(s.permits);
+    let cycles = (owed + i128::from(limit) - 1) / i128::from(limit);
+    s.cycle
+        .saturating_add(u64::try_from(cycles).unwrap_or(u64::MAX))
+}
+
 #[inline]
 fn clamp_u64(v: i128) -> u64 {
     v.clamp(0, i128::from(u64::MAX)) as u64
@@ -345,12 +379,20 @@ impl<C: Clock> CycleLimiter<C> {
         }
     }
 
+    /// Decides on `permits` and commits a grant; returns the decision and,
+    /// for a grant, the claim it carries (see [`claim_tag`]).
     #[inline]
     fn decide(&self, permits: u32, max_wait: Option<u64>, now: i64) -> (Decision, u32) {
-        self.update(|p, word| match p.decide(word, permits, max_wait, now) {
-            d @ Decision::Grant { state, .. } => Step::Write(state, d),
-            d => Step::Keep(d),
-        })
+        let (decision, epoch) =
+            self.update(|p, word| match p.decide(word, permits, max_wait, now) {
+                d @ Decision::Grant { state, .. } => Step::Write(state, d),
+                d => Step::Keep(d),
+            });
+        let claim = match decision {
+            Decision::Grant { state, .. } => claim_tag(epoch, state.permits),
+            _ => claim_tag(epoch, 0),
+        };
+        (decision, claim)
     }
 
     /// Parameters and the state refreshed to `now` (nothing written), and
@@ -384,12 +426,14 @@ impl<C: Clock> CycleLimiter<C> {
         // Only a grant of this core: no cancel or limit change since it was
         // committed (so it was never given back, and its permits are still
         // counted in the state).
-        if core.epoch.age(tag) != 0 {
+        if !claim_is_of(tag, core.epoch.tag()) || p.limit > CLAIM_EXACT_LIMIT {
             return false;
         }
         // The cycle it was decided in: that of its clock reading (or later, if
-        // another caller had refreshed first; then this is refused).
+        // another caller had refreshed first; then this is refused); and the
+        // cycle it is ready in.
         let decided = elapsed(grant.started_nanos(), self.origin) / p.period;
+        let ready = (elapsed(grant.ready_nanos(), self.origin) / p.period) as u64;
         // Ordering: Acquire, as in `update`.
         let mut cur = core.state.load(Ordering::Acquire);
         loop {
@@ -402,9 +446,20 @@ impl<C: Clock> CycleLimiter<C> {
                 // to cycles already refreshed.
                 return false;
             }
+            // Only the latest reservation: the count is the one it left.
+            // A count is a position in the queue of permits, so giving back
+            // an earlier one would hand the positions of those after it to
+            // the next callers, and let them start in a cycle the later
+            // ones already fill. Everything after it is ready in the last
+            // cycle the count reaches; with that cycle its own, they took
+            // fewer than `limit` permits, so 16 bits of the count tell
+            // (`limit` is at most 2^16).
+            if s.permits as u16 != tag as u16 || last_cycle(s, p.limit) != ready {
+                return false;
+            }
             // It waited, so it borrowed from later cycles and the count is
             // negative (a drain changes nothing then): adding its permits
-            // back never passes what the cycle had before it.
+            // back restores the count from before it.
             let Some(permits) = s.permits.checked_add(permits) else {
                 return false;
             };

@@ -160,14 +160,38 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! **[`CycleLimiter`].** The permits go back to the cycle the reservation
-//! was decided in, if that is still the current cycle: the count is as if it
-//! had never been made (reservations after it keep their times, and the next
-//! one may get the permits). Once a new cycle has started they are not given
-//! back (the count was refreshed; what is owed is owed to cycles that have
-//! begun). Only reservations made after the latest cancel or limit change can
-//! be given back: each cancel moves the limiter to a new epoch, and the
-//! cycle's count does not say which earlier reservations are still standing.
+//! **[`CycleLimiter`].** Only the **latest** reservation is given back,
+//! while the cycle it was decided in is still the current one: the count
+//! is then as if it had never been made, and the next reservation gets its
+//! ready time. The count is a position in a queue of permits, not a record
+//! of who holds which: giving back an earlier reservation would hand the
+//! positions of the ones after it to the next callers, who would then start
+//! in cycles those later reservations already fill (Resilience4j's own
+//! `AtomicRateLimiter` has no cancel). A reservation with later ones after
+//! it, one made before the latest cancel or limit change (each moves the
+//! limiter to a new epoch), and every reservation of a limiter whose
+//! `limit_for_period` exceeds 65 536 (a grant identifies itself by 16 bits
+//! of the count it left) stay spent. Once a new cycle has started nothing
+//! is given back (the count was refreshed; what is owed is owed to cycles
+//! that have begun).
+//!
+//! ```
+//! use ratekeeper::{ManualClock, RateLimiter};
+//! use ratekeeper::refill::{CycleConfig, CycleLimiter};
+//!
+//! let config = CycleConfig::builder()
+//!     .limit_for_period(10)
+//!     .limit_refresh_period_nanos(100_000_000) // 10 per 100 ms
+//!     .build_cycle()?;
+//! let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+//! limiter.reserve(10, None)?; // cycle 0
+//! let b = limiter.reserve(10, None)?; // cycle 1
+//! let c = limiter.reserve(10, None)?; // cycle 2
+//! assert!(!limiter.cancel(&b), "c came after it");
+//! assert!(limiter.cancel(&c), "the latest");
+//! assert_eq!(limiter.reserve(10, None)?.ready_nanos(), 200_000_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! Both return `false`, and change nothing, for a grant already given back,
 //! one not this limiter's, one whose ready time has passed, and one that was

@@ -1196,20 +1196,61 @@ fn cycle_cancel_returns_the_permits_to_the_current_cycle() {
 }
 
 #[test]
-fn cycle_later_reservations_keep_their_times() {
+fn cycle_cancel_never_frees_a_cycle_a_later_reservation_holds() {
+    // Issue 16: 10 per 100 ms, reservations for cycles 0, 1 and 2; giving
+    // back the middle one let the next reservation into cycle 2 as well,
+    // 20 permits in a cycle limited to 10. It gives back nothing now.
+    let (l, _) = cycle(10, 100_000_000, i64::MAX);
+    let cycles: Vec<Grant> = (0..3)
+        .map(|_| RateLimiter::reserve(&l, 10, None).unwrap())
+        .collect();
+    let ready: Vec<u64> = cycles.iter().map(Grant::ready_nanos).collect();
+    assert_eq!(ready, [0, 100_000_000, 200_000_000]);
+    assert!(!l.cancel(&cycles[1]), "cycle 2's reservation depends on it");
+    let next = RateLimiter::reserve(&l, 10, None).unwrap();
+    assert_eq!(next.ready_nanos(), 300_000_000);
+    // One permit each, the later one in the next cycle: the same.
     let (l, _) = cycle(2, 1_000, 10_000);
     RateLimiter::reserve(&l, 2, None).unwrap();
     let a = RateLimiter::reserve(&l, 2, None).unwrap(); // cycle 1
     let b = RateLimiter::reserve(&l, 1, None).unwrap(); // cycle 2
     assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 2_000));
-    assert!(l.cancel(&a));
-    assert_eq!(avail(&l), -1, "b's permit is still owed");
-    assert_eq!(
-        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
-        1_000,
-        "a's permits are the next caller's"
-    );
-    assert!(!l.cancel(&b), "made before the cancel");
+    assert!(!l.cancel(&a));
+    assert_eq!(avail(&l), -3);
+    let later: Vec<u64> = (0..3)
+        .map(|_| RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos())
+        .collect();
+    assert_eq!(later, [2_000, 3_000, 3_000], "at most 2 in any cycle");
+}
+
+#[test]
+fn cycle_cancel_gives_back_only_the_latest_reservation() {
+    // a and b both start in cycle 1 (a spans cycles 0 and 1), b after a.
+    // Giving back a would leave b's permit counted in cycle 0 and let two
+    // more start with b in cycle 1: a stays spent.
+    let (l, _) = cycle(2, 1_000, 10_000);
+    RateLimiter::reserve(&l, 1, None).unwrap();
+    let a = RateLimiter::reserve(&l, 2, None).unwrap();
+    let b = RateLimiter::reserve(&l, 1, None).unwrap();
+    assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 1_000));
+    assert!(!l.cancel(&a));
+    assert_eq!(avail(&l), -2);
+    let later: Vec<Grant> = (0..3)
+        .map(|_| RateLimiter::reserve(&l, 1, None).unwrap())
+        .collect();
+    let ready: Vec<u64> = later.iter().map(Grant::ready_nanos).collect();
+    assert_eq!(ready, [2_000, 2_000, 3_000]);
+    // The latest comes back whole, then the one before it is the latest.
+    assert!(l.cancel(&later[2]));
+    assert_eq!(avail(&l), -4);
+    assert!(!l.cancel(&later[1]), "older than the cancel: refused");
+    // The newest of several in the last cycle comes back whole.
+    let (l, _) = cycle(4, 1_000, 10_000);
+    RateLimiter::reserve(&l, 4, None).unwrap();
+    RateLimiter::reserve(&l, 1, None).unwrap();
+    let c = RateLimiter::reserve(&l, 2, None).unwrap();
+    assert!(l.cancel(&c));
+    assert_eq!(avail(&l), -1);
 }
 
 #[test]
