@@ -87,17 +87,19 @@ impl Params {
         }
         let next = self.base(index, now) + i128::from(permits) * i128::from(self.npp);
         let wait = next - i128::from(now);
+        // Past the time horizon first: no timeout can cure that ("never"),
+        // so it is not reported as a wait ("not now").
+        let Ok(index) = i64::try_from(next) else {
+            return Decision::Exhausted;
+        };
         if max_wait.is_some_and(|max| wait > i128::from(max)) {
             return Decision::Refuse {
                 wait: clamp_u64(wait),
             };
         }
-        match i64::try_from(next) {
-            Ok(index) => Decision::Grant {
-                index,
-                wait: clamp_u64(wait),
-            },
-            Err(_) => Decision::Exhausted,
+        Decision::Grant {
+            index,
+            wait: clamp_u64(wait),
         }
     }
 
@@ -626,7 +628,11 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
                     max_wait: max_wait.unwrap_or(Duration::MAX),
                 })
             }
-            Decision::Exhausted => Err(AcquireError::ScheduleExhausted),
+            Decision::Exhausted => {
+                self.hub
+                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
+                Err(AcquireError::ScheduleExhausted)
+            }
             Decision::Invalid(e) => Err(e.into()),
         }
     }

@@ -19,7 +19,8 @@
 //!   plus whole cycles for what the next cycle's `permits + limit` does not
 //!   cover: `ceil((n − permits − limit) / limit) × period`.
 //! * **grant**: if the wait is within the timeout, `permits −= n`; a wait
-//!   beyond `i64::MAX` ns or a count below `i64::MIN` is refused.
+//!   ending past `i64::MAX` ns or a count below `i64::MIN` is refused as
+//!   [`AcquireError::ScheduleExhausted`] ("never"), whatever the timeout.
 //! * **drain**: refresh, then `permits = min(permits, 0)`: the cycle's
 //!   permits are dropped, reservations kept.
 //! * A refused request writes nothing. Resilience4j commits the refreshed
@@ -144,24 +145,25 @@ impl Params {
         }
         let (s, at) = self.refresh(State::unpack(word), now);
         let wait = self.wait(s, i128::from(permits), at);
+        // Past the time horizon (or the count's range) first: no timeout
+        // can cure that ("never"), so it is not reported as a wait.
+        let (Ok(ready), Some(left)) = (
+            i64::try_from(i128::from(at) + wait),
+            s.permits.checked_sub(i64::from(permits)),
+        ) else {
+            return Decision::Exhausted;
+        };
         if max_wait.is_some_and(|max| wait > i128::from(max)) {
             return Decision::Refuse {
                 wait: clamp_u64(wait),
             };
         }
-        let ready = i128::from(at) + wait;
-        match (
-            i64::try_from(ready),
-            s.permits.checked_sub(i64::from(permits)),
-        ) {
-            (Ok(ready), Some(left)) => Decision::Grant {
-                state: State {
-                    cycle: s.cycle,
-                    permits: left,
-                },
-                ready,
+        Decision::Grant {
+            state: State {
+                cycle: s.cycle,
+                permits: left,
             },
-            _ => Decision::Exhausted,
+            ready,
         }
     }
 }
@@ -646,7 +648,11 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
                     max_wait: max_wait.unwrap_or(Duration::MAX),
                 })
             }
-            Decision::Exhausted => Err(AcquireError::ScheduleExhausted),
+            Decision::Exhausted => {
+                self.hub
+                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
+                Err(AcquireError::ScheduleExhausted)
+            }
             Decision::Invalid(e) => Err(e.into()),
         }
     }
@@ -744,9 +750,10 @@ mod tests {
         };
         assert_eq!(p.wait(st(0, 1), 3, 0), 1 << 63);
         assert_eq!(p.decide(st(0, 1).pack(), 3, None, 0), Decision::Exhausted);
+        // Never, not "not now": a longer timeout cannot help (issue 16).
         assert_eq!(
             p.decide(st(0, 1).pack(), 3, Some(1_000), 0),
-            Decision::Refuse { wait: 1 << 63 }
+            Decision::Exhausted
         );
     }
 }

@@ -714,6 +714,18 @@ fn refill_reservations_stop_at_the_time_horizon() {
     );
     assert_eq!(l.reserve_permission(1), Ok(Permission::Refused));
     assert_eq!(avail(&l), -1);
+    // With a timeout too: never, not "not now" (issue 16); a failed
+    // acquire either way.
+    let log = record(l.events());
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, Some(Duration::from_secs(1))),
+        Err(AcquireError::ScheduleExhausted)
+    );
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None),
+        Err(AcquireError::ScheduleExhausted)
+    );
+    assert_eq!(take(&log), [(Failed, 1), (Failed, 1)]);
 }
 
 #[test]
