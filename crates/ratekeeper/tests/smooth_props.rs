@@ -280,7 +280,8 @@ impl Model {
                     ticks = jlong(t * (f(above) + f(above - t)) / 2.0);
                     to_take -= t;
                 }
-                ticks.wrapping_add(jlong(self.stable_interval * to_take))
+                // Saturating where Guava's long sum wraps (issue 16).
+                ticks.saturating_add(jlong(self.stable_interval * to_take))
             }
         }
     }
@@ -293,7 +294,7 @@ impl Model {
         let fresh = n - spend;
         let wait = self
             .stored_permits_to_wait_time(self.stored_permits, spend)
-            .wrapping_add(jlong(fresh * self.stable_interval));
+            .saturating_add(jlong(fresh * self.stable_interval));
         self.next_free = self.next_free.saturating_add(wait);
         self.stored_permits -= spend;
         moment
@@ -312,8 +313,7 @@ impl Model {
         }
         let now = self.read(clock_nanos);
         let moment = self.reserve_earliest_available(permits, now);
-        // Saturating, as the crate's grants do (Java's subtraction would wrap
-        // where Guava's warm-up sum wrapped next_free far into the past).
+        // Saturating, as the crate's grants do.
         Ok(self.delay(moment.saturating_sub(now), clock_nanos))
     }
 
@@ -330,7 +330,7 @@ impl Model {
         let timeout = timeout_ticks.max(0);
         let now = self.read(clock_nanos);
         // canAcquire: no resync, no change when refused.
-        if self.next_free.wrapping_sub(timeout) > now {
+        if self.next_free.saturating_sub(timeout) > now {
             let wait = self.next_free.saturating_sub(now).max(0) as u64;
             return Err(AcquireError::WouldWait {
                 wait: self.cfg.duration(wait),

@@ -75,8 +75,13 @@
 //!
 //! Everything is Guava's arithmetic: times in whole microseconds (`i64`;
 //! whole nanoseconds in the [nanosecond mode](#the-nanosecond-mode)),
-//! permits in `f64`, Java's truncating `(long)` casts and wrapping `long`
-//! sums, Java's `Math.min` (NaN wins) and a saturating add for `next_free`.
+//! permits in `f64`, Java's truncating `(long)` casts, Java's `Math.min`
+//! (NaN wins) and a saturating add for `next_free`. One difference: Guava
+//! adds a request's two costs (stored and fresh permits) in a `long` that
+//! wraps, so a request costing more than 2^63 ticks was free and let the
+//! next one through at once (at 5 permits/s with a huge warm-up,
+//! `reserve(u32::MAX)` then `reserve(1)`); here the sum saturates, and such
+//! a request takes the rest of the schedule. No vector reaches it.
 //! The limiter reads the clock as microseconds (nanoseconds) elapsed since
 //! it was created, by wrapping subtraction, so its schedule survives a clock
 //! that wraps (Guava's `testTimeWrapping` passes), while a reading before
@@ -515,8 +520,8 @@ impl State {
     #[inline(always)]
     fn resync(&mut self, now: i64) {
         if now > self.next_free {
-            // Java's long subtraction (next_free may have wrapped far into
-            // the past with Guava's warm-up sum).
+            // Java's long subtraction; next_free is never negative (costs
+            // are summed saturating), so it cannot wrap.
             let new_permits = now.wrapping_sub(self.next_free) as f64 / self.cool_down_interval();
             self.stored_permits = java_min(self.max_permits, self.stored_permits + new_permits);
             self.next_free = now;
@@ -591,7 +596,8 @@ impl State {
                     ticks = long(t * (f(above) + f(above - t)) / 2.0);
                     to_take -= t;
                 }
-                ticks.wrapping_add(long(s * to_take))
+                // Guava's long sum wraps; saturating, a huge cost stays huge.
+                ticks.saturating_add(long(s * to_take))
             }
         }
     }
@@ -604,9 +610,13 @@ impl State {
         let n = f64::from(permits);
         let spend = java_min(n, self.stored_permits);
         let fresh = n - spend;
+        // Guava sums the two costs in a `long` that wraps: a request costing
+        // more than 2^63 ticks in all would then be free, and let the next
+        // one through at once (issue 16). Saturating, it costs the rest of
+        // the schedule.
         let cost = self
             .stored_permits_to_wait_time(self.stored_permits, spend)
-            .wrapping_add(long(fresh * self.stable_interval));
+            .saturating_add(long(fresh * self.stable_interval));
         self.next_free = self.next_free.saturating_add(cost);
         self.stored_permits -= spend;
         moment
@@ -1061,7 +1071,7 @@ impl<C: Clock> Smooth<C> {
             if let Some(timeout) = timeout {
                 // Guava's canAcquire, without a resync: refusing changes
                 // nothing.
-                if st.next_free.wrapping_sub(timeout) > now {
+                if st.next_free.saturating_sub(timeout) > now {
                     return Some(Err(would_wait(self.res, st.next_free, now, timeout)));
                 }
             }

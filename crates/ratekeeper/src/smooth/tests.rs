@@ -1338,3 +1338,22 @@ fn a_reading_before_creation_is_no_time_passing() {
         }
     }
 }
+
+#[test]
+fn a_request_costing_more_than_the_schedule_is_not_free() {
+    // Issue 16: Guava sums a request's stored and fresh costs in a wrapping
+    // `long`; past 2^63 ticks the sum wrapped negative and the request was
+    // free, letting the next one through at once.
+    let clock = ManualClock::new(0);
+    let l = SmoothWarmingUp::builder(5.12)
+        .warmup_micros(i64::MAX)
+        .cold_factor(86.0)
+        .resolution(Resolution::Nanos)
+        .build_with_clock(clock.clone())
+        .unwrap();
+    assert_eq!(l.reserve(u32::MAX, None).unwrap().delay_nanos(), 0);
+    match l.reserve(1, Some(Duration::from_millis(1))) {
+        Err(AcquireError::WouldWait { wait, .. }) => assert!(wait > Duration::from_secs(1 << 32)),
+        other => panic!("the next request went: {other:?}"),
+    }
+}
