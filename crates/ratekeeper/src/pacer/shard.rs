@@ -321,8 +321,9 @@ impl PacerBuilder {
     /// # Errors
     ///
     /// [`ShardError::Shards`] for 0 shards or more than [`MAX_SHARDS`];
-    /// [`ShardError::Pacer`] if a shard's rate or the strictness is invalid
-    /// (as [`build`](Self::build)).
+    /// [`ShardError::Pacer`] if the total rate, a shard's rate or the
+    /// strictness is invalid (as [`build`](Self::build); the total, like one
+    /// Pacer's rate, is at most one op per nanosecond).
     pub fn build_sharded(self, shards: usize) -> Result<ShardedPacer, ShardError> {
         self.build_sharded_with_clock(shards, DefaultClock::new())
     }
@@ -384,8 +385,11 @@ impl PacerBuilder {
     }
 }
 
-/// A shard's rate, `total / shards`, validated.
+/// A shard's rate, `total / shards`, validated. The total is held to what
+/// one Pacer accepts (at most one op per nanosecond): sharding spreads the
+/// rate over schedules, it does not raise its ceiling.
 fn shard_rate(total: Rate, shards: usize) -> Result<Rate, PacerError> {
+    total.nanos_per_op()?;
     let rate = Rate::new(total.get() / shards as f64)?;
     rate.nanos_per_op()?;
     Ok(rate)
@@ -473,7 +477,8 @@ impl<C: Clock> ShardedPacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Rate`] if a shard's rate cannot be kept; nothing changes.
+    /// [`PacerError::Rate`] if the total (at most one op per nanosecond, as
+    /// for one Pacer) or a shard's rate cannot be kept; nothing changes.
     pub fn set_rate(&self, rate: Rate) -> Result<(), PacerError> {
         let per_shard = shard_rate(rate, self.shards.len())?;
         let mut total = lock(&self.control);
@@ -783,6 +788,25 @@ mod tests {
 
     fn next_slots<C: Clock>(p: &ShardedPacer<C>) -> Vec<u64> {
         p.shards.iter().map(|s| s.next_slot_nanos()).collect()
+    }
+
+    #[test]
+    fn a_total_above_one_op_per_nanosecond_is_refused_as_for_one_pacer() {
+        // Issue 16: 2e9/s split two ways was accepted (1e9/s a shard) and
+        // delivered 2e9/s, a rate a single Pacer refuses.
+        let clock = ManualClock::new(0);
+        let builder = Pacer::builder(Rate::new(2e9).unwrap());
+        let single = builder.clone().build_with_clock(clock.clone()).unwrap_err();
+        let err = builder
+            .build_sharded_with_clock(2, clock.clone())
+            .unwrap_err();
+        assert!(
+            matches!(err, ShardError::Pacer(e) if e == single),
+            "{err:?}"
+        );
+        let p = sharded(1e9, 0.0, 2, &clock);
+        assert_eq!(p.set_rate(Rate::new(2e9).unwrap()), Err(single));
+        assert_eq!(p.rate(), Rate::new(1e9).unwrap());
     }
 
     #[test]
