@@ -796,7 +796,7 @@ mod tests {
         // delivered 2e9/s, a rate a single Pacer refuses.
         let clock = ManualClock::new(0);
         let builder = Pacer::builder(Rate::new(2e9).unwrap());
-        let single = builder.clone().build_with_clock(clock.clone()).unwrap_err();
+        let single = builder.build_with_clock(clock.clone()).unwrap_err();
         let err = builder
             .build_sharded_with_clock(2, clock.clone())
             .unwrap_err();
