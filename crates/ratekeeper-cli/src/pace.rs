@@ -176,8 +176,10 @@ Report:
   effective rate  the rate the limiter's integer arithmetic gives, summed over \
 limiters: the Pacer and the pool give each op floor(1e9 / rate) whole \
 nanoseconds, so they run at 1e9 / that (--rate 510M: 1 ns, 1e9 ops/s; \
---shards N: floor(1e9 x N / rate) per shard); bursty and warmup charge a permit whole microseconds (nanoseconds above \
-100000 ops/s), truncated; refill refills a permit every floor(refresh period / \
+--shards N: floor(1e9 x N / rate) per shard); bursty and warmup charge a \
+permit whole microseconds (nanoseconds above 100000 ops/s), truncated per \
+request (so this is what one-permit requests get; --batch leases of many \
+permits lose less); refill refills a permit every floor(refresh period / \
 limit) ns; cycle is exact. More than 0.1% off the target, the report says by \
 how much and why, and a warning says so before the run
   achieved rate   ops / elapsed
@@ -1789,7 +1791,7 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
         LimiterKind::Pacer,
         EffectiveRate::pacer(
             summed_rate(&pacers, Pacer::effective_rate),
-            pacers[0].nanos_per_op(),
+            pacers.first().map_or(0, Pacer::nanos_per_op),
             "op",
         ),
     );
@@ -1908,7 +1910,7 @@ fn run_pools(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<R
         LimiterKind::Pool,
         EffectiveRate::pool(
             summed_rate(&pools, TokenPool::effective_rate),
-            pools[0].nanos_per_op(),
+            pools.first().map_or(0, TokenPool::nanos_per_op),
             "op",
         ),
     );
@@ -1987,7 +1989,7 @@ where
         how.kind,
         EffectiveRate::smooth(
             summed_rate(&limiters, &how.effective_rate),
-            (how.effective_rate)(&limiters[0]),
+            limiters.first().map_or(0.0, &how.effective_rate),
             how.resolution,
         ),
     );
