@@ -48,7 +48,8 @@ use crate::pace::{
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
-    fmt_nanos, fmt_rate, resolution_name, resolution_note, WaitRecorder, WaitSummary,
+    fmt_effective, fmt_nanos, fmt_rate, resolution_name, resolution_note, EffectiveRate,
+    WaitRecorder, WaitSummary,
 };
 use crate::UsageError;
 
@@ -127,6 +128,12 @@ The report covers every run started, and the exit status is 130.
 
 Report:
   runs            runs started (a run that could not be spawned included)
+  effective rate  the rate the limiter's integer arithmetic gives: the Pacer \
+and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
+1 ns, 1e9 runs/s); bursty and warmup charge a run whole microseconds \
+(nanoseconds above 100000 runs/s), truncated. More than 0.1% off the target, \
+the report says by how much and why, and a warning on standard error says so \
+before the first run
   achieved rate   runs / launch span. The launch span is --duration, or, with \
 --count or after Ctrl-C, from the start of the schedule until the last run \
 started, plus one slot (1 / target rate)
@@ -140,7 +147,8 @@ that started (HdrHistogram, 3 significant digits; max and mean exact)
 
 While the run goes on, a progress line on standard error shows the elapsed \
 time, the runs started, running and failed, and the rate over the last \
-second, if standard error is a terminal; otherwise nothing is written to it.
+second, if standard error is a terminal; otherwise ratekeeper writes nothing \
+to it but that warning.
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 runs started per time bucket (--bucket) as a rate, against the target rate \
@@ -179,6 +187,8 @@ only with those limiters:
   resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
 (Guava's, at or below 100000 runs/s) or \"nanos\" (above)
   target_rate      number   runs/s the schedule aims at
+  effective_rate   number   runs/s the limiter's integer arithmetic gives (see \
+Report above); null for a limiter that does not limit at all
   concurrency      integer  the most runs at once
   mode             string   \"duration\" or \"count\"
   duration_ns      integer  the requested duration (null in count mode)
@@ -744,6 +754,23 @@ impl Limiter {
         }
     }
 
+    /// What the limiter's integer arithmetic gives (`info`: what
+    /// [`build_limiter`] said about it).
+    fn effective(&self, info: &LimiterInfo) -> EffectiveRate {
+        let smooth = |rate: f64| match *info {
+            LimiterInfo::Bursty { resolution, .. } | LimiterInfo::Warmup { resolution, .. } => {
+                EffectiveRate::smooth(rate, rate, resolution)
+            }
+            _ => unreachable!("a Guava limiter is described as one"),
+        };
+        match self {
+            Limiter::Pacer(p) => EffectiveRate::pacer(p.effective_rate(), p.nanos_per_op(), "run"),
+            Limiter::Pool(p) => EffectiveRate::pool(p.effective_rate(), p.nanos_per_op(), "run"),
+            Limiter::Bursty(l) => smooth(l.effective_rate()),
+            Limiter::Warmup(l) => smooth(l.effective_rate()),
+        }
+    }
+
     fn as_dyn(&self) -> &dyn RateLimiter {
         match self {
             Limiter::Pacer(p) => p,
@@ -863,6 +890,12 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
     check_program(program)?;
     let clock = DefaultClock::new();
     let (limiter, info) = build_limiter(args, clock)?;
+    let effective = limiter.effective(&info);
+    effective.warn(
+        &format!("--limiter {}", args.limiter.name()),
+        args.rate.rate().get(),
+        "ops",
+    );
     let output = match (&args.stdout, args.discard_stdout) {
         (Some(path), _) => {
             let file = File::options()
@@ -1047,6 +1080,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
             stop,
             killed,
             info,
+            effective,
             duration,
             count,
         },
@@ -1054,13 +1088,14 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
 }
 
 /// How the dispatch went, besides the tally.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Ran {
     launched: u64,
     stop: Stop,
     /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
     killed: Option<u64>,
     info: LimiterInfo,
+    effective: EffectiveRate,
     duration: Option<Duration>,
     count: Option<u64>,
 }
@@ -1087,6 +1122,11 @@ pub struct ExecReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     resolution: Option<&'static str>,
     target_rate: f64,
+    /// What the limiter's integer arithmetic gives (null: no limit).
+    effective_rate: Option<f64>,
+    /// The text report's note when the effective rate is off the target.
+    #[serde(skip)]
+    effective_note: Option<String>,
     concurrency: u32,
     mode: &'static str,
     duration_ns: Option<u64>,
@@ -1182,6 +1222,8 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         cold_factor: None,
         resolution: None,
         target_rate,
+        effective_rate: ran.effective.json(),
+        effective_note: ran.effective.note(target_rate),
         concurrency: args.concurrency,
         mode: if ran.duration.is_some() {
             "duration"
@@ -1441,6 +1483,11 @@ impl fmt::Display for ExecReport {
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
         writeln!(
             f,
+            "effective rate  {}",
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
+        )?;
+        writeln!(
+            f,
             "achieved rate   {} (runs over {})",
             fmt_rate(self.achieved_rate),
             fmt_nanos(self.launch_span_ns)
@@ -1641,6 +1688,7 @@ mod tests {
             stop: Stop::Done,
             killed: None,
             info: LimiterInfo::Pacer { strictness: 1.1 },
+            effective: EffectiveRate::pacer(10.0, 100_000_000, "run"),
             duration: None,
             count: Some(4),
         };

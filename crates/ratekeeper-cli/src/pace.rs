@@ -37,8 +37,8 @@ use crate::interrupt::{self, Interrupt, LONG_WAIT, LONG_WAIT_NANOS};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
-    fmt_nanos, fmt_rate, process_cpu_nanos, resolution_name, resolution_note, thread_cpu_nanos,
-    WaitRecorder, WaitSummary,
+    fmt_effective, fmt_nanos, fmt_rate, process_cpu_nanos, resolution_name, resolution_note,
+    thread_cpu_nanos, EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::UsageError;
 
@@ -165,12 +165,23 @@ for a permit longer than 20ms is cut short and the permit given back; a token \
 pool's waiting claim is waited for), the report covers the ops so far, with \
 elapsed counted as in count mode, and the exit status is 130.
 
-While the run goes on, a progress line on standard error shows the elapsed \
-time, the ops so far and the rate over the last second, if standard error is \
-a terminal; otherwise nothing is written to it.
+Before the run, a warning on standard error says when the limiter's integer \
+arithmetic gives a rate more than 0.1% off the target (see effective rate \
+below). While the run goes on, a progress line on standard error shows the \
+elapsed time, the ops so far and the rate over the last second, if standard \
+error is a terminal; otherwise nothing else is written to it.
 
 Report:
   target rate     the spec's rate (x threads for the thread scope)
+  effective rate  the rate the limiter's integer arithmetic gives, summed over \
+limiters: the Pacer and the pool give each op floor(1e9 / rate) whole \
+nanoseconds, so they run at 1e9 / that (--rate 510M: 1 ns, 1e9 ops/s; \
+--shards N: floor(1e9 x N / rate) per shard); bursty and warmup charge a \
+permit whole microseconds (nanoseconds above 100000 ops/s), truncated per \
+request (so this is what one-permit requests get; --batch leases of many \
+permits lose less); refill refills a permit every floor(refresh period / \
+limit) ns; cycle is exact. More than 0.1% off the target, the report says by \
+how much and why, and a warning says so before the run
   achieved rate   ops / elapsed
   elapsed         --duration: the duration. --count (or Ctrl-C): from the \
 start of the schedule until the last op was granted, plus one slot (1 / target \
@@ -244,6 +255,8 @@ limiters in parentheses appear only with those limiters (--limiter):
   spec             string   the rate spec in canonical form, rate,burst,verb,scope
   limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
   target_rate      number   ops/s the run aimed at
+  effective_rate   number   ops/s the limiters' integer arithmetic gives (see Report above); \
+null for a limiter that does not limit at all
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
   wait_policy      string   (pacer) \"default\" or \"precise\"
@@ -1187,6 +1200,11 @@ pub struct PaceReport {
     spec: String,
     limiter: &'static str,
     target_rate: f64,
+    /// What the limiters' integer arithmetic gives (null: no limit).
+    effective_rate: Option<f64>,
+    /// The text report's note when the effective rate is off the target.
+    #[serde(skip)]
+    effective_note: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     strictness: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1481,7 +1499,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         interruptible: true,
     };
 
-    let (mut outcome, info, backlog_ns, total_wait_ns) = match args.limiter {
+    let (mut outcome, info, backlog_ns, total_wait_ns, effective) = match args.limiter {
         LimiterKind::Pacer => run_pacers(args, plan, limiter_count)?,
         LimiterKind::Pool => run_pools(args, plan, limiter_count)?,
         LimiterKind::Bursty => run_bursty(args, plan, limiter_count)?,
@@ -1526,6 +1544,8 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         spec: spec.to_string(),
         limiter: args.limiter.name(),
         target_rate,
+        effective_rate: effective.json(),
+        effective_note: effective.note(target_rate),
         strictness: None,
         strictness_mode: None,
         wait_policy: None,
@@ -1706,9 +1726,26 @@ fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
     }
 }
 
-/// The outcome of a run, what to report about its limiter, and the summed
-/// backlog and total wait of its limiters at the end.
-type Ran = (Outcome, LimiterInfo, u64, u64);
+/// The outcome of a run, what to report about its limiter, the summed
+/// backlog and total wait of its limiters at the end, and their effective
+/// rate.
+type Ran = (Outcome, LimiterInfo, u64, u64, EffectiveRate);
+
+/// Warns on standard error, before the run, when the limiters' effective
+/// rate is off the target; returns it for the report.
+fn announce(plan: &RunPlan<'_>, kind: LimiterKind, effective: EffectiveRate) -> EffectiveRate {
+    effective.warn(
+        &format!("--limiter {}", kind.name()),
+        plan.target_rate,
+        "ops",
+    );
+    effective
+}
+
+/// The summed effective rate of `limiters`.
+fn summed_rate<L>(limiters: &[L], rate: impl Fn(&L) -> f64) -> f64 {
+    limiters.iter().map(rate).sum()
+}
 
 /// The summed [`RateLimiter::wait_stats`] of `limiters`: backlog, total wait.
 fn summed_wait_stats<L: RateLimiter>(limiters: &[L]) -> (u64, u64) {
@@ -1749,6 +1786,15 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
                 })
         })
         .collect::<anyhow::Result<Vec<Pacer>>>()?;
+    let effective = announce(
+        &plan,
+        LimiterKind::Pacer,
+        EffectiveRate::pacer(
+            summed_rate(&pacers, Pacer::effective_rate),
+            pacers.first().map_or(0, Pacer::nanos_per_op),
+            "op",
+        ),
+    );
     let start = |pacers: &[Pacer]| {
         // Start every schedule now; the run starts at the earliest one.
         for p in pacers {
@@ -1773,7 +1819,7 @@ fn run_pacers(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
         strictness,
         precise: args.precise,
     };
-    Ok((outcome, info, backlog, total_wait))
+    Ok((outcome, info, backlog, total_wait, effective))
 }
 
 /// A run with one [`ShardedPacer`] of `shards` shards shared by every
@@ -1800,6 +1846,11 @@ fn run_sharded(
                  shards"
             )))
         })?;
+    let effective = announce(
+        &plan,
+        LimiterKind::Pacer,
+        EffectiveRate::sharded(pacer.effective_rate(), shards),
+    );
     let pacers = [pacer];
     let start = |pacers: &[ShardedPacer]| {
         // Every shard's schedule starts at the restart.
@@ -1821,7 +1872,7 @@ fn run_sharded(
         strictness,
         precise: args.precise,
     };
-    Ok((outcome, info, backlog, total_wait))
+    Ok((outcome, info, backlog, total_wait, effective))
 }
 
 /// The summed backlog (waiting pools) of `pools` now.
@@ -1854,6 +1905,15 @@ fn run_pools(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<R
                 })
         })
         .collect::<anyhow::Result<Vec<TokenPool>>>()?;
+    let effective = announce(
+        &plan,
+        LimiterKind::Pool,
+        EffectiveRate::pool(
+            summed_rate(&pools, TokenPool::effective_rate),
+            pools.first().map_or(0, TokenPool::nanos_per_op),
+            "op",
+        ),
+    );
     let start = |pools: &[TokenPool]| {
         // Each pool's schedule starts at its restart; the run starts just
         // before the first.
@@ -1887,7 +1947,7 @@ fn run_pools(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<R
         max_backlog_ns: outcome.max_backlog_ns,
         fills,
     };
-    Ok((outcome, info, backlog_ns, total_wait))
+    Ok((outcome, info, backlog_ns, total_wait, effective))
 }
 
 /// A library error building one of Guava's limiters, as a usage error.
@@ -1898,23 +1958,46 @@ fn smooth_error(e: SmoothError, spec: &RateSpec, kind: LimiterKind) -> anyhow::E
     )))
 }
 
-/// A run with `count` Guava limiters built by `build`.
-fn run_smooth<L: RateLimiter + Sync>(
+/// How `pace` builds a kind of Guava limiter: `build` on a clock, and its
+/// `effective_rate`.
+struct SmoothKind<B, E> {
+    kind: LimiterKind,
+    resolution: Resolution,
+    build: B,
+    effective_rate: E,
+}
+
+/// A run with `count` Guava limiters built by `how`.
+fn run_smooth<L, B, E>(
     plan: RunPlan<'_>,
     count: u32,
     batch: bool,
-    build: impl Fn(DefaultClock) -> anyhow::Result<L>,
+    how: SmoothKind<B, E>,
     info: LimiterInfo,
-) -> anyhow::Result<Ran> {
+) -> anyhow::Result<Ran>
+where
+    L: RateLimiter + Sync,
+    B: Fn(DefaultClock) -> anyhow::Result<L>,
+    E: Fn(&L) -> f64,
+{
     let clock = plan.clock;
     let limiters = (0..count)
-        .map(|_| build(clock))
+        .map(|_| (how.build)(clock))
         .collect::<anyhow::Result<Vec<L>>>()?;
+    let effective = announce(
+        &plan,
+        how.kind,
+        EffectiveRate::smooth(
+            summed_rate(&limiters, &how.effective_rate),
+            limiters.first().map_or(0.0, &how.effective_rate),
+            how.resolution,
+        ),
+    );
     // A Guava limiter's time started when it was built; it has no restart.
     let start = |_: &[L]| clock.now_nanos();
     let outcome = drive(&limiters, plan, start, None, work_on::<L>(batch))?;
     let (backlog, total_wait) = summed_wait_stats(&limiters);
-    Ok((outcome, info, backlog, total_wait))
+    Ok((outcome, info, backlog, total_wait, effective))
 }
 
 /// A run with `count` [`SmoothBursty`] limiters.
@@ -1934,7 +2017,13 @@ fn run_bursty(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
         max_burst_seconds,
         resolution,
     };
-    run_smooth(plan, count, args.batch, build, info)
+    let how = SmoothKind {
+        kind: LimiterKind::Bursty,
+        resolution,
+        build,
+        effective_rate: SmoothBursty::effective_rate,
+    };
+    run_smooth(plan, count, args.batch, how, info)
 }
 
 /// A run with `count` [`SmoothWarmingUp`] limiters.
@@ -1957,7 +2046,13 @@ fn run_warmup(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result<
         cold_factor,
         resolution,
     };
-    run_smooth(plan, count, args.batch, build, info)
+    let how = SmoothKind {
+        kind: LimiterKind::Warmup,
+        resolution,
+        build,
+        effective_rate: SmoothWarmingUp::effective_rate,
+    };
+    run_smooth(plan, count, args.batch, how, info)
 }
 
 /// Resilience4j's limit for period: `rate × period`, which must be a whole
@@ -2055,42 +2150,56 @@ fn run_permits(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result
     let clock = plan.clock;
     // Their time starts when they are built; they have no restart.
     let now = move || clock.now_nanos();
-    let (mut outcome, bucket, timeout, backlog, total_wait) = if kind == LimiterKind::Refill {
-        let config = builder
-            .build()
-            .map_err(|e| permit_config_error(e, &spec, kind))?;
-        let limiters: Vec<RefillLimiter> = (0..count)
-            .map(|_| RefillLimiter::new_with_clock("pace", config, clock))
-            .collect();
-        let timeout = config.timeout();
-        let outcome = drive(
-            &limiters,
-            plan,
-            |_| now(),
-            None,
-            permit_work(args.batch, timeout),
-        )?;
-        let (backlog, total_wait) = summed_wait_stats(&limiters);
-        let bucket = Some((config.capacity(), config.initial_permits()));
-        (outcome, bucket, timeout, backlog, total_wait)
-    } else {
-        let config = builder
-            .build_cycle()
-            .map_err(|e| permit_config_error(e, &spec, kind))?;
-        let limiters: Vec<CycleLimiter> = (0..count)
-            .map(|_| CycleLimiter::new_with_clock("pace", config, clock))
-            .collect();
-        let timeout = config.timeout();
-        let outcome = drive(
-            &limiters,
-            plan,
-            |_| now(),
-            None,
-            permit_work(args.batch, timeout),
-        )?;
-        let (backlog, total_wait) = summed_wait_stats(&limiters);
-        (outcome, None, timeout, backlog, total_wait)
-    };
+    let (mut outcome, bucket, timeout, backlog, total_wait, effective) =
+        if kind == LimiterKind::Refill {
+            let config = builder
+                .build()
+                .map_err(|e| permit_config_error(e, &spec, kind))?;
+            let limiters: Vec<RefillLimiter> = (0..count)
+                .map(|_| RefillLimiter::new_with_clock("pace", config, clock))
+                .collect();
+            let effective = announce(
+                &plan,
+                kind,
+                EffectiveRate::refill(
+                    summed_rate(&limiters, RefillLimiter::effective_rate),
+                    config.nanos_per_permit(),
+                ),
+            );
+            let timeout = config.timeout();
+            let outcome = drive(
+                &limiters,
+                plan,
+                |_| now(),
+                None,
+                permit_work(args.batch, timeout),
+            )?;
+            let (backlog, total_wait) = summed_wait_stats(&limiters);
+            let bucket = Some((config.capacity(), config.initial_permits()));
+            (outcome, bucket, timeout, backlog, total_wait, effective)
+        } else {
+            let config = builder
+                .build_cycle()
+                .map_err(|e| permit_config_error(e, &spec, kind))?;
+            let limiters: Vec<CycleLimiter> = (0..count)
+                .map(|_| CycleLimiter::new_with_clock("pace", config, clock))
+                .collect();
+            let effective = announce(
+                &plan,
+                kind,
+                EffectiveRate::cycle(summed_rate(&limiters, CycleLimiter::effective_rate)),
+            );
+            let timeout = config.timeout();
+            let outcome = drive(
+                &limiters,
+                plan,
+                |_| now(),
+                None,
+                permit_work(args.batch, timeout),
+            )?;
+            let (backlog, total_wait) = summed_wait_stats(&limiters);
+            (outcome, None, timeout, backlog, total_wait, effective)
+        };
     if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
         return Err(e.context(format!("--limiter {} refused a single permit", kind.name())));
     }
@@ -2102,7 +2211,7 @@ fn run_permits(args: &PaceArgs, plan: RunPlan<'_>, count: u32) -> anyhow::Result
         bucket,
         refused,
     };
-    Ok((outcome, info, backlog, total_wait))
+    Ok((outcome, info, backlog, total_wait, effective))
 }
 
 impl fmt::Display for PaceReport {
@@ -2234,6 +2343,11 @@ impl fmt::Display for PaceReport {
         }
         writeln!(f, "threads         {} ({limiters}), {run}", self.threads)?;
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
+        writeln!(
+            f,
+            "effective rate  {}",
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
+        )?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
         writeln!(f, "ops             {}", self.ops)?;
         if self.interrupted {

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::interrupt::{self, Interrupt};
 use crate::pace::{parse_spec, parse_strictness, strictness_mode_name};
-use crate::report::{fmt_nanos, fmt_rate};
+use crate::report::{fmt_effective, fmt_nanos, fmt_unit_rate, EffectiveRate};
 use crate::UsageError;
 
 /// How much the reader thread reads at a time.
@@ -71,6 +71,11 @@ with exit status 130.
 Report (--report, or --json for one JSON object; both go to standard error, \
 as standard output carries the data):
   target rate     the rate, in lines/s or bytes/s
+  effective rate  the rate the Pacer's whole-nanosecond slots give: each line \
+(byte) is floor(1e9 / rate) ns of the schedule, so the copy runs at 1e9 / that \
+(--rate 510M: 1 ns, 1e9/s). More than 0.1% off the target, the report says by \
+how much and why, and a warning on standard error says so before the copy \
+(whether or not --report is given)
   achieved rate   lines (or bytes) / elapsed
   elapsed         from the first input until the last write, plus the last \
 write's share of the schedule (its permits / rate): N lines on a perfect \
@@ -106,6 +111,7 @@ are integer nanoseconds, rates per second (floating point):
   strictness       number   the Pacer's strictness (--strictness, default 1)
   strictness_mode  string   \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
   target_rate      number   units per second
+  effective_rate   number   units per second the Pacer's slots give (see Report above)
   lines            integer  lines written
   bytes            integer  bytes written
   writes           integer  permit requests (lines, or chunks with --bytes)
@@ -151,6 +157,11 @@ pub struct PipeReport {
     strictness: f64,
     strictness_mode: &'static str,
     target_rate: f64,
+    /// What the Pacer's whole-nanosecond slots give (see `pace`).
+    effective_rate: Option<f64>,
+    /// The text report's note when the effective rate is off the target.
+    #[serde(skip)]
+    effective_note: Option<String>,
     lines: u64,
     bytes: u64,
     writes: u64,
@@ -346,6 +357,13 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
                 "cannot pace at rate {rate} with strictness {strictness}"
             )))
         })?;
+    let unit = if args.bytes { "bytes" } else { "lines" };
+    let effective = EffectiveRate::pacer(
+        pacer.effective_rate(),
+        pacer.nanos_per_op(),
+        unit.trim_end_matches('s'),
+    );
+    effective.warn("pipe", rate, unit);
     let chunk = args.bytes.then(|| chunk_size(rate));
 
     let (tx, blocks) = mpsc::sync_channel(READ_AHEAD);
@@ -456,10 +474,12 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     Ok(PipeReport {
         spec: args.rate.to_string(),
-        unit: if args.bytes { "bytes" } else { "lines" },
+        unit,
         strictness,
         strictness_mode: strictness_mode_name(strictness),
         target_rate: rate,
+        effective_rate: effective.json(),
+        effective_note: effective.note(rate),
         lines: output.lines(),
         bytes: output.bytes,
         writes: output.writes,
@@ -470,11 +490,6 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
         output_closed: output.closed,
         interrupted,
     })
-}
-
-/// A rate in the report's unit: `100 lines/s`.
-fn fmt_unit_rate(rate: f64, unit: &str) -> String {
-    fmt_rate(rate).replace("ops/s", &format!("{unit}/s"))
 }
 
 impl fmt::Display for PipeReport {
@@ -490,6 +505,15 @@ impl fmt::Display for PipeReport {
             f,
             "target rate     {}",
             fmt_unit_rate(self.target_rate, self.unit)
+        )?;
+        writeln!(
+            f,
+            "effective rate  {}",
+            fmt_effective(
+                self.effective_rate,
+                self.effective_note.as_deref(),
+                self.unit
+            )
         )?;
         writeln!(
             f,

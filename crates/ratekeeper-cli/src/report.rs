@@ -143,6 +143,176 @@ pub fn fmt_rate(ops_per_second: f64) -> String {
     }
 }
 
+/// How far a run's effective rate may be from its target, relatively,
+/// before the CLI warns: 0.1 %.
+pub const EFFECTIVE_RATE_TOLERANCE: f64 = 1e-3;
+
+/// The rate a run's limiters actually give, by their integer arithmetic
+/// (the library's `effective_rate()`, summed over the run's limiters), and
+/// how that arithmetic rounds one op, for the warning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EffectiveRate {
+    /// Ops per second; `f64::INFINITY` for limiters that do not limit.
+    pub rate: f64,
+    /// How one op's interval is rounded, e.g. "one op's slot is floor(1e9 /
+    /// rate) = 1 ns".
+    pub arithmetic: String,
+}
+
+impl EffectiveRate {
+    /// Pacers at `effective` ops/s in all, whose slot for one `op` (what a
+    /// permit counts: "op", "run", "line", "byte") is `slot` ns.
+    pub fn pacer(effective: f64, slot: u64, op: &str) -> EffectiveRate {
+        EffectiveRate {
+            rate: effective,
+            arithmetic: format!("one {op}'s slot is floor(1e9 / rate) = {slot} ns"),
+        }
+    }
+
+    /// A pacer of `shards` shards at `effective` ops/s in all.
+    pub fn sharded(effective: f64, shards: usize) -> EffectiveRate {
+        // effective = shards × 1e9 / slot, so this is the slot exactly.
+        let slot = (1e9 * shards as f64 / effective).round();
+        EffectiveRate {
+            rate: effective,
+            arithmetic: format!("each shard's slot is floor(1e9 x {shards} / rate) = {slot} ns"),
+        }
+    }
+
+    /// Token pools at `effective` ops/s in all, one `op` taking `tokens`
+    /// ns.
+    pub fn pool(effective: f64, tokens: u64, op: &str) -> EffectiveRate {
+        EffectiveRate {
+            rate: effective,
+            arithmetic: format!("one {op} takes floor(1e9 / rate) = {tokens} ns of tokens"),
+        }
+    }
+
+    /// Guava limiters at `effective` ops/s in all, each at `per_limiter`,
+    /// keeping their schedule in `res`.
+    pub fn smooth(effective: f64, per_limiter: f64, res: Resolution) -> EffectiveRate {
+        let (units, unit, whole) = match res {
+            Resolution::Micros => (1e6, "µs", "Guava's whole microseconds"),
+            Resolution::Nanos => (1e9, "ns", "whole nanoseconds"),
+        };
+        // per_limiter = units / charge, or +∞ for a charge of 0.
+        let charge = if per_limiter.is_finite() {
+            (units / per_limiter).round()
+        } else {
+            0.0
+        };
+        EffectiveRate {
+            rate: effective,
+            arithmetic: format!(
+                "one permit is charged {whole}, floor({units:e} / rate) = {charge} {unit}"
+            ),
+        }
+    }
+
+    /// Refill limiters at `effective` ops/s in all, refilling a permit
+    /// every `npp` ns.
+    pub fn refill(effective: f64, npp: u64) -> EffectiveRate {
+        EffectiveRate {
+            rate: effective,
+            arithmetic: format!("one permit refills in floor(refresh period / limit) = {npp} ns"),
+        }
+    }
+
+    /// Cycle limiters at `effective` ops/s in all (no interval is rounded).
+    pub fn cycle(effective: f64) -> EffectiveRate {
+        EffectiveRate {
+            rate: effective,
+            arithmetic: "limit for period / refresh period".to_owned(),
+        }
+    }
+
+    /// The rate for a JSON report: `None` (null) for limiters that do not
+    /// limit at all.
+    pub fn json(&self) -> Option<f64> {
+        self.rate.is_finite().then_some(self.rate)
+    }
+
+    /// Whether the rate differs from `target` by more than
+    /// [`EFFECTIVE_RATE_TOLERANCE`] (always, when it is unlimited).
+    pub fn is_off(&self, target: f64) -> bool {
+        let off = (self.rate / target - 1.0).abs();
+        off.is_nan() || off > EFFECTIVE_RATE_TOLERANCE
+    }
+
+    /// What a text report says after the rate, when it is off `target`:
+    /// `(+96.08 % over the target: ARITHMETIC)`; empty otherwise.
+    pub fn note(&self, target: f64) -> Option<String> {
+        if !self.is_off(target) {
+            None
+        } else if self.rate.is_finite() {
+            let pct = (self.rate / target - 1.0) * 100.0;
+            let side = if pct >= 0.0 { "over" } else { "under" };
+            Some(format!(
+                "{pct:+.2} % {side} the target: {}",
+                self.arithmetic
+            ))
+        } else {
+            Some(format!("no limit at all: {}", self.arithmetic))
+        }
+    }
+
+    /// The warning line (without `warning: `) for `who` (e.g. `--limiter
+    /// pacer`), if the rate is off `target`.
+    pub fn warning(&self, who: &str, target: f64, unit: &str) -> Option<String> {
+        if !self.is_off(target) {
+            None
+        } else if self.rate.is_finite() {
+            Some(format!(
+                "{who} runs at {}, not the target {} ({:+.2} %): {}",
+                fmt_unit_rate(self.rate, unit),
+                fmt_unit_rate(target, unit),
+                (self.rate / target - 1.0) * 100.0,
+                self.arithmetic
+            ))
+        } else {
+            Some(format!(
+                "{who} does not limit one-permit requests at all (target {}): {}",
+                fmt_unit_rate(target, unit),
+                self.arithmetic
+            ))
+        }
+    }
+
+    /// Writes the [`warning`](Self::warning), if any, to standard error as
+    /// `warning: ...` (before the run, so that it is seen in time).
+    pub fn warn(&self, who: &str, target: f64, unit: &str) {
+        if let Some(w) = self.warning(who, target, unit) {
+            warn(&w);
+        }
+    }
+}
+
+/// The effective rate as a text report shows it: the rate in `unit`s per
+/// second (`None`: "unlimited"), then its [`note`](EffectiveRate::note) in
+/// parentheses, if any.
+pub fn fmt_effective(rate: Option<f64>, note: Option<&str>, unit: &str) -> String {
+    let rate = rate.map_or_else(|| "unlimited".to_owned(), |r| fmt_unit_rate(r, unit));
+    match note {
+        Some(note) => format!("{rate} ({note})"),
+        None => rate,
+    }
+}
+
+/// Writes `warning: MESSAGE` to standard error. A closed standard error
+/// leaves nobody to tell, so a failed write is ignored.
+pub fn warn(message: &str) {
+    let _ = writeln!(io::stderr().lock(), "warning: {message}");
+}
+
+/// A rate in `unit`s per second: `100 lines/s` (`fmt_rate` for "ops").
+pub fn fmt_unit_rate(rate: f64, unit: &str) -> String {
+    let ops = fmt_rate(rate);
+    match unit {
+        "ops" => ops,
+        _ => ops.replace("ops/s", &format!("{unit}/s")),
+    }
+}
+
 /// The process's CPU time so far (user + system, all threads), in
 /// nanoseconds; `None` where the platform has no per-process CPU clock.
 pub fn process_cpu_nanos() -> Option<u64> {
@@ -291,6 +461,64 @@ mod tests {
         assert_eq!(fmt_rate(10_000.0), "10000 ops/s");
         assert_eq!(fmt_rate(9_987.34), "9987.3 ops/s");
         assert_eq!(fmt_rate(0.5), "0.5000 ops/s");
+    }
+
+    #[test]
+    fn effective_rates_warn_beyond_a_tenth_of_a_percent() {
+        let truncated = EffectiveRate::pacer(1e9, 1, "op");
+        assert!(truncated.is_off(510e6));
+        assert_eq!(truncated.json(), Some(1e9));
+        assert_eq!(
+            truncated.note(510e6).as_deref(),
+            Some("+96.08 % over the target: one op's slot is floor(1e9 / rate) = 1 ns")
+        );
+        assert_eq!(
+            truncated.warning("pipe", 510e6, "lines").as_deref(),
+            Some(
+                "pipe runs at 1000000000 lines/s, not the target 510000000 lines/s (+96.08 %): \
+                 one op's slot is floor(1e9 / rate) = 1 ns"
+            )
+        );
+        assert_eq!(
+            fmt_effective(truncated.json(), truncated.note(510e6).as_deref(), "ops"),
+            "1000000000 ops/s (+96.08 % over the target: one op's slot is floor(1e9 / rate) \
+             = 1 ns)"
+        );
+        // 0.1 % exactly is within; just above is not.
+        let near = EffectiveRate::cycle(1001.0);
+        assert!(!near.is_off(1000.0) && near.note(1000.0).is_none());
+        assert!(near.warning("x", 1000.0, "ops").is_none());
+        assert!(EffectiveRate::cycle(1001.01).is_off(1000.0));
+        // Guava's microseconds charging nothing: no limit, null in JSON.
+        let free = EffectiveRate::smooth(f64::INFINITY, f64::INFINITY, Resolution::Micros);
+        assert!(free.is_off(2e6));
+        assert_eq!(free.json(), None);
+        assert_eq!(
+            free.warning("--limiter bursty", 2e6, "ops").as_deref(),
+            Some(
+                "--limiter bursty does not limit one-permit requests at all (target 2000000 \
+                 ops/s): one permit is charged Guava's whole microseconds, floor(1e6 / rate) \
+                 = 0 µs"
+            )
+        );
+        assert_eq!(
+            fmt_effective(free.json(), free.note(2e6).as_deref(), "ops"),
+            "unlimited (no limit at all: one permit is charged Guava's whole microseconds, \
+             floor(1e6 / rate) = 0 µs)"
+        );
+        // The charge is read back from the rate: 3e5/s in µs is 3 µs.
+        let smooth = EffectiveRate::smooth(2e6 / 3.0, 1e6 / 3.0, Resolution::Micros);
+        assert!(
+            smooth.arithmetic.ends_with("= 3 µs"),
+            "{}",
+            smooth.arithmetic
+        );
+        let sharded = EffectiveRate::sharded(4.0 * (1e9 / 7.0), 4);
+        assert!(
+            sharded.arithmetic.ends_with("= 7 ns"),
+            "{}",
+            sharded.arithmetic
+        );
     }
 
     #[test]

@@ -34,7 +34,10 @@ use serde::Serialize;
 use crate::arrivals::{fmt_duration, Arrivals};
 use crate::pace::{strictness_mode_name, whole_limit};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
-use crate::report::{fmt_nanos, fmt_rate, resolution_name, resolution_note, WaitSummary};
+use crate::report::{
+    fmt_effective, fmt_nanos, fmt_rate, resolution_name, resolution_note, EffectiveRate,
+    WaitSummary,
+};
 use crate::UsageError;
 
 /// SmoothBursty's stored burst when none is given (Guava's).
@@ -118,7 +121,13 @@ limiter granted it (the library's wait time, which a load generator adds to \
 the response time)
 
 Summary (per limiter; durations with 3 significant digits, exact in --json):
-  target      the limiter's rate (warmup: the stable rate)
+  target      the limiter's rate (warmup: the stable rate). Where the \
+limiter's integer arithmetic gives a rate more than 0.1% off it (the Pacer \
+and the pool give each op floor(1e9 / rate) whole nanoseconds: pacer:510M \
+runs at 1e9 ops/s; bursty and warmup charge whole microseconds, nanoseconds \
+above 100000 ops/s; refill a permit every floor(period / limit) ns), the \
+limiter's line above says \"effective\" with that rate and why, and a warning \
+on standard error says so too
   granted     ops granted; refused: ops refused (refill, cycle)
   achieved    granted / (last grant - first grant + one interval), where an \
 interval is 1 / target: ops granted exactly one interval apart read as the \
@@ -163,6 +172,8 @@ last every, rate or idle step
     limiter          string   the --limiter value as given
     kind             string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
     target_rate      number   the limiter's rate
+    effective_rate   number   the rate its integer arithmetic gives (see \
+Summary above); null for a limiter that does not limit at all
     strictness       number   (pacer) its strictness
     strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
     burst_ratio      number   (pool) its burst ratio
@@ -747,11 +758,40 @@ struct Op {
     grant: Option<(u64, u64)>,
 }
 
-/// Runs `arrivals` (in order) through the limiter `spec` describes.
-fn simulate(spec: &LimiterSpec, arrivals: &[u64]) -> anyhow::Result<Vec<Op>> {
+/// What `built`'s integer arithmetic gives (`config`: what it was built
+/// from).
+fn effective(built: &Built, config: &Config) -> EffectiveRate {
+    match built {
+        Built::Pacer(l) => EffectiveRate::pacer(l.effective_rate(), l.nanos_per_op(), "op"),
+        Built::Pool(l) => EffectiveRate::pool(l.effective_rate(), l.nanos_per_op(), "op"),
+        Built::Bursty(l) => {
+            let rate = l.effective_rate();
+            EffectiveRate::smooth(rate, rate, Resolution::for_rate(config.rate().get()))
+        }
+        Built::Warmup(l) => {
+            let rate = l.effective_rate();
+            EffectiveRate::smooth(rate, rate, Resolution::for_rate(config.rate().get()))
+        }
+        Built::Refill(l) => {
+            EffectiveRate::refill(l.effective_rate(), l.config().nanos_per_permit())
+        }
+        Built::Cycle(l) => EffectiveRate::cycle(l.effective_rate()),
+    }
+}
+
+/// Runs `arrivals` (in order) through the limiter `spec` describes; the
+/// ops, and the limiter's effective rate (warned about, on standard
+/// error, when it is off the target).
+fn simulate(spec: &LimiterSpec, arrivals: &[u64]) -> anyhow::Result<(Vec<Op>, EffectiveRate)> {
     let clock = ManualClock::new(0);
     let built = build(&spec.config, &clock)
         .map_err(|e| UsageError(format!("--limiter {}: {e}", spec.label)))?;
+    let effective = effective(&built, &spec.config);
+    effective.warn(
+        &format!("--limiter {}", spec.label),
+        spec.config.rate().get(),
+        "ops",
+    );
     let ops = match (built, spec.config) {
         (Built::Pacer(l), _) => reserve_each(&*l, &clock, arrivals, None),
         (Built::Bursty(l), _) => reserve_each(&*l, &clock, arrivals, None),
@@ -765,7 +805,8 @@ fn simulate(spec: &LimiterSpec, arrivals: &[u64]) -> anyhow::Result<Vec<Op>> {
         (Built::Pool(p), Config::Pool { fill, .. }) => fill_pool(&p, &clock, arrivals, fill),
         _ => unreachable!("a limiter is built from its own kind's config"),
     };
-    ops.map_err(|e| e.context(format!("simulating --limiter {}", spec.label)))
+    ops.map(|ops| (ops, effective))
+        .map_err(|e| e.context(format!("simulating --limiter {}", spec.label)))
 }
 
 /// One reservation per arrival, at its time; a reservation refused because
@@ -948,6 +989,8 @@ struct LimiterReport {
     #[serde(skip)]
     description: String,
     target_rate: f64,
+    /// What the limiter's integer arithmetic gives (null: no limit).
+    effective_rate: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     strictness: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1072,10 +1115,22 @@ fn describe(config: &Config) -> String {
     }
 }
 
-/// One limiter's report from its ops.
-fn summarize(spec: &LimiterSpec, ops: &[Op], rows: Rows) -> LimiterReport {
+/// One limiter's report from its ops and its effective rate.
+fn summarize(
+    spec: &LimiterSpec,
+    ops: &[Op],
+    rows: Rows,
+    effective: &EffectiveRate,
+) -> LimiterReport {
     let config = spec.config;
     let target_rate = config.rate().get();
+    let mut description = describe(&config);
+    if let Some(note) = effective.note(target_rate) {
+        description.push_str(&format!(
+            "; effective {}",
+            fmt_effective(effective.json(), Some(&note), "ops")
+        ));
+    }
     let interval = 1e9 / target_rate;
     let mut granted: Vec<u64> = ops.iter().filter_map(|o| o.grant.map(|g| g.1)).collect();
     let mut waits: Vec<u64> = ops
@@ -1116,8 +1171,9 @@ fn summarize(spec: &LimiterSpec, ops: &[Op], rows: Rows) -> LimiterReport {
     let mut report = LimiterReport {
         limiter: spec.label.clone(),
         kind: config.kind().name(),
-        description: describe(&config),
+        description,
         target_rate,
+        effective_rate: effective.json(),
         strictness: None,
         strictness_mode: None,
         burst_ratio: None,
@@ -1207,11 +1263,13 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<SimulateReport> {
         .into());
     }
     let times = args.arrivals.times();
-    let results = args
+    let (results, effective): (Vec<Vec<Op>>, Vec<EffectiveRate>) = args
         .limiters
         .iter()
         .map(|spec| simulate(spec, times))
-        .collect::<anyhow::Result<Vec<Vec<Op>>>>()?;
+        .collect::<anyhow::Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     if let Some(to) = &args.plot {
         let plot = make_plot(args, &results)?;
         plot::write(to, &plot)?;
@@ -1226,7 +1284,8 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<SimulateReport> {
             .limiters
             .iter()
             .zip(&results)
-            .map(|(spec, ops)| summarize(spec, ops, args.rows))
+            .zip(&effective)
+            .map(|((spec, ops), effective)| summarize(spec, ops, args.rows, effective))
             .collect(),
     })
 }
@@ -1528,7 +1587,7 @@ mod tests {
 
     fn run_one(limiter: &str, pattern: &str) -> Vec<Op> {
         let arrivals: Arrivals = pattern.parse().unwrap();
-        simulate(&spec(limiter), arrivals.times()).unwrap()
+        simulate(&spec(limiter), arrivals.times()).unwrap().0
     }
 
     fn granted(ops: &[Op]) -> Vec<u64> {

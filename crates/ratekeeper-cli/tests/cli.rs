@@ -1425,7 +1425,11 @@ fn help_shows_examples_and_the_json_schema() {
                 .and(predicate::str::contains("timeout_ns"))
                 .and(predicate::str::contains("initial_permits"))
                 .and(predicate::str::contains("refused"))
-                .and(predicate::str::contains("achieved_rate")),
+                .and(predicate::str::contains("achieved_rate"))
+                .and(predicate::str::contains("effective_rate"))
+                .and(predicate::str::contains(
+                    "effective rate  the rate the limiter's",
+                )),
         );
     ratekeeper()
         .arg("--help")
@@ -1521,4 +1525,131 @@ fn ctrl_c_ends_the_run_with_its_report() {
     // Without Ctrl-C, the report says so.
     let v = json_run(&["pace", "--rate", "2000", "--count", "10", "--json"]);
     assert_eq!(v["interrupted"], false);
+}
+
+/// Runs `ratekeeper ARGS`, expects success; returns stdout and stderr.
+fn run_both(args: &[&str]) -> (String, String) {
+    let out = ratekeeper()
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    (
+        String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    )
+}
+
+#[test]
+fn a_truncated_slot_is_reported_and_warned_about() {
+    // 5.1e8 ops/s is a 1.96 ns slot, which the Pacer's arithmetic (nosqlbench's
+    // floor(1e9 / rate)) truncates to 1 ns: 1e9 ops/s, 96 % over the target.
+    let warning = "warning: --limiter pacer runs at 1000000000 ops/s, not the target \
+                   510000000 ops/s (+96.08 %): one op's slot is floor(1e9 / rate) = 1 ns\n";
+    let (stdout, stderr) = run_both(&["pace", "--rate", "510M", "--count", "1000", "--json"]);
+    assert_eq!(stderr, warning);
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(f(&v, "target_rate"), 510e6);
+    assert_eq!(f(&v, "effective_rate"), 1e9);
+
+    let (text, stderr) = run_both(&["pace", "--rate", "510M", "--count", "1000"]);
+    assert_eq!(stderr, warning);
+    assert!(
+        text.contains(
+            "effective rate  1000000000 ops/s (+96.08 % over the target: one op's slot is \
+             floor(1e9 / rate) = 1 ns)\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_exact_or_nearly_exact_rate_is_reported_without_a_warning() {
+    // 2000 ops/s: a 500 µs slot, exact.
+    let (stdout, stderr) = run_both(&["pace", "--rate", "2000", "--count", "20", "--json"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(f(&v, "effective_rate"), 2000.0);
+    // 3 ops/s: 333 333 333 ns, 3.000000003 ops/s, within 0.1 %.
+    let (stdout, stderr) = run_both(&["pace", "--rate", "3", "--count", "1", "--json"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(f(&v, "effective_rate"), 1e9 / 333_333_333.0);
+    let (text, stderr) = run_both(&["pace", "--rate", "3", "--count", "1"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(text.contains("effective rate  3.0000 ops/s\n"), "{text}");
+}
+
+#[test]
+fn every_limiter_reports_its_effective_rate() {
+    // (limiter arguments, effective rate, the warning's explanation; None:
+    // no warning).
+    let cases: [(&[&str], f64, Option<&str>); 8] = [
+        (
+            &["--limiter", "pool", "--rate", "510M"],
+            1e9,
+            Some("one op takes floor(1e9 / rate) = 1 ns of tokens"),
+        ),
+        // 4 shards of 1.275e8: 7.84 ns truncated to 7 ns.
+        (
+            &["--rate", "510M", "--shards", "4"],
+            4.0 * (1e9 / 7.0),
+            Some("each shard's slot is floor(1e9 x 4 / rate) = 7 ns"),
+        ),
+        // Every worker's own pacer: twice the truncated rate.
+        (
+            &["--rate", "510M,1.1,thread", "--threads", "2"],
+            2e9,
+            Some("one op's slot is floor(1e9 / rate) = 1 ns"),
+        ),
+        // Guava's whole microseconds: 10.53 µs charged 10 µs.
+        (
+            &["--limiter", "bursty", "--rate", "95k"],
+            1e5,
+            Some("one permit is charged Guava's whole microseconds, floor(1e6 / rate) = 10 µs"),
+        ),
+        // Above 1e5 ops/s the CLI keeps whole nanoseconds: 2 µs exact.
+        (
+            &["--limiter", "warmup", "--warmup", "0s", "--rate", "500k"],
+            5e5,
+            None,
+        ),
+        (
+            &["--limiter", "refill", "--rate", "510M"],
+            1e9,
+            Some("one permit refills in floor(refresh period / limit) = 1 ns"),
+        ),
+        // 3 per second: 333 333 333 ns per permit, within 0.1 %.
+        (
+            &["--limiter", "refill", "--rate", "3"],
+            1e9 / 333_333_333.0,
+            None,
+        ),
+        // A cycle rounds no interval.
+        (&["--limiter", "cycle", "--rate", "510M"], 510e6, None),
+    ];
+    for (limiter, effective, why) in cases {
+        let mut args = vec!["pace", "--count", "3", "--json"];
+        args.extend(limiter);
+        let (stdout, stderr) = run_both(&args);
+        let v: Value = serde_json::from_str(&stdout).expect("JSON");
+        let shown = f(&v, "effective_rate");
+        assert!(
+            (shown - effective).abs() <= 1e-12 * effective,
+            "{limiter:?}: {shown} vs {effective}"
+        );
+        match why {
+            Some(why) => {
+                assert!(
+                    stderr.starts_with("warning: --limiter "),
+                    "{limiter:?}: {stderr}"
+                );
+                assert!(stderr.trim_end().ends_with(why), "{limiter:?}: {stderr}");
+                assert_eq!(stderr.lines().count(), 1, "{limiter:?}: {stderr}");
+            }
+            None => assert!(stderr.is_empty(), "{limiter:?}: {stderr}"),
+        }
+    }
 }

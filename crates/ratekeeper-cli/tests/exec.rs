@@ -650,3 +650,22 @@ fn help_has_examples_and_the_json_schema() {
         .success()
         .stdout(predicate::str::contains("exec").and(predicate::str::contains("pipe")));
 }
+
+#[test]
+fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
+    // 510M runs/s: a 1.96 ns slot truncated to 1 ns, 1e9 runs/s.
+    let (stdout, stderr) = exec_run(&["--json", "--rate", "510M", "-n", "2", "--", "true"], 0);
+    assert_eq!(
+        stderr,
+        "warning: --limiter pacer runs at 1000000000 ops/s, not the target 510000000 ops/s \
+         (+96.08 %): one run's slot is floor(1e9 / rate) = 1 ns\n"
+    );
+    let v = json(&stdout);
+    assert_eq!(f(&v, "effective_rate"), 1e9);
+    // 50 runs/s: 20 ms, exact; no warning (exec_json checks stderr).
+    let v = exec_json(&["--rate", "50", "-n", "1", "--", "true"]);
+    assert_eq!(f(&v, "effective_rate"), 50.0);
+    let (text, stderr) = exec_run(&["--rate", "50", "-n", "1", "--", "true"], 0);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(fields(&text, "effective rate"), ["50", "ops/s"]);
+}

@@ -330,3 +330,31 @@ fn help_has_examples_and_the_json_schema() {
                 .and(predicate::str::contains("pv -L")),
         );
 }
+
+#[test]
+fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
+    let input = numbered_lines(3);
+    // 510M lines/s: a 1.96 ns slot truncated to 1 ns, 1e9 lines/s. The
+    // warning comes whether or not a report is asked for, before it.
+    let warning = "warning: pipe runs at 1000000000 lines/s, not the target 510000000 \
+                   lines/s (+96.08 %): one line's slot is floor(1e9 / rate) = 1 ns\n";
+    let (out, stderr, _) = pipe_run(&["--rate", "510M"], input.as_bytes());
+    assert_eq!(out, input.as_bytes());
+    assert_eq!(stderr, warning);
+    let (_, stderr, _) = pipe_run(&["--rate", "510M", "--json"], input.as_bytes());
+    let (first, report) = stderr.split_at(warning.len());
+    assert_eq!(first, warning);
+    assert_eq!(f(&json(report), "effective_rate"), 1e9);
+    let (_, stderr, _) = pipe_run(&["--rate", "510M", "--report"], input.as_bytes());
+    assert!(
+        stderr.contains(
+            "effective rate  1000000000 lines/s (+96.08 % over the target: one line's slot \
+             is floor(1e9 / rate) = 1 ns)\n"
+        ),
+        "{stderr}"
+    );
+    // 1M bytes/s: 1000 ns a byte, exact: the report's line, no warning.
+    let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "1M", "--report"], input.as_bytes());
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(fields(&stderr, "effective rate"), ["1000000", "bytes/s"]);
+}

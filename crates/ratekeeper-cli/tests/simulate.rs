@@ -887,3 +887,72 @@ fn guava_limiters_above_1e5_per_second_keep_a_nanosecond_schedule() {
     ]);
     assert!(text.contains("whole-nanosecond schedule"), "{text}");
 }
+
+#[test]
+fn effective_rates_are_reported_and_truncated_ones_warned_about() {
+    // pacer:510M: a 1.96 ns slot truncated to 1 ns; pacer:500M: 2 ns, exact;
+    // bursty:95k: 10.53 µs charged 10 µs (Guava's whole microseconds).
+    let args = [
+        "simulate",
+        "--arrivals",
+        "burst 3",
+        "--limiter",
+        "pacer:510M",
+        "--limiter",
+        "pacer:500M",
+        "--limiter",
+        "bursty:95k",
+        "--rows",
+        "0",
+    ];
+    let out = ratekeeper()
+        .args(args)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        "warning: --limiter pacer:510M runs at 1000000000 ops/s, not the target 510000000 \
+         ops/s (+96.08 %): one op's slot is floor(1e9 / rate) = 1 ns\n\
+         warning: --limiter bursty:95k runs at 100000 ops/s, not the target 95000 ops/s \
+         (+5.26 %): one permit is charged Guava's whole microseconds, floor(1e6 / rate) = \
+         10 µs\n"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let effective: Vec<f64> = v["limiters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["effective_rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(effective, [1e9, 5e8, 1e5]);
+
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |label: &str| {
+        text.lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no {label} in {text}"))
+            .to_owned()
+    };
+    assert!(
+        line("pacer:510M ").ends_with(
+            "; effective 1000000000 ops/s (+96.08 % over the target: one op's slot is \
+             floor(1e9 / rate) = 1 ns)"
+        ),
+        "{text}"
+    );
+    assert!(!line("pacer:500M ").contains("effective"), "{text}");
+    assert!(
+        line("bursty:95k ").contains("; effective 100000 ops/s (+5.26 %"),
+        "{text}"
+    );
+}

@@ -94,6 +94,53 @@ impl Rate {
             Ok(nanos as u64)
         }
     }
+
+    /// The rate a schedule of whole nanoseconds per operation actually
+    /// delivers for this rate: `1e9 / floor(1e9 / rate)` operations per
+    /// second, what a [`Pacer`](crate::Pacer) or a
+    /// [`TokenPool`](crate::TokenPool) at this rate runs at.
+    ///
+    /// Truncating the slice ([`nanos_per_op`](Self::nanos_per_op), the
+    /// reference's arithmetic, which the conformance vectors pin) never
+    /// makes it longer, so the effective rate is never below the rate asked
+    /// for (up to `f64` rounding, a few parts in 10^16) and above it by
+    /// `frac(1e9 / rate) / floor(1e9 / rate)`: less than one part in the
+    /// slice's nanoseconds. That is nothing where `1e9 / rate` is whole
+    /// (1000/s: 1 ms), under 1e-9 at 3/s, but up to +96 % near the top of
+    /// the range, where the slice is 1 or 2 ns: 5.1e8/s runs at 1e9/s.
+    ///
+    /// # Errors
+    ///
+    /// As [`nanos_per_op`](Self::nanos_per_op): the rates no nanosecond
+    /// schedule can keep.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratekeeper::Rate;
+    ///
+    /// assert_eq!(Rate::new(1000.0)?.effective_rate()?, 1000.0);
+    /// // floor(1e9 / 3) = 333 333 333 ns: 3.000000003 ops/s.
+    /// assert_eq!(Rate::new(3.0)?.effective_rate()?, 1e9 / 333_333_333.0);
+    /// // floor(1e9 / 5.1e8) = 1 ns: every nanosecond, 96 % too fast.
+    /// assert_eq!(Rate::new(5.1e8)?.effective_rate()?, 1e9);
+    /// # Ok::<(), ratekeeper::RateError>(())
+    /// ```
+    pub fn effective_rate(self) -> Result<f64, RateError> {
+        self.nanos_per_op().map(per_second_of_nanos)
+    }
+}
+
+/// Operations per second of a schedule that gives each operation
+/// `nanos_per_op` whole nanoseconds: `1e9 / nanos_per_op`, and `+∞` for 0
+/// (a schedule that charges nothing does not limit). The one conversion
+/// every nanosecond limiter's `effective_rate` makes.
+pub(crate) fn per_second_of_nanos(nanos_per_op: u64) -> f64 {
+    if nanos_per_op == 0 {
+        f64::INFINITY
+    } else {
+        NANOS_PER_SECOND as f64 / nanos_per_op as f64
+    }
 }
 
 impl fmt::Debug for Rate {
@@ -151,6 +198,29 @@ mod tests {
             Err(RateError::TooSlow(1.5e-10))
         );
         assert!(Rate::new(2.2e-10).unwrap().nanos_per_op().is_ok());
+    }
+
+    #[test]
+    fn effective_rate_is_one_second_over_the_whole_slice() {
+        let eff = |r: f64| Rate::new(r).unwrap().effective_rate().unwrap();
+        assert_eq!(eff(1000.0), 1000.0);
+        assert_eq!(eff(1e9), 1e9);
+        // floor(1e9 / 3) = 333_333_333 ns: 3.000000003 ops/s.
+        assert_eq!(eff(3.0), 1e9 / 333_333_333.0);
+        assert!((eff(3.0) - 3.000_000_003).abs() < 1e-15);
+        // The worst case: a 1.96 ns slice truncated to 1 ns.
+        assert_eq!(eff(5.1e8), 1e9);
+        // 7e8: 1.43 ns -> 1 ns; 4e8: 2.5 ns -> 2 ns.
+        assert_eq!(eff(7e8), 1e9);
+        assert_eq!(eff(4e8), 5e8);
+        // Just below a whole slice: 1e9 / 1.5e6 = 666.67 ns -> 666 ns.
+        assert_eq!(eff(1.5e6), 1e9 / 666.0);
+        assert_eq!(
+            Rate::new(1.5e9).unwrap().effective_rate(),
+            Err(RateError::TooFast(1.5e9))
+        );
+        assert_eq!(per_second_of_nanos(0), f64::INFINITY);
+        assert_eq!(per_second_of_nanos(1 << 62), 1e9 / (1u64 << 62) as f64);
     }
 
     #[test]

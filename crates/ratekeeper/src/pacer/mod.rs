@@ -1,7 +1,9 @@
 //! The Pacer: nosqlbench's core rate limiter, a lock-free nanosecond schedule.
 //!
 //! A [`Pacer`] hands out slices of a nanosecond timeline, one slice of
-//! `floor(1e9 / rate)` ns per permit, in order. Each grant says when its op was
+//! `floor(1e9 / rate)` ns per permit, in order (so it runs at
+//! `1e9 / floor(1e9 / rate)`, slightly above the rate where the slice is
+//! not whole: [`Pacer::effective_rate`]). Each grant says when its op was
 //! due (**scheduled**), when the pacer lets it go (**ready**) and, once it went,
 //! its **wait time**: what a load generator needs to report response times free
 //! of coordinated omission. One knob, [`Strictness`], says what happens to time
@@ -239,7 +241,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-use crate::rate::{Rate, RateError};
+use crate::rate::{per_second_of_nanos, Rate, RateError};
 use crate::spec::{RateSpec, Verb};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 use crate::wait::room::Room;
@@ -1213,6 +1215,36 @@ impl<C: Clock> Pacer<C> {
     pub fn nanos_per_op(&self) -> u64 {
         // Ordering: Relaxed; configuration snapshot.
         self.params.op_nanos.load(Ordering::Relaxed)
+    }
+
+    /// The rate the schedule actually keeps, in operations per second:
+    /// `1e9 / nanos_per_op()`, one second over the whole-nanosecond slot
+    /// `floor(1e9 / rate)` (nosqlbench's arithmetic, pinned by the
+    /// conformance vectors), at the current rate (after a
+    /// [`set_rate`](Self::set_rate), the new one).
+    ///
+    /// The truncated slot is never longer than `1e9 / rate`, so this is
+    /// never below [`rate`](Self::rate) and above it by less than one part
+    /// in the slot's nanoseconds; see [`Rate::effective_rate`]. It is the
+    /// long-run rate in every strictness mode: catch-up (burst ratio,
+    /// average) only spends schedule time that was already due.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratekeeper::{ManualClock, Pacer, Rate};
+    ///
+    /// let pacer = Pacer::builder(Rate::new(3.0)?).build_with_clock(ManualClock::new(0))?;
+    /// assert_eq!(pacer.nanos_per_op(), 333_333_333);
+    /// assert_eq!(pacer.effective_rate(), 1e9 / 333_333_333.0); // 3.000000003
+    ///
+    /// // 5.1e8/s is a 1.96 ns slot, truncated to 1 ns: 1e9/s, 96 % too fast.
+    /// pacer.set_rate(Rate::new(5.1e8)?)?;
+    /// assert_eq!(pacer.effective_rate(), 1e9);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn effective_rate(&self) -> f64 {
+        per_second_of_nanos(self.nanos_per_op())
     }
 
     /// The clock this pacer reads.

@@ -136,7 +136,8 @@
 //! by less than one part in `op_s`. One pacer's slice `floor(1e9 / R)` is
 //! about `N` times shorter, so its rounding error is about `N` times larger:
 //! sharding never adds rounding error, and no remainder is distributed.
-//! [`rate`](ShardedPacer::rate) reports the rate asked for, `R`.
+//! [`rate`](ShardedPacer::rate) reports the rate asked for, `R`;
+//! [`effective_rate`](ShardedPacer::effective_rate) the one the slices keep.
 //!
 //! # Fairness and accuracy against micro-batching
 //!
@@ -458,6 +459,35 @@ impl<C: Clock> ShardedPacer<C> {
     /// [Rounding](self#rounding)).
     pub fn rate(&self) -> Rate {
         *lock(&self.control)
+    }
+
+    /// The total rate the shards' schedules actually keep, in operations
+    /// per second: the sum over the shards of `1e9 / slot`, each shard's
+    /// slot `floor(1e9 × N / R)` whole nanoseconds (see
+    /// [Rounding](self#rounding) and [`Pacer::effective_rate`]), so
+    /// `N × 1e9 / floor(1e9 × N / R)` once every shard has the current rate.
+    ///
+    /// Never below [`rate`](Self::rate), and above it by less than one part
+    /// in a shard's slot: splitting a rate into shards makes each slot about
+    /// `N` times longer, so its truncation weighs about `N` times less than
+    /// one pacer's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratekeeper::{ManualClock, Pacer, Rate};
+    ///
+    /// // One pacer at 4e8/s: 2.5 ns truncated to 2 ns, 5e8/s.
+    /// let one = Pacer::builder(Rate::new(4e8)?).build_with_clock(ManualClock::new(0))?;
+    /// assert_eq!(one.effective_rate(), 5e8);
+    /// // 4 shards of 1e8/s: 10 ns each, exact.
+    /// let sharded = Pacer::builder(Rate::new(4e8)?)
+    ///     .build_sharded_with_clock(4, ManualClock::new(0))?;
+    /// assert_eq!(sharded.effective_rate(), 4e8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn effective_rate(&self) -> f64 {
+        self.shards.iter().map(|s| s.effective_rate()).sum()
     }
 
     /// The strictness every shard runs with.
@@ -807,6 +837,22 @@ mod tests {
         let p = sharded(1e9, 0.0, 2, &clock);
         assert_eq!(p.set_rate(Rate::new(2e9).unwrap()), Err(single));
         assert_eq!(p.rate(), Rate::new(1e9).unwrap());
+    }
+
+    #[test]
+    fn effective_rate_sums_the_shards_truncated_slots() {
+        let clock = ManualClock::new(0);
+        // 3 per second in 2 shards: floor(2e9 / 3) = 666 666 666 ns each.
+        let p = sharded(3.0, 1.0, 2, &clock);
+        assert_eq!(p.effective_rate(), 2.0 * (1e9 / 666_666_666.0));
+        // 5.1e8 in 4 shards: 7.84 ns truncated to 7 ns (+12 %, where one
+        // pacer's 1.96 ns truncated to 1 ns is +96 %).
+        let p = sharded(5.1e8, 1.0, 4, &clock);
+        let seven = 1e9 / 7.0;
+        assert_eq!(p.effective_rate(), seven + seven + seven + seven);
+        assert!((p.effective_rate() / 5.1e8 - 1.0 - 0.120_448).abs() < 1e-6);
+        p.set_rate(Rate::new(4e8).unwrap()).unwrap();
+        assert_eq!(p.effective_rate(), 4e8);
     }
 
     #[test]

@@ -721,3 +721,36 @@ fn a_wait_that_wakes_late_on_purpose_is_not_forfeited_by_compensation() {
     );
     assert_eq!(p.next_slot_nanos(), 62_000);
 }
+
+#[test]
+fn effective_rate_is_one_second_over_the_truncated_slot() {
+    let clock = ManualClock::new(0);
+    let p = pacer("3,1.0", &clock);
+    assert_eq!(p.nanos_per_op(), 333_333_333);
+    assert_eq!(p.effective_rate(), 1e9 / 333_333_333.0);
+    assert!((p.effective_rate() - 3.000_000_003).abs() < 1e-15);
+    // Whole slots are exact.
+    p.set_rate(Rate::new(1000.0).unwrap()).unwrap();
+    assert_eq!(p.effective_rate(), 1000.0);
+    // The worst of the range: 1.96 ns truncated to 1 ns.
+    p.set_rate(Rate::new(5.1e8).unwrap()).unwrap();
+    assert_eq!((p.nanos_per_op(), p.effective_rate()), (1, 1e9));
+    p.set_rate(Rate::new(4e8).unwrap()).unwrap();
+    assert_eq!((p.nanos_per_op(), p.effective_rate()), (2, 5e8));
+    // A refused rate changes nothing.
+    assert!(p.set_rate(Rate::new(2e9).unwrap()).is_err());
+    assert_eq!(p.effective_rate(), 5e8);
+}
+
+#[test]
+fn effective_rate_is_what_a_strict_schedule_delivers() {
+    // 5.1e8/s strict: ops are ready 1 ns apart, 1e9/s, as reported.
+    let clock = ManualClock::new(0);
+    let p = pacer("510M,1.0", &clock);
+    let ready: Vec<u64> = (0..1001)
+        .map(|_| p.reserve(1, None).unwrap().ready_nanos())
+        .collect();
+    let span = ready[1000] - ready[0];
+    assert_eq!(span, 1000);
+    assert_eq!(1000.0 * 1e9 / span as f64, p.effective_rate());
+}

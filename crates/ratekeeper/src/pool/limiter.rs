@@ -11,7 +11,7 @@ use super::filler::Handle;
 use super::pools::{PoolError, Pools};
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-use crate::rate::Rate;
+use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
 use crate::sync::{self, lock, AtomicU64, Mutex, Ordering, Thread};
 use crate::wait::{saturating_nanos, WaitPolicy};
@@ -1105,6 +1105,36 @@ impl<C: Clock + 'static> TokenPool<C> {
     pub fn nanos_per_op(&self) -> u64 {
         // Ordering: Relaxed; a configuration snapshot.
         self.shared.params.nanos_per_op.load(Ordering::Relaxed)
+    }
+
+    /// The rate the pool actually meters, in operations per second: its
+    /// fills add one token per nanosecond and each permit takes
+    /// [`nanos_per_op`](Self::nanos_per_op) `= floor(1e9 / rate)` of them
+    /// (G2's arithmetic, pinned by the conformance vectors), so
+    /// `1e9 / floor(1e9 / rate)`, at the current rate (after a
+    /// [`configure`](Self::configure), the new one).
+    ///
+    /// Never below [`rate`](Self::rate), and above it by less than one part
+    /// in `nanos_per_op`; see [`Rate::effective_rate`]. The burst ratio
+    /// changes only how fast a backlog is caught up, not this long-run rate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratekeeper::pool::{Filling, TokenPool};
+    /// use ratekeeper::{ManualClock, Rate};
+    ///
+    /// let pool = TokenPool::builder(Rate::new(1500.0)?)
+    ///     .filling(Filling::Manual)
+    ///     .build_with_clock(ManualClock::new(0))?;
+    /// assert_eq!(pool.nanos_per_op(), 666_666); // 666 666.67 ns truncated
+    /// assert_eq!(pool.effective_rate(), 1e9 / 666_666.0); // 1500.0015 ops/s
+    /// pool.configure(Rate::new(5.1e8)?, 1.1)?;
+    /// assert_eq!(pool.effective_rate(), 1e9); // 1.96 ns truncated to 1 ns
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn effective_rate(&self) -> f64 {
+        per_second_of_nanos(self.nanos_per_op())
     }
 
     /// The clock this pool reads.

@@ -97,6 +97,11 @@
 //! burst_pool      = max_over_active - max_active
 //! ```
 //!
+//! One op takes `nanos_per_op` tokens and fills add one token per
+//! nanosecond, so the pool meters `1e9 / floor(1e9 / R)` ops per second,
+//! slightly above R where `1e9 / R` is not whole (5.1e8/s runs at 1e9/s):
+//! [`TokenPool::effective_rate`] reports it.
+//!
 //! * **At least two ops.** With room for only one op, a caller running exactly
 //!   at the filler's pace would see the active pool overflow whenever a fill
 //!   arrives just before the op takes its share, and that jitter would be

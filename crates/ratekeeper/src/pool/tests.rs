@@ -1192,3 +1192,29 @@ fn a_withdrawn_claims_tokens_fill_the_active_pool_and_overflow_to_waiting() {
     // The returned tokens are taken by ops scheduled where the claim was.
     assert_eq!(pool.try_acquire().unwrap().scheduled_nanos(), MS);
 }
+
+#[test]
+fn effective_rate_is_one_second_over_the_truncated_tokens_per_op() {
+    let (_, pool) = manual(3.0, 1.1);
+    assert_eq!(pool.nanos_per_op(), 333_333_333);
+    assert_eq!(pool.effective_rate(), 1e9 / 333_333_333.0);
+    pool.configure(Rate::new(1000.0).unwrap(), 1.1).unwrap();
+    assert_eq!(pool.effective_rate(), 1000.0);
+    pool.configure(Rate::new(5.1e8).unwrap(), 1.1).unwrap();
+    assert_eq!((pool.nanos_per_op(), pool.effective_rate()), (1, 1e9));
+}
+
+#[test]
+fn effective_rate_is_what_the_fills_meter() {
+    // 5.1e8/s: each op takes 1 ns of tokens, so 1 µs of fills meters
+    // 1000 ops, 1e9/s, as reported (not 510).
+    let (_, pool) = manual(5.1e8, 1.0);
+    while pool.try_acquire().is_ok() {} // whatever the start pre-filled
+    pool.refill(1_000).unwrap();
+    let mut ops = 0u64;
+    while pool.try_acquire().is_ok() {
+        ops += 1;
+    }
+    assert_eq!(ops, 1000);
+    assert_eq!(ops as f64 * 1e9 / 1_000.0, pool.effective_rate());
+}

@@ -36,6 +36,7 @@ use super::{
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::pacer::{CancelWindow, Epoch};
+use crate::rate::per_second_of_nanos;
 use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
@@ -290,6 +291,41 @@ impl<C: Clock> RefillLimiter<C> {
             core.params.capacity,
             self.initial,
         )
+    }
+
+    /// The rate the bucket actually refills at, in permits per second: one
+    /// permit every `nanos_per_permit = limit_refresh_period /
+    /// limit_for_period` whole nanoseconds (truncating, as
+    /// refill-rate-limiter does), so `1e9 / nanos_per_permit`, at the
+    /// current limit (after a
+    /// [`change_limit_for_period`](PermitLimiter::change_limit_for_period),
+    /// the new one).
+    ///
+    /// Never below `limit_for_period / limit_refresh_period`, and above it
+    /// by less than one part in `nanos_per_permit`: nothing for 10 per
+    /// second (100 ms), 1e-9 for 3 per second, 11 % for 3 permits per 10
+    /// ns (3.33 ns refilled in 3 ns).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    ///
+    /// let config = RefillConfig::builder()
+    ///     .limit_for_period(3)
+    ///     .limit_refresh_period(Duration::from_secs(1))
+    ///     .build()?;
+    /// let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// assert_eq!(limiter.effective_rate(), 1e9 / 333_333_333.0); // 3.000000003
+    /// limiter.change_limit_for_period(10)?; // 10 per second: 100 ms, exact
+    /// assert_eq!(limiter.effective_rate(), 10.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn effective_rate(&self) -> f64 {
+        // `npp >= 1` (validated).
+        per_second_of_nanos(self.core.load().params.npp as u64)
     }
 
     /// The limiter's clock.

@@ -45,6 +45,7 @@ use super::{
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::pacer::Epoch;
+use crate::rate::NANOS_PER_SECOND;
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
@@ -324,6 +325,39 @@ impl<C: Clock> CycleLimiter<C> {
     pub fn config(&self) -> CycleConfig {
         let p = self.core.load().params;
         CycleConfig::from_parts(p.limit, p.period, self.hub.timeout_nanos() as i64)
+    }
+
+    /// The rate the cycles give, in permits per second:
+    /// `limit_for_period × 1e9 / limit_refresh_period`, exactly (no
+    /// per-permit interval is rounded; up to `f64` rounding of that
+    /// quotient), at the limit as last changed (which a
+    /// [`change_limit_for_period`](PermitLimiter::change_limit_for_period)
+    /// applies from the next cycle on).
+    ///
+    /// This is the long-run rate; within a window the fixed cycles let up
+    /// to twice the limit go across a cycle boundary (see the [module
+    /// docs](super#the-cycle-limiter)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter};
+    ///
+    /// let config = CycleConfig::builder()
+    ///     .limit_for_period(3)
+    ///     .limit_refresh_period(Duration::from_secs(1))
+    ///     .build_cycle()?;
+    /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// assert_eq!(limiter.effective_rate(), 3.0);
+    /// limiter.change_limit_for_period(7)?;
+    /// assert_eq!(limiter.effective_rate(), 7.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn effective_rate(&self) -> f64 {
+        let p = self.core.load().params;
+        p.limit as f64 * NANOS_PER_SECOND as f64 / p.period as f64
     }
 
     /// The limiter's clock.

@@ -32,7 +32,9 @@
 //!
 //! A [`RefillLimiter`] refills one permit every `nanos_per_permit =
 //! limit_refresh_period / limit_for_period` nanoseconds (truncating, as
-//! refill-rate-limiter does: 3 per second is 333 333 333 ns per permit), up to
+//! refill-rate-limiter does: 3 per second is 333 333 333 ns per permit, so
+//! it refills at [`1e9 / nanos_per_permit`](RefillLimiter::effective_rate)
+//! per second, 3.000000003), up to
 //! `capacity` permits (the burst; `limit_for_period` unless set), and starts
 //! with `initial_permits` (`limit_for_period` unless set, *not* the
 //! capacity). Refill is computed lazily on each call from one number, the

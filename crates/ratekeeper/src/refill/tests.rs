@@ -1305,3 +1305,45 @@ fn pending_permissions_stay_send_and_sync() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<PendingPermission<'static>>();
 }
+
+#[test]
+fn refill_effective_rate_is_one_second_over_the_truncated_interval() {
+    // 3 per second: 333 333 333 ns per permit, 3.000000003 per second.
+    let (l, _) = refill(3, 1_000_000_000, 0, None, None);
+    assert_eq!(l.config().nanos_per_permit(), 333_333_333);
+    assert_eq!(l.effective_rate(), 1e9 / 333_333_333.0);
+    // 3 per 10 ns: 3.33 ns refilled in 3 ns, 11 % fast.
+    let (l, _) = refill(3, 10, 0, None, None);
+    assert_eq!(l.effective_rate(), 1e9 / 3.0);
+    // Resilience4j's defaults, 50 per 500 ns: 10 ns, exact.
+    let (l, _) = refill(50, 500, 0, None, None);
+    assert_eq!(l.effective_rate(), 1e8);
+    // A limit change divides the configured period again.
+    l.change_limit_for_period(3).unwrap();
+    assert_eq!(l.effective_rate(), 1e9 / 166.0); // 500 / 3 = 166.67 ns
+}
+
+#[test]
+fn refill_effective_rate_is_what_the_bucket_grants() {
+    // 3 per 10 ns, an empty bucket: a permit every 3 ns, not every 3.33.
+    let (l, clock) = refill(3, 10, 0, Some(3), Some(0));
+    let mut granted = 0u64;
+    for _ in 0..3_000 {
+        clock.advance_nanos(1);
+        while l.try_acquire().is_ok() {
+            granted += 1;
+        }
+    }
+    assert_eq!(granted, 1_000);
+    assert_eq!(granted as f64 * 1e9 / 3_000.0, l.effective_rate());
+}
+
+#[test]
+fn cycle_effective_rate_is_exact() {
+    let (l, _) = cycle(3, 1_000_000_000, 0);
+    assert_eq!(l.effective_rate(), 3.0);
+    let (l, _) = cycle(3, 10, 0);
+    assert_eq!(l.effective_rate(), 3e8);
+    l.change_limit_for_period(7).unwrap();
+    assert_eq!(l.effective_rate(), 7e8);
+}

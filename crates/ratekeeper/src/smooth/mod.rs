@@ -113,6 +113,9 @@
 //! 100 000 per second use the nanosecond mode, or a limiter with a
 //! nanosecond schedule ([`Pacer`](crate::Pacer),
 //! [`TokenPool`](crate::TokenPool), [`RefillLimiter`](crate::RefillLimiter)).
+//! [`SmoothBursty::effective_rate`] (and [`SmoothWarmingUp`]'s) reports
+//! the rate one-permit calls get, `f64::INFINITY` where they are not
+//! limited at all.
 //!
 //! ## The nanosecond mode
 //!
@@ -998,6 +1001,18 @@ impl<C: Clock> Smooth<C> {
         self.res.per_second() / self.with_core(|core, _| Some(core.params.stable_interval))
     }
 
+    /// What one-permit calls get once no stored permits are left: each is
+    /// charged `long(1 × stable_interval)` whole ticks (the flat part of
+    /// `State::reserve`), so `ticks per second / that`, and `+∞` where it
+    /// truncates to 0 ticks.
+    fn effective_rate(&self) -> f64 {
+        let stable = self.with_core(|core, _| Some(core.params.stable_interval));
+        match long(stable) {
+            ticks if ticks <= 0 => f64::INFINITY,
+            ticks => self.res.per_second() / ticks as f64,
+        }
+    }
+
     fn stored_permits(&self) -> f64 {
         self.snapshot().stored_permits
     }
@@ -1139,6 +1154,59 @@ macro_rules! smooth_limiter {
             /// as 6.999999999999999).
             pub fn rate(&self) -> f64 {
                 self.core.rate()
+            }
+
+            /// The rate one-permit calls actually get, in permits per second,
+            /// at the current rate, once no stored permits are left (a
+            /// `SmoothWarmingUp`: once warm): each call is charged its cost in
+            /// whole units of the [`Resolution`], truncated as Guava's
+            /// `(long)` cast does, so `1e6 / floor(1e6 / rate)` in
+            /// [`Resolution::Micros`] (Guava's arithmetic, which its tests
+            /// and the conformance vectors pin) and `1e9 / floor(1e9 / rate)`
+            /// in [`Resolution::Nanos`].
+            ///
+            /// **`f64::INFINITY` means no limit**: where one permit costs less
+            /// than one unit (above 1 000 000 permits per second in
+            /// microseconds, above 1e9 in nanoseconds, and at an infinite
+            /// rate) it is charged 0 and one-permit calls are never throttled.
+            ///
+            /// Otherwise never below [`rate`](Self::rate), and above it by
+            /// less than one part in the whole units a permit is charged (in
+            /// microseconds: under 10 % up to 100 000 per second; 11 % at
+            /// 300 000, where 3.33 µs is charged 3 µs; almost 100 % just
+            /// above 500 000, where 1.99 µs is charged 1 µs). A call
+            /// for `n` permits is charged `floor(n × interval)` at once, so
+            /// larger calls lose less (a [`BatchHandle`](crate::BatchHandle)'s
+            /// leases run between this and `rate()`); stored permits only
+            /// change short-run rates.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::time::Duration;
+            /// use ratekeeper::smooth::Resolution;
+            /// use ratekeeper::{SmoothBursty, SmoothWarmingUp};
+            ///
+            /// // 3 per second: 333 333.3 µs charged 333 333 µs.
+            /// let limiter = SmoothBursty::new(3.0)?;
+            /// assert_eq!(limiter.effective_rate(), 1e6 / 333_333.0);
+            /// // 300 000 per second: 3.33 µs charged 3 µs, 11 % too fast.
+            /// limiter.set_rate(3e5)?;
+            /// assert_eq!(limiter.effective_rate(), 1e6 / 3.0);
+            /// // 2 000 000 per second: 0.5 µs charged 0 µs, no limit at all.
+            /// limiter.set_rate(2e6)?;
+            /// assert_eq!(limiter.effective_rate(), f64::INFINITY);
+            ///
+            /// // In whole nanoseconds 0.5 µs is 500 ns: exact.
+            /// let nanos = SmoothWarmingUp::builder(2e6)
+            ///     .warmup(Duration::from_millis(1))
+            ///     .resolution(Resolution::Nanos)
+            ///     .build()?;
+            /// assert_eq!(nanos.effective_rate(), 2e6);
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn effective_rate(&self) -> f64 {
+                self.core.effective_rate()
             }
 
             /// Permits stored now (unused capacity carried forward), as of

@@ -1357,3 +1357,65 @@ fn a_request_costing_more_than_the_schedule_is_not_free() {
         other => panic!("the next request went: {other:?}"),
     }
 }
+
+#[test]
+fn effective_rate_is_what_whole_units_per_permit_give() {
+    let clock = ManualClock::new(0);
+    let eff = |rate: f64, res: Resolution| {
+        SmoothBursty::builder(rate)
+            .resolution(res)
+            .build_with_clock(clock.clone())
+            .unwrap()
+            .effective_rate()
+    };
+    use Resolution::{Micros, Nanos};
+    // Whole microseconds: exact, truncated, and nothing at all.
+    assert_eq!(eff(1e5, Micros), 1e5); // 10 µs
+    assert_eq!(eff(3.0, Micros), 1e6 / 333_333.0); // 333 333.3 µs
+    assert_eq!(eff(7.0, Micros), 1e6 / 142_857.0); // 142 857.14 µs
+    assert_eq!(eff(3e5, Micros), 1e6 / 3.0); // 3.33 µs charged 3: +11 %
+    assert_eq!(eff(5.1e5, Micros), 1e6); // 1.96 µs charged 1: +96 %
+    assert_eq!(eff(1e6, Micros), 1e6); // 1 µs
+    assert_eq!(eff(2e6, Micros), f64::INFINITY); // 0.5 µs charged 0
+    assert_eq!(eff(f64::INFINITY, Micros), f64::INFINITY);
+    // Whole nanoseconds.
+    assert_eq!(eff(2e6, Nanos), 2e6); // 500 ns
+    assert_eq!(eff(3.0, Nanos), 1e9 / 333_333_333.0);
+    assert_eq!(eff(5.1e8, Nanos), 1e9); // 1.96 ns charged 1
+    assert_eq!(eff(2e9, Nanos), f64::INFINITY); // 0.5 ns charged 0
+                                                // A tiny rate saturates the charge at i64::MAX units.
+    assert_eq!(eff(1e-300, Micros), 1e6 / i64::MAX as f64);
+}
+
+#[test]
+fn effective_rate_follows_rate_changes_and_the_warm_rate() {
+    let clock = ManualClock::new(0);
+    let w = warming(3e5, 1_000, 3.0, &clock);
+    // The warm rate: the stable interval, 3.33 µs charged 3 µs.
+    assert_eq!(w.effective_rate(), 1e6 / 3.0);
+    w.set_rate(1e5).unwrap();
+    assert_eq!(w.effective_rate(), 1e5);
+    let b = bursty(3e5, &clock);
+    b.set_rate(2e6).unwrap();
+    assert_eq!(b.effective_rate(), f64::INFINITY);
+    b.set_rate(3e5).unwrap();
+    assert_eq!(b.effective_rate(), 1e6 / 3.0);
+}
+
+#[test]
+fn effective_rate_is_what_one_permit_calls_get() {
+    // 3e5/s in whole microseconds: each call pushes the next one 3 µs on
+    // (Guava charges 3.33 µs as 3), 333 333 per second, not 300 000.
+    let clock = ManualClock::new(0);
+    let b = bursty(3e5, &clock);
+    let delays: Vec<u64> = (0..1001)
+        .map(|_| b.reserve(1, None).unwrap().delay_nanos())
+        .collect();
+    assert_eq!(delays[1000], 3_000_000);
+    assert_eq!(1000.0 * 1e9 / delays[1000] as f64, b.effective_rate());
+    // 2e6/s: once the debt above is paid, every call is free.
+    b.set_rate(2e6).unwrap();
+    clock.advance_nanos(SEC);
+    assert!((0..100).all(|_| b.reserve(1, None).unwrap().delay_nanos() == 0));
+    assert_eq!(b.effective_rate(), f64::INFINITY);
+}
