@@ -24,6 +24,14 @@ use std::time::{Duration, Instant};
 use ratekeeper::pool::{Filling, TokenPool, FILLER_THREAD_NAME};
 use ratekeeper::{Clock, MonotonicClock, Rate, RateLimiter, Verb};
 
+mod common;
+use common::within;
+
+/// Every test here runs under this limit (each takes well under a second
+/// alone; they wait for one another's lock), so that one that hangs fails
+/// instead of blocking the run.
+const LIMIT: Duration = Duration::from_secs(60);
+
 /// Serialises the tests of this file (they count the process's threads).
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -124,6 +132,10 @@ const SETTLE: Duration = Duration::from_secs(2);
 
 #[test]
 fn dropping_pools_joins_their_fillers() {
+    within(LIMIT, dropping_pools_joins_their_fillers_run);
+}
+
+fn dropping_pools_joins_their_fillers_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -160,6 +172,13 @@ fn dropping_pools_joins_their_fillers() {
 
 #[test]
 fn stop_joins_the_filler_and_start_starts_exactly_one() {
+    within(
+        LIMIT,
+        stop_joins_the_filler_and_start_starts_exactly_one_run,
+    );
+}
+
+fn stop_joins_the_filler_and_start_starts_exactly_one_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -214,6 +233,10 @@ fn stop_joins_the_filler_and_start_starts_exactly_one() {
 
 #[test]
 fn concurrent_starts_start_one_filler() {
+    within(LIMIT, concurrent_starts_start_one_filler_run);
+}
+
+fn concurrent_starts_start_one_filler_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -260,6 +283,10 @@ fn concurrent_starts_start_one_filler() {
 
 #[test]
 fn inline_and_manual_pools_never_start_a_thread() {
+    within(LIMIT, inline_and_manual_pools_never_start_a_thread_run);
+}
+
+fn inline_and_manual_pools_never_start_a_thread_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
