@@ -3,11 +3,13 @@
 //! naming loom themselves.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
-pub(crate) use loom::thread::{current as current_thread, park, Thread};
+pub(crate) use loom::thread::{
+    current as current_thread, park, Builder as ThreadBuilder, JoinHandle, Thread,
+};
 
 /// Under loom there is no timed park: the models never time out.
 #[cfg(loom)]
@@ -16,11 +18,13 @@ pub(crate) fn park_timeout(_: std::time::Duration) {
 }
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::thread::{current as current_thread, park, park_timeout, Thread};
+pub(crate) use std::thread::{
+    current as current_thread, park, park_timeout, Builder as ThreadBuilder, JoinHandle, Thread,
+};
 
 /// Locks a mutex, recovering the data if a thread panicked while holding it.
 /// The guarded data are plain configuration values that are always left

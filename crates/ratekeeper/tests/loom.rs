@@ -1,6 +1,7 @@
 //! Loom models of the Pacer's lock-free paths and its waiting room, and of
 //! the token pool's waiting: lock-free takers racing fills that serve
-//! queued claims, and waiters parked until a fill completes their claim.
+//! queued claims, waiters parked until a fill completes their claim, and
+//! the filler thread parking while its pool is idle.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p ratekeeper --test loom`
@@ -394,6 +395,53 @@ fn pool_stop_wakes_a_waiter() {
         assert!(p.is_started(), "the caller restarted the pool");
         assert_eq!(p.waiters(), 0);
         assert_eq!(p.pools().wait_time(), 0, "the pre-fill went to the caller");
+    });
+}
+
+/// A pool filled by a filler thread every 1 ms. Under loom the filler is a
+/// loom thread and its timed sleeps are plain parks: it fills only when
+/// the clock has passed its due time when it looks, and sleeps until the
+/// pool wakes it otherwise.
+fn threaded(clock: &ManualClock) -> Arc<TokenPool<ManualClock>> {
+    pool(Filling::Thread(Duration::from_millis(1)), clock)
+}
+
+/// The filler parks once a fill leaves the pool full (2.2 ms) with nobody
+/// waiting, racing a lock-free take from that full pool: whether the take
+/// comes before the fill, between the fill and the parking, or after it,
+/// the filler is never left parked with the pool not full (the take wakes
+/// it, or the parking fails), and dropping the pool wakes and joins a
+/// parked filler (loom reports a deadlock otherwise).
+#[test]
+fn pool_a_take_races_the_filler_parking() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = threaded(&clock); // one op pre-filled; the filler due at 1 ms
+        clock.advance_nanos(5 * OP); // a 5 ms fill fills the pool
+        p.try_acquire().unwrap();
+        let parked = p.is_filler_parked();
+        let active = p.active_nanos();
+        assert!(
+            !parked || active == 2_200_000,
+            "the filler is parked with {active} ns in the active pool"
+        );
+        drop(p);
+    });
+}
+
+/// A caller that must queue (10 ops, more than the pool can hold) racing
+/// the filler's parking: once the claim is queued, the filler is not
+/// parked, so its fills will serve the claim.
+#[test]
+fn pool_a_claim_races_the_filler_parking() {
+    loom::model(|| {
+        let clock = ManualClock::new(0);
+        let p = threaded(&clock);
+        clock.advance_nanos(5 * OP);
+        let claim = p.reserve(10, None).unwrap(); // more than 5 ms of fills give
+        assert!(!p.is_filler_parked(), "parked with a claim queued");
+        assert!(p.cancel(&claim));
+        drop(p);
     });
 }
 

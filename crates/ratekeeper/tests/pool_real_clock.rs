@@ -22,7 +22,14 @@ use std::time::{Duration, Instant};
 use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{Rate, RateLimiter, Verb};
 
+mod common;
+use common::within;
+
 const MS: u64 = 1_000_000;
+
+/// Every test here runs under this limit (each takes 1 to 4 s), so that one
+/// that hangs fails instead of blocking the run.
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// One op a lone caller took back to back.
 #[derive(Debug, Clone, Copy)]
@@ -92,13 +99,17 @@ fn ten_threads_hold_1000_ops_per_second(filling: Filling) {
 /// T-I-1: 10 threads at 1000 ops/s for 2 s, callers filling the pool.
 #[test]
 fn ten_threads_at_1000_per_second_inline() {
-    ten_threads_hold_1000_ops_per_second(Filling::Inline);
+    within(LIMIT, || {
+        ten_threads_hold_1000_ops_per_second(Filling::Inline)
+    });
 }
 
 /// T-I-1 with nosqlbench's design: a filler thread every 1 ms.
 #[test]
 fn ten_threads_at_1000_per_second_filler_thread() {
-    ten_threads_hold_1000_ops_per_second(Filling::thread());
+    within(LIMIT, || {
+        ten_threads_hold_1000_ops_per_second(Filling::thread())
+    });
 }
 
 /// Acquires back to back for `run_for`, or until `stop` says so; one sample
@@ -186,6 +197,13 @@ fn ms(nanos: u64) -> f64 {
 /// 1 s (the backlog drains at 1× the rate), then ops run at 1000 ops/s.
 #[test]
 fn stall_is_caught_up_at_burst_rate_then_the_rate_returns() {
+    within(
+        LIMIT,
+        stall_is_caught_up_at_burst_rate_then_the_rate_returns_run,
+    );
+}
+
+fn stall_is_caught_up_at_burst_rate_then_the_rate_returns_run() {
     let pool = pool(1000.0, 2.0, Filling::Inline, Verb::Start);
     let stall = run_then_stall(&pool, Duration::from_millis(200), Duration::from_secs(1));
     let stall_ns = stall.as_nanos() as u64;
@@ -300,6 +318,13 @@ fn stall_is_caught_up_at_burst_rate_then_the_rate_returns() {
 /// 100 ms of backlog.
 #[test]
 fn stall_is_caught_up_at_1100_per_second_with_burst_1_1() {
+    within(
+        LIMIT,
+        stall_is_caught_up_at_1100_per_second_with_burst_1_1_run,
+    );
+}
+
+fn stall_is_caught_up_at_1100_per_second_with_burst_1_1_run() {
     let pool = pool(1000.0, 1.1, Filling::Inline, Verb::Start);
     let stall = run_then_stall(
         &pool,
@@ -352,6 +377,10 @@ fn stall_is_caught_up_at_1100_per_second_with_burst_1_1() {
 /// run at the rate, each waits about the stall, and the backlog only grows.
 #[test]
 fn strict_burst_never_recovers_a_backlog() {
+    within(LIMIT, strict_burst_never_recovers_a_backlog_run);
+}
+
+fn strict_burst_never_recovers_a_backlog_run() {
     let pool = pool(1000.0, 1.0, Filling::Inline, Verb::Start);
     let stall = run_then_stall(
         &pool,

@@ -24,6 +24,14 @@ use std::time::{Duration, Instant};
 use ratekeeper::pool::{Filling, TokenPool, FILLER_THREAD_NAME};
 use ratekeeper::{Clock, MonotonicClock, Rate, RateLimiter, Verb};
 
+mod common;
+use common::within;
+
+/// Every test here runs under this limit (each takes well under a second
+/// alone; they wait for one another's lock), so that one that hangs fails
+/// instead of blocking the run.
+const LIMIT: Duration = Duration::from_secs(60);
+
 /// Serialises the tests of this file (they count the process's threads).
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -124,6 +132,10 @@ const SETTLE: Duration = Duration::from_secs(2);
 
 #[test]
 fn dropping_pools_joins_their_fillers() {
+    within(LIMIT, dropping_pools_joins_their_fillers_run);
+}
+
+fn dropping_pools_joins_their_fillers_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -160,6 +172,13 @@ fn dropping_pools_joins_their_fillers() {
 
 #[test]
 fn stop_joins_the_filler_and_start_starts_exactly_one() {
+    within(
+        LIMIT,
+        stop_joins_the_filler_and_start_starts_exactly_one_run,
+    );
+}
+
+fn stop_joins_the_filler_and_start_starts_exactly_one_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -214,6 +233,10 @@ fn stop_joins_the_filler_and_start_starts_exactly_one() {
 
 #[test]
 fn concurrent_starts_start_one_filler() {
+    within(LIMIT, concurrent_starts_start_one_filler_run);
+}
+
+fn concurrent_starts_start_one_filler_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -260,6 +283,10 @@ fn concurrent_starts_start_one_filler() {
 
 #[test]
 fn inline_and_manual_pools_never_start_a_thread() {
+    within(LIMIT, inline_and_manual_pools_never_start_a_thread_run);
+}
+
+fn inline_and_manual_pools_never_start_a_thread_run() {
     let _serial = serial();
     assert_eq!(filler_threads(), 0, "filler threads before any pool");
     let clock = Tracking::new();
@@ -307,4 +334,92 @@ fn inline_and_manual_pools_never_start_a_thread() {
     );
     assert_eq!(clock.distinct_fillers(), 0);
     assert_eq!(clock.holders(), 12);
+}
+
+/// Waits (up to 5 s) until filler threads have not read `clock` for 50 ms:
+/// their pools are full and nobody waits, so they parked. Returns how long
+/// that took.
+fn until_parked(clock: &Tracking) -> Duration {
+    let t = Instant::now();
+    loop {
+        let reads = clock.filler_reads();
+        std::thread::sleep(Duration::from_millis(50));
+        if clock.filler_reads() == reads {
+            return t.elapsed();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "idle fillers still read the clock after {:?} ({} reads)",
+            t.elapsed(),
+            clock.filler_reads()
+        );
+    }
+}
+
+/// Issue 16, finding 7: an idle pool's filler woke every millisecond for
+/// ever. It now parks once the pool is full and nobody waits, and an
+/// acquire wakes it.
+#[test]
+fn an_idle_pools_filler_parks_and_an_acquire_wakes_it() {
+    within(LIMIT, || {
+        let _serial = serial();
+        let clock = Tracking::new();
+        let pool = pool(1000.0, Filling::thread(), Verb::Start, &clock);
+        let first = until_parked(&clock);
+        let reads = clock.filler_reads();
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(clock.filler_reads(), reads, "the parked filler woke");
+
+        for _ in 0..5 {
+            pool.acquire(); // the 2.2 ops banked, then waits for fills
+        }
+        assert!(clock.filler_reads() > reads, "the filler filled again");
+        let again = until_parked(&clock);
+        println!("parked {first:?} after the start, {again:?} after 5 acquires");
+        let t = Instant::now();
+        drop(pool);
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "drop took {:?}",
+            t.elapsed()
+        );
+    });
+}
+
+/// Issue 16, finding 7: 300 idle pools used 67 % of two cores, and
+/// creating and dropping 1,000 took 58 s. Two hundred idle pools now cost
+/// (next to) no CPU, and dropping them returns promptly.
+#[test]
+fn two_hundred_idle_pools_cost_no_cpu_and_drop_promptly() {
+    within(LIMIT, || {
+        let _serial = serial();
+        assert_eq!(filler_threads(), 0, "filler threads before any pool");
+        let clock = Tracking::new();
+        let t = Instant::now();
+        let pools: Vec<_> = (0..200)
+            .map(|_| pool(1000.0, Filling::thread(), Verb::Start, &clock))
+            .collect();
+        let created = t.elapsed();
+        let parked = until_parked(&clock);
+        let cpu = cpu_time::ProcessTime::now();
+        std::thread::sleep(Duration::from_millis(500));
+        let idle_cpu = cpu.elapsed();
+        let t = Instant::now();
+        drop(pools);
+        let dropped = t.elapsed();
+        println!(
+            "200 pools: created in {created:?}, parked {parked:?} later; \
+             {idle_cpu:?} of CPU in 500 ms idle; dropped in {dropped:?}"
+        );
+        // Generous: a parked filler costs nothing at all.
+        assert!(
+            idle_cpu < Duration::from_millis(50),
+            "200 idle pools used {idle_cpu:?} of CPU in 500 ms"
+        );
+        assert!(
+            dropped < Duration::from_secs(5),
+            "dropping took {dropped:?}"
+        );
+        assert_eq!(settle(0, SETTLE).0, 0, "filler threads after the drop");
+    });
 }

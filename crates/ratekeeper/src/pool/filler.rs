@@ -1,5 +1,6 @@
 //! The background filler thread of [`Filling::Thread`](super::Filling::Thread):
-//! nosqlbench's `TokenFiller`, with a way to stop it.
+//! nosqlbench's `TokenFiller`, with a way to stop it, and parked while its
+//! pool is idle.
 //!
 //! One thread per started pool. It wakes every interval, reads the clock and
 //! refills the pool with the time it *measured* since the last fill (never a
@@ -7,19 +8,35 @@
 //! The pool owns the [`Handle`]: stopping or dropping the pool sets the stop
 //! flag, unparks the thread and joins it, so no thread outlives its pool
 //! (nosqlbench's filler was never stopped, §5.2 of the spec).
+//!
+//! After a fill that leaves the pool idle (full, nobody waiting: see
+//! `Shared::try_park`), [`Shared::fill_tick`] says [`Next::Park`], and the
+//! thread parks with no timeout: it costs nothing until the pool unparks it
+//! (a take from the full pool, a queued claim, a new rate, a restart) or the
+//! pool stops it. Woken, it fills at once and goes on every interval. A
+//! spurious wake-up only makes that fill, which finds the pool still idle
+//! and parks again.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::limiter::Shared;
 use crate::clock::Clock;
+use crate::sync::{self, AtomicBool, JoinHandle, Ordering, Thread, ThreadBuilder};
 
 /// The name filler threads carry (visible in `top -H`, debuggers, and
 /// `/proc/<pid>/task/*/comm` on Linux).
 pub const FILLER_THREAD_NAME: &str = "rk-pool-filler";
+
+/// What the filler does after a fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Next {
+    /// Fill again one interval later.
+    Fill,
+    /// The pool is idle: park until the pool unparks the thread.
+    Park,
+}
 
 /// A running filler thread.
 #[derive(Debug)]
@@ -29,21 +46,30 @@ pub(super) struct Handle {
 }
 
 impl Handle {
-    /// Starts a filler refilling `shared` every `interval` nanoseconds.
+    /// Starts a filler refilling `shared` every `interval` nanoseconds, the
+    /// first time one interval after `start` (the clock reading of the fill
+    /// the pool started with).
     pub(super) fn spawn<C: Clock + 'static>(
         shared: Arc<Shared<C>>,
+        start: u64,
         interval: u64,
     ) -> io::Result<Handle> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
+        let thread = ThreadBuilder::new()
             .name(FILLER_THREAD_NAME.into())
-            .spawn(move || run(&shared, interval, &flag))?;
+            .spawn(move || run(&shared, start, interval, &flag))?;
         Ok(Handle { stop, thread })
     }
 
-    /// Stops the thread and waits for it to end. Must not be called with the
-    /// pool's state locked: the thread may be waiting for that lock.
+    /// The thread, for the pool to unpark it when it has work again.
+    pub(super) fn thread(&self) -> &Thread {
+        self.thread.thread()
+    }
+
+    /// Stops the thread and waits for it to end; a parked thread is woken at
+    /// once. Must not be called with the pool's state locked: the thread may
+    /// be waiting for that lock.
     pub(super) fn stop(self) {
         // Ordering: Release pairs with the filler's Acquire load, so nothing
         // the pool did before stopping is missed; the flag carries no data.
@@ -55,25 +81,39 @@ impl Handle {
     }
 }
 
-fn run<C: Clock + 'static>(shared: &Shared<C>, interval: u64, stop: &AtomicBool) {
+fn run<C: Clock + 'static>(shared: &Shared<C>, start: u64, interval: u64, stop: &AtomicBool) {
     let clock = shared.clock();
-    let mut last = clock.now_nanos();
-    loop {
-        let next = last.saturating_add(interval);
-        let now = loop {
-            // Ordering: Acquire; see `Handle::stop`.
-            if stop.load(Ordering::Acquire) {
-                return;
+    let mut due = start.saturating_add(interval);
+    while let Some(now) = wait_until(clock, due, stop) {
+        due = match shared.fill_tick(now) {
+            Next::Fill => now.saturating_add(interval),
+            Next::Park => {
+                // Until the pool has work or stops; an unpark that came
+                // first makes this return at once.
+                sync::park();
+                0 // fill at once
             }
-            let now = clock.now_nanos();
-            if now >= next {
-                break now;
-            }
-            // Parks in real time; `Handle::stop` unparks it at once. A
-            // spurious return just measures again.
-            std::thread::park_timeout(Duration::from_nanos(next - now));
         };
-        shared.fill_tick(now);
-        last = now;
     }
 }
+
+/// Waits until the clock reads `due` or later and returns the reading, or
+/// `None` once the pool stops the thread.
+fn wait_until<C: Clock>(clock: &C, due: u64, stop: &AtomicBool) -> Option<u64> {
+    loop {
+        // Ordering: Acquire; see `Handle::stop`.
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let now = clock.now_nanos();
+        if now >= due {
+            return Some(now);
+        }
+        // Parks in real time; `Handle::stop` unparks it at once. A spurious
+        // return just measures again.
+        sync::park_timeout(Duration::from_nanos(due - now));
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

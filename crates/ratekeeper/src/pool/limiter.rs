@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::filler::Handle;
+use super::filler::{Handle, Next};
 use super::pools::{PoolError, Pools};
 use crate::clock::{Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
-use crate::sync::{self, lock, AtomicU64, Mutex, Ordering, Thread};
+use crate::sync::{self, lock, AtomicBool, AtomicU64, Mutex, Ordering, Thread};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// The interval of [`Filling::Thread`] unless set: 1 ms, nosqlbench's design
@@ -63,7 +63,12 @@ pub enum Filling {
     /// A background thread refills the pool every interval, as nosqlbench's
     /// `TokenFiller` did ([`DEFAULT_FILL_INTERVAL`] is its 1 ms). The thread
     /// runs while the pool is started; stopping or dropping the pool stops and
-    /// joins it. It sleeps in real time, so use it with a real clock.
+    /// joins it at once. It sleeps in real time, so use it with a real clock.
+    ///
+    /// While the pool is idle (its active pool full and nobody waiting) the
+    /// thread parks and costs no CPU: an idle pool costs one parked thread.
+    /// The first take, or a caller that must wait, wakes it, and no token is
+    /// lost meanwhile: see [Idle pools](crate::pool#idle-pools).
     Thread(Duration),
     /// Tokens come only from [`TokenPool::refill`]: for deterministic tests
     /// and for callers that drive the pool from their own loop.
@@ -235,6 +240,7 @@ impl TokenPoolBuilder {
                 params: CachePadded::new(Params {
                     nanos_per_op: AtomicU64::new(pools.nanos_per_op()),
                     base: AtomicU64::new(now),
+                    idle: AtomicBool::new(false),
                 }),
                 cached_clock: self.cached_clock,
                 policy: self.policy,
@@ -251,6 +257,7 @@ impl TokenPoolBuilder {
                     fills: 0,
                     mode: self.filling,
                     filler: None,
+                    parked: false,
                 }),
                 clock,
             }),
@@ -332,6 +339,10 @@ struct Params {
     /// the tokens taken before it and withdrawn since (tokens that left the
     /// active pool without going to an op).
     base: AtomicU64,
+    /// The filler thread is parked (`State::parked`): a taker that finds it
+    /// set must wake it. Written only under the lock; see `Shared::try_park`
+    /// for why a taker cannot miss it.
+    idle: AtomicBool,
 }
 
 struct State {
@@ -357,6 +368,9 @@ struct State {
     /// The filling in effect (`Inline` if a filler thread could not start).
     mode: Filling,
     filler: Option<Handle>,
+    /// The filler thread is parked because the pool is idle: its time since
+    /// `last_fill` is backlog not added yet (see `Shared::catch_up`).
+    parked: bool,
 }
 
 struct Claim {
@@ -641,15 +655,131 @@ impl<C: Clock> Shared<C> {
             .min(st.pools.max_active() / 2)
     }
 
-    /// The filler thread's fill.
-    pub(super) fn fill_tick(&self, now: u64) {
+    /// The filler thread's fill; says whether the pool is now idle and the
+    /// thread should park.
+    pub(super) fn fill_tick(&self, now: u64) -> Next {
         let mut wake = Vec::new();
         let mut st = lock(&self.state);
-        if st.started {
+        let mut next = Next::Fill;
+        if st.parked {
+            // Woken with nothing to do (a spurious wake-up), or by a take
+            // whose waker has not had the lock yet.
+            self.catch_up(&mut st, now);
+            if self.active() == st.pools.max_over_active() {
+                next = Next::Park; // still idle: no take since it parked
+            } else {
+                self.unpark_state(&mut st);
+            }
+        }
+        if st.started && next == Next::Fill {
             self.fill_from_clock(&mut st, now, &mut wake);
+            if self.try_park(&mut st) {
+                next = Next::Park;
+            }
         }
         drop(st);
         wake_all(&mut wake);
+        next
+    }
+
+    /// Parks the filler if the pool is idle: nobody queued and the active
+    /// pool full to `max_over_active`. A fill then can only add to the
+    /// waiting pool (G2's step moves nothing into a full active pool), so
+    /// the parked time is added there later, at once and exactly (see
+    /// `catch_up`), and skipping the fills changes nothing but when the
+    /// backlog is counted.
+    ///
+    /// The first take from the full pool must wake the filler. Takers take
+    /// without the lock, so parking is published through `taken` itself:
+    /// `idle` is set, then `taken` is written back unchanged by a
+    /// compare-exchange against the snapshot the pool was found full in,
+    /// which fails if any take came since (the filler then goes on).
+    fn try_park(&self, st: &mut State) -> bool {
+        if !st.queue.is_empty() || st.filler.is_none() {
+            return false;
+        }
+        // Ordering: Acquire as in `try_take`; Relaxed for `filled`, which
+        // only lock holders write.
+        let taken = self.taken.load(Ordering::Acquire);
+        let filled = self.filled.load(Ordering::Relaxed);
+        if available(filled, taken) != st.pools.max_over_active() {
+            return false;
+        }
+        // Ordering: Relaxed; the compare-exchange below publishes it.
+        self.params.idle.store(true, Ordering::Relaxed);
+        // Ordering: Release. Every write to `taken` is a read-modify-write,
+        // so a take that comes after this one in `taken`'s modification
+        // order reads from it or from a later one in its release sequence,
+        // and its AcqRel compare-exchange synchronises with it: the take's
+        // later load of `idle` sees it set (or cleared by a resume since).
+        // A take before it made it fail. Relaxed on failure: nothing read.
+        if self
+            .taken
+            .compare_exchange(taken, taken, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            st.parked = true;
+            true
+        } else {
+            // Ordering: Relaxed; a taker that saw it set finds the filler
+            // running when it gets the lock.
+            self.params.idle.store(false, Ordering::Relaxed);
+            false
+        }
+    }
+
+    /// Adds the time since the last fill, while the filler was parked, to
+    /// the waiting pool. Exact while the active pool is still full: G2's
+    /// step would have sent every token of it there. After a take it is the
+    /// conservative choice: the time between the take and `now` (the waker's
+    /// clock reading, taken after the take) is backlog, caught up at the
+    /// burst ratio, instead of tokens in the active pool, so nothing is
+    /// ever admitted early; the fills that follow top the active pool up.
+    fn catch_up(&self, st: &mut State, now: u64) {
+        if st.parked {
+            let elapsed = now.saturating_sub(st.last_fill);
+            st.last_fill = st.last_fill.max(now);
+            self.see(now);
+            st.pools.add_waiting(elapsed);
+        }
+    }
+
+    /// Marks the filler running (it is awake, or about to be woken).
+    fn unpark_state(&self, st: &mut State) {
+        st.parked = false;
+        // Ordering: Relaxed; under the lock, and a taker that still reads it
+        // set only takes the lock to find the filler running.
+        self.params.idle.store(false, Ordering::Relaxed);
+    }
+
+    /// Wakes a parked filler: the pool has work again (a take, a queued
+    /// claim, a new rate, a restart). Its parked time is caught up first.
+    fn resume(&self, st: &mut State, now: u64, wake: &mut Vec<Thread>) {
+        if st.parked {
+            self.catch_up(st, now);
+            self.unpark_state(st);
+            wake.extend(st.filler.as_ref().map(|h| h.thread().clone()));
+        }
+    }
+
+    /// What a lock-free take does when it finds the filler parked.
+    #[cold]
+    #[inline(never)]
+    fn wake_filler(&self) {
+        let mut wake = Vec::new();
+        let mut st = lock(&self.state);
+        let now = self.clock.now_nanos();
+        self.resume(&mut st, now, &mut wake);
+        drop(st);
+        wake_all(&mut wake);
+    }
+
+    /// Brings the waiting pool up to date for a reader while the filler is
+    /// parked.
+    fn settle(&self, st: &mut State) {
+        if st.parked {
+            self.catch_up(st, self.clock.now_nanos());
+        }
     }
 
     /// In inline mode with nobody refilling, wakes one waiter to take over
@@ -703,6 +833,8 @@ impl<C: Clock> Shared<C> {
         if !st.started {
             return None;
         }
+        self.settle(st);
+        self.unpark_state(st); // `stop` wakes it
         st.accumulated = st.accumulated.saturating_add(st.pools.waiting());
         self.withdraw_active(st);
         st.pools.restart();
@@ -786,6 +918,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// checkpointed at earlier stops.
     fn begin(&self, st: &mut State, now: u64, reset: bool, wake: &mut Vec<Thread>) {
         let sh = &*self.shared;
+        sh.resume(st, now, wake);
         sh.withdraw_active(st);
         st.pools.restart();
         // Ordering: Acquire as in `try_take`; the next op's scheduled time is
@@ -803,7 +936,7 @@ impl<C: Clock + 'static> TokenPool<C> {
         let npo = st.pools.nanos_per_op();
         sh.refill_locked(st, npo, wake);
         if let (Filling::Thread(interval), None) = (st.mode, &st.filler) {
-            match Handle::spawn(Arc::clone(&self.shared), saturating_nanos(interval)) {
+            match Handle::spawn(Arc::clone(&self.shared), now, saturating_nanos(interval)) {
                 Ok(h) => st.filler = Some(h),
                 // No thread to be had: fill inline rather than never.
                 Err(_) => st.mode = Filling::Inline,
@@ -925,8 +1058,13 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn configure(&self, rate: Rate, burst_ratio: f64) -> Result<(), TokenPoolError> {
-        self.locked(|st, _| {
+        self.locked(|st, wake| {
             st.pools.apply(rate, burst_ratio)?;
+            if st.parked {
+                // New sizes: the pool may no longer be full. (The parked
+                // time goes to the waiting pool whatever the sizes.)
+                self.shared.resume(st, self.shared.clock.now_nanos(), wake);
+            }
             st.rate = rate;
             // Ordering: Relaxed; a configuration value (an acquire racing the
             // change may use either).
@@ -1026,7 +1164,8 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pools(&self) -> Pools {
-        let st = lock(&self.shared.state);
+        let mut st = lock(&self.shared.state);
+        self.shared.settle(&mut st);
         let mut pools = st.pools.clone();
         pools.set_active(self.shared.active());
         pools
@@ -1045,7 +1184,9 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn backlog_nanos(&self) -> u64 {
-        lock(&self.shared.state).pools.waiting()
+        let mut st = lock(&self.shared.state);
+        self.shared.settle(&mut st);
+        st.pools.waiting()
     }
 
     /// Tokens in the active pool now.
@@ -1070,7 +1211,9 @@ impl<C: Clock + 'static> TokenPool<C> {
         lock(&self.shared.state).accumulated
     }
 
-    /// How many fills the pool has had (pre-fills included).
+    /// How many fills the pool has had (pre-fills included). A parked
+    /// filler thread makes none: the time it was parked is added to the
+    /// waiting pool without a fill (see [Idle pools](crate::pool#idle-pools)).
     pub fn fills(&self) -> u64 {
         lock(&self.shared.state).fills
     }
@@ -1089,6 +1232,36 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// Whether the pool is started (metering).
     pub fn is_started(&self) -> bool {
         lock(&self.shared.state).started
+    }
+
+    /// Whether the [`Filling::Thread`] filler is parked because the pool is
+    /// idle: the active pool is full and nobody waits, so a fill could only
+    /// add to the backlog. A parked filler costs no CPU; a take, a caller
+    /// that must wait, a new rate, a restart or a stop wakes it (see
+    /// [Idle pools](crate::pool#idle-pools)). Always `false` for the other
+    /// fillings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use ratekeeper::pool::{Filling, TokenPool};
+    /// use ratekeeper::{Rate, RateLimiter};
+    ///
+    /// let pool = TokenPool::builder(Rate::new(1000.0)?)
+    ///     .filling(Filling::thread())
+    ///     .build()?;
+    /// // Nobody acquires: after a few fills of 1 ms the pool is full.
+    /// let t = Instant::now();
+    /// while !pool.is_filler_parked() {
+    ///     assert!(t.elapsed() < Duration::from_secs(10), "never parked");
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// pool.acquire(); // a take from the full pool wakes it
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_filler_parked(&self) -> bool {
+        lock(&self.shared.state).parked
     }
 
     /// The current rate.
@@ -1160,6 +1333,10 @@ impl<C: Clock + 'static> TokenPool<C> {
         self.locked(|st, wake| {
             let now = sh.clock.now_nanos();
             sh.see(now);
+            // A caller the full pool cannot serve at once: the filler must
+            // run (a refused try costs it a fill or two before it parks
+            // again).
+            sh.resume(st, now, wake);
             if !st.started {
                 self.begin(st, now, false, wake);
             }
@@ -1338,6 +1515,12 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
             });
         }
         if let Some(taken) = self.shared.try_take(span) {
+            // Ordering: Relaxed; the take's AcqRel compare-exchange on
+            // `taken` comes after the one that parked the filler, if any, and
+            // synchronises with it (see `Shared::try_park`).
+            if self.shared.params.idle.load(Ordering::Relaxed) {
+                self.shared.wake_filler();
+            }
             return Ok(self.shared.grant_now(taken, permits));
         }
         self.reserve_slow(span, permits, max_wait)
@@ -1355,7 +1538,8 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
     /// `backlog_nanos` is the waiting pool; `total_wait_nanos` adds the
     /// backlog checkpointed at stops.
     fn wait_stats(&self) -> WaitStats {
-        let st = lock(&self.shared.state);
+        let mut st = lock(&self.shared.state);
+        self.shared.settle(&mut st);
         let backlog = st.pools.waiting();
         WaitStats {
             backlog_nanos: backlog,

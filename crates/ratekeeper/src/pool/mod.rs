@@ -34,6 +34,7 @@
 //! * [Serving waiting callers first](#serving-waiting-callers-first): why an
 //!   inline pool loses no time to late fills.
 //! * [Choosing the filling](#choosing-the-filling).
+//! * [Idle pools](#idle-pools): what a pool costs while nobody acquires.
 //! * [Wait time](#wait-time): per op, backlog, total.
 //! * [Verbs and runtime changes](#verbs-and-runtime-changes).
 //! * [Cancelling a reservation](#cancelling-a-reservation).
@@ -187,8 +188,9 @@
 //!   until a fill completes their claims. No thread, and nothing runs while
 //!   the pool is idle.
 //! * [`Filling::Thread`]: nosqlbench's `TokenFiller`, a thread that fills
-//!   every interval (1 ms by default). It starts with the pool and is stopped
-//!   and joined by [`TokenPool::stop`] and when the pool is dropped.
+//!   every interval (1 ms by default) and parks while the pool is idle (see
+//!   [Idle pools](#idle-pools)). It starts with the pool and is stopped and
+//!   joined by [`TokenPool::stop`] and when the pool is dropped.
 //! * [`Filling::Manual`]: only [`TokenPool::refill`] adds tokens.
 //!
 //! Because of the [jitter normalisation](#the-refill-step), one fill covering
@@ -259,8 +261,10 @@
 //!   fills serve the waiting callers first (see
 //!   [Serving waiting callers first](#serving-waiting-callers-first)), and
 //!   a blocked caller's fill covers at most half the active pool anyway.
-//! * **Nothing runs while idle**: no thread, no wake-ups; a thread filler
-//!   wakes 1000 times a second even when nobody acquires.
+//! * **No thread at all**: a thread filler costs no CPU while its pool is
+//!   idle (it parks, see [Idle pools](#idle-pools)), but each pool holds a
+//!   thread, and the first take after an idle spell takes the lock once to
+//!   wake it.
 //! * **Shorter waits**: a waiting caller's fill covers the wait policy's
 //!   fill granule (500 µs by default) rather than the filler's interval plus its lateness, so ops
 //!   leave in smaller groups.
@@ -270,6 +274,41 @@
 //! that a waiting caller makes inline); choose it, with an interval of
 //! 0.1 ms as nosqlbench's later releases did, for nosqlbench's own
 //! behaviour.
+//!
+//! # Idle pools
+//!
+//! A pool is *idle* when nobody is queued and its active pool is full to
+//! `max_over_active`. G2's [refill step](#the-refill-step) then moves
+//! nothing into the active pool (it has no room, and the burst fill none
+//! either): every token a fill measures overflows to the waiting pool. So a
+//! [`Filling::Thread`] filler whose fill leaves the pool idle parks, with no
+//! timeout, instead of waking every interval only to add to the backlog
+//! (see [`TokenPool::is_filler_parked`]):
+//!
+//! * **What it costs.** Nothing but a parked thread (its stack and a kernel
+//!   task): no wake-ups and no CPU, however long the pool stays idle. A
+//!   pool that has just started or just served callers fills up within a few
+//!   fills (the active pool holds 2.2 ops at burst 1.1) and then parks.
+//! * **No token is lost.** Tokens are elapsed clock time, so the time the
+//!   filler was parked is added to the waiting pool in one step when it is
+//!   woken, or when the backlog is read ([`wait_stats`](crate::RateLimiter::wait_stats),
+//!   [`TokenPool::backlog_nanos`], [`TokenPool::pools`]), exactly as the
+//!   fills it skipped would have added it (they are not counted in
+//!   [`TokenPool::fills`]).
+//! * **Woken by work.** The first take from the full pool wakes the filler
+//!   (the lock-free path loads one flag, and finds it set only then), and so
+//!   do a caller that must queue or is refused, a new rate or burst ratio
+//!   ([`TokenPool::configure`], [`TokenPool::apply`]) and a restart;
+//!   [`TokenPool::stop`] and dropping the pool wake it and join it at once.
+//!   Woken, it fills at once and then every interval until the pool is idle
+//!   again.
+//! * **One difference from a filler that never parks**: the time between
+//!   the first take and the waker's clock reading (it reads the clock after
+//!   taking the lock) is added to the waiting pool, not the active pool. It
+//!   is the conservative side: G2's next fill would have put up to one
+//!   interval of time from before the take into the active pool; here the
+//!   fills that follow the wake-up refill it, and nothing is ever admitted
+//!   early.
 //!
 //! # Wait time
 //!
@@ -392,6 +431,15 @@
 //!    and fills complete claims under the lock and unpark afterwards; an
 //!    unpark that comes before the park makes the park return at once, so no
 //!    wake-up is lost (checked by the loom models in `tests/loom.rs`).
+//! 7. The filler parks only under the lock, after a fill that found nobody
+//!    queued and the active pool full: it sets the `idle` flag, then writes
+//!    `taken` back unchanged with a compare-exchange (Release) against the
+//!    snapshot it found full, which fails if a take came since. Every write
+//!    to `taken` is a read-modify-write, so a take after it synchronises
+//!    with it (AcqRel) and its load of `idle` sees the flag set: the first
+//!    take from a parked pool wakes the filler, with no fence and no
+//!    sequentially consistent operation on the lock-free path (checked by
+//!    the loom models in `tests/loom.rs`).
 //!
 //! An op racing a restart, a stop, or a withdrawn claim may be scheduled
 //! against either side of it (its wait is then off by at most that event's
@@ -429,6 +477,9 @@
 //! * The filler thread is stopped and joined by `stop` and on drop (G2's
 //!   never stopped, and before 2022 one more was started per `start()` call),
 //!   and it is optional: callers fill inline by default.
+//! * The filler thread parks while the pool is idle and the time it was
+//!   parked reaches the waiting pool in one step (G2's filler woke every
+//!   interval for ever); see [Idle pools](#idle-pools).
 //! * `restart` pre-fills one op, as a first start does (G2's restart left the
 //!   pool empty, so the first op after it waited a whole op interval).
 //! * Each op's own wait time is reported (see [Wait time](#wait-time)).
