@@ -177,8 +177,10 @@ pub enum AcquireError {
         max: u32,
     },
     /// The request needs more of the schedule than a limiter can hold: over
-    /// 2^62 ns in one reservation, or a schedule reserved past 2^63 ns of its
-    /// clock (292 years).
+    /// 2^62 ns in one reservation, a schedule reserved past 2^63 ns of its
+    /// clock (292 years), or a wait that would end past the last reading
+    /// the clock can give (`u64::MAX` ns): a grant that could never be
+    /// ready.
     #[error("the request needs more schedule than the limiter can hold")]
     ScheduleExhausted,
 }

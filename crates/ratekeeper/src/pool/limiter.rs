@@ -1360,6 +1360,13 @@ impl<C: Clock + 'static> TokenPool<C> {
             }
             let active = sh.active();
             let wait = st.owed.saturating_add(span).saturating_sub(active);
+            if st.last_fill.max(now).checked_add(wait).is_none() {
+                // Its tokens are clock time counted from the latest fill (a
+                // reading behind it is no time passing), time the clock
+                // cannot count any more near `u64::MAX`: it would never
+                // fill.
+                return Err(AcquireError::ScheduleExhausted);
+            }
             if let Some(max) = max_wait {
                 if wait > saturating_nanos(max) {
                     return Err(AcquireError::WouldWait {
@@ -1499,6 +1506,10 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
     /// first served; its grant's `ready` time is an estimate (tokens arrive at
     /// one per nanosecond, faster while a backlog drains) and
     /// [`wait_for`](RateLimiter::wait_for) waits for the tokens themselves.
+    /// A claim whose tokens are time the clock cannot count to (its wait,
+    /// from the later of now and the latest fill, passes `u64::MAX`) is
+    /// refused with [`AcquireError::ScheduleExhausted`]: it would never be
+    /// served.
     // Always inlined, as the Pacer's: the lock-free path is small.
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {

@@ -1218,3 +1218,33 @@ fn effective_rate_is_what_the_fills_meter() {
     assert_eq!(ops, 1000);
     assert_eq!(ops as f64 * 1e9 / 1_000.0, pool.effective_rate());
 }
+
+#[test]
+fn a_claim_the_clock_cannot_count_to_is_refused_not_waited_for() {
+    // Issue 16: at the end of the clock's range (or behind a fill made
+    // there) a claim's tokens are time that never passes: a blocking
+    // acquire spun for ever. It is now refused as the Pacer refuses a
+    // schedule past its horizon. Run on a thread so a regression fails
+    // instead of hanging the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let clock = ManualClock::new(u64::MAX - 10 * MS);
+        let pool = TokenPool::builder(Rate::new(10.0).unwrap())
+            .build_with_clock(clock.clone())
+            .unwrap();
+        pool.try_acquire().unwrap(); // the prefilled op
+        let at_end = pool.acquire_n(1);
+        let timed = pool.acquire_timeout(1, Duration::from_secs(1));
+        // Behind the latest fill: that time is not counted again.
+        clock.set_nanos(u64::MAX - 200 * MS);
+        let behind = pool.acquire_n(1);
+        let _ = tx.send((at_end, timed, behind, pool.waiters()));
+    });
+    let (at_end, timed, behind, waiters) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("an acquire at the end of the clock hung");
+    assert_eq!(at_end, Err(AcquireError::ScheduleExhausted));
+    assert_eq!(timed, Err(AcquireError::ScheduleExhausted));
+    assert_eq!(behind, Err(AcquireError::ScheduleExhausted));
+    assert_eq!(waiters, 0, "a refused claim stays out of the queue");
+}
