@@ -123,10 +123,11 @@
 
 use core::cell::Cell;
 use core::fmt;
+use std::task::Waker;
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::wait::{self, saturating_nanos, WaitPolicy};
 
 pub use crate::pacer::batch::DEFAULT_MAX_LEASE;
@@ -398,6 +399,29 @@ impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
             return grant;
         }
         self.wait_slow(grant)
+    }
+
+    /// As [`wait_for`](RateLimiter::wait_for) decides, for async waits: the
+    /// lease's first grant asks the limiter about the lease (a pool's claim
+    /// goes when its tokens come) and readies the rest of the lease when it
+    /// may go; a grant that carries a claim of the limiter's asks the
+    /// limiter; other grants go at their ready time.
+    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+        if self.is_first(grant) {
+            let answer = self.limiter.poll_grant(&self.lease.get(), now, waker);
+            if answer == Readiness::Go {
+                self.first_out.set(false);
+                let now = self.limiter.clock().now_nanos();
+                self.ready.set(self.ready.get().min(now));
+            }
+            answer
+        } else if grant.claim().is_some() {
+            self.limiter.poll_grant(grant, now, waker)
+        } else if grant.ready_nanos() <= now {
+            Readiness::Go
+        } else {
+            Readiness::SleepUntil(grant.ready_nanos())
+        }
     }
 
     /// Gives back the lease whole when `grant` is its first grant, still

@@ -121,7 +121,7 @@ pub use batch::BatchHandle;
 #[cfg(feature = "quanta")]
 pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
-pub use limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+pub use limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};

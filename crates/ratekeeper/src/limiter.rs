@@ -6,6 +6,7 @@
 //! the caller may go, or refuses without changing anything. It never sleeps.
 //! Waiting is written once, in the provided methods (`acquire*`), on top of it.
 
+use std::task::Waker;
 use std::time::Duration;
 
 use crate::clock::Clock;
@@ -230,7 +231,7 @@ pub struct WaitStats {
 /// The trait is implemented for `&L` and `Arc<L>` of any limiter `L`; they
 /// forward every method a limiter may override (`reserve`, `clock`,
 /// `wait_stats`, `wait_policy`, `cancel`, `wait_turn`, `released`,
-/// `wait_for`, `acquire_timeout`).
+/// `poll_grant`, `wait_for`, `acquire_timeout`).
 pub trait RateLimiter {
     /// Decides, without sleeping, whether and when `permits` may go.
     ///
@@ -292,6 +293,42 @@ pub trait RateLimiter {
     /// does nothing.
     fn released(&self, grant: &Grant) {
         let _ = grant;
+    }
+
+    /// What an async waiter does next for `grant`, a grant from
+    /// [`reserve`](RateLimiter::reserve) that was not ready when decided,
+    /// when it may let its op go at the clock reading `now` (its early bound
+    /// already added). Async waits ([`crate::tokio`]) ask it when first
+    /// polled and again whenever [`Readiness::Pending`] told them to.
+    ///
+    /// The default is the grant's ready time: [`Readiness::Go`] once `now`
+    /// has reached it, else [`Readiness::SleepUntil`] it. A limiter whose
+    /// grants wait for something other than time overrides it: a
+    /// [`TokenPool`](crate::TokenPool) claim waits for its tokens, so the
+    /// pool answers [`Readiness::Pending`] and wakes `waker` from the fill
+    /// that completes the claim.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::task::Waker;
+    /// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter, Readiness};
+    ///
+    /// let pacer = Pacer::builder(Rate::new(1000.0)?).build_with_clock(ManualClock::new(0))?;
+    /// pacer.reserve(1, None)?;
+    /// let next = pacer.reserve(1, None)?; // ready at 1 ms
+    /// let waker = Waker::noop();
+    /// assert_eq!(pacer.poll_grant(&next, 0, waker), Readiness::SleepUntil(1_000_000));
+    /// assert_eq!(pacer.poll_grant(&next, 1_000_000, waker), Readiness::Go);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+        let _ = waker;
+        if grant.ready_nanos() <= now {
+            Readiness::Go
+        } else {
+            Readiness::SleepUntil(grant.ready_nanos())
+        }
     }
 
     /// Blocks the thread until a grant from [`reserve`](RateLimiter::reserve)
@@ -379,6 +416,23 @@ pub trait RateLimiter {
     }
 }
 
+/// What an async waiter does next for a grant: the answer of
+/// [`RateLimiter::poll_grant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The op may go now.
+    Go,
+    /// The op may go at this clock reading, and nothing but time stands in
+    /// its way: sleep until then (less the early bound) and go.
+    SleepUntil(u64),
+    /// The op waits for something other than time (a token pool's fill).
+    /// The limiter wakes the waker it was given when the grant may be
+    /// ready; ask again then, and, if a reading is given, once the clock
+    /// reaches it at the latest (the waiter itself must act then: an
+    /// inline-filled pool's waiters do its filling).
+    Pending(Option<u64>),
+}
+
 #[cold]
 #[inline(never)]
 pub(crate) fn refused(e: AcquireError) -> ! {
@@ -403,6 +457,9 @@ impl<L: RateLimiter + ?Sized> RateLimiter for &L {
     }
     fn released(&self, grant: &Grant) {
         (**self).released(grant)
+    }
+    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+        (**self).poll_grant(grant, now, waker)
     }
     fn wait_for(&self, grant: Grant) -> Grant {
         (**self).wait_for(grant)
@@ -433,6 +490,9 @@ impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
     }
     fn released(&self, grant: &Grant) {
         (**self).released(grant)
+    }
+    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+        (**self).poll_grant(grant, now, waker)
     }
     fn wait_for(&self, grant: Grant) -> Grant {
         (**self).wait_for(grant)

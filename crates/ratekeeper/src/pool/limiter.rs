@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -10,7 +11,7 @@ use crossbeam_utils::CachePadded;
 use super::filler::{Handle, Next};
 use super::pools::{PoolError, Pools};
 use crate::clock::{Clock, DefaultClock};
-use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
 use crate::sync::{self, lock, AtomicBool, AtomicU64, Mutex, Ordering, Thread};
@@ -377,7 +378,9 @@ struct Claim {
     id: u32,
     span: u64,
     remaining: u64,
-    waiter: Option<Thread>,
+    /// Who to wake when the claim completes (or must fill, or restart
+    /// the pool): a blocked thread, or an async task's waker.
+    waiter: Option<Wake>,
     /// A caller is blocked in `wait_claim` on this claim: it is theirs, and
     /// `cancel` leaves it alone.
     held: bool,
@@ -420,9 +423,27 @@ fn available(filled: u64, taken: u64) -> u64 {
     (filled.wrapping_sub(taken) as i64).max(0) as u64
 }
 
-fn wake_all(wake: &mut Vec<Thread>) {
-    for t in wake.drain(..) {
-        t.unpark();
+/// Someone to wake once the pool's lock is released.
+#[derive(Clone)]
+enum Wake {
+    /// A thread parked in a blocking wait, or the filler thread.
+    Thread(Thread),
+    /// An async wait ([`RateLimiter::poll_grant`]).
+    Task(Waker),
+}
+
+impl Wake {
+    fn wake(self) {
+        match self {
+            Wake::Thread(t) => t.unpark(),
+            Wake::Task(w) => w.wake(),
+        }
+    }
+}
+
+fn wake_all(wake: &mut Vec<Wake>) {
+    for w in wake.drain(..) {
+        w.wake();
     }
 }
 
@@ -512,7 +533,7 @@ impl<C: Clock> Shared<C> {
     /// With [`Filling::Inline`], the tokens owed to queued claims are served
     /// as they arrive, before G2's step sees the rest (see
     /// [Serving waiting callers first](crate::pool#serving-waiting-callers-first)).
-    fn refill_locked(&self, st: &mut State, nanos: u64, wake: &mut Vec<Thread>) {
+    fn refill_locked(&self, st: &mut State, nanos: u64, wake: &mut Vec<Wake>) {
         loop {
             // Ordering: Acquire as in `try_take`; Relaxed for `filled`, which
             // only lock holders write.
@@ -591,7 +612,7 @@ impl<C: Clock> Shared<C> {
 
     /// Gives `tokens` to the queued claims, oldest first; completed claims
     /// leave the queue and their waiters are woken.
-    fn distribute(&self, st: &mut State, mut tokens: u64, wake: &mut Vec<Thread>) {
+    fn distribute(&self, st: &mut State, mut tokens: u64, wake: &mut Vec<Wake>) {
         st.owed -= tokens;
         while tokens > 0 {
             let Some(front) = st.queue.front_mut() else {
@@ -609,7 +630,7 @@ impl<C: Clock> Shared<C> {
     }
 
     /// Serves queued claims from the active pool.
-    fn serve(&self, st: &mut State, wake: &mut Vec<Thread>) {
+    fn serve(&self, st: &mut State, wake: &mut Vec<Wake>) {
         while st.owed > 0 {
             let taken = self.taken.load(Ordering::Acquire);
             let filled = self.filled.load(Ordering::Relaxed);
@@ -640,7 +661,7 @@ impl<C: Clock> Shared<C> {
     }
 
     /// A fill from the clock: the time since the last fill.
-    fn fill_from_clock(&self, st: &mut State, now: u64, wake: &mut Vec<Thread>) {
+    fn fill_from_clock(&self, st: &mut State, now: u64, wake: &mut Vec<Wake>) {
         let elapsed = now.saturating_sub(st.last_fill);
         st.last_fill = st.last_fill.max(now);
         self.see(now);
@@ -754,11 +775,11 @@ impl<C: Clock> Shared<C> {
 
     /// Wakes a parked filler: the pool has work again (a take, a queued
     /// claim, a new rate, a restart). Its parked time is caught up first.
-    fn resume(&self, st: &mut State, now: u64, wake: &mut Vec<Thread>) {
+    fn resume(&self, st: &mut State, now: u64, wake: &mut Vec<Wake>) {
         if st.parked {
             self.catch_up(st, now);
             self.unpark_state(st);
-            wake.extend(st.filler.as_ref().map(|h| h.thread().clone()));
+            wake.extend(st.filler.as_ref().map(|h| Wake::Thread(h.thread().clone())));
         }
     }
 
@@ -782,12 +803,24 @@ impl<C: Clock> Shared<C> {
         }
     }
 
+    /// How long a waiter refilling an inline pool for the claim at `pos`
+    /// waits before its next fill (see `TokenPool::wait_claim`): until the
+    /// claim's tokens are due, at least the fill granule and at most half
+    /// the active pool after the last fill.
+    fn refill_span(&self, st: &State, pos: usize, now: u64) -> u64 {
+        let due = st.owed_through(pos);
+        let since = now.saturating_sub(st.last_fill);
+        let granule = self.fill_granule(st);
+        let cap = (st.pools.max_active() / 2).saturating_sub(since).max(1);
+        due.max(granule.saturating_sub(since)).min(cap).max(1)
+    }
+
     /// In inline mode with nobody refilling, wakes one waiter to take over
     /// the refilling.
-    fn hand_over(&self, st: &State, wake: &mut Vec<Thread>) {
+    fn hand_over(&self, st: &State, wake: &mut Vec<Wake>) {
         if st.mode == Filling::Inline && !st.filler_busy {
-            if let Some(t) = st.queue.iter().find_map(|c| c.waiter.as_ref()) {
-                wake.push(t.clone());
+            if let Some(w) = st.queue.iter().find_map(|c| c.waiter.as_ref()) {
+                wake.push(w.clone());
             }
         }
     }
@@ -798,7 +831,7 @@ impl<C: Clock> Shared<C> {
     /// took from the active pool came from), and the rest, which fills gave
     /// it beyond what the active pool can hold, to the waiting pool. Returns
     /// the tokens it still needed.
-    fn cancel(&self, st: &mut State, pos: usize, wake: &mut Vec<Thread>) -> u64 {
+    fn cancel(&self, st: &mut State, pos: usize, wake: &mut Vec<Wake>) -> u64 {
         let Some(claim) = st.queue.remove(pos) else {
             return 0;
         };
@@ -829,7 +862,7 @@ impl<C: Clock> Shared<C> {
 
     /// Stops metering: checkpoints the backlog, empties the pools, and
     /// returns the filler thread to stop (with the lock released).
-    fn halt(&self, st: &mut State, wake: &mut Vec<Thread>) -> Option<Handle> {
+    fn halt(&self, st: &mut State, wake: &mut Vec<Wake>) -> Option<Handle> {
         if !st.started {
             return None;
         }
@@ -916,7 +949,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// pre-filled so that the first op need not wait, and a
     /// [`Filling::Thread`] filler starts. `reset` also clears the wait
     /// checkpointed at earlier stops.
-    fn begin(&self, st: &mut State, now: u64, reset: bool, wake: &mut Vec<Thread>) {
+    fn begin(&self, st: &mut State, now: u64, reset: bool, wake: &mut Vec<Wake>) {
         let sh = &*self.shared;
         sh.resume(st, now, wake);
         sh.withdraw_active(st);
@@ -944,7 +977,7 @@ impl<C: Clock + 'static> TokenPool<C> {
         }
     }
 
-    fn locked<R>(&self, f: impl FnOnce(&mut State, &mut Vec<Thread>) -> R) -> R {
+    fn locked<R>(&self, f: impl FnOnce(&mut State, &mut Vec<Wake>) -> R) -> R {
         let mut wake = Vec::new();
         let mut st = lock(&self.shared.state);
         let r = f(&mut st, &mut wake);
@@ -1400,6 +1433,45 @@ impl<C: Clock + 'static> TokenPool<C> {
         })
     }
 
+    /// [`RateLimiter::poll_grant`] for claim `id` of `grant`.
+    fn poll_claim(&self, grant: &Grant, id: u32, waker: &Waker) -> Readiness {
+        let sh = &*self.shared;
+        let own = (
+            grant.scheduled_nanos(),
+            grant.started_nanos(),
+            grant.permits(),
+        );
+        let queued = |st: &State| st.position(id).filter(|&pos| st.queue[pos].grant == own);
+        self.locked(|st, wake| {
+            if queued(st).is_none() {
+                // Completed (its id is gone, or another claim's now).
+                return Readiness::Go;
+            }
+            let now = sh.clock.now_nanos();
+            sh.see(now);
+            if !st.started {
+                self.begin(st, now, false, wake);
+            }
+            let refilling = st.mode == Filling::Inline && !st.filler_busy;
+            if refilling {
+                sh.fill_from_clock(st, now, wake);
+            }
+            let Some(pos) = queued(st) else {
+                return Readiness::Go;
+            };
+            let claim = &mut st.queue[pos];
+            if !matches!(&claim.waiter, Some(Wake::Task(w)) if w.will_wake(waker)) {
+                claim.waiter = Some(Wake::Task(waker.clone()));
+            }
+            if refilling {
+                let span = sh.refill_span(st, pos, now);
+                Readiness::Pending(Some(now.saturating_add(span)))
+            } else {
+                Readiness::Pending(None)
+            }
+        })
+    }
+
     #[inline(never)]
     fn wait_for_claim(&self, grant: Grant, id: u32) -> Grant {
         match self.wait_claim(grant, id, None) {
@@ -1460,11 +1532,7 @@ impl<C: Clock + 'static> TokenPool<C> {
                 // The sleep is shortened by the clock's typical lateness (the
                 // lead) so that it ends about on time.
                 st.filler_busy = true;
-                let due = st.owed_through(pos);
-                let since = now.saturating_sub(st.last_fill);
-                let granule = sh.fill_granule(&st);
-                let cap = (st.pools.max_active() / 2).saturating_sub(since).max(1);
-                let span = due.max(granule.saturating_sub(since)).min(cap).max(1);
+                let span = sh.refill_span(&st, pos, now);
                 let lead = sh.clock.sleep_overshoot_nanos();
                 let mut nap = span.saturating_sub(lead).max(span.min(lead) / 2).max(1);
                 if let Some(d) = deadline {
@@ -1485,7 +1553,7 @@ impl<C: Clock + 'static> TokenPool<C> {
                 }
                 continue;
             }
-            st.queue[pos].waiter = Some(sync::current_thread());
+            st.queue[pos].waiter = Some(Wake::Thread(sync::current_thread()));
             drop(st);
             wake_all(&mut wake);
             match deadline {
@@ -1567,6 +1635,25 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         match grant.claim() {
             None => grant,
             Some(id) => self.wait_for_claim(grant, id),
+        }
+    }
+
+    /// A grant whose tokens were taken at once goes at its ready time, as
+    /// for every limiter. A claim goes once it has its tokens, not at its
+    /// estimated ready time: until then the answer is
+    /// [`Readiness::Pending`], and the fill that completes the claim wakes
+    /// `waker` (a fill of any kind: [`Filling::Thread`]'s,
+    /// [`TokenPool::refill`], another waiter's). With [`Filling::Inline`]
+    /// and no blocked thread refilling, the async waiters do the refilling:
+    /// each ask fills from the clock, and the answer says when to ask again
+    /// (when the claim's tokens are due, at least the fill granule and at
+    /// most half the active pool after the last fill, as a blocking
+    /// waiter's sleep).
+    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+        match grant.claim() {
+            Some(id) => self.poll_claim(grant, id, waker),
+            None if grant.ready_nanos() <= now => Readiness::Go,
+            None => Readiness::SleepUntil(grant.ready_nanos()),
         }
     }
 

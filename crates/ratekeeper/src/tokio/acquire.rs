@@ -10,7 +10,7 @@ use ::tokio::time::{sleep_until, Instant, Sleep};
 use pin_project_lite::pin_project;
 
 use super::clock::add_saturating;
-use crate::limiter::{AcquireError, Grant, RateLimiter};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness};
 use crate::wait::saturating_nanos;
 
 /// Tokio's timer tick: the sleep resolution of async waits.
@@ -82,8 +82,11 @@ pub(crate) fn refused(e: AcquireError) -> ! {
 enum Stage {
     /// Reserved, not polled yet.
     Fresh,
-    /// Sleeping until the grant's ready time.
+    /// Sleeping until the grant's ready time: when the timer fires, go.
     Sleeping,
+    /// Waiting on the limiter ([`Readiness::Pending`]): ask again at every
+    /// wake, the limiter's or the timer's.
+    Asking,
     /// Ready, or given back.
     Done,
 }
@@ -139,7 +142,7 @@ impl Waiter {
     pub(crate) fn block<L: RateLimiter + ?Sized>(&mut self, limiter: &L) -> Grant {
         let stage = core::mem::replace(&mut self.stage, Stage::Done);
         match stage {
-            Stage::Fresh | Stage::Sleeping => limiter.wait_for(self.grant),
+            Stage::Fresh | Stage::Sleeping | Stage::Asking => limiter.wait_for(self.grant),
             Stage::Done => self.grant,
         }
     }
@@ -149,37 +152,61 @@ impl Waiter {
         Poll::Ready(grant)
     }
 
-    /// Polls the wait, sleeping on tokio's timer in `sleep`.
+    /// Polls the wait: asks the limiter ([`RateLimiter::poll_grant`]) and
+    /// sleeps on tokio's timer in `timer` or waits for the limiter's wake.
     pub(crate) fn poll<L: RateLimiter + ?Sized>(
         &mut self,
         limiter: &L,
         timer: &mut Timer,
         cx: &mut Context<'_>,
     ) -> Poll<Grant> {
-        if self.stage == Stage::Fresh {
-            let g = self.grant;
-            if g.ready_nanos() <= g.started_nanos() {
-                // Ready when decided: no clock read, no timer.
-                return self.done(g);
-            }
-            let now = limiter.clock().now_nanos();
-            let left = g.ready_nanos().saturating_sub(now);
-            if left <= self.window {
-                // Within the early bound (sleeping to it on a timer of 1 ms
-                // ticks is impossible): go at once, at most the bound early.
-                // `started` records when.
-                return self.done(g.started_at(now));
-            }
-            arm(timer, nap_nanos(left, self.window));
-            self.stage = Stage::Sleeping;
+        if self.stage == Stage::Fresh && self.grant.ready_nanos() <= self.grant.started_nanos() {
+            // Ready when decided: no clock read, no timer.
+            return self.done(self.grant);
         }
         assert!(
-            self.stage == Stage::Sleeping,
+            self.stage != Stage::Done,
             "a rate limiter wait was polled after it completed"
         );
-        if let Some(t) = timer {
-            ready!(t.as_mut().poll(cx));
+        loop {
+            if self.stage == Stage::Sleeping {
+                if let Some(t) = timer {
+                    ready!(t.as_mut().poll(cx));
+                }
+                return self.release(limiter);
+            }
+            // Fresh or asking: within the early bound (sleeping to it on a
+            // timer of 1 ms ticks is impossible) an op goes at once, at most
+            // the bound early; `started` records when.
+            let now = limiter.clock().now_nanos();
+            let horizon = now.saturating_add(self.window);
+            match limiter.poll_grant(&self.grant, horizon, cx.waker()) {
+                Readiness::Go if self.stage == Stage::Fresh => {
+                    return self.done(self.grant.started_at(now));
+                }
+                Readiness::Go => return self.release(limiter),
+                Readiness::SleepUntil(at) => {
+                    arm(timer, nap_nanos(at.saturating_sub(now), self.window));
+                    self.stage = Stage::Sleeping;
+                }
+                Readiness::Pending(None) => {
+                    self.stage = Stage::Asking;
+                    return Poll::Pending;
+                }
+                Readiness::Pending(Some(at)) => {
+                    self.stage = Stage::Asking;
+                    arm(timer, nap_nanos(at.saturating_sub(now), self.window));
+                    if let Some(t) = timer {
+                        ready!(t.as_mut().poll(cx));
+                    }
+                    // The time came already: ask again.
+                }
+            }
         }
+    }
+
+    /// Lets the op go after a wait, and tells the limiter when.
+    fn release<L: RateLimiter + ?Sized>(&mut self, limiter: &L) -> Poll<Grant> {
         let now = limiter.clock().now_nanos();
         let done = self.grant.started_at(now);
         limiter.released(&done);

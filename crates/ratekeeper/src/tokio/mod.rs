@@ -154,23 +154,29 @@
 //! A [`TokenPool`](crate::TokenPool) with tokens in its active pool grants
 //! at once, like any limiter. Short of tokens, its reservation is a *claim*
 //! queued behind earlier ones, which the pool's fills complete, first come,
-//! first served; the grant's ready time is the pool's estimate of when the
-//! claim's tokens will have been measured (one token per nanosecond after
-//! the tokens owed to the claims ahead). The pool offers no way to learn
-//! that a claim was completed other than its blocking wait, so an async
-//! wait sleeps until that estimate and goes; the claim stays queued until
-//! the next fills complete it, so its tokens are spent exactly once and
-//! later callers queue behind it. With [`Filling::Inline`](crate::pool::Filling::Inline)
-//! (the default) and [`Filling::Thread`](crate::pool::Filling::Thread) the
-//! estimate is when the fills bring the tokens, and the rate is the
-//! pool's. With [`Filling::Manual`](crate::pool::Filling::Manual) an async
-//! wait does not wait for [`refill`](crate::TokenPool::refill): it goes at
-//! the estimate, and the claim takes the tokens of the next refills.
-//! Abandoned before the estimate, the wait gives the claim back as the
-//! pool's `cancel` allows.
+//! first served. An async wait for a claim goes when the claim has its
+//! tokens, as a blocking wait does, never at the grant's estimated ready
+//! time alone: the waiter asks the pool
+//! ([`RateLimiter::poll_grant`](crate::RateLimiter::poll_grant)), and the
+//! fill that completes the claim wakes the task, whoever fills:
 //!
-//! Async waits fill an inline pool only when they take permits, and wake at
-//! most once per timer tick (and a little after it on a busy runtime), while
+//! * [`Filling::Thread`](crate::pool::Filling::Thread): the filler thread;
+//! * [`Filling::Manual`](crate::pool::Filling::Manual): the
+//!   [`refill`](crate::TokenPool::refill) that brings the tokens, however
+//!   long after the estimate that is;
+//! * [`Filling::Inline`](crate::pool::Filling::Inline) (the default): the
+//!   waiters themselves. A blocked thread refills as usual; otherwise each
+//!   async waiter that asks fills from the clock and sleeps until the
+//!   claim's tokens are due (at least the fill granule, at most half the
+//!   active pool after the last fill) before asking again.
+//!
+//! A wait dropped before its claim completes withdraws the claim (tokens it
+//! had received go to the claims behind it), so waits that time out push
+//! nobody's tokens later and no group of waits goes at once on stale
+//! estimates.
+//!
+//! Async waits fill an inline pool only when they take permits or ask
+//! about their claims, and wake at most once per timer tick (and a little after it on a busy runtime), while
 //! the active pool holds 1 ms of tokens from 2000 ops/s up: a fill after a
 //! sleep often covers more than the active pool holds. An inline pool gives
 //! the claims queued at that moment their tokens first
