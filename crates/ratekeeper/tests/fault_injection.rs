@@ -1,8 +1,10 @@
 //! Fault injection (issue 16): every limiter, built with its default
 //! builder, driven through random sequences of acquires, tries, timeouts,
-//! reservations, cancels, rate and strictness changes, restarts, stops and
-//! drains, on a clock that the test also moves by jumps: backwards, far
-//! forwards, and to the end of its range.
+//! reservations, cancels, async acquires (awaited, or dropped while they
+//! wait; with feature `tokio`, on paused tokio time that moves with the
+//! clock), rate and strictness changes, restarts, stops and drains, on a
+//! clock that the test also moves by jumps: backwards, far forwards, and to
+//! the end of its range.
 //!
 //! After every step:
 //!
@@ -110,6 +112,11 @@ enum Op {
     Forward(u64),
     /// To `u64::MAX − n`.
     NearEnd(u64),
+    /// `acquire_n_async`, driven to the end on paused tokio time that
+    /// moves with the clock (feature `tokio`).
+    AsyncAcquire(u32),
+    /// `acquire_n_async` polled once, then dropped while it waits.
+    AsyncDrop(u32),
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -130,6 +137,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
         2 => prop_oneof![1..1_000u64, 1..10 * SEC].prop_map(Op::Back),
         1 => prop_oneof![1..3_600 * SEC, Just(1 << 62)].prop_map(Op::Forward),
         1 => prop_oneof![Just(0u64), 1..SEC].prop_map(Op::NearEnd),
+        3 => (1..=MAX_PERMITS).prop_map(Op::AsyncAcquire),
+        3 => (1..=MAX_PERMITS).prop_map(Op::AsyncDrop),
     ];
     prop::collection::vec(op, 1..40)
 }
@@ -402,6 +411,8 @@ fn run_case(kind: Kind, rate: f64, start: u64, ops: &[Op]) -> Result<(), String>
                 s.clock.set(u64::MAX - d);
                 None
             }
+            Op::AsyncAcquire(n) => Some(async_acquire(&s, n)?),
+            Op::AsyncDrop(n) => async_drop(&s, n),
             Op::Cancel(_) => None,
             ref other => {
                 (s.control)(other);
@@ -436,6 +447,72 @@ fn run_case(kind: Kind, rate: f64, start: u64, ops: &[Op]) -> Result<(), String>
         }
     }
     recovers(&s, l, &seen, start)
+}
+
+/// A current-thread runtime on paused time, for the async steps.
+#[cfg(feature = "tokio")]
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// The most 1 ms steps an async acquire may take (100 s of clock time).
+#[cfg(feature = "tokio")]
+const ASYNC_STEPS: u32 = 100_000;
+
+/// `acquire_n_async(n)` to the end: polled, and while it waits, the clock
+/// and tokio's paused time move on together by 1 ms a step. An acquire
+/// still waiting after [`ASYNC_STEPS`] fails the case (it would hang).
+#[cfg(feature = "tokio")]
+fn async_acquire(s: &Subject, n: u32) -> Result<Result<Grant, AcquireError>, String> {
+    use ratekeeper::tokio::AsyncRateLimiter;
+    use std::future::Future;
+    use std::task::Poll;
+    let l = &*s.limiter;
+    runtime().block_on(async {
+        let mut fut = std::pin::pin!(l.acquire_n_async(n));
+        for _ in 0..ASYNC_STEPS {
+            let polled = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+            if let Poll::Ready(r) = polled {
+                return Ok(r);
+            }
+            s.clock.sleep_nanos(1_000_000);
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        Err(format!(
+            "an async acquire of {n} still waits after {ASYNC_STEPS} ms"
+        ))
+    })
+}
+
+/// `acquire_n_async(n)` polled once and dropped if it must wait: the
+/// grant if it went at once.
+#[cfg(feature = "tokio")]
+fn async_drop(s: &Subject, n: u32) -> Option<Result<Grant, AcquireError>> {
+    use ratekeeper::tokio::AsyncRateLimiter;
+    use std::future::Future;
+    use std::task::Poll;
+    let l = &*s.limiter;
+    runtime().block_on(async {
+        let mut fut = std::pin::pin!(l.acquire_n_async(n));
+        match std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None, // dropped here, waiting: cancelled
+        }
+    })
+}
+
+#[cfg(not(feature = "tokio"))]
+fn async_acquire(s: &Subject, n: u32) -> Result<Result<Grant, AcquireError>, String> {
+    Ok(s.limiter.acquire_n(n))
+}
+
+#[cfg(not(feature = "tokio"))]
+fn async_drop(s: &Subject, n: u32) -> Option<Result<Grant, AcquireError>> {
+    Some(s.limiter.reserve(n, Some(Duration::ZERO)))
 }
 
 /// At the end of a case whose clock stayed well inside its range: after the
