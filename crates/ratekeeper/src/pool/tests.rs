@@ -1248,3 +1248,75 @@ fn a_claim_the_clock_cannot_count_to_is_refused_not_waited_for() {
     assert_eq!(behind, Err(AcquireError::ScheduleExhausted));
     assert_eq!(waiters, 0, "a refused claim stays out of the queue");
 }
+
+#[test]
+fn claims_past_u64_max_tokens_are_refused_and_cancelling_them_never_underflows() {
+    // Issue 16, finding 6: the tokens owed to queued claims were added with
+    // saturation but subtracted exactly. At about one op per century, a few
+    // claims' spans sum past `u64::MAX`; at clock reading 0 the wait check
+    // let them all queue, and cancelling them subtracted more than had been
+    // added (a panic in debug builds, a wrapped total in release). Run on a
+    // thread so a regression that hangs fails instead.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (clock, pool) = manual(1e9 / (1u64 << 61) as f64, 1.1);
+        let npo = pool.nanos_per_op();
+        assert!(npo >= 1 << 60, "{npo}");
+        pool.try_acquire().unwrap(); // the prefilled op
+                                     // Enough one-op claims that their spans sum past u64::MAX.
+        let fits = usize::try_from(u64::MAX / npo).unwrap();
+        let results: Vec<_> = (0..=fits).map(|_| pool.reserve(1, None)).collect();
+        let queued = pool.waiters();
+        let estimates: Vec<_> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(Grant::ready_nanos)
+            .collect();
+        // Cancel the later half first, then the rest: every cancel must
+        // find the owed total at least the claim's remaining tokens.
+        let grants: Vec<_> = results.iter().filter_map(|r| r.ok()).collect();
+        let (early, late) = grants.split_at(grants.len() / 2);
+        let cancelled = late.iter().chain(early).all(|g| pool.cancel(g));
+        let after_cancel = pool.waiters();
+        // Nothing is owed: the pool refuses until time passes, then grants
+        // from the start of the queue again.
+        let refused = pool.try_acquire().is_err();
+        clock.advance_nanos(npo);
+        pool.refill(npo).unwrap();
+        let granted = pool.try_acquire();
+        let _ = tx.send((
+            npo,
+            fits,
+            results,
+            queued,
+            estimates,
+            cancelled,
+            after_cancel,
+            refused,
+            granted,
+        ));
+    });
+    let (npo, fits, results, queued, estimates, cancelled, after_cancel, refused, granted) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the worker panicked or hung");
+    // The claims whose tokens fit in a u64 queue, with exact estimates.
+    for (i, r) in results.iter().take(fits).enumerate() {
+        let g = r.as_ref().expect("a claim that fits is queued");
+        assert!(g.claim().is_some());
+        assert_eq!(g.ready_nanos(), (i as u64 + 1) * npo);
+    }
+    assert_eq!(estimates.len(), fits);
+    // The one that would overflow the owed total is refused: its tokens
+    // come after more time than the clock can count.
+    assert_eq!(results[fits], Err(AcquireError::ScheduleExhausted));
+    assert_eq!(queued, fits, "a refused claim stays out of the queue");
+    assert!(cancelled, "every queued claim is withdrawn");
+    assert_eq!(after_cancel, 0);
+    assert!(refused, "no tokens until time passes");
+    let g = granted.expect("one op's time has passed");
+    assert_eq!(
+        g.scheduled_nanos(),
+        npo,
+        "where the first cancelled claim was"
+    );
+}
