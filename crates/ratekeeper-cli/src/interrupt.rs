@@ -175,88 +175,96 @@ mod tests {
 
     #[test]
     fn sleep_runs_its_course_without_an_interrupt() {
-        let i = Interrupt::new();
-        let t = Instant::now();
-        assert!(!i.sleep(Duration::from_millis(20)));
-        assert!(t.elapsed() >= Duration::from_millis(20));
-        assert_eq!(i.count(), 0);
+        crate::test_util::within(|| {
+            let i = Interrupt::new();
+            let t = Instant::now();
+            assert!(!i.sleep(Duration::from_millis(20)));
+            assert!(t.elapsed() >= Duration::from_millis(20));
+            assert_eq!(i.count(), 0);
+        });
     }
 
     #[test]
     fn raise_wakes_a_sleeper_at_once() {
-        let i = Interrupt::new();
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(20));
-                i.raise();
+        crate::test_util::within(|| {
+            let i = Interrupt::new();
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    i.raise();
+                });
+                assert!(i.sleep(Duration::from_secs(60)));
             });
+            assert!(t.elapsed() < Duration::from_secs(30));
+            assert!(i.is_set());
+            // Already interrupted: returns at once.
             assert!(i.sleep(Duration::from_secs(60)));
+            // A sleep for the second interrupt waits for it.
+            assert!(!i.sleep_unless(1, Duration::from_millis(5)));
+            i.raise();
+            assert!(i.sleep_unless(1, Duration::from_secs(60)));
+            assert_eq!(i.count(), 2);
         });
-        assert!(t.elapsed() < Duration::from_secs(30));
-        assert!(i.is_set());
-        // Already interrupted: returns at once.
-        assert!(i.sleep(Duration::from_secs(60)));
-        // A sleep for the second interrupt waits for it.
-        assert!(!i.sleep_unless(1, Duration::from_millis(5)));
-        i.raise();
-        assert!(i.sleep_unless(1, Duration::from_secs(60)));
-        assert_eq!(i.count(), 2);
     }
 
     #[test]
     fn a_long_wait_for_a_grant_ends_on_time() {
-        use ratekeeper::{Clock, DefaultClock, Pacer, Rate};
-        let clock = DefaultClock::new();
-        // One permit every 60 ms: the second is slept on the interrupt for
-        // 50 ms, and the last 10 ms by the pacer.
-        let pacer = Pacer::builder(Rate::new(1e9 / 60e6).unwrap())
-            .strictness(1.0)
-            .build_with_clock(clock)
-            .unwrap();
-        let i = Interrupt::new();
-        let first = wait_for_grant(&pacer, pacer.reserve(1, None).unwrap(), &i).unwrap();
-        let second = pacer.reserve(1, None).unwrap();
-        assert!(second.delay_nanos() > LONG_WAIT_NANOS);
-        let g = wait_for_grant(&pacer, second, &i).unwrap();
-        let now = clock.now_nanos();
-        assert!(now >= g.ready_nanos() - 1_000_000, "not early (coalescing)");
-        // Not a second sleep of the whole delay (which would end 110 ms in).
-        assert!(
-            now < first.ready_nanos() + 100_000_000,
-            "{} ms after the first",
-            (now - first.ready_nanos()) / 1_000_000
-        );
+        crate::test_util::within(|| {
+            use ratekeeper::{Clock, DefaultClock, Pacer, Rate};
+            let clock = DefaultClock::new();
+            // One permit every 60 ms: the second is slept on the interrupt for
+            // 50 ms, and the last 10 ms by the pacer.
+            let pacer = Pacer::builder(Rate::new(1e9 / 60e6).unwrap())
+                .strictness(1.0)
+                .build_with_clock(clock)
+                .unwrap();
+            let i = Interrupt::new();
+            let first = wait_for_grant(&pacer, pacer.reserve(1, None).unwrap(), &i).unwrap();
+            let second = pacer.reserve(1, None).unwrap();
+            assert!(second.delay_nanos() > LONG_WAIT_NANOS);
+            let g = wait_for_grant(&pacer, second, &i).unwrap();
+            let now = clock.now_nanos();
+            assert!(now >= g.ready_nanos() - 1_000_000, "not early (coalescing)");
+            // Not a second sleep of the whole delay (which would end 110 ms in).
+            assert!(
+                now < first.ready_nanos() + 100_000_000,
+                "{} ms after the first",
+                (now - first.ready_nanos()) / 1_000_000
+            );
+        });
     }
 
     #[test]
     fn a_long_wait_for_a_grant_ends_with_the_interrupt_and_gives_it_back() {
-        use ratekeeper::{Pacer, Rate};
-        // One permit every 10 s: the second waits 10 s unless interrupted.
-        let pacer = Pacer::builder(Rate::new(0.1).unwrap())
-            .strictness(1.0)
-            .build()
-            .unwrap();
-        let i = Interrupt::new();
-        let first = pacer.reserve(1, None).unwrap();
-        assert!(wait_for_grant(&pacer, first, &i).is_some());
-        let second = pacer.reserve(1, None).unwrap();
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(30));
-                i.raise();
+        crate::test_util::within(|| {
+            use ratekeeper::{Pacer, Rate};
+            // One permit every 10 s: the second waits 10 s unless interrupted.
+            let pacer = Pacer::builder(Rate::new(0.1).unwrap())
+                .strictness(1.0)
+                .build()
+                .unwrap();
+            let i = Interrupt::new();
+            let first = pacer.reserve(1, None).unwrap();
+            assert!(wait_for_grant(&pacer, first, &i).is_some());
+            let second = pacer.reserve(1, None).unwrap();
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(30));
+                    i.raise();
+                });
+                assert_eq!(wait_for_grant(&pacer, second, &i), None);
             });
-            assert_eq!(wait_for_grant(&pacer, second, &i), None);
+            assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+            // Given back: the next reservation gets the second's slot.
+            assert!(second.ready_nanos() > first.ready_nanos() + 9_000_000_000);
+            let again = pacer.reserve(1, None).unwrap();
+            assert_eq!(again.scheduled_nanos(), second.scheduled_nanos());
+            // A grant that is ready at once is returned even when interrupted.
+            let now = Pacer::builder(Rate::new(1000.0).unwrap()).build().unwrap();
+            let g = now.reserve(1, None).unwrap();
+            assert!(wait_for_grant(&now, g, &i).is_some());
         });
-        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-        // Given back: the next reservation gets the second's slot.
-        assert!(second.ready_nanos() > first.ready_nanos() + 9_000_000_000);
-        let again = pacer.reserve(1, None).unwrap();
-        assert_eq!(again.scheduled_nanos(), second.scheduled_nanos());
-        // A grant that is ready at once is returned even when interrupted.
-        let now = Pacer::builder(Rate::new(1000.0).unwrap()).build().unwrap();
-        let g = now.reserve(1, None).unwrap();
-        assert!(wait_for_grant(&now, g, &i).is_some());
     }
 }

@@ -26,6 +26,8 @@ mod plot;
 mod progress;
 mod report;
 mod simulate;
+#[cfg(test)]
+mod test_util;
 
 use std::io::Write;
 use std::process::ExitCode;

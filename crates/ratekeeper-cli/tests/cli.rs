@@ -10,7 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{f, ratekeeper, rejects, u};
+use common::{f, ratekeeper, rejects, u, Watchdog, PROCESS_LIMIT};
 
 /// Runs `ratekeeper ARGS`, expects success, and parses stdout as one JSON object.
 fn json_run(args: &[&str]) -> Value {
@@ -1446,6 +1446,7 @@ fn closed_stdout_is_not_an_error() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     // Close the read end before the report (written after ~25 ms) goes out.
     drop(child.stdout.take());
     let mut stderr = String::new();
@@ -1482,6 +1483,7 @@ fn ctrl_c_ends_the_run_with_its_report() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     // The plot file is created before the run starts, after the Ctrl-C
     // handler is installed.
     let t = std::time::Instant::now();

@@ -460,7 +460,7 @@ fn no_progress_line_without_a_terminal() {
 #[cfg(target_os = "linux")]
 #[test]
 fn progress_line_on_a_terminal() {
-    let out = std::process::Command::new("script")
+    let child = std::process::Command::new("script")
         .args([
             "-qec",
             &format!(
@@ -470,8 +470,13 @@ fn progress_line_on_a_terminal() {
             "/dev/null",
         ])
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("util-linux's script(1) runs the command on a terminal");
+    let watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    let out = child.wait_with_output().expect("script's output");
+    drop(watchdog);
     assert!(out.status.success(), "{out:?}");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("runs started"), "{shown}");
@@ -488,6 +493,7 @@ fn closed_stdout_is_not_an_error() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     drop(child.stdout.take());
     let mut stderr = String::new();
     child
@@ -524,6 +530,7 @@ fn ctrl_c_stops_starting_runs_and_reports_what_ran() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     // Runs have started: the handler is installed.
     wait_until(Duration::from_secs(20), "the first run", || {
         lines_of(&log) >= 2
@@ -586,6 +593,7 @@ fn a_second_ctrl_c_kills_the_running_runs() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     wait_until(Duration::from_secs(20), "two runs", || lines_of(&log) >= 2);
     interrupt(&child);
     // The first stops starting runs; both keep running (30 s) until the

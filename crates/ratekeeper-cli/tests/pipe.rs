@@ -139,6 +139,7 @@ fn lines_are_flushed_as_they_go() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     let mut input = child.stdin.take().unwrap();
     let mut output = BufReader::new(child.stdout.take().unwrap());
     for i in 0..3 {
@@ -167,6 +168,7 @@ fn a_closed_output_ends_the_copy_quietly() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
@@ -200,6 +202,7 @@ fn a_closed_output_ends_the_copy_quietly() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     let mut some = [0u8; 10];
     child.stdout.take().unwrap().read_exact(&mut some).unwrap();
     let status = wait_with_limit(&mut child, Duration::from_secs(20));
@@ -228,6 +231,7 @@ fn ctrl_c_ends_the_copy_with_its_report() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     let mut input = child.stdin.take().unwrap();
     input.write_all(b"one\ntwo\n").unwrap();
     input.flush().unwrap();
@@ -266,6 +270,7 @@ fn ctrl_c_ends_the_copy_with_its_report() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     let mut input = child.stdin.take().unwrap();
     input.write_all(b"one\ntwo\n").unwrap();
     input.flush().unwrap();

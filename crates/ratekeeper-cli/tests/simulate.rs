@@ -13,7 +13,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{ratekeeper, rejects, u};
+use common::{ratekeeper, rejects, u, Watchdog, PROCESS_LIMIT};
 
 /// Runs `ratekeeper ARGS`, expects success and no stderr, returns stdout.
 fn stdout_of(args: &[&str]) -> String {
@@ -580,6 +580,7 @@ fn closed_stdout_is_not_an_error() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
     let mut first = String::new();
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut first)

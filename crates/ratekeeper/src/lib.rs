@@ -112,6 +112,8 @@ pub mod registry;
 pub mod smooth;
 pub mod spec;
 mod sync;
+#[cfg(all(test, not(loom)))]
+mod test_util;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;

@@ -1837,115 +1837,121 @@ mod tests {
 
     #[test]
     fn racing_get_or_create_creates_one_limiter_and_calls_the_supplier_once() {
-        const THREADS: usize = 8;
-        const ROUNDS: usize = 50;
-        let clock = ManualClock::new(0);
-        let r = refills(&clock);
-        let log = record(r.events());
-        let calls = AtomicUsize::new(0);
-        for round in 0..ROUNDS {
-            let name = format!("n{round}");
-            let barrier = Barrier::new(THREADS);
-            let got: Vec<Arc<RefillLimiter<ManualClock>>> = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..THREADS)
-                    .map(|i| {
-                        let (r, name, barrier, calls) = (&r, &name, &barrier, &calls);
-                        s.spawn(move || {
-                            barrier.wait();
-                            match i % 3 {
-                                0 => r.limiter_with(name, || {
-                                    calls.fetch_add(1, Ordering::SeqCst);
-                                    // Widen the race window.
-                                    std::thread::yield_now();
-                                    config(5)
-                                }),
-                                1 => r.limiter_with_config(name, config(6)),
-                                _ => r.limiter(name),
-                            }
+        crate::test_util::within(|| {
+            const THREADS: usize = 8;
+            const ROUNDS: usize = 50;
+            let clock = ManualClock::new(0);
+            let r = refills(&clock);
+            let log = record(r.events());
+            let calls = AtomicUsize::new(0);
+            for round in 0..ROUNDS {
+                let name = format!("n{round}");
+                let barrier = Barrier::new(THREADS);
+                let got: Vec<Arc<RefillLimiter<ManualClock>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..THREADS)
+                        .map(|i| {
+                            let (r, name, barrier, calls) = (&r, &name, &barrier, &calls);
+                            s.spawn(move || {
+                                barrier.wait();
+                                match i % 3 {
+                                    0 => r.limiter_with(name, || {
+                                        calls.fetch_add(1, Ordering::SeqCst);
+                                        // Widen the race window.
+                                        std::thread::yield_now();
+                                        config(5)
+                                    }),
+                                    1 => r.limiter_with_config(name, config(6)),
+                                    _ => r.limiter(name),
+                                }
+                            })
                         })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            assert!(got.iter().all(|l| Arc::ptr_eq(l, &got[0])), "round {round}");
-            assert!(Arc::ptr_eq(&got[0], &r.find(&name).unwrap()));
-        }
-        // One limiter and one event per name; the supplier ran exactly once
-        // for each name one of its threads created (the only limiters with
-        // limit 5), and never for the others.
-        assert_eq!(r.len(), ROUNDS);
-        let by_supplier = r
-            .limiters()
-            .iter()
-            .filter(|l| l.config() == config(5))
-            .count();
-        assert_eq!(calls.load(Ordering::SeqCst), by_supplier);
-        let log = log.lock().unwrap();
-        assert_eq!(log.len(), ROUNDS);
-        assert!(log.iter().all(|(k, _, _)| *k == RegistryEventKind::Added));
-        let mut seqs: Vec<u64> = log.iter().map(|e| e.2).collect();
-        seqs.sort_unstable();
-        assert_eq!(seqs, (1..=ROUNDS as u64).collect::<Vec<_>>());
+                        .collect();
+                    handles.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                assert!(got.iter().all(|l| Arc::ptr_eq(l, &got[0])), "round {round}");
+                assert!(Arc::ptr_eq(&got[0], &r.find(&name).unwrap()));
+            }
+            // One limiter and one event per name; the supplier ran exactly once
+            // for each name one of its threads created (the only limiters with
+            // limit 5), and never for the others.
+            assert_eq!(r.len(), ROUNDS);
+            let by_supplier = r
+                .limiters()
+                .iter()
+                .filter(|l| l.config() == config(5))
+                .count();
+            assert_eq!(calls.load(Ordering::SeqCst), by_supplier);
+            let log = log.lock().unwrap();
+            assert_eq!(log.len(), ROUNDS);
+            assert!(log.iter().all(|(k, _, _)| *k == RegistryEventKind::Added));
+            let mut seqs: Vec<u64> = log.iter().map(|e| e.2).collect();
+            seqs.sort_unstable();
+            assert_eq!(seqs, (1..=ROUNDS as u64).collect::<Vec<_>>());
+        });
     }
 
     #[test]
     fn racing_suppliers_for_one_name_run_once() {
-        // Every thread offers a supplier: exactly one of them runs.
-        const THREADS: usize = 8;
-        let r = RefillRegistry::new();
-        let calls = AtomicUsize::new(0);
-        let barrier = Barrier::new(THREADS);
-        std::thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    barrier.wait();
-                    r.limiter_with("shared", || {
-                        calls.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_millis(1));
-                        RefillConfig::default()
-                    })
-                });
-            }
+        crate::test_util::within(|| {
+            // Every thread offers a supplier: exactly one of them runs.
+            const THREADS: usize = 8;
+            let r = RefillRegistry::new();
+            let calls = AtomicUsize::new(0);
+            let barrier = Barrier::new(THREADS);
+            std::thread::scope(|s| {
+                for _ in 0..THREADS {
+                    s.spawn(|| {
+                        barrier.wait();
+                        r.limiter_with("shared", || {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(1));
+                            RefillConfig::default()
+                        })
+                    });
+                }
+            });
+            assert_eq!(calls.load(Ordering::SeqCst), 1);
+            assert_eq!(r.len(), 1);
         });
-        assert_eq!(calls.load(Ordering::SeqCst), 1);
-        assert_eq!(r.len(), 1);
     }
 
     #[test]
     fn racing_remove_and_create_keep_the_events_consistent() {
-        // Adds and removes of one name from many threads: the sequence
-        // numbers order the events into a valid history (alternating, starting
-        // with an add), and the final state matches the last event.
-        const THREADS: usize = 4;
-        const OPS: usize = 200;
-        let r = RefillRegistry::new();
-        let log = record(r.events());
-        std::thread::scope(|s| {
-            for t in 0..THREADS {
-                let r = &r;
-                s.spawn(move || {
-                    for i in 0..OPS {
-                        if (i + t) % 2 == 0 {
-                            r.limiter("x");
-                        } else {
-                            r.remove("x");
+        crate::test_util::within(|| {
+            // Adds and removes of one name from many threads: the sequence
+            // numbers order the events into a valid history (alternating, starting
+            // with an add), and the final state matches the last event.
+            const THREADS: usize = 4;
+            const OPS: usize = 200;
+            let r = RefillRegistry::new();
+            let log = record(r.events());
+            std::thread::scope(|s| {
+                for t in 0..THREADS {
+                    let r = &r;
+                    s.spawn(move || {
+                        for i in 0..OPS {
+                            if (i + t) % 2 == 0 {
+                                r.limiter("x");
+                            } else {
+                                r.remove("x");
+                            }
                         }
-                    }
-                });
+                    });
+                }
+            });
+            let mut log = log.lock().unwrap().clone();
+            log.sort_by_key(|e| e.2);
+            for (i, (kind, _, seq)) in log.iter().enumerate() {
+                assert_eq!(*seq, i as u64 + 1);
+                let expected = if i % 2 == 0 {
+                    RegistryEventKind::Added
+                } else {
+                    RegistryEventKind::Removed
+                };
+                assert_eq!(*kind, expected, "event {i}");
             }
+            assert_eq!(r.find("x").is_some(), log.len() % 2 == 1);
         });
-        let mut log = log.lock().unwrap().clone();
-        log.sort_by_key(|e| e.2);
-        for (i, (kind, _, seq)) in log.iter().enumerate() {
-            assert_eq!(*seq, i as u64 + 1);
-            let expected = if i % 2 == 0 {
-                RegistryEventKind::Added
-            } else {
-                RegistryEventKind::Removed
-            };
-            assert_eq!(*kind, expected, "event {i}");
-        }
-        assert_eq!(r.find("x").is_some(), log.len() % 2 == 1);
     }
 
     #[test]

@@ -33,6 +33,13 @@ use ratekeeper::{
     WaitStats,
 };
 
+mod common;
+use common::within;
+
+/// What each real-clock test here may take before it fails as hung: far
+/// beyond its run time, generous for a loaded machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
 /// One grant the limiter made: for which handle, when its caller may go
 /// (lowered to when its wait ended, if earlier), and how many permits.
 #[derive(Debug, Clone, Copy)]
@@ -338,41 +345,44 @@ fn clamp(op: Op, handles: usize) -> Op {
 /// handle, and, busy all along, at least most of it.
 #[test]
 fn threads_never_exceed_the_bucket_plus_the_lease_slack() {
-    const THREADS: u64 = 4;
-    const RATE: u64 = 2_000_000; // 2000 per ms
-    let config = RefillConfig::builder()
-        .limit_for_period(2000)
-        .limit_refresh_period(Duration::from_millis(1))
-        .build()
-        .unwrap();
-    let limiter = RefillLimiter::new("stress", config);
-    let granted = AtomicU64::new(0);
-    let run = Duration::from_millis(300);
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..THREADS {
-            s.spawn(|| {
-                let handle = BatchHandle::new(&limiter);
-                let mut n = 0;
-                while start.elapsed() < run {
-                    n += u64::from(handle.acquire().permits());
-                }
-                granted.fetch_add(n, Ordering::Relaxed);
-            });
-        }
+    within(LIMIT, || {
+        const THREADS: u64 = 4;
+        const RATE: u64 = 2_000_000; // 2000 per ms
+        let config = RefillConfig::builder()
+            .limit_for_period(2000)
+            .limit_refresh_period(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        let limiter = RefillLimiter::new("stress", config);
+        let granted = AtomicU64::new(0);
+        let run = Duration::from_millis(300);
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    let handle = BatchHandle::new(&limiter);
+                    let mut n = 0;
+                    while start.elapsed() < run {
+                        n += u64::from(handle.acquire().permits());
+                    }
+                    granted.fetch_add(n, Ordering::Relaxed);
+                });
+            }
+        });
+        let elapsed = start.elapsed().as_nanos() as u64;
+        let granted = granted.into_inner();
+        // The bucket starts full (2000) and refills 2 per µs; each thread may
+        // also have been granted one more lease whose wait ended after the run.
+        let allowed =
+            2000 + RATE * elapsed / 1_000_000_000 + THREADS * u64::from(MAX_LEASE_PERMITS);
+        assert!(
+            granted <= allowed,
+            "{granted} granted in {elapsed} ns, at most {allowed} allowed"
+        );
+        let expected = RATE * run.as_nanos() as u64 / 1_000_000_000;
+        assert!(
+            granted >= expected / 2,
+            "{granted} granted in {elapsed} ns, expected about {expected}"
+        );
     });
-    let elapsed = start.elapsed().as_nanos() as u64;
-    let granted = granted.into_inner();
-    // The bucket starts full (2000) and refills 2 per µs; each thread may
-    // also have been granted one more lease whose wait ended after the run.
-    let allowed = 2000 + RATE * elapsed / 1_000_000_000 + THREADS * u64::from(MAX_LEASE_PERMITS);
-    assert!(
-        granted <= allowed,
-        "{granted} granted in {elapsed} ns, at most {allowed} allowed"
-    );
-    let expected = RATE * run.as_nanos() as u64 / 1_000_000_000;
-    assert!(
-        granted >= expected / 2,
-        "{granted} granted in {elapsed} ns, expected about {expected}"
-    );
 }

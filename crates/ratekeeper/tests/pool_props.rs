@@ -7,7 +7,9 @@
 //! And of the [`TokenPool`] limiter on a manual clock: with manual filling it
 //! matches the arithmetic, conserves tokens and never grants ahead of the
 //! tokens refilled; with inline filling no run starts more ops by any time
-//! than the pre-fill and the elapsed time pay for.
+//! than the pre-fill and the elapsed time pay for. The tokens owed to queued
+//! claims stay exact through any reservations, cancels and refills, even at
+//! rates where they would pass `u64::MAX`.
 
 use std::time::Duration;
 
@@ -565,5 +567,222 @@ proptest! {
             }
             prop_assert_eq!(snapshot(&pool), snapshot(&twin), "step {}", i);
         }
+    }
+}
+
+/// A step of the owed-tokens property.
+#[derive(Debug, Clone)]
+enum OwedStep {
+    /// `reserve(k, None)`.
+    Reserve(u32),
+    /// `try_acquire_n(k)`.
+    Try(u32),
+    /// `cancel` the queued claim at this index (modulo the queue length), or
+    /// of a grant already served or withdrawn if none is queued.
+    Cancel(usize),
+    /// `refill(n)`, within the run's budget.
+    Refill(u64),
+    /// Time passes outside the pool.
+    Advance(u64),
+}
+
+/// Rates of about one op per century down to one per year (op slices from
+/// just under 2^62 ns to about 2^55 ns, so a few claims' tokens pass
+/// `u64::MAX`), and the usual ones.
+fn owed_rate() -> impl Strategy<Value = f64> {
+    let slowest = 1e9 / (1u64 << 62) as f64 * 1.0001;
+    prop_oneof![
+        3 => (0.0f64..2.0).prop_map(move |e| slowest * 10f64.powf(e)),
+        1 => pool_rate(),
+    ]
+}
+
+fn owed_steps(npo: u64) -> impl Strategy<Value = Vec<OwedStep>> {
+    let step = prop_oneof![
+        5 => (1u32..8).prop_map(OwedStep::Reserve),
+        2 => (1u32..4).prop_map(OwedStep::Try),
+        3 => any::<usize>().prop_map(OwedStep::Cancel),
+        3 => prop_oneof![0..npo.saturating_mul(3), Just(npo)].prop_map(OwedStep::Refill),
+        1 => (0..npo / 4).prop_map(OwedStep::Advance),
+    ];
+    prop::collection::vec(step, 1..150)
+}
+
+/// The queue a [`TokenPool`] should hold: each claim's grant, span and
+/// remaining tokens, oldest first, and where the tokens went.
+#[derive(Default)]
+struct OwedModel {
+    queue: std::collections::VecDeque<(ratekeeper::Grant, u64, u64)>,
+    /// Claims served or withdrawn: cancelling them again is refused.
+    dead: Vec<ratekeeper::Grant>,
+    /// The pre-fill and every refill.
+    refilled: u128,
+    /// Tokens taken at once by tries and reservations.
+    ops_tokens: u128,
+    /// Tokens of completed claims.
+    completed: u128,
+}
+
+impl OwedModel {
+    fn owed(&self) -> u128 {
+        self.queue.iter().map(|c| u128::from(c.2)).sum()
+    }
+
+    fn held(&self) -> u128 {
+        self.queue.iter().map(|c| u128::from(c.1 - c.2)).sum()
+    }
+
+    /// Gives the queue, oldest first, the tokens that left the pools since
+    /// the last sync and went to no op: what the pool gave its claims.
+    /// Returns what was left over (the pool gave more than was owed).
+    fn sync(&mut self, pool: &TokenPool<ManualClock>) -> i128 {
+        let p = pool.pools();
+        let content = u128::from(p.active()) + u128::from(p.waiting());
+        let mut given = self.refilled as i128
+            - content as i128
+            - self.ops_tokens as i128
+            - self.completed as i128
+            - self.held() as i128;
+        if given < 0 {
+            return given;
+        }
+        while given > 0 {
+            let Some(front) = self.queue.front_mut() else {
+                break;
+            };
+            let give = (front.2 as i128).min(given) as u64;
+            front.2 -= give;
+            given -= i128::from(give);
+            if front.2 == 0 {
+                let (g, span, _) = self.queue.pop_front().unwrap();
+                self.completed += u128::from(span);
+                self.dead.push(g);
+            }
+        }
+        given
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Issue 16, finding 6: the tokens a pool owes its queued claims are
+    /// kept exactly, even where they would pass `u64::MAX`. Through any
+    /// sequence of reservations, tries, cancels, refills and time passing,
+    /// at rates down to one op per century and from clock reading 0: nothing
+    /// panics; the pool's queue is the model's (claims served first come,
+    /// first served by the refills, withdrawn tokens handed to the claims
+    /// behind); a reservation is refused with `ScheduleExhausted` exactly
+    /// when the tokens owed with it would pass `u64::MAX` or the time it
+    /// would wait passes the clock's end; each queued claim's ready estimate
+    /// is now plus the tokens then owed; and cancelling every claim empties
+    /// the queue.
+    #[test]
+    fn owed_tokens_stay_exact_through_reserve_cancel_and_refill(
+        start in prop::sample::select(vec![0u64, 0, 1, 1_000_000]),
+        // Half the runs keep the clock where it started: at reading 0 the
+        // clock's end is furthest, so only the owed total can refuse.
+        frozen in any::<bool>(),
+        (rate, steps) in owed_rate().prop_flat_map(|r| {
+            let npo = Rate::new(r).unwrap().nanos_per_op().unwrap();
+            (Just(r), owed_steps(npo))
+        })
+    ) {
+        let clock = ManualClock::new(start);
+        let pool = TokenPool::builder(Rate::new(rate).unwrap())
+            .filling(Filling::Manual)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let npo = pool.nanos_per_op();
+        // Refills stay within 2^62 ns in all, so the content never reaches
+        // its bound and tokens are conserved exactly.
+        let mut budget = 1u64 << 62;
+        let mut m = OwedModel { refilled: u128::from(npo), ..OwedModel::default() };
+        for (i, step) in steps.iter().enumerate() {
+            match *step {
+                OwedStep::Reserve(k) | OwedStep::Try(k) => {
+                    let try_only = matches!(step, OwedStep::Try(_));
+                    let span = u128::from(k) * u128::from(npo);
+                    let active = u128::from(pool.active_nanos());
+                    let now = clock.now_nanos();
+                    let waiters = pool.waiters();
+                    let r = if try_only {
+                        pool.try_acquire_n(k)
+                    } else {
+                        pool.reserve(k, None)
+                    };
+                    let owed = m.owed() + span;
+                    let wait = owed.saturating_sub(active);
+                    if span > 1 << 62 {
+                        let capacity = matches!(r, Err(AcquireError::InsufficientCapacity { .. }));
+                        prop_assert!(capacity, "step {}: {:?}", i, r);
+                    } else if m.queue.is_empty() && active >= span {
+                        r.unwrap();
+                        prop_assert_eq!(pool.waiters(), waiters, "step {}: queued", i);
+                        m.ops_tokens += span;
+                    } else if owed > u128::from(u64::MAX)
+                        || u128::from(now) + wait > u128::from(u64::MAX)
+                    {
+                        prop_assert_eq!(r, Err(AcquireError::ScheduleExhausted), "step {}", i);
+                        prop_assert_eq!(pool.waiters(), waiters, "step {}: queued", i);
+                    } else if try_only {
+                        prop_assert_eq!(
+                            r,
+                            Err(AcquireError::WouldWait {
+                                wait: Duration::from_nanos(wait as u64),
+                                max_wait: Duration::ZERO,
+                            }),
+                            "step {}", i
+                        );
+                    } else {
+                        let g = r.unwrap();
+                        // Queued: it cannot be complete, the pool held less.
+                        prop_assert_eq!(pool.waiters(), waiters + 1, "step {}", i);
+                        m.queue.push_back((g, span as u64, span as u64));
+                        let left = m.sync(&pool);
+                        prop_assert_eq!(left, 0, "step {}: tokens given past the owed", i);
+                        // The ready estimate: the tokens owed then, from now.
+                        let owed_after = m.owed() as u64;
+                        if m.queue.iter().any(|c| c.0 == g) {
+                            let ready = (now + owed_after).max(g.scheduled_nanos());
+                            prop_assert_eq!(g.ready_nanos(), ready, "step {}", i);
+                        }
+                    }
+                }
+                OwedStep::Cancel(at) => {
+                    if m.queue.is_empty() {
+                        if let Some(g) = m.dead.get(at % m.dead.len().max(1)) {
+                            prop_assert!(!pool.cancel(g), "step {}: not queued", i);
+                        }
+                    } else {
+                        let (g, _, _) = m.queue.remove(at % m.queue.len()).unwrap();
+                        prop_assert!(pool.cancel(&g), "step {}", i);
+                        m.dead.push(g);
+                    }
+                }
+                OwedStep::Refill(n) => {
+                    let n = n.min(budget);
+                    budget -= n;
+                    pool.refill(n).unwrap();
+                    m.refilled += u128::from(n);
+                }
+                OwedStep::Advance(d) => {
+                    if !frozen {
+                        clock.advance_nanos(d);
+                    }
+                }
+            }
+            let left = m.sync(&pool);
+            prop_assert_eq!(left, 0, "step {}: tokens not conserved", i);
+            prop_assert_eq!(pool.waiters(), m.queue.len(), "step {}", i);
+            prop_assert!(m.owed() <= u128::from(u64::MAX), "step {}", i);
+        }
+        // Withdrawing every claim empties the queue, and their tokens are
+        // back in the pools.
+        while let Some((g, _, _)) = m.queue.pop_back() {
+            prop_assert!(pool.cancel(&g));
+        }
+        prop_assert_eq!(pool.waiters(), 0);
+        prop_assert_eq!(m.sync(&pool), 0);
     }
 }

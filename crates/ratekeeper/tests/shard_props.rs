@@ -9,6 +9,13 @@ use ratekeeper::{
     AcquireError, Clock, ManualClock, Pacer, Rate, RateLimiter, ShardedPacer, WaitPolicy,
 };
 
+mod common;
+use common::within;
+
+/// What each real-clock test here may take before it fails as hung: far
+/// beyond its run time, generous for a loaded machine.
+const LIMIT: Duration = Duration::from_secs(60);
+
 fn sharded(rate: f64, s: f64, n: usize, clock: &ManualClock) -> ShardedPacer<ManualClock> {
     Pacer::builder(Rate::new(rate).unwrap())
         .strictness(s)
@@ -195,19 +202,22 @@ fn check(label: &str, counts: &[u64], elapsed: f64, rate: f64, shards: usize) {
 /// 2 and 4 threads on as many shards, average and default strictness.
 #[test]
 fn threads_on_shards_keep_the_rate_on_the_real_clock() {
-    let rate = 1e6;
-    for threads in [2usize, 4] {
-        for s in [0.0, 1.1] {
-            let (counts, elapsed) = stress(threads, threads, s, rate, Duration::from_millis(250));
-            check(
-                &format!("{threads} threads, s = {s}"),
-                &counts,
-                elapsed,
-                rate,
-                threads,
-            );
+    within(LIMIT, || {
+        let rate = 1e6;
+        for threads in [2usize, 4] {
+            for s in [0.0, 1.1] {
+                let (counts, elapsed) =
+                    stress(threads, threads, s, rate, Duration::from_millis(250));
+                check(
+                    &format!("{threads} threads, s = {s}"),
+                    &counts,
+                    elapsed,
+                    rate,
+                    threads,
+                );
+            }
         }
-    }
+    });
 }
 
 /// 2 threads on 4 shards: stealing keeps the total at the rate (at least
@@ -215,12 +225,14 @@ fn threads_on_shards_keep_the_rate_on_the_real_clock() {
 /// above it.
 #[test]
 fn idle_shards_are_stolen_from_on_the_real_clock() {
-    let rate = 2e5;
-    let (counts, elapsed) = stress(2, 4, 0.0, rate, Duration::from_millis(400));
-    check("2 threads on 4 shards", &counts, elapsed, rate, 4);
-    let total: u64 = counts.iter().sum();
-    assert!(
-        total as f64 >= 0.75 * rate * elapsed,
-        "{total} grants in {elapsed:.3} s: the idle shards' slots were not stolen"
-    );
+    within(LIMIT, || {
+        let rate = 2e5;
+        let (counts, elapsed) = stress(2, 4, 0.0, rate, Duration::from_millis(400));
+        check("2 threads on 4 shards", &counts, elapsed, rate, 4);
+        let total: u64 = counts.iter().sum();
+        assert!(
+            total as f64 >= 0.75 * rate * elapsed,
+            "{total} grants in {elapsed:.3} s: the idle shards' slots were not stolen"
+        );
+    });
 }

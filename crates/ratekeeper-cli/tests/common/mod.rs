@@ -4,13 +4,24 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// How long a test's `ratekeeper` process may run before it is killed and
+/// the test fails as hung: far beyond any run here (the longest take a few
+/// seconds), generous for a loaded machine.
+pub const PROCESS_LIMIT: Duration = Duration::from_secs(60);
+
+/// `ratekeeper` as an `assert_cmd` command, killed (and the test failed)
+/// after [`PROCESS_LIMIT`] unless the test sets its own `.timeout(..)`.
 pub fn ratekeeper() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratekeeper"));
+    cmd.timeout(PROCESS_LIMIT);
+    cmd
 }
 
 /// `ratekeeper` as a plain `std` command, for tests that drive the child.
@@ -128,6 +139,57 @@ pub fn wait_with_limit(child: &mut Child, limit: Duration) -> ExitStatus {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Kills a spawned child that is still running after a limit, so that a
+/// test blocked on it (reading its pipes, waiting for it) gets end-of-file
+/// or its exit status and fails instead of hanging. Disarmed when dropped:
+/// keep it alive until the child has been waited for (the child's pid
+/// cannot be reused before that).
+pub struct Watchdog {
+    disarm: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Arms a watchdog for `child`, killing it after `limit`.
+    pub fn new(child: &Child, limit: Duration) -> Watchdog {
+        let pid = child.id();
+        let (disarm, armed) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if let Err(RecvTimeoutError::Timeout) = armed.recv_timeout(limit) {
+                eprintln!("child {pid} still running after {limit:?}: killing it (hung)");
+                kill(pid);
+            }
+        });
+        Watchdog {
+            disarm: Some(disarm),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.disarm.take()); // the watchdog sees the channel close
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(unix)]
+fn kill(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+}
+
+#[cfg(not(unix))]
+fn kill(pid: u32) {
+    let _ = std::process::Command::new("taskkill")
+        .args(["/F", "/PID", &pid.to_string()])
+        .status();
 }
 
 /// The texts of an SVG's `<text>` elements (the SVG must be well-formed).

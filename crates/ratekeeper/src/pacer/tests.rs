@@ -593,54 +593,58 @@ fn a_change_while_behind_checkpoints_the_backlog_once() {
 
 #[test]
 fn many_callers_through_the_room_each_get_their_own_slots() {
-    // Eight threads, one manual clock: sleepers advance it, others park
-    // while one sleeps and are handed over to. Every acquire completes and
-    // the slots tile the schedule.
-    for strictness in [0.0, 1.0, 1.1] {
-        let clock = ManualClock::new(0);
-        let p = default_pacer(10_000.0, strictness, &clock);
-        let mut slots: Vec<u64> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        (0..200)
-                            .map(|_| p.acquire().scheduled_nanos())
-                            .collect::<Vec<_>>()
+    crate::test_util::within(|| {
+        // Eight threads, one manual clock: sleepers advance it, others park
+        // while one sleeps and are handed over to. Every acquire completes and
+        // the slots tile the schedule.
+        for strictness in [0.0, 1.0, 1.1] {
+            let clock = ManualClock::new(0);
+            let p = default_pacer(10_000.0, strictness, &clock);
+            let mut slots: Vec<u64> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            (0..200)
+                                .map(|_| p.acquire().scheduled_nanos())
+                                .collect::<Vec<_>>()
+                        })
                     })
-                })
-                .collect();
-            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
-        });
-        slots.sort_unstable();
-        let expected: Vec<u64> = (0..1600).map(|i| i * 100_000).collect();
-        assert_eq!(slots, expected, "s = {strictness}");
-    }
+                    .collect();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            slots.sort_unstable();
+            let expected: Vec<u64> = (0..1600).map(|i| i * 100_000).collect();
+            assert_eq!(slots, expected, "s = {strictness}");
+        }
+    });
 }
 
 #[test]
 fn the_room_lets_real_threads_through_at_the_rate() {
-    // The real clock: 4 threads, 20 000/s, 2 000 ops. Parked callers must
-    // be handed over to (a lost hand-over would cost 50 ms each).
-    let p = Pacer::builder(Rate::new(20_000.0).unwrap())
-        .strictness(1.1)
-        .build()
-        .unwrap();
-    let t = std::time::Instant::now();
-    let n: usize = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..4)
-            .map(|_| {
-                s.spawn(|| {
-                    (0..500)
-                        .map(|_| p.acquire().permits() as usize)
-                        .sum::<usize>()
+    crate::test_util::within(|| {
+        // The real clock: 4 threads, 20 000/s, 2 000 ops. Parked callers must
+        // be handed over to (a lost hand-over would cost 50 ms each).
+        let p = Pacer::builder(Rate::new(20_000.0).unwrap())
+            .strictness(1.1)
+            .build()
+            .unwrap();
+        let t = std::time::Instant::now();
+        let n: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..500)
+                            .map(|_| p.acquire().permits() as usize)
+                            .sum::<usize>()
+                    })
                 })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).sum()
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(n, 2000);
+        // 100 ms of schedule; generous for a shared machine.
+        assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     });
-    assert_eq!(n, 2000);
-    // 100 ms of schedule; generous for a shared machine.
-    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
 
 /// A manual clock whose sleeps end `late` ns late and that reports that as

@@ -353,7 +353,10 @@ struct State {
     pools: Pools,
     /// Claims waiting for tokens, oldest first.
     queue: VecDeque<Claim>,
-    /// Tokens the queued claims still need.
+    /// Tokens the queued claims still need: exactly the sum of their
+    /// `remaining`. `reserve_slow` refuses a claim that would take it past
+    /// `u64::MAX`, so it is never saturated, and `distribute` and `cancel`
+    /// subtract from it exactly.
     owed: u64,
     /// The next claim id to try; ids are non-zero `u32`s (they travel in a
     /// [`Grant`], which stays 32 bytes) and wrap, skipping ids still queued.
@@ -407,7 +410,9 @@ impl State {
         }
     }
 
-    /// Tokens owed to the claims up to and including the one at `pos`.
+    /// Tokens owed to the claims up to and including the one at `pos`: a
+    /// prefix of the sum `owed` holds, so it never overflows (saturating
+    /// only as a guard).
     fn owed_through(&self, pos: usize) -> u64 {
         self.queue
             .iter()
@@ -1391,8 +1396,16 @@ impl<C: Clock + 'static> TokenPool<C> {
                     return Ok(Grant::new(scheduled.min(now), now, now, permits));
                 }
             }
+            // The tokens owed once this claim is queued, exactly: `owed` is
+            // the sum of the queued claims' `remaining`, which `distribute`
+            // and `cancel` subtract exactly, so it must never saturate. A
+            // total past `u64::MAX` tokens is more clock time than a `u64`
+            // can count: the claim would never fill.
+            let Some(owed) = st.owed.checked_add(span) else {
+                return Err(AcquireError::ScheduleExhausted);
+            };
             let active = sh.active();
-            let wait = st.owed.saturating_add(span).saturating_sub(active);
+            let wait = owed.saturating_sub(active);
             if st.last_fill.max(now).checked_add(wait).is_none() {
                 // Its tokens are clock time counted from the latest fill (a
                 // reading behind it is no time passing), time the clock
@@ -1422,7 +1435,7 @@ impl<C: Clock + 'static> TokenPool<C> {
                 held: false,
                 grant: (scheduled, now, permits),
             });
-            st.owed = st.owed.saturating_add(span);
+            st.owed = owed;
             sh.serve(st, wake);
             let ready = now.saturating_add(st.owed);
             let grant = Grant::new(scheduled, ready, now, permits).with_claim(id);
@@ -1574,10 +1587,14 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
     /// first served; its grant's `ready` time is an estimate (tokens arrive at
     /// one per nanosecond, faster while a backlog drains) and
     /// [`wait_for`](RateLimiter::wait_for) waits for the tokens themselves.
-    /// A claim whose tokens are time the clock cannot count to (its wait,
-    /// from the later of now and the latest fill, passes `u64::MAX`) is
-    /// refused with [`AcquireError::ScheduleExhausted`]: it would never be
-    /// served.
+    /// A claim whose tokens are time the clock cannot count to is refused
+    /// with [`AcquireError::ScheduleExhausted`]: it would never be served.
+    /// That is a claim whose wait, from the later of now and the latest
+    /// fill, passes `u64::MAX`, or whose tokens together with those still
+    /// owed to the claims ahead of it pass `u64::MAX` (possible only at
+    /// rates of about one op per century, where a few claims' tokens add up
+    /// to 584 years). The claims already queued are unaffected, and
+    /// cancelling them gives back exactly what they took.
     // Always inlined, as the Pacer's: the lock-free path is small.
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {

@@ -455,6 +455,14 @@
 //! operation overflows or panics, and tokens are conserved exactly (refilled
 //! = active + waiting + taken) as long as the content stays below the bound.
 //!
+//! The tokens owed to queued claims are kept exactly too: a reservation whose
+//! tokens, added to those the claims ahead of it still need, would pass
+//! `u64::MAX` (584 years of clock time, reachable only at about one op per
+//! century) is refused with
+//! [`AcquireError::ScheduleExhausted`](crate::AcquireError::ScheduleExhausted)
+//! instead of queued, so cancelling the claims that are queued always gives
+//! back exactly what they took.
+//!
 //! # Differences from nosqlbench
 //!
 //! From G2 (`TokenPool` / `ThreadDrivenTokenPool`):

@@ -122,36 +122,38 @@ fn an_op_reports_its_own_wait_not_the_backlog() {
 
 #[test]
 fn waiters_are_served_first_come_first_served_by_refills() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    let handles: Vec<_> = (0..3).map(|_| spawn_acquire(&pool, 1)).collect();
-    // Half an op: nobody completes.
-    clock.advance_nanos(MS / 2);
-    pool.refill(MS / 2).unwrap();
-    assert_eq!(pool.waiters(), 3);
-    assert!(handles.iter().all(|h| !h.is_finished()));
-    clock.advance_nanos(MS / 2);
-    pool.refill(MS / 2).unwrap();
-    await_waiters(&pool, 2);
-    // The first waiter reads the clock when it wakes: let it finish first.
-    while !handles[0].is_finished() {
-        std::thread::yield_now();
-    }
-    clock.advance_nanos(2 * MS);
-    pool.refill(2 * MS).unwrap();
-    let mut grants: Vec<(u64, u64)> = handles
-        .into_iter()
-        .map(|h| {
-            let g = h.join().unwrap().unwrap();
-            (g.scheduled_nanos(), g.started_nanos())
-        })
-        .collect();
-    grants.sort_unstable();
-    // Each waiter starts when the fill that completed its claim came.
-    assert_eq!(grants, vec![(MS, MS), (2 * MS, 3 * MS), (3 * MS, 3 * MS)]);
-    assert_eq!(pool.waiters(), 0);
-    assert_eq!(pool.active_nanos(), 0);
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        let handles: Vec<_> = (0..3).map(|_| spawn_acquire(&pool, 1)).collect();
+        // Half an op: nobody completes.
+        clock.advance_nanos(MS / 2);
+        pool.refill(MS / 2).unwrap();
+        assert_eq!(pool.waiters(), 3);
+        assert!(handles.iter().all(|h| !h.is_finished()));
+        clock.advance_nanos(MS / 2);
+        pool.refill(MS / 2).unwrap();
+        await_waiters(&pool, 2);
+        // The first waiter reads the clock when it wakes: let it finish first.
+        while !handles[0].is_finished() {
+            std::thread::yield_now();
+        }
+        clock.advance_nanos(2 * MS);
+        pool.refill(2 * MS).unwrap();
+        let mut grants: Vec<(u64, u64)> = handles
+            .into_iter()
+            .map(|h| {
+                let g = h.join().unwrap().unwrap();
+                (g.scheduled_nanos(), g.started_nanos())
+            })
+            .collect();
+        grants.sort_unstable();
+        // Each waiter starts when the fill that completed its claim came.
+        assert_eq!(grants, vec![(MS, MS), (2 * MS, 3 * MS), (3 * MS, 3 * MS)]);
+        assert_eq!(pool.waiters(), 0);
+        assert_eq!(pool.active_nanos(), 0);
+    });
 }
 
 #[test]
@@ -252,17 +254,19 @@ fn stop_checkpoints_the_backlog_and_the_next_acquire_starts_afresh() {
 
 #[test]
 fn stop_wakes_waiters_who_start_the_pool_afresh() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    let h = spawn_acquire(&pool, 1);
-    clock.set_nanos(7 * MS);
-    pool.stop();
-    // The woken waiter restarts the pool, whose pre-fill is its op.
-    let g = h.join().unwrap().unwrap();
-    assert_eq!(g.started_nanos(), 7 * MS);
-    assert!(pool.is_started());
-    assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        let h = spawn_acquire(&pool, 1);
+        clock.set_nanos(7 * MS);
+        pool.stop();
+        // The woken waiter restarts the pool, whose pre-fill is its op.
+        let g = h.join().unwrap().unwrap();
+        assert_eq!(g.started_nanos(), 7 * MS);
+        assert!(pool.is_started());
+        assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
+    });
 }
 
 #[test]
@@ -499,108 +503,116 @@ fn a_refused_try_acquire_changes_nothing() {
 
 #[test]
 fn acquire_timeout_times_out_in_manual_mode_and_withdraws_its_claim() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    // The waiter parks for at most the 2 ms left (real time), then sees the
-    // clock past its deadline.
-    let h = spawn_acquire_timeout(&pool, Duration::from_millis(2));
-    clock.advance_nanos(3 * MS);
-    assert_eq!(
-        h.join().unwrap(),
-        Err(AcquireError::WouldWait {
-            wait: Duration::from_millis(3), // the timeout + the 1 ms missing
-            max_wait: Duration::from_millis(2)
-        })
-    );
-    assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
-    // Nothing is owed to the withdrawn claim: the next op is the one due at
-    // 1 ms, and a refill's tokens are all for it.
-    pool.refill(MS).unwrap();
-    let g = pool.try_acquire().unwrap();
-    assert_eq!((g.scheduled_nanos(), g.started_nanos()), (MS, 3 * MS));
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        // The waiter parks for at most the 2 ms left (real time), then sees the
+        // clock past its deadline.
+        let h = spawn_acquire_timeout(&pool, Duration::from_millis(2));
+        clock.advance_nanos(3 * MS);
+        assert_eq!(
+            h.join().unwrap(),
+            Err(AcquireError::WouldWait {
+                wait: Duration::from_millis(3), // the timeout + the 1 ms missing
+                max_wait: Duration::from_millis(2)
+            })
+        );
+        assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
+        // Nothing is owed to the withdrawn claim: the next op is the one due at
+        // 1 ms, and a refill's tokens are all for it.
+        pool.refill(MS).unwrap();
+        let g = pool.try_acquire().unwrap();
+        assert_eq!((g.scheduled_nanos(), g.started_nanos()), (MS, 3 * MS));
+    });
 }
 
 #[test]
 fn a_timed_out_claims_tokens_go_to_the_claim_behind_it() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    let a = spawn_acquire_timeout(&pool, Duration::from_millis(2));
-    let b = spawn_acquire(&pool, 1);
-    pool.refill(MS / 2).unwrap(); // to the claim in front: a's
-    clock.advance_nanos(3 * MS);
-    assert_eq!(
-        a.join().unwrap().unwrap_err().retry_after(),
-        Some(Duration::from_micros(2_500)) // the timeout + the 0.5 ms missing
-    );
-    await_waiters(&pool, 1);
-    assert_eq!(
-        pool.active_nanos(),
-        0,
-        "a's half op went to b, not the pool"
-    );
-    assert!(!b.is_finished());
-    pool.refill(MS / 2).unwrap(); // b's other half
-    let g = b.join().unwrap().unwrap();
-    assert_eq!(g.started_nanos(), 3 * MS);
-    // Conserved: 1 ms pre-filled + 1 ms refilled = two ops.
-    assert_eq!(
-        (pool.waiters(), pool.active_nanos(), pool.backlog_nanos()),
-        (0, 0, 0)
-    );
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        let a = spawn_acquire_timeout(&pool, Duration::from_millis(2));
+        let b = spawn_acquire(&pool, 1);
+        pool.refill(MS / 2).unwrap(); // to the claim in front: a's
+        clock.advance_nanos(3 * MS);
+        assert_eq!(
+            a.join().unwrap().unwrap_err().retry_after(),
+            Some(Duration::from_micros(2_500)) // the timeout + the 0.5 ms missing
+        );
+        await_waiters(&pool, 1);
+        assert_eq!(
+            pool.active_nanos(),
+            0,
+            "a's half op went to b, not the pool"
+        );
+        assert!(!b.is_finished());
+        pool.refill(MS / 2).unwrap(); // b's other half
+        let g = b.join().unwrap().unwrap();
+        assert_eq!(g.started_nanos(), 3 * MS);
+        // Conserved: 1 ms pre-filled + 1 ms refilled = two ops.
+        assert_eq!(
+            (pool.waiters(), pool.active_nanos(), pool.backlog_nanos()),
+            (0, 0, 0)
+        );
+    });
 }
 
 #[test]
 fn a_timed_out_claims_tokens_go_back_to_the_active_pool() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    let a = spawn_acquire_timeout(&pool, Duration::from_millis(2));
-    pool.refill(MS / 4).unwrap();
-    assert_eq!(pool.active_nanos(), 0, "a quarter op, for the claim");
-    clock.advance_nanos(3 * MS);
-    assert!(a.join().unwrap().is_err());
-    assert_eq!((pool.waiters(), pool.active_nanos()), (0, MS / 4));
-    pool.refill(3 * MS / 4).unwrap();
-    // The returned tokens are the next op's, scheduled where a's was.
-    let g = pool.try_acquire().unwrap();
-    assert_eq!(g.scheduled_nanos(), MS);
-    assert_eq!(pool.active_nanos(), 0);
-    pool.refill(MS).unwrap();
-    assert_eq!(pool.try_acquire().unwrap().scheduled_nanos(), 2 * MS);
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        let a = spawn_acquire_timeout(&pool, Duration::from_millis(2));
+        pool.refill(MS / 4).unwrap();
+        assert_eq!(pool.active_nanos(), 0, "a quarter op, for the claim");
+        clock.advance_nanos(3 * MS);
+        assert!(a.join().unwrap().is_err());
+        assert_eq!((pool.waiters(), pool.active_nanos()), (0, MS / 4));
+        pool.refill(3 * MS / 4).unwrap();
+        // The returned tokens are the next op's, scheduled where a's was.
+        let g = pool.try_acquire().unwrap();
+        assert_eq!(g.scheduled_nanos(), MS);
+        assert_eq!(pool.active_nanos(), 0);
+        pool.refill(MS).unwrap();
+        assert_eq!(pool.try_acquire().unwrap().scheduled_nanos(), 2 * MS);
+    });
 }
 
 // ---- multi-permit and orphan claims ----
 
 #[test]
 fn a_multi_permit_acquire_completes_through_incremental_claims() {
-    let (clock, pool) = manual(1000.0, 1.1);
-    let pool = Arc::new(pool);
-    // 5 ops = 5 ms, more than the 2.2 ms the active pool can ever hold; the
-    // pre-filled 1 ms goes to the claim at once.
-    assert_eq!(pool.pools().max_over_active(), 2_200_000);
-    let h = spawn_acquire(&pool, 5);
-    assert_eq!(pool.active_nanos(), 0);
-    for ms in 1..4 {
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.1);
+        let pool = Arc::new(pool);
+        // 5 ops = 5 ms, more than the 2.2 ms the active pool can ever hold; the
+        // pre-filled 1 ms goes to the claim at once.
+        assert_eq!(pool.pools().max_over_active(), 2_200_000);
+        let h = spawn_acquire(&pool, 5);
+        assert_eq!(pool.active_nanos(), 0);
+        for ms in 1..4 {
+            clock.advance_nanos(MS);
+            pool.refill(MS).unwrap();
+            assert_eq!(pool.waiters(), 1, "{ms} ms");
+            assert_eq!(
+                (pool.active_nanos(), pool.backlog_nanos()),
+                (0, 0),
+                "{ms} ms"
+            );
+        }
         clock.advance_nanos(MS);
         pool.refill(MS).unwrap();
-        assert_eq!(pool.waiters(), 1, "{ms} ms");
-        assert_eq!(
-            (pool.active_nanos(), pool.backlog_nanos()),
-            (0, 0),
-            "{ms} ms"
-        );
-    }
-    clock.advance_nanos(MS);
-    pool.refill(MS).unwrap();
-    let g = h.join().unwrap().unwrap();
-    assert_eq!(g.permits(), 5);
-    assert_eq!((g.scheduled_nanos(), g.started_nanos()), (0, 4 * MS));
-    assert_eq!((pool.active_nanos(), pool.backlog_nanos()), (0, 0));
-    clock.advance_nanos(MS);
-    pool.refill(MS).unwrap();
-    assert_eq!(pool.try_acquire().unwrap().scheduled_nanos(), 5 * MS);
+        let g = h.join().unwrap().unwrap();
+        assert_eq!(g.permits(), 5);
+        assert_eq!((g.scheduled_nanos(), g.started_nanos()), (0, 4 * MS));
+        assert_eq!((pool.active_nanos(), pool.backlog_nanos()), (0, 0));
+        clock.advance_nanos(MS);
+        pool.refill(MS).unwrap();
+        assert_eq!(pool.try_acquire().unwrap().scheduled_nanos(), 5 * MS);
+    });
 }
 
 /// Inline filling naps at most an active pool's worth at a time, so a claim
@@ -657,37 +669,39 @@ fn a_late_inline_fill_serves_waiting_claims_before_the_pools() {
 
 #[test]
 fn an_orphan_claim_is_served_and_does_not_block_later_callers() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    // A reservation nobody waits for.
-    let orphan = pool.reserve(1, None).unwrap();
-    assert!(orphan.claim().is_some());
-    assert_eq!(orphan.scheduled_nanos(), MS);
-    assert_eq!(pool.waiters(), 1);
-    let h = spawn_acquire(&pool, 1);
-    clock.advance_nanos(MS);
-    pool.refill(MS).unwrap(); // the orphan's, first come first served
-    await_waiters(&pool, 1);
-    assert!(!h.is_finished());
-    clock.advance_nanos(MS);
-    pool.refill(MS).unwrap();
-    let g = h.join().unwrap().unwrap();
-    assert_eq!((g.scheduled_nanos(), g.started_nanos()), (2 * MS, 2 * MS));
-    assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
-    // Waiting for the orphan later returns at once: its tokens came.
-    let late = (*pool).wait_for(orphan);
-    assert_eq!((late.scheduled_nanos(), late.started_nanos()), (MS, 2 * MS));
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        // A reservation nobody waits for.
+        let orphan = pool.reserve(1, None).unwrap();
+        assert!(orphan.claim().is_some());
+        assert_eq!(orphan.scheduled_nanos(), MS);
+        assert_eq!(pool.waiters(), 1);
+        let h = spawn_acquire(&pool, 1);
+        clock.advance_nanos(MS);
+        pool.refill(MS).unwrap(); // the orphan's, first come first served
+        await_waiters(&pool, 1);
+        assert!(!h.is_finished());
+        clock.advance_nanos(MS);
+        pool.refill(MS).unwrap();
+        let g = h.join().unwrap().unwrap();
+        assert_eq!((g.scheduled_nanos(), g.started_nanos()), (2 * MS, 2 * MS));
+        assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
+        // Waiting for the orphan later returns at once: its tokens came.
+        let late = (*pool).wait_for(orphan);
+        assert_eq!((late.scheduled_nanos(), late.started_nanos()), (MS, 2 * MS));
 
-    // Inline: the next caller's nap covers the orphan's tokens too.
-    let (clock, pool) = inline(1000.0, 1.1);
-    pool.acquire();
-    let orphan = pool.reserve(1, None).unwrap();
-    assert!(orphan.claim().is_some());
-    let g = pool.acquire();
-    assert_eq!((g.scheduled_nanos(), g.started_nanos()), (2 * MS, 2 * MS));
-    assert_eq!(clock.now_nanos(), 2 * MS);
-    assert_eq!((pool.waiters(), pool.backlog_nanos()), (0, 0));
+        // Inline: the next caller's nap covers the orphan's tokens too.
+        let (clock, pool) = inline(1000.0, 1.1);
+        pool.acquire();
+        let orphan = pool.reserve(1, None).unwrap();
+        assert!(orphan.claim().is_some());
+        let g = pool.acquire();
+        assert_eq!((g.scheduled_nanos(), g.started_nanos()), (2 * MS, 2 * MS));
+        assert_eq!(clock.now_nanos(), 2 * MS);
+        assert_eq!((pool.waiters(), pool.backlog_nanos()), (0, 0));
+    });
 }
 
 // ---- errors ----
@@ -945,29 +959,31 @@ fn tokens_are_conserved_in_manual_mode() {
 /// lost (the test would hang), and no backlog appears.
 #[test]
 fn inline_waiters_take_turns_refilling() {
-    let (clock, pool) = inline(1000.0, 1.1);
-    let pool = Arc::new(pool);
-    let handles: Vec<_> = (0..3)
-        .map(|_| {
-            let p = Arc::clone(&pool);
-            std::thread::spawn(move || (0..20).map(|_| (*p).acquire()).collect::<Vec<_>>())
-        })
-        .collect();
-    let mut grants: Vec<Grant> = handles
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
-    grants.sort_by_key(|g| g.scheduled_nanos());
-    for (k, g) in grants.iter().enumerate() {
-        assert_eq!(g.scheduled_nanos(), k as u64 * MS, "op {k}");
-        assert!(g.started_nanos() >= g.scheduled_nanos(), "op {k} early");
-    }
-    // 60 ops: the pre-fill and 59 ms of naps, all of it for the ops.
-    assert_eq!(clock.now_nanos(), 59 * MS);
-    assert_eq!(
-        (pool.waiters(), pool.active_nanos(), pool.backlog_nanos()),
-        (0, 0, 0)
-    );
+    crate::test_util::within(|| {
+        let (clock, pool) = inline(1000.0, 1.1);
+        let pool = Arc::new(pool);
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let p = Arc::clone(&pool);
+                std::thread::spawn(move || (0..20).map(|_| (*p).acquire()).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut grants: Vec<Grant> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        grants.sort_by_key(|g| g.scheduled_nanos());
+        for (k, g) in grants.iter().enumerate() {
+            assert_eq!(g.scheduled_nanos(), k as u64 * MS, "op {k}");
+            assert!(g.started_nanos() >= g.scheduled_nanos(), "op {k} early");
+        }
+        // 60 ops: the pre-fill and 59 ms of naps, all of it for the ops.
+        assert_eq!(clock.now_nanos(), 59 * MS);
+        assert_eq!(
+            (pool.waiters(), pool.active_nanos(), pool.backlog_nanos()),
+            (0, 0, 0)
+        );
+    });
 }
 
 #[test]
@@ -1123,22 +1139,24 @@ fn a_grant_that_took_its_tokens_is_not_given_back() {
 
 #[test]
 fn a_claim_a_thread_waits_on_is_not_withdrawn() {
-    let (clock, pool) = manual(1000.0, 1.0);
-    let pool = Arc::new(pool);
-    pool.try_acquire().unwrap();
-    let claim = pool.reserve(1, None).unwrap();
-    let p = Arc::clone(&pool);
-    let h = std::thread::spawn(move || (*p).wait_for(claim));
-    // Wait until the waiter has registered on the claim.
-    while !pool.claim_is_held(claim.claim().unwrap()) {
-        std::thread::yield_now();
-    }
-    assert!(!pool.cancel(&claim), "the waiting thread owns it");
-    assert_eq!(pool.waiters(), 1);
-    clock.advance_nanos(MS);
-    pool.refill(MS).unwrap();
-    let g = h.join().unwrap();
-    assert_eq!((g.scheduled_nanos(), g.started_nanos()), (MS, MS));
+    crate::test_util::within(|| {
+        let (clock, pool) = manual(1000.0, 1.0);
+        let pool = Arc::new(pool);
+        pool.try_acquire().unwrap();
+        let claim = pool.reserve(1, None).unwrap();
+        let p = Arc::clone(&pool);
+        let h = std::thread::spawn(move || (*p).wait_for(claim));
+        // Wait until the waiter has registered on the claim.
+        while !pool.claim_is_held(claim.claim().unwrap()) {
+            std::thread::yield_now();
+        }
+        assert!(!pool.cancel(&claim), "the waiting thread owns it");
+        assert_eq!(pool.waiters(), 1);
+        clock.advance_nanos(MS);
+        pool.refill(MS).unwrap();
+        let g = h.join().unwrap();
+        assert_eq!((g.scheduled_nanos(), g.started_nanos()), (MS, MS));
+    });
 }
 
 #[test]
@@ -1247,4 +1265,76 @@ fn a_claim_the_clock_cannot_count_to_is_refused_not_waited_for() {
     assert_eq!(timed, Err(AcquireError::ScheduleExhausted));
     assert_eq!(behind, Err(AcquireError::ScheduleExhausted));
     assert_eq!(waiters, 0, "a refused claim stays out of the queue");
+}
+
+#[test]
+fn claims_past_u64_max_tokens_are_refused_and_cancelling_them_never_underflows() {
+    // Issue 16, finding 6: the tokens owed to queued claims were added with
+    // saturation but subtracted exactly. At about one op per century, a few
+    // claims' spans sum past `u64::MAX`; at clock reading 0 the wait check
+    // let them all queue, and cancelling them subtracted more than had been
+    // added (a panic in debug builds, a wrapped total in release). Run on a
+    // thread so a regression that hangs fails instead.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (clock, pool) = manual(1e9 / (1u64 << 61) as f64, 1.1);
+        let npo = pool.nanos_per_op();
+        assert!(npo >= 1 << 60, "{npo}");
+        pool.try_acquire().unwrap(); // the prefilled op
+                                     // Enough one-op claims that their spans sum past u64::MAX.
+        let fits = usize::try_from(u64::MAX / npo).unwrap();
+        let results: Vec<_> = (0..=fits).map(|_| pool.reserve(1, None)).collect();
+        let queued = pool.waiters();
+        let estimates: Vec<_> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .map(Grant::ready_nanos)
+            .collect();
+        // Cancel the later half first, then the rest: every cancel must
+        // find the owed total at least the claim's remaining tokens.
+        let grants: Vec<_> = results.iter().filter_map(|r| r.ok()).collect();
+        let (early, late) = grants.split_at(grants.len() / 2);
+        let cancelled = late.iter().chain(early).all(|g| pool.cancel(g));
+        let after_cancel = pool.waiters();
+        // Nothing is owed: the pool refuses until time passes, then grants
+        // from the start of the queue again.
+        let refused = pool.try_acquire().is_err();
+        clock.advance_nanos(npo);
+        pool.refill(npo).unwrap();
+        let granted = pool.try_acquire();
+        let _ = tx.send((
+            npo,
+            fits,
+            results,
+            queued,
+            estimates,
+            cancelled,
+            after_cancel,
+            refused,
+            granted,
+        ));
+    });
+    let (npo, fits, results, queued, estimates, cancelled, after_cancel, refused, granted) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the worker panicked or hung");
+    // The claims whose tokens fit in a u64 queue, with exact estimates.
+    for (i, r) in results.iter().take(fits).enumerate() {
+        let g = r.as_ref().expect("a claim that fits is queued");
+        assert!(g.claim().is_some());
+        assert_eq!(g.ready_nanos(), (i as u64 + 1) * npo);
+    }
+    assert_eq!(estimates.len(), fits);
+    // The one that would overflow the owed total is refused: its tokens
+    // come after more time than the clock can count.
+    assert_eq!(results[fits], Err(AcquireError::ScheduleExhausted));
+    assert_eq!(queued, fits, "a refused claim stays out of the queue");
+    assert!(cancelled, "every queued claim is withdrawn");
+    assert_eq!(after_cancel, 0);
+    assert!(refused, "no tokens until time passes");
+    let g = granted.expect("one op's time has passed");
+    assert_eq!(
+        g.scheduled_nanos(),
+        npo,
+        "where the first cancelled claim was"
+    );
 }
