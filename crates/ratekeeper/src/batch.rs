@@ -126,7 +126,7 @@ use core::fmt;
 use std::task::Waker;
 use std::time::Duration;
 
-use crate::clock::Clock;
+use crate::clock::{elapsed_nanos, Clock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::wait::{self, saturating_nanos, WaitPolicy};
 
@@ -293,7 +293,7 @@ impl<L: RateLimiter> BatchHandle<L> {
         // The lease size: the permits this handle granted in the last
         // `max_lease` of its time, at most twice the last lease and `cap`.
         let now = self.read_clock();
-        let elapsed = now.saturating_sub(self.leased_at.get()).max(1);
+        let elapsed = elapsed_nanos(self.leased_at.get(), now).max(1);
         let last = self.size.get();
         let observed = u128::from(last) * u128::from(self.max_lease) / u128::from(elapsed);
         // A fresh handle (`last == 0`) has observed nothing: one permit.

@@ -9,13 +9,41 @@ use std::time::{Duration, Instant};
 
 use crate::sync::{AtomicU64, Ordering};
 
+/// The time from the reading `earlier` to the reading `later` of one clock,
+/// in nanoseconds: the one rule every limiter, batch handle and shard in
+/// this crate measures elapsed time by. A `later` reading before `earlier`
+/// (a clock that stepped back, a TSC read a little early on another core)
+/// is no time passing: 0, never the wrapped difference.
+///
+/// (The smooth limiters keep Guava's one exception on top of it: a clock
+/// that wraps past `u64::MAX` carries on, as Guava's `testTimeWrapping`
+/// pins; see [`crate::smooth`].)
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::clock::elapsed_nanos;
+///
+/// assert_eq!(elapsed_nanos(1_000, 1_500), 500);
+/// assert_eq!(elapsed_nanos(1_500, 1_000), 0); // a step back: no time passed
+/// ```
+#[inline(always)]
+pub fn elapsed_nanos(earlier: u64, later: u64) -> u64 {
+    later.saturating_sub(earlier)
+}
+
 /// A source of monotonic time in nanoseconds, and the way to sleep on it.
 ///
 /// `now_nanos` counts from a fixed, arbitrary origin and must never go
 /// backwards, on any thread. Limiters treat a reading that appears to go
-/// backwards as no time passing (their subtractions saturate at zero), but a
-/// clock that jumps back can still delay callers, so implementations should be
-/// monotonic across CPUs.
+/// backwards as no time passing: every elapsed time they measure goes
+/// through one rule, [`elapsed_nanos`], which saturates at zero, so a step
+/// back never lifts a limit (it cannot become ~584 years of wrapped time).
+/// A clock that jumps back can still delay callers until it reaches its
+/// latest reading again, so implementations should be monotonic across
+/// CPUs. Readings near `u64::MAX` are refused with
+/// [`AcquireError::ScheduleExhausted`](crate::AcquireError::ScheduleExhausted)
+/// where a grant could never be ready before the clock's end.
 ///
 /// # Examples
 ///

@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 
 use super::filler::{Handle, Next};
 use super::pools::{PoolError, Pools};
-use crate::clock::{Clock, DefaultClock};
+use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
@@ -667,7 +667,7 @@ impl<C: Clock> Shared<C> {
 
     /// A fill from the clock: the time since the last fill.
     fn fill_from_clock(&self, st: &mut State, now: u64, wake: &mut Vec<Wake>) {
-        let elapsed = now.saturating_sub(st.last_fill);
+        let elapsed = elapsed_nanos(st.last_fill, now);
         st.last_fill = st.last_fill.max(now);
         self.see(now);
         self.refill_locked(st, elapsed, wake);
@@ -763,7 +763,7 @@ impl<C: Clock> Shared<C> {
     /// ever admitted early; the fills that follow top the active pool up.
     fn catch_up(&self, st: &mut State, now: u64) {
         if st.parked {
-            let elapsed = now.saturating_sub(st.last_fill);
+            let elapsed = elapsed_nanos(st.last_fill, now);
             st.last_fill = st.last_fill.max(now);
             self.see(now);
             st.pools.add_waiting(elapsed);
@@ -814,7 +814,7 @@ impl<C: Clock> Shared<C> {
     /// the active pool after the last fill.
     fn refill_span(&self, st: &State, pos: usize, now: u64) -> u64 {
         let due = st.owed_through(pos);
-        let since = now.saturating_sub(st.last_fill);
+        let since = elapsed_nanos(st.last_fill, now);
         let granule = self.fill_granule(st);
         let cap = (st.pools.max_active() / 2).saturating_sub(since).max(1);
         due.max(granule.saturating_sub(since)).min(cap).max(1)
@@ -1385,7 +1385,7 @@ impl<C: Clock + 'static> TokenPool<C> {
             // A caller with a maximum wait fills whatever has passed, so that
             // its answer is exact.
             if st.mode == Filling::Inline
-                && (max_wait.is_some() || now.saturating_sub(st.last_fill) >= sh.fill_granule(st))
+                && (max_wait.is_some() || elapsed_nanos(st.last_fill, now) >= sh.fill_granule(st))
             {
                 sh.fill_from_clock(st, now, wake);
             }
