@@ -93,7 +93,6 @@ async fn pacer_keeps_its_rate_with_half_the_acquires_cancelled() {
 }
 
 #[tokio::test(start_paused = true)]
-#[ignore = "the smooth limiters do not stash yet"]
 async fn smooth_limiters_keep_their_rate_with_half_the_acquires_cancelled() {
     let l = SmoothBursty::builder(RATE)
         .build_with_clock(TokioClock::new())
