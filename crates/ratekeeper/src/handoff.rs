@@ -165,9 +165,9 @@ impl Handoff {
             }
             return false;
         }
-        if !claim.is_some_and(|t| t & LIMITER_TAG != 0) {
+        let Some(LIMITER_TAG..) = claim else {
             return false; // not a limiter's grant, or an expired handoff's
-        }
+        };
         let state = if give_back() {
             State::Returned
         } else if stashable(entries.reset_tag) {
