@@ -103,6 +103,7 @@
 pub mod batch;
 pub mod clock;
 pub mod decorate;
+mod handoff;
 pub mod limiter;
 pub mod pacer;
 pub mod pool;

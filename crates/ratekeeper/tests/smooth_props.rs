@@ -1204,6 +1204,12 @@ fn run_with_cancels(cfg: Config, start: u64, ops: &[WithCancel]) -> Result<(), T
                 let before = lim.debug();
                 if lim.limiter().cancel(&g) {
                     prop_assert!(*standing, "op {}: grant {} given back twice", i, j);
+                    if lim.debug() == before {
+                        // Not the latest: kept for the next caller of its
+                        // size (issue 16), which the model does not
+                        // follow. The grant still stands; stop here.
+                        break;
+                    }
                     prop_assert!(g.ready_nanos() >= now && g.ready_nanos() > g.started_nanos());
                     *standing = false;
                     cancelled += 1;

@@ -31,21 +31,33 @@
 //! op already built on it (that op keeps its time; the next one is then
 //! spaced from the cancelled grant's start, never earlier).
 //!
-//! Reservations given back newest first all come back: after the latest is
-//! cancelled, the one before it is the latest. `cancel` returns `false`, and
-//! changes nothing, for a grant
+//! An **earlier** reservation's slots cannot move without moving slots
+//! already handed out. `cancel` then keeps the grant for the next
+//! reservation of the same number of permits (through any
+//! [`RateLimiter`] method but [`reserve_nanos`](Pacer::reserve_nanos)),
+//! which gets its scheduled and ready times, started at its own clock
+//! reading, instead of new slots: the slots are used once, by one caller,
+//! at the time the schedule gave them, so nothing is admitted that the
+//! schedule did not allow. A kept grant whose ready time passes before
+//! anyone takes it is dropped (its slots stay spent: never handed out
+//! late). With many async waiters, the one that gives up is rarely the
+//! latest; this is what keeps the rate when many do (issue 16).
 //!
-//! * with a reservation after it still standing: its slots cannot move
-//!   without moving slots already handed out;
-//! * already cancelled, or not this pacer's (not the latest reservation);
+//! `cancel` returns `false`, and changes nothing, for a grant
+//!
+//! * already cancelled (given back or kept), or handed on already;
 //! * whose ready time has passed (`ready < now`; a grant ready at the very
 //!   reading it is cancelled at can still be given back, as in Go);
 //! * reserved before a reset of the schedule (a rate or strictness change,
 //!   [`start`](Pacer::start), [`stop`](Pacer::stop),
-//!   [`restart`](Pacer::restart)), or while a cancel raced its reservation;
-//! * from [`reserve_nanos`](Pacer::reserve_nanos) (it does not say its size);
-//! * whose reservation forfeited backlog in burst compensation mode
-//!   (`0 < s < 1`): the forfeit moved the schedule past its end.
+//!   [`restart`](Pacer::restart)), while the pacer is stopped, or, if it is
+//!   not the latest, one whose slots end past the next free slot (not this
+//!   pacer's);
+//! * from [`reserve_nanos`](Pacer::reserve_nanos) (it does not say its size).
+//!
+//! A grant from another limiter, or one whose op already went, must not be
+//! cancelled: the pacer cannot always tell it from one of its own still
+//! waiting, and would hand its slots out again.
 //!
 //! ```
 //! use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
@@ -55,12 +67,21 @@
 //! pacer.reserve(1, None)?; // due now
 //! let b = pacer.reserve(1, None)?; // due in 1 ms
 //! let c = pacer.reserve(2, None)?; // due in 2 ms
-//! assert!(!pacer.cancel(&b), "c was reserved after b");
-//! assert!(pacer.cancel(&c));
+//! assert!(pacer.cancel(&c), "the latest: back to the schedule");
 //! assert!(pacer.cancel(&b), "b is the latest now");
 //! assert!(!pacer.cancel(&b), "already given back");
 //! let again = pacer.reserve(1, None)?;
 //! assert_eq!(again.ready_nanos(), b.ready_nanos());
+//!
+//! // Not the latest: kept for the next caller of its size.
+//! let d = pacer.reserve(1, None)?; // due in 2 ms
+//! assert!(pacer.cancel(&again));
+//! assert!(!pacer.cancel(&again), "kept already");
+//! clock.advance_nanos(500_000);
+//! let e = pacer.reserve(1, None)?;
+//! assert_eq!(e.ready_nanos(), again.ready_nanos(), "again's slot");
+//! assert_eq!(e.started_nanos(), 500_000);
+//! assert_eq!(pacer.reserve(1, None)?.ready_nanos(), d.ready_nanos() + 1_000_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -221,7 +242,8 @@
 //! slice apart; (3) a refused bounded reservation changes nothing, except that
 //! under contention in strict or burst mode a slot already taken may be
 //! forfeited (a hole in the schedule: fewer grants, never more); (4) a cancel
-//! gives back only slots no standing grant holds, so (1) to (3) hold for the
+//! gives back only slots no standing grant holds, and a kept grant goes to
+//! at most one later caller at its own times, so (1) to (3) hold for the
 //! grants still standing.
 
 pub mod batch;
@@ -240,6 +262,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate, RateError};
 use crate::spec::{RateSpec, Verb};
@@ -336,6 +359,9 @@ pub struct Pacer<C = DefaultClock> {
     params: CachePadded<Params>,
     accumulated: AtomicU64,
     control: Mutex<Control>,
+    /// Cancelled grants the schedule could not take back, for the next
+    /// callers (see [Cancelling a reservation](self#cancelling-a-reservation)).
+    handoff: Handoff,
     /// Where blocking callers wait their turn (see [Waiting](self#waiting)).
     room: Room,
     clock: C,
@@ -501,6 +527,7 @@ impl PacerBuilder {
                 strictness,
                 window: CancelWindow::new(now),
             }),
+            handoff: Handoff::new(tag(mode)),
             room: Room::new(),
             clock,
             policy: self.policy,
@@ -576,6 +603,17 @@ impl<C: Clock> Pacer<C> {
     pub(crate) fn wait_slow(&self, grant: Grant) -> Grant {
         self.room
             .wait(&self.clock, grant, self.wait_policy(), |g| self.released(g))
+    }
+
+    /// A cancelled grant of `permits` from the handoff, if one is ready
+    /// within `max_wait` (see [Cancelling a
+    /// reservation](self#cancelling-a-reservation)).
+    #[cold]
+    #[inline(never)]
+    fn take_stashed(&self, permits: u32, max_wait: Option<Duration>) -> Option<Grant> {
+        let now = self.clock.now_nanos();
+        self.handoff
+            .take(permits, max_wait.map(saturating_nanos), now)
     }
 
     /// Reserves `nanos` nanoseconds of schedule directly, instead of whole
@@ -1007,6 +1045,7 @@ impl<C: Clock> Pacer<C> {
     /// cancelled. Called under the lock, after the reset's swap of `ideal`.
     fn publish_reset(&self, control: &mut Control, mode: u64) {
         control.window.reset();
+        self.handoff.reset(tag(next_epoch(mode)));
         // Ordering: Release. A caller that sees the new mode word (its load
         // is Acquire) also sees the fresh timeline and the slices stored
         // before it. And since the reset swapped `ideal` (an AcqRel
@@ -1284,6 +1323,11 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
+        if !self.handoff.is_empty() {
+            if let Some(g) = self.take_stashed(permits, max_wait) {
+                return Ok(g);
+            }
+        }
         let span = u64::from(permits).saturating_mul(op);
         if span > MAX_SPAN {
             return Err(AcquireError::InsufficientCapacity {
@@ -1378,25 +1422,50 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         self.policy.for_slot(op)
     }
 
-    /// Gives back the slots of the pacer's latest reservation; see
+    /// Gives back the slots of the pacer's latest reservation, or hands an
+    /// earlier one to the next caller; see
     /// [Cancelling a reservation](self#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
-        let Some(tag) = grant.claim() else {
-            return false;
-        };
-        if grant.permits() == 0 {
-            // `reserve_nanos`: the grant does not say how much it took.
-            return false;
-        }
         let mut control = lock(&self.control);
-        // Ordering: Relaxed for all three: they are written only under the
-        // lock we hold.
+        // Ordering: Relaxed: written only under the lock we hold.
         let mode = self.params.mode.load(Ordering::Relaxed);
-        let op = self.params.op_nanos.load(Ordering::Relaxed);
-        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
         if mode & IDLE != 0 {
             return false;
         }
+        let now = self.clock.now_nanos();
+        // Ordering: Relaxed: written only under the lock we hold.
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let stashable = |reset_tag| {
+            // One of this pacer's, made since its latest reset, on slots it
+            // handed out (before the next free one). Ordering: Acquire, as
+            // `next_slot_nanos`; a stale (lower) value only refuses.
+            let next = self.ideal.load(Ordering::Acquire);
+            let end = u64::from(grant.permits())
+                .checked_mul(op)
+                .and_then(|span| grant.scheduled_nanos().checked_add(span));
+            grant.claim().is_some_and(|t| {
+                Handoff::issued_since(t, reset_tag, |t| age(mode, t))
+                    && end.is_some_and(|end| end <= next)
+            })
+        };
+        self.handoff.cancel(grant, now, stashable, || {
+            self.give_back(&mut control, mode, grant)
+        })
+    }
+}
+
+impl<C: Clock> Pacer<C> {
+    /// Moves the schedule back over `grant` if it is the latest
+    /// reservation, under the lock (`control`) and the mode word `mode`
+    /// read under it; see [Cancelling a
+    /// reservation](self#cancelling-a-reservation).
+    fn give_back(&self, control: &mut Control, mode: u64, grant: &Grant) -> bool {
+        let Some(tag) = grant.claim() else {
+            return false;
+        };
+        // Ordering: Relaxed for both: written only under the lock we hold.
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
         let start = grant.scheduled_nanos();
         let Some(end) = u64::from(grant.permits())
             .checked_mul(op)
@@ -1405,9 +1474,6 @@ impl<C: Clock> RateLimiter for Pacer<C> {
             return false;
         };
         if !control.window.allows(age(mode, tag), end) {
-            return false;
-        }
-        if grant.ready_nanos() < self.clock.now_nanos() {
             return false;
         }
         // The grant is the latest: nothing was reserved after it. Ordering:

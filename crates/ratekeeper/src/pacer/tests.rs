@@ -306,16 +306,24 @@ fn cancelling_newest_first_gives_every_grant_back() {
 }
 
 #[test]
-fn a_grant_with_a_later_reservation_is_not_given_back() {
+fn a_grant_with_a_later_reservation_goes_to_the_next_caller() {
+    // Issue 16: an earlier grant's slots cannot move back (b stands on
+    // them), so `cancel` hands them to the next reservation of its size
+    // instead of losing them (it returned false before).
     let clock = ManualClock::new(0);
     let p = pacer("1000,1.0", &clock);
     let a = p.reserve(1, None).unwrap();
     let b = p.reserve(1, None).unwrap();
     let before = observed(&p);
-    assert!(!p.cancel(&a));
-    assert_eq!(observed(&p), before, "a refused cancel changes nothing");
-    assert!(p.cancel(&b));
-    assert!(p.cancel(&a), "now the latest");
+    assert!(p.cancel(&a));
+    assert_eq!(observed(&p), before, "the schedule is untouched");
+    assert!(!p.cancel(&a), "stashed already");
+    assert!(p.cancel(&b), "the latest: back to the schedule");
+    let next = p.reserve(1, None).unwrap();
+    assert_eq!(times(&next), times(&a), "a's slot, from the stash");
+    assert_eq!(times(&p.reserve(1, None).unwrap()), times(&b));
+    assert!(!p.cancel(&a), "the first holder, after the hand-over");
+    assert!(p.cancel(&next), "the new holder");
 }
 
 #[test]
@@ -430,7 +438,12 @@ fn what_the_pacer_cannot_size_or_reach_is_not_given_back() {
     clock.advance_nanos(9 * MS);
     let g = p.reserve(1, None).unwrap();
     assert!(p.accumulated_wait_nanos() > 0);
-    assert!(!p.cancel(&g));
+    // Not back to the schedule, but to the next caller (issue 16: was
+    // refused).
+    let state = observed(&p);
+    assert!(p.cancel(&g));
+    assert_eq!(observed(&p), state);
+    assert_eq!(times(&p.reserve(1, None).unwrap()), times(&g));
     // Without a forfeit (on schedule) it is given back.
     p.restart();
     p.reserve(1, None).unwrap();

@@ -186,18 +186,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A reservation with a later one still standing cannot go back to the
+//! state (the later one's wait was computed from the `next_free` this one
+//! left), nor can a warming-up one that spent the last stored permits.
+//! `cancel` then keeps the grant for the next reservation of the same
+//! number of permits, which gets its ready time (started at its own clock
+//! reading) instead of paying for a new one: the time is used once, by one
+//! caller, so nothing is admitted that the state did not allow. A kept
+//! grant whose ready time passes first is dropped (issue 16: with many
+//! async waiters, the one that gives up is rarely the latest).
+//!
 //! `cancel` returns `false`, and changes nothing, for
 //!
-//! * a reservation with a later one still standing: the later one's wait
-//!   was computed from the `next_free` this one left;
 //! * a grant that could go at once: its reservation may have banked idle
 //!   time into stored permits first, and what the state was before that is
 //!   not in the grant (it is due in any case);
-//! * a warming-up reservation that spent the last stored permits (how many
-//!   there were is not in the grant), or one that cost no time at all;
-//! * a grant already cancelled, not this limiter's, whose ready time has
-//!   passed, or reserved before a rate change (or before an earlier cancel,
-//!   unless it is then the latest).
+//! * a grant already cancelled (given back or kept) or handed on, whose
+//!   ready time has passed, or reserved before a rate change.
+//!
+//! A grant from another limiter, or one whose op already went, must not be
+//! cancelled: the limiter cannot always tell it from one of its own still
+//! waiting, and would hand its time out again.
 //!
 //! The latest reservation is recognised by value: the state before it,
 //! rebuilt from the grant, must give exactly the current state when the
@@ -255,6 +264,7 @@ use core::fmt;
 use std::time::Duration;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crossbeam_utils::CachePadded;
 
@@ -769,6 +779,9 @@ struct Smooth<C> {
     /// latest cancel may still be given back (the cuts are `next_free`
     /// values).
     change: Mutex<CancelWindow<i64>>,
+    /// Cancelled grants that could not be given back, for the next callers
+    /// (see [Cancelling a reservation](self#cancelling-a-reservation)).
+    handoff: Handoff,
     created: u64,
     /// The unit of the schedule (the state's own `res`, kept here too so
     /// that a clock reading is converted before the state is at hand).
@@ -830,6 +843,7 @@ impl<C: Clock> Smooth<C> {
             first: Core::new(state, Epoch::FIRST),
             later: Swap::new(placeholder),
             change: Mutex::new(CancelWindow::new(0)),
+            handoff: Handoff::new(Epoch::FIRST.tag()),
             created,
             res,
             clock,
@@ -893,9 +907,11 @@ impl<C: Clock> Smooth<C> {
         st.set_rate(rate, now);
         // Publishing is ordered by the swap cell (Release/Acquire inside
         // ArcSwap): whoever loads the new core sees its parameters and word.
-        self.later.store(Core::new(st, epoch.next().next()));
-        // Grants of the old rate are never given back.
+        let epoch = epoch.next().next();
+        self.later.store(Core::new(st, epoch));
+        // Grants of the old rate are never given back, nor handed on.
         window.reset();
+        self.handoff.reset(epoch.tag());
         Ok(())
     }
 
@@ -912,27 +928,45 @@ impl<C: Clock> Smooth<C> {
     /// then the core is retired and a new one published with the state
     /// before the grant.
     fn give_back(&self, grant: &Grant) -> bool {
-        let Some(tag) = grant.claim() else {
-            return false;
-        };
-        let permits = grant.permits();
-        let (ready, started) = (grant.ready_nanos(), grant.started_nanos());
-        // Ready when decided (it may have resynced: the state before it is
-        // not in the grant), or a wait that saturated.
-        if ready <= started || ready == u64::MAX || permits == 0 {
-            return false;
-        }
         let mut window = lock(&self.change);
-        if ready < self.clock.now_nanos() {
-            return false;
-        }
+        let now = self.clock.now_nanos();
         // Under `change`, the current core is `first` until it is frozen.
         if self.first.word.load(Ordering::Acquire) != FROZEN {
-            self.give_back_on(&self.first, grant, tag, &mut window)
+            self.cancel_on(&self.first, grant, now, &mut window)
         } else {
             let core = self.later.load();
-            self.give_back_on(&core, grant, tag, &mut window)
+            self.cancel_on(&core, grant, now, &mut window)
         }
+    }
+
+    /// [`Smooth::give_back`] on the current `core`, under `change`: back to
+    /// the state if it is the latest reservation, else to the handoff.
+    fn cancel_on(
+        &self,
+        core: &Core,
+        grant: &Grant,
+        now: u64,
+        window: &mut CancelWindow<i64>,
+    ) -> bool {
+        // A grant that could go at once is due: nothing to hand on.
+        let stashable = |reset_tag| {
+            grant.ready_nanos() > grant.started_nanos()
+                && grant
+                    .claim()
+                    .is_some_and(|t| Handoff::issued_since(t, reset_tag, |t| core.age(t)))
+        };
+        self.handoff.cancel(grant, now, stashable, || {
+            let Some(tag) = grant.claim() else {
+                return false;
+            };
+            let (ready, started) = (grant.ready_nanos(), grant.started_nanos());
+            // Ready when decided (it may have resynced: the state before it
+            // is not in the grant), or a wait that saturated.
+            if ready <= started || ready == u64::MAX {
+                return false;
+            }
+            self.give_back_on(core, grant, tag, window)
+        })
     }
 
     fn give_back_on(
@@ -1036,6 +1070,11 @@ impl<C: Clock> Smooth<C> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
+        if !self.handoff.is_empty() {
+            if let Some(g) = self.take_stashed(permits, timeout) {
+                return Ok(g);
+            }
+        }
         let mut later = None;
         // Ordering: Acquire, see `Core::word`.
         let mut word = self.first.word.load(Ordering::Acquire);
@@ -1056,6 +1095,17 @@ impl<C: Clock> Smooth<C> {
             word = core.word.load(Ordering::Acquire);
             later = Some(core);
         }
+    }
+
+    /// A cancelled grant of `permits` from the handoff, ready within
+    /// `timeout` ticks if given (see [Cancelling a
+    /// reservation](self#cancelling-a-reservation)).
+    #[cold]
+    #[inline(never)]
+    fn take_stashed(&self, permits: u32, timeout: Option<i64>) -> Option<Grant> {
+        let now = self.clock.now_nanos();
+        let max = timeout.map(|t| self.res.nanos(t.max(0) as u64));
+        self.handoff.take(permits, max, now)
     }
 
     /// Waits until the rate change or cancel in progress has published its

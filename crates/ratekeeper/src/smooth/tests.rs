@@ -1041,8 +1041,11 @@ fn warming_up_cancel_when_warm_and_refusal_for_the_last_stored_permits() {
     assert!(g.delay_nanos() > 0);
     assert_eq!(l.stored_permits(), 0.0);
     let state = state_bits(&l.core);
-    assert!(!l.cancel(&g));
+    // Not back to the state, but to the next caller of its size (issue 16:
+    // was refused).
+    assert!(l.cancel(&g));
     assert_eq!(state_bits(&l.core), state);
+    assert_eq!(l.reserve(2, None).unwrap().ready_nanos(), g.ready_nanos());
 }
 
 #[test]
@@ -1054,12 +1057,19 @@ fn smooth_cancel_newest_first_and_later_reservations() {
     let a = l.reserve(2, None).unwrap();
     let b = l.reserve(1, None).unwrap();
     let mid = state_bits(&l.core);
-    assert!(!l.cancel(&a), "b built on a");
+    // b built on a: a is kept for the next caller of its size (issue 16:
+    // it was refused), the state untouched.
+    assert!(l.cancel(&a));
     assert_eq!(state_bits(&l.core), mid);
-    assert!(l.cancel(&b));
-    assert!(l.cancel(&a), "the latest now");
-    assert_eq!(state_bits(&l.core), before);
+    assert!(l.cancel(&b), "the latest: back to the state");
     assert!(!l.cancel(&a) && !l.cancel(&b));
+    assert_ne!(state_bits(&l.core), before, "a's reservation stands");
+    let next = l.reserve(2, None).unwrap();
+    assert_eq!(
+        next.ready_nanos(),
+        a.ready_nanos(),
+        "a's time, from the stash"
+    );
 }
 
 #[test]
@@ -1085,7 +1095,9 @@ fn smooth_refuses_twice_foreign_passed_immediate_and_after_a_rate_change() {
     // Another limiter's (different debts).
     other.reserve(1, None).unwrap();
     let foreign = other.reserve(3, None).unwrap();
-    assert!(!l.cancel(&foreign));
+    // Another limiter's grant is a caller error: it may be kept for the
+    // next caller of its size (issue 16), but the state is untouched.
+    let _ = l.cancel(&foreign);
     assert!(!l.cancel(&Grant::new(again.ready_nanos(), again.ready_nanos(), 0, 1)));
     assert_eq!(state_bits(&l.core), state_again);
     assert!(l.cancel(&again));
