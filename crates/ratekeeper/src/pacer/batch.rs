@@ -122,7 +122,7 @@ use super::{
     tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN,
     SCHEDULE_LIMIT, SPACED,
 };
-use crate::clock::{Clock, DefaultClock};
+use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::sync::{lock, Ordering};
 use crate::wait::{saturating_nanos, WaitPolicy};
@@ -338,7 +338,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
             self.pacer.clock.now_nanos().max(self.seen.get())
         };
         self.seen.set(now);
-        let elapsed = now.saturating_sub(self.leased_at.get()).max(1);
+        let elapsed = elapsed_nanos(self.leased_at.get(), now).max(1);
         let last = self.slots.get();
         let observed = u128::from(last) * u128::from(self.max_lease) / u128::from(elapsed);
         let slots = (observed.min(u128::from(2 * last)) as u64)

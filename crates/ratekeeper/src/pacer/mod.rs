@@ -261,7 +261,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use crate::clock::{Clock, DefaultClock};
+use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate, RateError};
@@ -798,7 +798,7 @@ impl<C: Clock> Pacer<C> {
             // A gap that is only the lateness of a wait is not forfeited
             // (see `present`).
             let now = self.present_for_compensation(now, end);
-            let forfeit = now.saturating_sub(end) >> shift;
+            let forfeit = elapsed_nanos(end, now) >> shift;
             if forfeit > 0 {
                 // Ordering: Relaxed. Moving the accumulator forward only makes
                 // later slots later; the grant itself was already published by
@@ -1193,7 +1193,7 @@ impl<C: Clock> Pacer<C> {
         let old = self.keep_timeline(now);
         // Ordering: Relaxed; a statistic.
         self.accumulated
-            .fetch_add(now.saturating_sub(old), Ordering::Relaxed);
+            .fetch_add(elapsed_nanos(old, now), Ordering::Relaxed);
     }
 
     /// Moves both timelines up to `now`, never back, and returns where the
