@@ -1082,13 +1082,23 @@ fn refill_later_reservations_keep_their_times_and_bound_the_give_back() {
         3_000
     );
 
-    // Capacity 2 and 2 permits after it: nothing comes back.
+    // Capacity 2 and 2 permits after it: nothing comes back to the
+    // bucket; the grant is kept for the next caller of its size (issue 16).
     let (l, _) = refill(1, 1_000, 10_000, Some(2), Some(0));
     let a = RateLimiter::reserve(&l, 1, None).unwrap();
     RateLimiter::reserve(&l, 2, None).unwrap();
     let before = observed(&l);
-    assert!(!l.cancel(&a));
+    assert!(l.cancel(&a));
     assert_eq!(observed(&l), before);
+    assert!(!l.cancel(&a), "kept already");
+    let next = RateLimiter::reserve(&l, 1, None).unwrap();
+    assert_eq!(next.ready_nanos(), a.ready_nanos(), "a's time");
+    assert_eq!(observed(&l), before, "charged once, to a");
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
+        4_000,
+        "used once"
+    );
 }
 
 #[test]
@@ -1124,7 +1134,8 @@ fn refill_refuses_what_it_cannot_give_back_and_changes_nothing() {
     let state = observed(&l);
     // Ready when made.
     assert!(!l.cancel(&now));
-    // Not this limiter's: another's latest, of the same epoch.
+    // Not this limiter's: another's latest, of the same epoch, ending past
+    // any time index this one reached.
     let foreign = RateLimiter::reserve(&other, 3, None).unwrap();
     assert!(!l.cancel(&foreign));
     // Built by hand: no tag.
@@ -1144,16 +1155,71 @@ fn refill_refuses_what_it_cannot_give_back_and_changes_nothing() {
 }
 
 #[test]
-fn refill_a_grant_before_a_partial_give_back_is_not_given_back() {
+fn refill_a_grant_before_a_partial_give_back_is_kept_for_the_next_caller() {
     let (l, _) = refill(1, 1_000, 10_000, Some(4), Some(0));
     let a = RateLimiter::reserve(&l, 1, None).unwrap();
     let b = RateLimiter::reserve(&l, 1, None).unwrap();
     let c = RateLimiter::reserve(&l, 1, None).unwrap();
     assert!(l.cancel(&b)); // c after it: a partial (here, full) give-back
     let state = observed(&l);
-    assert!(!l.cancel(&a), "not the latest, and older than the cancel");
-    assert!(!l.cancel(&c), "older than the cancel, and the index moved");
+    // Neither can go back to the bucket any more (not the latest, and
+    // older than the cancel; the index moved below c's end): both are kept
+    // (issue 16), the bucket untouched.
+    assert!(l.cancel(&a));
+    assert!(l.cancel(&c));
+    assert!(!l.cancel(&a) && !l.cancel(&c), "kept already");
     assert_eq!(observed(&l), state);
+    // The next callers of their size get their times, earliest first, then
+    // the bucket's.
+    let ready: Vec<u64> = (0..3)
+        .map(|_| RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos())
+        .collect();
+    assert_eq!(ready, [1_000, 3_000, 3_000]);
+}
+
+#[test]
+fn refill_a_kept_grant_goes_to_pending_acquisitions_too_and_expires() {
+    // Capacity 1: no grant but the latest can go back.
+    let (l, clock) = refill(1, 1_000, 10_000, Some(1), Some(0));
+    let log = record(l.events());
+    let a = l.begin_acquire_permission(1).unwrap(); // 1 µs
+    let b = l.begin_acquire_permission(1).unwrap(); // 2 µs
+    let c = l.begin_acquire_permission(1).unwrap(); // 3 µs
+    assert!(a.cancel() && b.cancel(), "kept");
+    assert_eq!(avail(&l), -3, "nothing went back to the bucket");
+    // The timeout bounds what a caller takes: within 1.5 µs, only a's.
+    l.change_timeout_nanos(1_500).unwrap();
+    let p = l.begin_acquire_permission(1).unwrap();
+    assert_eq!(p.ready_at_nanos(), 1_000);
+    assert_eq!(
+        l.reserve_permission(1).unwrap(),
+        Permission::Refused,
+        "b's is 2 µs away, the bucket's 4 µs"
+    );
+    l.change_timeout_nanos(10_000).unwrap();
+    // Its new holder may give it back again.
+    assert!(p.cancel());
+    assert_eq!(
+        l.reserve_permission(1).unwrap(),
+        Permission::After(Duration::from_nanos(1_000))
+    );
+    // b's passes unused: dropped, never handed out late.
+    clock.set_nanos(2_001);
+    let d = l.begin_acquire_permission(1).unwrap();
+    assert_eq!(d.ready_at_nanos(), 4_000);
+    assert!(d.finish() && c.finish());
+    assert_eq!(
+        take(&log),
+        [
+            (Failed, 1),
+            (Failed, 1),
+            (Failed, 1), // refused
+            (Failed, 1),
+            (Success, 1), // reserve_permission: at once
+            (Success, 1),
+            (Success, 1)
+        ]
+    );
 }
 
 #[test]
