@@ -1277,14 +1277,21 @@ fn cycle_cancel_returns_the_permits_to_the_current_cycle() {
 fn cycle_cancel_never_frees_a_cycle_a_later_reservation_holds() {
     // Issue 16: 10 per 100 ms, reservations for cycles 0, 1 and 2; giving
     // back the middle one let the next reservation into cycle 2 as well,
-    // 20 permits in a cycle limited to 10. It gives back nothing now.
+    // 20 permits in a cycle limited to 10. Its permits stay counted in
+    // cycle 1 now, and the grant is kept for the next caller of its size,
+    // who goes in cycle 1 in its place (issue 16, finding 4).
     let (l, _) = cycle(10, 100_000_000, i64::MAX);
     let cycles: Vec<Grant> = (0..3)
         .map(|_| RateLimiter::reserve(&l, 10, None).unwrap())
         .collect();
     let ready: Vec<u64> = cycles.iter().map(Grant::ready_nanos).collect();
     assert_eq!(ready, [0, 100_000_000, 200_000_000]);
-    assert!(!l.cancel(&cycles[1]), "cycle 2's reservation depends on it");
+    let before = observed(&l);
+    assert!(l.cancel(&cycles[1]), "kept: cycle 2's reservation depends on it");
+    assert_eq!(observed(&l), before, "the count is untouched");
+    let next = RateLimiter::reserve(&l, 10, None).unwrap();
+    assert_eq!(next.ready_nanos(), 100_000_000, "cycles[1]'s place");
+    assert_eq!(observed(&l), before);
     let next = RateLimiter::reserve(&l, 10, None).unwrap();
     assert_eq!(next.ready_nanos(), 300_000_000);
     // One permit each, the later one in the next cycle: the same.
@@ -1293,7 +1300,7 @@ fn cycle_cancel_never_frees_a_cycle_a_later_reservation_holds() {
     let a = RateLimiter::reserve(&l, 2, None).unwrap(); // cycle 1
     let b = RateLimiter::reserve(&l, 1, None).unwrap(); // cycle 2
     assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 2_000));
-    assert!(!l.cancel(&a));
+    assert!(l.cancel(&a), "kept for a caller of 2");
     assert_eq!(avail(&l), -3);
     let later: Vec<u64> = (0..3)
         .map(|_| RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos())
@@ -1311,7 +1318,7 @@ fn cycle_cancel_gives_back_only_the_latest_reservation() {
     let a = RateLimiter::reserve(&l, 2, None).unwrap();
     let b = RateLimiter::reserve(&l, 1, None).unwrap();
     assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 1_000));
-    assert!(!l.cancel(&a));
+    assert!(l.cancel(&a), "kept for a caller of 2, its permits counted");
     assert_eq!(avail(&l), -2);
     let later: Vec<Grant> = (0..3)
         .map(|_| RateLimiter::reserve(&l, 1, None).unwrap())
@@ -1321,7 +1328,15 @@ fn cycle_cancel_gives_back_only_the_latest_reservation() {
     // The latest comes back whole, then the one before it is the latest.
     assert!(l.cancel(&later[2]));
     assert_eq!(avail(&l), -4);
-    assert!(!l.cancel(&later[1]), "older than the cancel: refused");
+    // Older than the cancel: not given back, kept.
+    assert!(l.cancel(&later[1]));
+    assert_eq!(avail(&l), -4);
+    // a's place to a caller of 2, later[1]'s and later[2]'s to callers of 1.
+    let ready: Vec<u64> = [2, 1, 1, 1]
+        .iter()
+        .map(|&n| RateLimiter::reserve(&l, n, None).unwrap().ready_nanos())
+        .collect();
+    assert_eq!(ready, [1_000, 2_000, 3_000, 3_000], "at most 2 a cycle");
     // The newest of several in the last cycle comes back whole.
     let (l, _) = cycle(4, 1_000, 10_000);
     RateLimiter::reserve(&l, 4, None).unwrap();
@@ -1341,7 +1356,7 @@ fn cycle_refuses_after_the_cycle_ends_and_what_is_not_its_own() {
     assert!(!l.cancel(&Grant::new(2_000, 2_000, 0, 4)), "no tag");
     clock.set_nanos(1_000); // cycle 1: the count was refreshed
     let state1 = observed(&l);
-    assert!(!l.cancel(&g));
+    assert!(l.cancel(&g), "not given back: kept for a caller of 4");
     assert_eq!(observed(&l), state1);
     assert_ne!(state, state1);
     // Twice.
@@ -1362,7 +1377,56 @@ fn cycle_refuses_after_the_cycle_ends_and_what_is_not_its_own() {
     assert!(g.ready_nanos() > clock.now_nanos());
     let pending = l.begin_acquire_permission(1).unwrap();
     assert!(pending.cancel());
-    assert!(!l.cancel(&g), "made before the cancel");
+    assert!(l.cancel(&g), "made before the cancel: kept");
+    clock.set_nanos(1_001);
+    assert!(!l.cancel(&g), "past its ready time");
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
+        2_000,
+        "g's place passed unused: dropped"
+    );
+}
+
+#[test]
+fn cycle_kept_grants_never_let_a_cycle_start_more_than_its_limit() {
+    // 2 per µs, a cycle-2 reservation behind each kept one: every cycle
+    // starts at most 2, kept places included.
+    let (l, clock) = cycle(2, 1_000, 10_000);
+    let log = record(l.events());
+    RateLimiter::reserve(&l, 2, None).unwrap(); // cycle 0
+    let a = l.begin_acquire_permission(1).unwrap(); // cycle 1
+    let b = l.begin_acquire_permission(1).unwrap(); // cycle 1
+    let c = l.begin_acquire_permission(1).unwrap(); // cycle 2
+    assert_eq!(
+        [a.ready_at_nanos(), b.ready_at_nanos(), c.ready_at_nanos()],
+        [1_000, 1_000, 2_000]
+    );
+    assert!(a.cancel() && b.cancel(), "kept, counted in cycle 1");
+    assert_eq!(avail(&l), -3);
+    let mut ready = vec![
+        l.begin_acquire_permission(1).unwrap(),
+        l.begin_acquire_permission(1).unwrap(),
+    ];
+    assert_eq!(l.reserve_permission(1).unwrap().nanos_to_wait(), 2_000);
+    ready.push(l.begin_acquire_permission(1).unwrap());
+    let at: Vec<u64> = ready.iter().map(|p| p.ready_at_nanos()).collect();
+    assert_eq!(at, [1_000, 1_000, 3_000], "cycle 2 holds c and one more");
+    clock.set_nanos(1_000);
+    assert!(ready.into_iter().all(|p| p.finish()) && c.finish());
+    // Cancelled twice (the kept place handed on), refused without event.
+    assert_eq!(
+        take(&log),
+        [
+            (Success, 2),
+            (Failed, 1),
+            (Failed, 1),
+            (Success, 1),
+            (Success, 1),
+            (Success, 1),
+            (Success, 1),
+            (Success, 1)
+        ]
+    );
 }
 
 #[test]
