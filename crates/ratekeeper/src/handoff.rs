@@ -1,10 +1,11 @@
 //! Reservations given back that their limiter's schedule cannot take back:
 //! kept for the next caller who asks for the same number of permits.
 //!
-//! The Pacer, the smooth limiters and the refill limiters can move their
-//! schedule back only for their *latest* reservation (see their
-//! "Cancelling a reservation" sections): the slots of an earlier one have
-//! later reservations built on them. With many async waiters, the one that
+//! The Pacer, the smooth limiters and the cycle limiter can move their
+//! schedule back only for their *latest* reservation, and the refill
+//! bucket an earlier one only as far as the reservations after it leave
+//! room (see their "Cancelling a reservation" sections): the slots of an
+//! earlier one have later reservations built on them. With many async waiters, the one that
 //! gives up is rarely the latest, and its slot used to be lost: with half
 //! the acquires cancelled, a limiter delivered about half its rate.
 //!

@@ -11,7 +11,10 @@
 //!   outstanding;
 //! * a grant of `n` moves `E` to `max(E, now − full) + n × npp` and waits
 //!   `E' − now` if positive; a refusal writes nothing;
-//! * a drain moves `E` to `max(E, now)`;
+//! * a drain moves `E` to `max(E, now)` (kept reservations, in the
+//!   limiter's handoff, stay: they are charged to `E` already);
+//! * a cancel moves `E` back (on a new core) or, failing that, keeps the
+//!   grant in the handoff (`crate::handoff`) without touching `E`;
 //! * `E ≥ −full > i64::MIN` always (it starts at `−initial × npp` and only
 //!   grows, or is re-based to at least `now − full'`), so `i64::MIN` is free
 //!   for the `FROZEN` sentinel of a retired core; a grant whose `E'` would
@@ -584,7 +587,9 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
         let timeout = self.hub.timeout_nanos();
         if let Some(g) = self.take_stashed(permits, Some(timeout), now) {
             let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
-            return Ok(self.hub.pending(&self.clock, self, permits, now, Some(wait), tag));
+            return Ok(self
+                .hub
+                .pending(&self.clock, self, permits, now, Some(wait), tag));
         }
         let (decision, tag) = self.decide(permits, Some(timeout), rel);
         let wait = match decision {

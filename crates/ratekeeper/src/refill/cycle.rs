@@ -22,7 +22,11 @@
 //!   ending past `i64::MAX` ns or a count below `i64::MIN` is refused as
 //!   [`AcquireError::ScheduleExhausted`] ("never"), whatever the timeout.
 //! * **drain**: refresh, then `permits = min(permits, 0)`: the cycle's
-//!   permits are dropped, reservations kept.
+//!   permits are dropped, reservations kept (kept reservations in the
+//!   handoff too: their permits are counted already).
+//! * **cancel**: the latest reservation's permits are added back (on a new
+//!   core); any other is kept in the handoff (`crate::handoff`), its
+//!   permits still counted, for the next caller of its size.
 //! * A refused request writes nothing. Resilience4j commits the refreshed
 //!   state even on a refusal; refreshing is idempotent (refreshing to `t1`
 //!   then to `t2` equals refreshing to `t2`), so the difference is never
@@ -594,7 +598,9 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
         let timeout = self.hub.timeout_nanos();
         if let Some(g) = self.take_stashed(permits, Some(timeout), now) {
             let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
-            return Ok(self.hub.pending(&self.clock, self, permits, now, Some(wait), tag));
+            return Ok(self
+                .hub
+                .pending(&self.clock, self, permits, now, Some(wait), tag));
         }
         let (decision, tag) = self.decide(permits, Some(timeout), rel);
         let wait = match decision {

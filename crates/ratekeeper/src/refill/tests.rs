@@ -1287,7 +1287,10 @@ fn cycle_cancel_never_frees_a_cycle_a_later_reservation_holds() {
     let ready: Vec<u64> = cycles.iter().map(Grant::ready_nanos).collect();
     assert_eq!(ready, [0, 100_000_000, 200_000_000]);
     let before = observed(&l);
-    assert!(l.cancel(&cycles[1]), "kept: cycle 2's reservation depends on it");
+    assert!(
+        l.cancel(&cycles[1]),
+        "kept: cycle 2's reservation depends on it"
+    );
     assert_eq!(observed(&l), before, "the count is untouched");
     let next = RateLimiter::reserve(&l, 10, None).unwrap();
     assert_eq!(next.ready_nanos(), 100_000_000, "cycles[1]'s place");
