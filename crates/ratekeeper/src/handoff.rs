@@ -1,10 +1,11 @@
 //! Reservations given back that their limiter's schedule cannot take back:
 //! kept for the next caller who asks for the same number of permits.
 //!
-//! The Pacer, the smooth limiters and the refill limiters can move their
-//! schedule back only for their *latest* reservation (see their
-//! "Cancelling a reservation" sections): the slots of an earlier one have
-//! later reservations built on them. With many async waiters, the one that
+//! The Pacer, the smooth limiters and the cycle limiter can move their
+//! schedule back only for their *latest* reservation, and the refill
+//! bucket an earlier one only as far as the reservations after it leave
+//! room (see their "Cancelling a reservation" sections): the slots of an
+//! earlier one have later reservations built on them. With many async waiters, the one that
 //! gives up is rarely the latest, and its slot used to be lost: with half
 //! the acquires cancelled, a limiter delivered about half its rate.
 //!
@@ -28,8 +29,9 @@
 //! * **returned**: given back to the schedule by the limiter.
 //!
 //! Every entry remembers the grant as first cancelled, so a second cancel
-//! of the same grant (while the entry lives) is recognised and refused,
-//! whatever became of the slot. An entry lives until its ready time has
+//! of the same grant, or of a part of it (the same times and limiter tag,
+//! fewer permits: a batching handle's first grant from a lease), while the
+//! entry lives, is recognised and refused, whatever became of the slot. An entry lives until its ready time has
 //! passed; after that every limiter refuses to cancel the grant anyway.
 //! Limiters reset the handoff ([`reset`](Handoff::reset)) at every reset of
 //! their schedule, and refuse to stash grants reserved before it.
@@ -78,9 +80,14 @@ enum State {
 
 /// Whether two grants are the same reservation's, claims aside.
 fn same_slot(a: &Grant, b: &Grant) -> bool {
-    a.scheduled_nanos() == b.scheduled_nanos()
-        && a.ready_nanos() == b.ready_nanos()
-        && a.permits() == b.permits()
+    same_times(a, b) && a.permits() == b.permits()
+}
+
+/// Whether two grants have the same times: with the same limiter tag, the
+/// same reservation's or a part of it (a batching handle's first grant
+/// from a lease carries the lease's times and tag, and fewer permits).
+fn same_times(a: &Grant, b: &Grant) -> bool {
+    a.scheduled_nanos() == b.scheduled_nanos() && a.ready_nanos() == b.ready_nanos()
 }
 
 impl Handoff {
@@ -152,9 +159,13 @@ impl Handoff {
         let mut entries = lock(&self.entries);
         self.expire(&mut entries, now);
         let claim = grant.claim();
+        // A grant with a known entry's limiter tag and times is that
+        // reservation or a part of it, whatever its permits: a part of one
+        // given back or kept must not be kept again. Only the whole of an
+        // issued one goes back to the stash.
         if let Some(entry) = entries.list.iter_mut().find(|e| {
-            same_slot(&e.grant, grant)
-                && (e.grant.claim() == claim || e.state == State::Issued(claim.unwrap_or(0)))
+            (same_times(&e.grant, grant) && e.grant.claim() == claim)
+                || (same_slot(&e.grant, grant) && e.state == State::Issued(claim.unwrap_or(0)))
         }) {
             // Its current holder gives an issued slot back; anything else
             // is a grant cancelled already.
@@ -257,6 +268,27 @@ mod tests {
         assert!(!h.cancel(&g, 7, |_| true, || false));
         assert!(h.take(1, None, 21).is_none(), "expired");
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn a_part_of_a_known_grant_is_refused() {
+        // A lease of 3 given back, then its first grant of 1 (same times and
+        // tag): not kept, it was given back with the lease.
+        let h = Handoff::new(TAG);
+        let lease = Grant::new(30, 30, 0, 3).with_claim(TAG);
+        assert!(h.cancel(&lease, 0, |_| true, || true));
+        let part = Grant::new(30, 30, 0, 1).with_claim(TAG);
+        assert!(!h.cancel(&part, 0, |_| true, || false));
+        assert!(h.is_empty());
+        // Kept, then handed on: a part of the issued grant does not put the
+        // whole back.
+        let lease = Grant::new(40, 40, 0, 3).with_claim(TAG);
+        assert!(h.cancel(&lease, 0, |_| true, || false));
+        let g = h.take(3, None, 1).expect("kept");
+        assert!(!h.cancel(&g.with_permits(1), 2, |_| true, || false));
+        assert!(h.is_empty(), "still issued");
+        assert!(h.cancel(&g, 2, |_| true, || false));
+        assert!(!h.is_empty());
     }
 
     #[test]

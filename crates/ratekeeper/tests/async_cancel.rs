@@ -106,7 +106,6 @@ async fn smooth_limiters_keep_their_rate_with_half_the_acquires_cancelled() {
 }
 
 #[tokio::test(start_paused = true)]
-#[ignore = "the refill limiters do not stash yet"]
 async fn refill_limiters_keep_their_rate_with_half_the_acquires_cancelled() {
     let config = RefillConfig::builder()
         .limit_for_period(1)

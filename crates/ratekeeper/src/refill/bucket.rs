@@ -11,7 +11,10 @@
 //!   outstanding;
 //! * a grant of `n` moves `E` to `max(E, now − full) + n × npp` and waits
 //!   `E' − now` if positive; a refusal writes nothing;
-//! * a drain moves `E` to `max(E, now)`;
+//! * a drain moves `E` to `max(E, now)` (kept reservations, in the
+//!   limiter's handoff, stay: they are charged to `E` already);
+//! * a cancel moves `E` back (on a new core) or, failing that, keeps the
+//!   grant in the handoff (`crate::handoff`) without touching `E`;
 //! * `E ≥ −full > i64::MIN` always (it starts at `−initial × npp` and only
 //!   grows, or is re-based to at least `now − full'`), so `i64::MIN` is free
 //!   for the `FROZEN` sentinel of a retired core; a grant whose `E'` would
@@ -34,6 +37,7 @@ use super::{
     PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
+use crate::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::pacer::{CancelWindow, Epoch};
 use crate::rate::per_second_of_nanos;
@@ -146,6 +150,32 @@ struct Core {
     epoch: Epoch,
 }
 
+/// What cancels keep, under the limiter's `change` lock.
+#[derive(Debug)]
+struct Cancels {
+    /// Which grants made before the latest cancel may still be given back.
+    window: CancelWindow<i64>,
+    /// The highest time index a cancel moved back from since the latest
+    /// limit change (`i64::MIN`: none): every grant made since ends at or
+    /// before the larger of this and the current index.
+    high: i64,
+}
+
+impl Cancels {
+    const fn new() -> Cancels {
+        Cancels {
+            window: CancelWindow::new(0),
+            high: i64::MIN,
+        }
+    }
+
+    /// A limit change: no earlier grant may be given back.
+    fn reset(&mut self) {
+        self.window.reset();
+        self.high = i64::MIN;
+    }
+}
+
 /// What an update closure asks of the compare-exchange loop.
 enum Step<R> {
     /// Return `r` without writing.
@@ -214,7 +244,10 @@ pub struct RefillLimiter<C = DefaultClock> {
     /// its successor is published, so a caller that found its core retired
     /// waits on it instead of spinning. It guards which grants made before
     /// the latest cancel may still be given back.
-    change: Mutex<CancelWindow<i64>>,
+    change: Mutex<Cancels>,
+    /// Cancelled grants that could not be given back, for the next callers
+    /// (see [Cancelling a reservation](super#cancelling-a-reservation)).
+    handoff: Handoff,
     hub: Hub,
     clock: C,
     /// The clock reading at creation: time index 0.
@@ -263,7 +296,8 @@ impl<C: Clock> RefillLimiter<C> {
         };
         RefillLimiter {
             core: Swap::new(core),
-            change: Mutex::new(CancelWindow::new(0)),
+            change: Mutex::new(Cancels::new()),
+            handoff: Handoff::new(Epoch::FIRST.tag()),
             hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
             clock,
             origin,
@@ -401,9 +435,52 @@ impl<C: Clock> RefillLimiter<C> {
         self.update(|p, index| Step::Keep((*p, index))).0
     }
 
-    /// [`RateLimiter::cancel`]: see
+    /// A cancelled grant of `permits` from the handoff, ready within
+    /// `max_wait` ns of `now` if given (see [Cancelling a
+    /// reservation](super#cancelling-a-reservation)).
+    #[inline]
+    fn take_stashed(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
+        if self.handoff.is_empty() {
+            return None;
+        }
+        self.handoff.take(permits, max_wait, now)
+    }
+
+    /// [`RateLimiter::cancel`]: back to the bucket as far as it can go,
+    /// else to the handoff; see
     /// [Cancelling a reservation](super#cancelling-a-reservation).
-    fn give_back(&self, grant: &Grant) -> bool {
+    fn cancel_grant(&self, grant: &Grant) -> bool {
+        let mut cancels = lock(&self.change);
+        let now = self.clock.now_nanos();
+        // Under `change`, nobody else replaces the core.
+        let core = self.core.load();
+        let high = cancels.high;
+        // A grant that could go at once is due: nothing to hand on. One
+        // that waited is kept if it was made since the latest limit change,
+        // and ends at a time index the bucket has reached since.
+        let stashable = |reset_tag| {
+            // Ordering: Acquire, as in `update`; a stale (lower) value
+            // only refuses.
+            let index = core.index.load(Ordering::Acquire) as i64;
+            let end = grant
+                .ready_nanos()
+                .checked_sub(self.origin)
+                .and_then(|e| i64::try_from(e).ok());
+            grant.ready_nanos() > grant.started_nanos()
+                && end.is_some_and(|end| end <= index.max(high))
+                && grant
+                    .claim()
+                    .is_some_and(|t| Handoff::issued_since(t, reset_tag, |t| core.epoch.age(t)))
+        };
+        self.handoff.cancel(grant, now, stashable, || {
+            self.give_back(&core, grant, &mut cancels)
+        })
+    }
+
+    /// Moves the time index of `core` (the current one) back over `grant`
+    /// as far as the reservations after it allow, under `change`; see
+    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    fn give_back(&self, core: &Core, grant: &Grant, cancels: &mut Cancels) -> bool {
         let Some(tag) = grant.claim() else {
             return false;
         };
@@ -420,14 +497,9 @@ impl<C: Clock> RefillLimiter<C> {
         else {
             return false;
         };
-        let mut window = lock(&self.change);
-        if grant.ready_nanos() < self.clock.now_nanos() {
-            return false;
-        }
-        let core = self.core.load();
         let p = core.params;
         let age = core.epoch.age(tag);
-        if i64::from(permits) > p.capacity || !window.allows(age, end) {
+        if i64::from(permits) > p.capacity || !cancels.window.allows(age, end) {
             return false;
         }
         // Where the index stood before the grant (`max(E, now − full)` at
@@ -475,16 +547,17 @@ impl<C: Clock> RefillLimiter<C> {
                         limit: core.limit,
                         epoch: core.epoch.next(),
                     });
+                    cancels.high = cancels.high.max(index);
                     if later == 0 {
                         // Given back in full: the index is at the grant's
                         // start, below its end, and the grant before it may
                         // follow (newest first).
-                        window.record(next);
+                        cancels.window.record(next);
                     } else {
                         // In part: the index is no grant's start (it may even
                         // be this grant's end), so no grant made before this
                         // cancel may be given back after it.
-                        window.reset();
+                        cancels.window.reset();
                     }
                     return true;
                 }
@@ -496,7 +569,7 @@ impl<C: Clock> RefillLimiter<C> {
 
 impl<C: Clock> Undo for RefillLimiter<C> {
     fn undo(&self, grant: &Grant) -> bool {
-        self.give_back(grant)
+        self.cancel_grant(grant)
     }
 }
 
@@ -511,7 +584,14 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
 
     fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
         let (now, rel) = self.now();
-        let (decision, tag) = self.decide(permits, Some(self.hub.timeout_nanos()), rel);
+        let timeout = self.hub.timeout_nanos();
+        if let Some(g) = self.take_stashed(permits, Some(timeout), now) {
+            let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
+            return Ok(self
+                .hub
+                .pending(&self.clock, self, permits, now, Some(wait), tag));
+        }
+        let (decision, tag) = self.decide(permits, Some(timeout), rel);
         let wait = match decision {
             Decision::Grant { wait, .. } => Some(wait),
             Decision::Refuse { .. } | Decision::Exhausted => None,
@@ -522,11 +602,19 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
 
     fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
         let (now, rel) = self.now();
-        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel).0 {
-            Decision::Grant { wait: 0, .. } => Permission::Now,
-            Decision::Grant { wait, .. } => Permission::After(Duration::from_nanos(wait)),
-            Decision::Refuse { .. } | Decision::Exhausted => Permission::Refused,
-            Decision::Invalid(e) => return Err(e),
+        let timeout = self.hub.timeout_nanos();
+        let wait = match self.take_stashed(permits, Some(timeout), now) {
+            Some(g) => Some(g.delay_nanos()),
+            None => match self.decide(permits, Some(timeout), rel).0 {
+                Decision::Grant { wait, .. } => Some(wait),
+                Decision::Refuse { .. } | Decision::Exhausted => None,
+                Decision::Invalid(e) => return Err(e),
+            },
+        };
+        let permission = match wait {
+            Some(0) => Permission::Now,
+            Some(wait) => Permission::After(Duration::from_nanos(wait)),
+            None => Permission::Refused,
         };
         let kind = if permission.is_granted() {
             PermitEventKind::SuccessfulAcquire
@@ -582,7 +670,7 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
             return Err(ConfigError::InvalidLimitForPeriod(limit));
         }
         let npp = nanos_per_permit(limit, self.period)?;
-        let mut window = lock(&self.change);
+        let mut cancels = lock(&self.change);
         let core = self.core.load();
         let old = core.params;
         let capacity = old.capacity.max(limit);
@@ -602,6 +690,7 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
         // d ≤ full, so E' ≥ now − capacity × npp' ≥ −full' > i64::MIN; a debt
         // reaching past i64::MAX (292 years) saturates there.
         let next = (i128::from(now) - kept).min(i128::from(i64::MAX)) as i64;
+        let epoch = core.epoch.next();
         self.core.store(Core {
             index: CachePadded::new(AtomicU64::new(next as u64)),
             params: Params {
@@ -610,10 +699,11 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
                 full,
             },
             limit,
-            epoch: core.epoch.next(),
+            epoch,
         });
-        // Grants of the old parameters are never given back.
-        window.reset();
+        // Grants of the old parameters are never given back, nor handed on.
+        cancels.reset();
+        self.handoff.reset(epoch.tag());
         Ok(())
     }
 
@@ -648,6 +738,12 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);
+        if let Some(g) = self.take_stashed(permits, max, now) {
+            // A grant as any other: the same event.
+            self.hub
+                .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
+            return Ok(g);
+        }
         let (decision, tag) = self.decide(permits, max, rel);
         match decision {
             Decision::Grant { wait, .. } => {
@@ -693,10 +789,11 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
         self.hub.policy()
     }
 
-    /// Gives the permits of a reservation that waited back to the bucket;
-    /// see [Cancelling a reservation](super#cancelling-a-reservation).
+    /// Gives the permits of a reservation that waited back to the bucket,
+    /// or keeps them for the next caller of the same size; see
+    /// [Cancelling a reservation](super#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
-        self.give_back(grant)
+        self.cancel_grant(grant)
     }
 }
 

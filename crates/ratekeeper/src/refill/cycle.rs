@@ -22,7 +22,11 @@
 //!   ending past `i64::MAX` ns or a count below `i64::MIN` is refused as
 //!   [`AcquireError::ScheduleExhausted`] ("never"), whatever the timeout.
 //! * **drain**: refresh, then `permits = min(permits, 0)`: the cycle's
-//!   permits are dropped, reservations kept.
+//!   permits are dropped, reservations kept (kept reservations in the
+//!   handoff too: their permits are counted already).
+//! * **cancel**: the latest reservation's permits are added back (on a new
+//!   core); any other is kept in the handoff (`crate::handoff`), its
+//!   permits still counted, for the next caller of its size.
 //! * A refused request writes nothing. Resilience4j commits the refreshed
 //!   state even on a refusal; refreshing is idempotent (refreshing to `t1`
 //!   then to `t2` equals refreshing to `t2`), so the difference is never
@@ -43,6 +47,7 @@ use super::{
     PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
+use crate::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::pacer::Epoch;
 use crate::rate::NANOS_PER_SECOND;
@@ -183,7 +188,14 @@ fn claim_tag(epoch_tag: u32, left: i64) -> u32 {
 /// Whether `tag` was made on the core whose epoch tag is `epoch_tag`.
 #[inline]
 fn claim_is_of(tag: u32, epoch_tag: u32) -> bool {
-    (tag >> 16) & 0x7fff == epoch_tag & 0x7fff
+    claim_age(tag, epoch_tag) == 0
+}
+
+/// How many epochs before the core whose epoch tag is `epoch_tag` the
+/// claim `tag` was made, modulo 2^15 (a claim keeps 15 bits of epoch).
+#[inline]
+fn claim_age(tag: u32, epoch_tag: u32) -> u32 {
+    (epoch_tag & 0x7fff).wrapping_sub((tag >> 16) & 0x7fff) & 0x7fff
 }
 
 /// The largest limit for which the 16 bits of count in a claim identify the
@@ -263,6 +275,10 @@ pub struct CycleLimiter<C = DefaultClock> {
     /// Serializes limit changes and cancels; held from retiring a core until
     /// its successor is published.
     change: Mutex<()>,
+    /// Cancelled grants that could not be given back, for the next callers
+    /// (see [Cancelling a reservation](super#cancelling-a-reservation)).
+    /// Its tags are claims ([`claim_tag`]).
+    handoff: Handoff,
     hub: Hub,
     clock: C,
     /// The clock reading at creation: the start of cycle 0.
@@ -309,6 +325,7 @@ impl<C: Clock> CycleLimiter<C> {
         CycleLimiter {
             core: Swap::new(core),
             change: Mutex::new(()),
+            handoff: Handoff::new(claim_tag(Epoch::FIRST.tag(), 0)),
             hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
             clock,
             origin,
@@ -441,9 +458,51 @@ impl<C: Clock> CycleLimiter<C> {
         .0
     }
 
-    /// [`RateLimiter::cancel`]: see
+    /// A cancelled grant of `permits` from the handoff, ready within
+    /// `max_wait` ns of `now` if given (see [Cancelling a
+    /// reservation](super#cancelling-a-reservation)).
+    #[inline]
+    fn take_stashed(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
+        if self.handoff.is_empty() {
+            return None;
+        }
+        self.handoff.take(permits, max_wait, now)
+    }
+
+    /// [`RateLimiter::cancel`]: back to the count if it is the latest
+    /// reservation, else to the handoff; see
     /// [Cancelling a reservation](super#cancelling-a-reservation).
-    fn give_back(&self, grant: &Grant) -> bool {
+    fn cancel_grant(&self, grant: &Grant) -> bool {
+        let _changing = lock(&self.change);
+        let (now_abs, now) = self.now();
+        // Under `change`, nobody else replaces the core.
+        let core = self.core.load();
+        // A grant that could go at once took this cycle's permits and is
+        // due: nothing to hand on. One that waited is kept if it was made
+        // since the latest limit change (15 bits of epoch: see `claim_tag`)
+        // and is ready in a cycle the count still reaches. Its permits stay
+        // counted in that cycle: whoever gets it goes then, in their place.
+        let stashable = |reset_tag| {
+            let p = core.params;
+            // Ordering: Acquire, as in `update` (never FROZEN under
+            // `change`; a stale count only refuses).
+            let (s, _) = p.refresh(State::unpack(core.state.load(Ordering::Acquire)), now);
+            let ready = (elapsed(grant.ready_nanos(), self.origin) / p.period) as u64;
+            grant.ready_nanos() > grant.started_nanos()
+                && ready <= last_cycle(s, p.limit)
+                && grant.claim().is_some_and(|t| {
+                    Handoff::issued_since(t, reset_tag, |t| claim_age(t, core.epoch.tag()))
+                })
+        };
+        self.handoff.cancel(grant, now_abs, stashable, || {
+            self.give_back(&core, grant, now)
+        })
+    }
+
+    /// Gives `grant` back to the count of `core` (the current one) if it is
+    /// the latest reservation, under `change`, at `now` (since creation);
+    /// see [Cancelling a reservation](super#cancelling-a-reservation).
+    fn give_back(&self, core: &Core, grant: &Grant, now: i64) -> bool {
         let Some(tag) = grant.claim() else {
             return false;
         };
@@ -452,12 +511,6 @@ impl<C: Clock> CycleLimiter<C> {
         if grant.ready_nanos() <= grant.started_nanos() || permits == 0 {
             return false;
         }
-        let _changing = lock(&self.change);
-        let (now_abs, now) = self.now();
-        if grant.ready_nanos() < now_abs {
-            return false;
-        }
-        let core = self.core.load();
         let p = core.params;
         // Only a grant of this core: no cancel or limit change since it was
         // committed (so it was never given back, and its permits are still
@@ -527,7 +580,7 @@ impl<C: Clock> CycleLimiter<C> {
 
 impl<C: Clock> Undo for CycleLimiter<C> {
     fn undo(&self, grant: &Grant) -> bool {
-        self.give_back(grant)
+        self.cancel_grant(grant)
     }
 }
 
@@ -542,7 +595,14 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
 
     fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
         let (now, rel) = self.now();
-        let (decision, tag) = self.decide(permits, Some(self.hub.timeout_nanos()), rel);
+        let timeout = self.hub.timeout_nanos();
+        if let Some(g) = self.take_stashed(permits, Some(timeout), now) {
+            let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
+            return Ok(self
+                .hub
+                .pending(&self.clock, self, permits, now, Some(wait), tag));
+        }
+        let (decision, tag) = self.decide(permits, Some(timeout), rel);
         let wait = match decision {
             Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
             Decision::Refuse { .. } | Decision::Exhausted => None,
@@ -553,13 +613,19 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
 
     fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
         let (now, rel) = self.now();
-        let permission = match self.decide(permits, Some(self.hub.timeout_nanos()), rel).0 {
-            Decision::Grant { ready, .. } => match self.absolute(ready).saturating_sub(now) {
-                0 => Permission::Now,
-                wait => Permission::After(Duration::from_nanos(wait)),
+        let timeout = self.hub.timeout_nanos();
+        let wait = match self.take_stashed(permits, Some(timeout), now) {
+            Some(g) => Some(g.delay_nanos()),
+            None => match self.decide(permits, Some(timeout), rel).0 {
+                Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
+                Decision::Refuse { .. } | Decision::Exhausted => None,
+                Decision::Invalid(e) => return Err(e),
             },
-            Decision::Refuse { .. } | Decision::Exhausted => Permission::Refused,
-            Decision::Invalid(e) => return Err(e),
+        };
+        let permission = match wait {
+            Some(0) => Permission::Now,
+            Some(wait) => Permission::After(Duration::from_nanos(wait)),
+            None => Permission::Refused,
         };
         let kind = if permission.is_granted() {
             PermitEventKind::SuccessfulAcquire
@@ -625,14 +691,17 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
         let word = core.state.swap(FROZEN, Ordering::AcqRel);
         let (_, now) = self.now();
         let (settled, _) = core.params.refresh(State::unpack(word), now);
+        let epoch = core.epoch.next();
         self.core.store(Core {
             state: CachePadded::new(AtomicU128::new(settled.pack())),
             params: Params {
                 period: core.params.period,
                 limit,
             },
-            epoch: core.epoch.next(),
+            epoch,
         });
+        // Grants of the old limit are never given back, nor handed on.
+        self.handoff.reset(claim_tag(epoch.tag(), 0));
         Ok(())
     }
 
@@ -666,6 +735,12 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);
+        if let Some(g) = self.take_stashed(permits, max, now) {
+            // A grant as any other: the same event.
+            self.hub
+                .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
+            return Ok(g);
+        }
         let (decision, tag) = self.decide(permits, max, rel);
         match decision {
             Decision::Grant { ready, .. } => {
@@ -712,10 +787,10 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
     }
 
     /// Gives the permits of a reservation that waited back to the cycle it
-    /// was decided in; see
-    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    /// was decided in, or keeps them for the next caller of the same size;
+    /// see [Cancelling a reservation](super#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
-        self.give_back(grant)
+        self.cancel_grant(grant)
     }
 }
 

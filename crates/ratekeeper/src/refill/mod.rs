@@ -108,7 +108,8 @@
 //! [`abandon`](PendingPermission::abandon)s (Resilience4j's interrupt: false,
 //! reservation kept), or [`cancel`](PendingPermission::cancel)s (Go's
 //! `Reservation.Cancel`: false, reservation given back as far as the limiter
-//! allows; see [Cancelling a reservation](#cancelling-a-reservation)).
+//! allows, or kept for the next caller; see [Cancelling a
+//! reservation](#cancelling-a-reservation)).
 //!
 //! **Events** are published when an acquisition ends (refused: at once;
 //! granted: when it finishes; abandoned: as a failure), when a reservation is
@@ -139,9 +140,10 @@
 //! ever gets more than the bucket allows, and nothing is given back when the
 //! later reservations cover a full bucket. (Go gives back `permits − later`
 //! tokens, less than this whenever the capacity exceeds the reservation.)
-//! Reservations given back newest first all come back in full. A cancel is
-//! refused for a reservation made before a limit change, or made before an
-//! earlier cancel unless it is then the latest reservation (newest first).
+//! Reservations given back newest first all come back in full. Nothing goes
+//! back to the bucket for a reservation whose later reservations leave
+//! nothing, or made before an earlier cancel unless it is then the latest
+//! reservation (newest first): it is [kept](#kept-reservations) instead.
 //!
 //! ```
 //! use ratekeeper::{ManualClock, RateLimiter};
@@ -159,6 +161,20 @@
 //! assert!(limiter.cancel(&a), "b keeps its time; a's 2 permits come back");
 //! assert_eq!(limiter.reserve(2, None)?.ready_nanos(), 3_000);
 //! assert!(!limiter.cancel(&a), "given back already");
+//!
+//! // Capacity 1: b alone fills the bucket at its time, nothing of a comes
+//! // back. It is kept for the next caller of 1 permit.
+//! let config = RefillConfig::builder()
+//!     .limit_for_period(1)
+//!     .limit_refresh_period_nanos(1_000)
+//!     .initial_permits(0)
+//!     .build()?;
+//! let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
+//! let a = limiter.reserve(1, None)?; // ready at 1 µs
+//! let b = limiter.reserve(1, None)?; // ready at 2 µs
+//! assert!(limiter.cancel(&a), "kept");
+//! assert_eq!(limiter.reserve(1, None)?.ready_nanos(), 1_000, "a's place");
+//! assert_eq!(limiter.reserve(1, None)?.ready_nanos(), 3_000, "the bucket's");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -169,13 +185,14 @@
 //! of who holds which: giving back an earlier reservation would hand the
 //! positions of the ones after it to the next callers, who would then start
 //! in cycles those later reservations already fill (Resilience4j's own
-//! `AtomicRateLimiter` has no cancel). A reservation with later ones after
-//! it, one made before the latest cancel or limit change (each moves the
-//! limiter to a new epoch), and every reservation of a limiter whose
-//! `limit_for_period` exceeds 65 536 (a grant identifies itself by 16 bits
-//! of the count it left) stay spent. Once a new cycle has started nothing
-//! is given back (the count was refreshed; what is owed is owed to cycles
-//! that have begun).
+//! `AtomicRateLimiter` has no cancel). Nothing goes back to the count for a
+//! reservation with later ones after it, one made before the latest cancel
+//! (each moves the limiter to a new epoch), any reservation of a limiter
+//! whose `limit_for_period` exceeds 65 536 (a grant identifies itself by 16
+//! bits of the count it left), nor once a new cycle has started (the count
+//! was refreshed; what is owed is owed to cycles that have begun): such a
+//! reservation is [kept](#kept-reservations) instead, its permits still
+//! counted in the cycle it is ready in.
 //!
 //! ```
 //! use ratekeeper::{ManualClock, RateLimiter};
@@ -189,17 +206,45 @@
 //! limiter.reserve(10, None)?; // cycle 0
 //! let b = limiter.reserve(10, None)?; // cycle 1
 //! let c = limiter.reserve(10, None)?; // cycle 2
-//! assert!(!limiter.cancel(&b), "c came after it");
-//! assert!(limiter.cancel(&c), "the latest");
-//! assert_eq!(limiter.reserve(10, None)?.ready_nanos(), 200_000_000);
+//! assert!(limiter.cancel(&b), "c came after it: kept, still counted in cycle 1");
+//! assert!(limiter.cancel(&c), "the latest: given back");
+//! assert_eq!(limiter.reserve(10, None)?.ready_nanos(), 100_000_000, "b's place");
+//! assert_eq!(limiter.reserve(10, None)?.ready_nanos(), 200_000_000, "c's cycle");
+//! assert_eq!(limiter.reserve(10, None)?.ready_nanos(), 300_000_000);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Both return `false`, and change nothing, for a grant already given back,
-//! one not this limiter's, one whose ready time has passed, and one that was
-//! ready when made. A cancel takes the limiter's change mutex and publishes
-//! its state anew (retiring the old, as a limit change does; one
-//! allocation); reservations racing it retry on the new state.
+//! ## Kept reservations
+//!
+//! A reservation that had to wait and cannot go back to the state is
+//! **kept** (`cancel` returns `true`, the state is untouched) for the next
+//! reservation of the same number of permits, through
+//! [`reserve`](crate::RateLimiter::reserve),
+//! [`begin_acquire_permission`](PermitLimiter::begin_acquire_permission)
+//! (so [`acquire_permission`](PermitLimiter::acquire_permission) and the
+//! async `acquire_permission_async` too) or
+//! [`reserve_permission`](PermitLimiter::reserve_permission): it gets the
+//! kept ready time, if that is within its maximum wait (the timeout),
+//! instead of a new one, and publishes the same `SUCCESSFUL_ACQUIRE` as any
+//! grant. Its holder may cancel it again. The permits were charged once and
+//! go once, by one caller, so nothing is admitted that the limiter did not
+//! already allow, and a cycle never starts more than `limit_for_period`. A
+//! kept reservation whose ready time passes unused is dropped, never handed
+//! out late. This is what lets abandoned async acquires keep the rate: with
+//! many waiters, the one that gives up is rarely the latest (issue 16; with
+//! half the acquires abandoned both limiters delivered half their rate).
+//! A limit change drops every kept reservation; a drain keeps them, as it
+//! keeps every reservation.
+//!
+//! Both return `false`, and change nothing, for a grant already cancelled
+//! (given back or kept) or handed on, one whose ready time has passed, one
+//! that was ready when made, and one made before a limit change. A grant
+//! from another limiter, or one whose permits already went, must not be
+//! cancelled: the limiter cannot always tell it from one of its own still
+//! waiting, and would hand its time out again. A cancel takes the
+//! limiter's change mutex; a give-back publishes its state anew (retiring
+//! the old, as a limit change does; one allocation), and reservations racing
+//! it retry on the new state.
 //!
 //! # Differences from refill-rate-limiter and Resilience4j
 //!
@@ -724,7 +769,7 @@ enum PendingState {
 /// | [`wait`](Self::wait) | after blocking until ready: whether granted | success (granted) | used |
 /// | [`finish`](Self::finish) | at once: whether granted (the caller waited its own way) | success (granted) | used |
 /// | [`abandon`](Self::abandon), or drop | at once: false | failure (granted ones) | **kept**: the permits are spent |
-/// | [`cancel`](Self::cancel) | at once: whether the limiter took the permits back | failure (granted ones) | **given back** as far as the limiter allows |
+/// | [`cancel`](Self::cancel) | at once: whether the limiter took the permits back | failure (granted ones) | **given back** as far as the limiter allows, or kept for the next caller |
 ///
 /// A refused acquisition is over when created: its failure event is already
 /// published and every call returns false. While a granted acquisition with
@@ -854,7 +899,9 @@ impl PendingPermission<'_> {
     /// took the permits back. What each limiter can take back is in its
     /// "Cancelling a reservation" section ([`RefillLimiter`],
     /// [`CycleLimiter`]); in short, a reservation that had to wait can be
-    /// given back until its ready time, a grant that could go at once cannot.
+    /// given back (or, if the state cannot take it, kept for the next caller
+    /// of the same size) until its ready time, a grant that could go at once
+    /// cannot.
     ///
     /// Unlike `abandon`, which keeps Resilience4j's semantics (an interrupted
     /// caller's permits are spent), `cancel` leaves the limiter as if the

@@ -1082,13 +1082,23 @@ fn refill_later_reservations_keep_their_times_and_bound_the_give_back() {
         3_000
     );
 
-    // Capacity 2 and 2 permits after it: nothing comes back.
+    // Capacity 2 and 2 permits after it: nothing comes back to the
+    // bucket; the grant is kept for the next caller of its size (issue 16).
     let (l, _) = refill(1, 1_000, 10_000, Some(2), Some(0));
     let a = RateLimiter::reserve(&l, 1, None).unwrap();
     RateLimiter::reserve(&l, 2, None).unwrap();
     let before = observed(&l);
-    assert!(!l.cancel(&a));
+    assert!(l.cancel(&a));
     assert_eq!(observed(&l), before);
+    assert!(!l.cancel(&a), "kept already");
+    let next = RateLimiter::reserve(&l, 1, None).unwrap();
+    assert_eq!(next.ready_nanos(), a.ready_nanos(), "a's time");
+    assert_eq!(observed(&l), before, "charged once, to a");
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
+        4_000,
+        "used once"
+    );
 }
 
 #[test]
@@ -1124,7 +1134,8 @@ fn refill_refuses_what_it_cannot_give_back_and_changes_nothing() {
     let state = observed(&l);
     // Ready when made.
     assert!(!l.cancel(&now));
-    // Not this limiter's: another's latest, of the same epoch.
+    // Not this limiter's: another's latest, of the same epoch, ending past
+    // any time index this one reached.
     let foreign = RateLimiter::reserve(&other, 3, None).unwrap();
     assert!(!l.cancel(&foreign));
     // Built by hand: no tag.
@@ -1144,16 +1155,71 @@ fn refill_refuses_what_it_cannot_give_back_and_changes_nothing() {
 }
 
 #[test]
-fn refill_a_grant_before_a_partial_give_back_is_not_given_back() {
+fn refill_a_grant_before_a_partial_give_back_is_kept_for_the_next_caller() {
     let (l, _) = refill(1, 1_000, 10_000, Some(4), Some(0));
     let a = RateLimiter::reserve(&l, 1, None).unwrap();
     let b = RateLimiter::reserve(&l, 1, None).unwrap();
     let c = RateLimiter::reserve(&l, 1, None).unwrap();
     assert!(l.cancel(&b)); // c after it: a partial (here, full) give-back
     let state = observed(&l);
-    assert!(!l.cancel(&a), "not the latest, and older than the cancel");
-    assert!(!l.cancel(&c), "older than the cancel, and the index moved");
+    // Neither can go back to the bucket any more (not the latest, and
+    // older than the cancel; the index moved below c's end): both are kept
+    // (issue 16), the bucket untouched.
+    assert!(l.cancel(&a));
+    assert!(l.cancel(&c));
+    assert!(!l.cancel(&a) && !l.cancel(&c), "kept already");
     assert_eq!(observed(&l), state);
+    // The next callers of their size get their times, earliest first, then
+    // the bucket's.
+    let ready: Vec<u64> = (0..3)
+        .map(|_| RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos())
+        .collect();
+    assert_eq!(ready, [1_000, 3_000, 3_000]);
+}
+
+#[test]
+fn refill_a_kept_grant_goes_to_pending_acquisitions_too_and_expires() {
+    // Capacity 1: no grant but the latest can go back.
+    let (l, clock) = refill(1, 1_000, 10_000, Some(1), Some(0));
+    let log = record(l.events());
+    let a = l.begin_acquire_permission(1).unwrap(); // 1 µs
+    let b = l.begin_acquire_permission(1).unwrap(); // 2 µs
+    let c = l.begin_acquire_permission(1).unwrap(); // 3 µs
+    assert!(a.cancel() && b.cancel(), "kept");
+    assert_eq!(avail(&l), -3, "nothing went back to the bucket");
+    // The timeout bounds what a caller takes: within 1.5 µs, only a's.
+    l.change_timeout_nanos(1_500).unwrap();
+    let p = l.begin_acquire_permission(1).unwrap();
+    assert_eq!(p.ready_at_nanos(), 1_000);
+    assert_eq!(
+        l.reserve_permission(1).unwrap(),
+        Permission::Refused,
+        "b's is 2 µs away, the bucket's 4 µs"
+    );
+    l.change_timeout_nanos(10_000).unwrap();
+    // Its new holder may give it back again.
+    assert!(p.cancel());
+    assert_eq!(
+        l.reserve_permission(1).unwrap(),
+        Permission::After(Duration::from_nanos(1_000))
+    );
+    // b's passes unused: dropped, never handed out late.
+    clock.set_nanos(2_001);
+    let d = l.begin_acquire_permission(1).unwrap();
+    assert_eq!(d.ready_at_nanos(), 4_000);
+    assert!(d.finish() && c.finish());
+    assert_eq!(
+        take(&log),
+        [
+            (Failed, 1),
+            (Failed, 1),
+            (Failed, 1), // refused
+            (Failed, 1),
+            (Success, 1), // reserve_permission: at once
+            (Success, 1),
+            (Success, 1)
+        ]
+    );
 }
 
 #[test]
@@ -1211,14 +1277,24 @@ fn cycle_cancel_returns_the_permits_to_the_current_cycle() {
 fn cycle_cancel_never_frees_a_cycle_a_later_reservation_holds() {
     // Issue 16: 10 per 100 ms, reservations for cycles 0, 1 and 2; giving
     // back the middle one let the next reservation into cycle 2 as well,
-    // 20 permits in a cycle limited to 10. It gives back nothing now.
+    // 20 permits in a cycle limited to 10. Its permits stay counted in
+    // cycle 1 now, and the grant is kept for the next caller of its size,
+    // who goes in cycle 1 in its place (issue 16, finding 4).
     let (l, _) = cycle(10, 100_000_000, i64::MAX);
     let cycles: Vec<Grant> = (0..3)
         .map(|_| RateLimiter::reserve(&l, 10, None).unwrap())
         .collect();
     let ready: Vec<u64> = cycles.iter().map(Grant::ready_nanos).collect();
     assert_eq!(ready, [0, 100_000_000, 200_000_000]);
-    assert!(!l.cancel(&cycles[1]), "cycle 2's reservation depends on it");
+    let before = observed(&l);
+    assert!(
+        l.cancel(&cycles[1]),
+        "kept: cycle 2's reservation depends on it"
+    );
+    assert_eq!(observed(&l), before, "the count is untouched");
+    let next = RateLimiter::reserve(&l, 10, None).unwrap();
+    assert_eq!(next.ready_nanos(), 100_000_000, "cycles[1]'s place");
+    assert_eq!(observed(&l), before);
     let next = RateLimiter::reserve(&l, 10, None).unwrap();
     assert_eq!(next.ready_nanos(), 300_000_000);
     // One permit each, the later one in the next cycle: the same.
@@ -1227,7 +1303,7 @@ fn cycle_cancel_never_frees_a_cycle_a_later_reservation_holds() {
     let a = RateLimiter::reserve(&l, 2, None).unwrap(); // cycle 1
     let b = RateLimiter::reserve(&l, 1, None).unwrap(); // cycle 2
     assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 2_000));
-    assert!(!l.cancel(&a));
+    assert!(l.cancel(&a), "kept for a caller of 2");
     assert_eq!(avail(&l), -3);
     let later: Vec<u64> = (0..3)
         .map(|_| RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos())
@@ -1245,7 +1321,7 @@ fn cycle_cancel_gives_back_only_the_latest_reservation() {
     let a = RateLimiter::reserve(&l, 2, None).unwrap();
     let b = RateLimiter::reserve(&l, 1, None).unwrap();
     assert_eq!((a.ready_nanos(), b.ready_nanos()), (1_000, 1_000));
-    assert!(!l.cancel(&a));
+    assert!(l.cancel(&a), "kept for a caller of 2, its permits counted");
     assert_eq!(avail(&l), -2);
     let later: Vec<Grant> = (0..3)
         .map(|_| RateLimiter::reserve(&l, 1, None).unwrap())
@@ -1255,7 +1331,15 @@ fn cycle_cancel_gives_back_only_the_latest_reservation() {
     // The latest comes back whole, then the one before it is the latest.
     assert!(l.cancel(&later[2]));
     assert_eq!(avail(&l), -4);
-    assert!(!l.cancel(&later[1]), "older than the cancel: refused");
+    // Older than the cancel: not given back, kept.
+    assert!(l.cancel(&later[1]));
+    assert_eq!(avail(&l), -4);
+    // a's place to a caller of 2, later[1]'s and later[2]'s to callers of 1.
+    let ready: Vec<u64> = [2, 1, 1, 1]
+        .iter()
+        .map(|&n| RateLimiter::reserve(&l, n, None).unwrap().ready_nanos())
+        .collect();
+    assert_eq!(ready, [1_000, 2_000, 3_000, 3_000], "at most 2 a cycle");
     // The newest of several in the last cycle comes back whole.
     let (l, _) = cycle(4, 1_000, 10_000);
     RateLimiter::reserve(&l, 4, None).unwrap();
@@ -1275,7 +1359,7 @@ fn cycle_refuses_after_the_cycle_ends_and_what_is_not_its_own() {
     assert!(!l.cancel(&Grant::new(2_000, 2_000, 0, 4)), "no tag");
     clock.set_nanos(1_000); // cycle 1: the count was refreshed
     let state1 = observed(&l);
-    assert!(!l.cancel(&g));
+    assert!(l.cancel(&g), "not given back: kept for a caller of 4");
     assert_eq!(observed(&l), state1);
     assert_ne!(state, state1);
     // Twice.
@@ -1296,7 +1380,56 @@ fn cycle_refuses_after_the_cycle_ends_and_what_is_not_its_own() {
     assert!(g.ready_nanos() > clock.now_nanos());
     let pending = l.begin_acquire_permission(1).unwrap();
     assert!(pending.cancel());
-    assert!(!l.cancel(&g), "made before the cancel");
+    assert!(l.cancel(&g), "made before the cancel: kept");
+    clock.set_nanos(1_001);
+    assert!(!l.cancel(&g), "past its ready time");
+    assert_eq!(
+        RateLimiter::reserve(&l, 1, None).unwrap().ready_nanos(),
+        2_000,
+        "g's place passed unused: dropped"
+    );
+}
+
+#[test]
+fn cycle_kept_grants_never_let_a_cycle_start_more_than_its_limit() {
+    // 2 per µs, a cycle-2 reservation behind each kept one: every cycle
+    // starts at most 2, kept places included.
+    let (l, clock) = cycle(2, 1_000, 10_000);
+    let log = record(l.events());
+    RateLimiter::reserve(&l, 2, None).unwrap(); // cycle 0
+    let a = l.begin_acquire_permission(1).unwrap(); // cycle 1
+    let b = l.begin_acquire_permission(1).unwrap(); // cycle 1
+    let c = l.begin_acquire_permission(1).unwrap(); // cycle 2
+    assert_eq!(
+        [a.ready_at_nanos(), b.ready_at_nanos(), c.ready_at_nanos()],
+        [1_000, 1_000, 2_000]
+    );
+    assert!(a.cancel() && b.cancel(), "kept, counted in cycle 1");
+    assert_eq!(avail(&l), -3);
+    let mut ready = vec![
+        l.begin_acquire_permission(1).unwrap(),
+        l.begin_acquire_permission(1).unwrap(),
+    ];
+    assert_eq!(l.reserve_permission(1).unwrap().nanos_to_wait(), 2_000);
+    ready.push(l.begin_acquire_permission(1).unwrap());
+    let at: Vec<u64> = ready.iter().map(|p| p.ready_at_nanos()).collect();
+    assert_eq!(at, [1_000, 1_000, 3_000], "cycle 2 holds c and one more");
+    clock.set_nanos(1_000);
+    assert!(ready.into_iter().all(|p| p.finish()) && c.finish());
+    // Cancelled twice (the kept place handed on), refused without event.
+    assert_eq!(
+        take(&log),
+        [
+            (Success, 2),
+            (Failed, 1),
+            (Failed, 1),
+            (Success, 1),
+            (Success, 1),
+            (Success, 1),
+            (Success, 1),
+            (Success, 1)
+        ]
+    );
 }
 
 #[test]
