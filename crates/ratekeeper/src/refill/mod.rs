@@ -349,7 +349,7 @@ pub use config::{
 pub use cycle::CycleLimiter;
 pub use events::{EventPublisher, PermitEvent, PermitEventKind, SubscriptionId};
 
-use crate::clock::Clock;
+use crate::clock::{elapsed_nanos, Clock};
 use crate::limiter::{AcquireError, Grant};
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::{self, WaitPolicy};
@@ -983,5 +983,5 @@ impl core::fmt::Debug for PendingPermission<'_> {
 /// time stops).
 #[inline]
 pub(crate) fn elapsed(now: u64, origin: u64) -> i64 {
-    now.saturating_sub(origin).min(i64::MAX as u64) as i64
+    elapsed_nanos(origin, now).min(i64::MAX as u64) as i64
 }
