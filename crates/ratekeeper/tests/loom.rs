@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use loom::thread;
 use ratekeeper::pool::{Filling, TokenPool};
-use ratekeeper::{Clock, ManualClock, Pacer, Rate, RateLimiter, WaitPolicy};
+use ratekeeper::{Clock, Grant, ManualClock, Pacer, Rate, RateLimiter, WaitPolicy};
 
 const OP: u64 = 1_000_000; // 1000 ops/s
 
@@ -600,9 +600,10 @@ mod refill {
 
 /// A cancel races a reservation on a strict pacer running late, so both the
 /// ticks accumulator and the actual timeline are in play. The cancel gives
-/// back the latest grant's slot only if the reservation has not taken the
-/// slot after it; whichever wins, slots stay unique and contiguous, grants
-/// off their slot stay a full slot apart, and the cancelled grant is never
+/// back the latest grant's slot if the reservation has not taken the slot
+/// after it, and otherwise keeps the grant for the next caller (issue 16):
+/// whichever wins, every slot is held by one grant at most, the grants a
+/// slot apart on the actual timeline, and the cancelled grant is never
 /// given back twice, not even when the reservation took the very same slot
 /// with the epoch from before the cancel.
 #[test]
@@ -621,30 +622,37 @@ fn pacer_cancel_races_a_reservation() {
         let cancelled = p.cancel(&g);
         let b = b.join().unwrap();
         assert!(!p.cancel(&g), "given back twice");
-        if cancelled {
-            // The reservation came after the give-back: it took g's slot,
-            // at g's time, or later if it read the timeline before the
-            // give-back moved it back.
-            assert_eq!(b.scheduled_nanos(), OP);
-            assert!(
-                b.ready_nanos() == 6 * OP || b.ready_nanos() == 7 * OP,
-                "{b:?}"
-            );
-            assert_eq!(p.next_slot_nanos(), 2 * OP);
-        } else {
-            assert_eq!((b.scheduled_nanos(), b.ready_nanos()), (2 * OP, 7 * OP));
-            assert_eq!(p.next_slot_nanos(), 3 * OP);
-        }
-        // Spacing holds against every grant still standing.
+        // The next caller takes g's slot: back on the schedule, or kept.
         let c = p.reserve(1, None).unwrap();
-        assert!(c.ready_nanos() >= b.ready_nanos() + OP, "{b:?} then {c:?}");
-        assert_eq!(c.scheduled_nanos(), b.scheduled_nanos() + OP);
+        let mut held = vec![f, b, c];
+        if !cancelled {
+            held.push(g);
+        }
+        let mut slots: Vec<u64> = held.iter().map(|x| x.scheduled_nanos()).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), held.len(), "a slot held twice: {held:?}");
+        let n = held.len() as u64;
+        assert_eq!(
+            slots,
+            (0..n).map(|i| i * OP).collect::<Vec<_>>(),
+            "{held:?}"
+        );
+        assert_eq!(p.next_slot_nanos(), n * OP);
+        // Strict spacing holds between every two grants standing.
+        held.sort_by_key(|x| x.ready_nanos());
+        assert!(
+            held.windows(2)
+                .all(|w| w[1].ready_nanos() >= w[0].ready_nanos() + OP),
+            "{held:?}"
+        );
     });
 }
 
-/// Two cancels race each other and a reservation on the accumulator: the
-/// latest grant is given back at most once, the one before it only after
-/// it (newest first), and never a slot someone holds.
+/// Two cancels race each other and a reservation on the accumulator: each
+/// grant is given back at most once, to the schedule (the latest) or kept
+/// for the next caller, and no slot is ever held by two grants, however
+/// the next callers are served.
 #[test]
 fn pacer_cancels_race_each_other_and_a_reservation() {
     loom::model(|| {
@@ -662,23 +670,20 @@ fn pacer_cancels_race_each_other_and_a_reservation() {
         };
         let c2 = p.cancel(&f);
         let (c1, b) = (c1.join().unwrap(), b.join().unwrap());
-        // f goes back only once g did, and only if b did not come in between.
-        assert!(!c2 || c1, "f given back while g stood");
-        let standing: Vec<u64> = [(f, !c2), (g, !c1), (b, true)]
+        assert!(!p.cancel(&f) && !p.cancel(&g), "given back twice");
+        // Two more callers: they take what was given back first.
+        let d = p.reserve(1, None).unwrap();
+        let e = p.reserve(1, None).unwrap();
+        let held: Vec<Grant> = [(f, !c2), (g, !c1), (b, true), (d, true), (e, true)]
             .iter()
             .filter(|(_, s)| *s)
-            .map(|(x, _)| x.scheduled_nanos())
+            .map(|(x, _)| *x)
             .collect();
-        let mut sorted = standing.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(
-            sorted.len(),
-            standing.len(),
-            "a slot held twice: {standing:?}"
-        );
-        assert_eq!(p.next_slot_nanos(), sorted.last().unwrap() + OP);
-        assert!(sorted.iter().enumerate().all(|(i, s)| *s == i as u64 * OP));
+        let mut slots: Vec<u64> = held.iter().map(|x| x.scheduled_nanos()).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), held.len(), "a slot held twice: {held:?}");
+        assert!(p.next_slot_nanos() > *slots.last().unwrap(), "{held:?}");
     });
 }
 
