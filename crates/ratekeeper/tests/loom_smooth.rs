@@ -244,9 +244,15 @@ fn bursty_after_a_change_reservations_race_a_rate_change() {
 /// A cancel of the latest reservation races a reservation that would build
 /// on it: the cancel (which retires the state, as a rate change does) either
 /// comes first, giving the reservation the cancelled one's moment, or comes
-/// second and is refused; every interleaving ends as one of those two serial
-/// orders, and the grant is never given back twice.
+/// second and keeps the grant for the next caller of its size (issue 16);
+/// every interleaving ends as one of those two serial orders, and the grant
+/// is never given back twice.
 fn cancel_races_a_reservation<L: Smooth>(make: fn(&ManualClock) -> L) {
+    fn c_after<L: Smooth>(l: &L, g: &ratekeeper::Grant) -> bool {
+        let c = l.cancel(g);
+        assert!(!l.cancel(g), "given back twice");
+        c
+    }
     loom::model(move || {
         let setup = |clock: &ManualClock| {
             let l = make(clock);
@@ -256,22 +262,23 @@ fn cancel_races_a_reservation<L: Smooth>(make: fn(&ManualClock) -> L) {
             (l, g)
         };
         // The two serial orders.
-        let serial: Vec<(bool, u64, String)> = [true, false]
+        let serial: Vec<(bool, u64, u64, String)> = [true, false]
             .into_iter()
             .map(|cancel_first| {
                 let (l, g) = setup(&ManualClock::new(0));
-                if cancel_first {
+                let (c, w) = if cancel_first {
                     let c = l.cancel(&g);
-                    let w = l.reserve(1, None).unwrap().delay_nanos();
-                    (c, w, format!("{l:?}"))
+                    (c, l.reserve(1, None).unwrap().delay_nanos())
                 } else {
                     let w = l.reserve(1, None).unwrap().delay_nanos();
-                    let c = l.cancel(&g);
-                    (c, w, format!("{l:?}"))
-                }
+                    (c_after(&l, &g), w)
+                };
+                // The next caller of g's size: g's moment if it was kept.
+                let next = l.reserve(2, None).unwrap().delay_nanos();
+                (c, w, next, format!("{l:?}"))
             })
             .collect();
-        assert_eq!((serial[0].0, serial[1].0), (true, false));
+        assert_eq!((serial[0].0, serial[1].0), (true, true));
 
         let clock = ManualClock::new(0);
         let (l, g) = setup(&clock);
@@ -282,9 +289,10 @@ fn cancel_races_a_reservation<L: Smooth>(make: fn(&ManualClock) -> L) {
         };
         let c = l.cancel(&g);
         let w = b.join().unwrap();
-        let outcome = (c, w, format!("{l:?}"));
-        assert!(serial.contains(&outcome), "{outcome:?} vs {serial:#?}");
         assert!(!l.cancel(&g), "given back twice");
+        let next = l.reserve(2, None).unwrap().delay_nanos();
+        let outcome = (c, w, next, format!("{l:?}"));
+        assert!(serial.contains(&outcome), "{outcome:?} vs {serial:#?}");
     });
 }
 
