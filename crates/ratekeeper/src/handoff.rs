@@ -78,6 +78,16 @@ enum State {
     Returned,
 }
 
+impl Entry {
+    /// Whether `grant` is this entry's reservation (or a part of it), as
+    /// first cancelled or as handed on.
+    fn knows(&self, grant: &Grant) -> bool {
+        let claim = grant.claim();
+        (same_times(&self.grant, grant) && self.grant.claim() == claim)
+            || (same_slot(&self.grant, grant) && self.state == State::Issued(claim.unwrap_or(0)))
+    }
+}
+
 /// Whether two grants are the same reservation's, claims aside.
 fn same_slot(a: &Grant, b: &Grant) -> bool {
     same_times(a, b) && a.permits() == b.permits()
@@ -163,10 +173,7 @@ impl Handoff {
         // reservation or a part of it, whatever its permits: a part of one
         // given back or kept must not be kept again. Only the whole of an
         // issued one goes back to the stash.
-        if let Some(entry) = entries.list.iter_mut().find(|e| {
-            (same_times(&e.grant, grant) && e.grant.claim() == claim)
-                || (same_slot(&e.grant, grant) && e.state == State::Issued(claim.unwrap_or(0)))
-        }) {
+        if let Some(entry) = entries.list.iter_mut().find(|e| e.knows(grant)) {
             // Its current holder gives an issued slot back; anything else
             // is a grant cancelled already.
             if claim.is_some_and(|id| entry.state == State::Issued(id)) {
@@ -192,6 +199,13 @@ impl Handoff {
             state,
         });
         true
+    }
+
+    /// Whether this handoff has an entry for `grant` (given back, kept or
+    /// handed on, and not expired): a sharded pacer asks its shards which
+    /// one knows a grant before choosing where to keep it.
+    pub(crate) fn knows(&self, grant: &Grant) -> bool {
+        lock(&self.entries).list.iter().any(|e| e.knows(grant))
     }
 
     /// Whether a grant tagged `tag` was made at or after the reset that

@@ -24,6 +24,7 @@ const FROM_MS: u64 = 1_000;
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Pacer(f64),
+    Sharded,
     Pool,
     Bursty,
     WarmingUp,
@@ -39,6 +40,11 @@ fn build(kind: Kind, rate: f64) -> Arc<dyn RateLimiter + Send + Sync> {
             Pacer::builder(Rate::new(rate).unwrap())
                 .strictness(s)
                 .build_with_clock(clock)
+                .unwrap(),
+        ),
+        Kind::Sharded => Arc::new(
+            Pacer::builder(Rate::new(rate).unwrap())
+                .build_sharded_with_clock(2, clock)
                 .unwrap(),
         ),
         Kind::Pool => Arc::new(
@@ -175,8 +181,16 @@ fn check(kind: Kind, rate: f64, tasks: u64, short: u64, seed: u64) -> Result<(),
         abandoned * 100.0
     );
     let ratio = counted(&cut) as f64 / counted(&base) as f64;
+    // A sharded pacer's shards hand out twin grants (the same slot on each
+    // shard's schedule, the same value): a cancel of one twin after the
+    // other cannot be told from a second cancel, and is refused, so it
+    // keeps less (measured 84-88 %; documented in `pacer::shard`).
+    let least = match kind {
+        Kind::Sharded => 0.80,
+        _ => 0.95,
+    };
     prop_assert!(
-        ratio >= 0.95,
+        ratio >= least,
         "{kind:?} at {rate}/s, {tasks} tasks: {} grants with {:.0} % abandoned, {} without: {:.1} %",
         counted(&cut),
         abandoned * 100.0,
@@ -213,6 +227,7 @@ proptest! {
             Just(Kind::Pacer(1.1)),
             Just(Kind::Pacer(1.0)),
             Just(Kind::Pacer(0.0)),
+            Just(Kind::Sharded),
             Just(Kind::Pool),
             Just(Kind::Bursty),
             Just(Kind::WarmingUp),

@@ -1455,6 +1455,36 @@ impl<C: Clock> RateLimiter for Pacer<C> {
 }
 
 impl<C: Clock> Pacer<C> {
+    /// Keeps `grant`, cancelled, for the next caller of its size on this
+    /// pacer, without ever moving this pacer's schedule: for a
+    /// [`ShardedPacer`](crate::ShardedPacer), whose grants do not say which
+    /// shard made them. The slots were issued once (by a sibling shard, on
+    /// the same origin and epochs) and are used once, by that next caller.
+    /// Refused as [`cancel`](RateLimiter::cancel) refuses: a grant whose
+    /// ready time has passed, one already cancelled or handed on, one from
+    /// before the latest reset (as far as this pacer's epochs tell), and
+    /// while the pacer is stopped.
+    pub(crate) fn keep_for_next(&self, grant: &Grant) -> bool {
+        let _control = lock(&self.control);
+        // Ordering: Relaxed: written only under the lock we hold.
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        if mode & IDLE != 0 {
+            return false;
+        }
+        let now = self.clock.now_nanos();
+        let stashable = |reset_tag| {
+            grant
+                .claim()
+                .is_some_and(|t| Handoff::issued_since(t, reset_tag, |t| age(mode, t)))
+        };
+        self.handoff.cancel(grant, now, stashable, || false)
+    }
+
+    /// Whether this pacer's handoff knows `grant` (see `keep_for_next`).
+    pub(crate) fn keeps(&self, grant: &Grant) -> bool {
+        self.handoff.knows(grant)
+    }
+
     /// Moves the schedule back over `grant` if it is the latest
     /// reservation, under the lock (`control`) and the mode word `mode`
     /// read under it; see [Cancelling a

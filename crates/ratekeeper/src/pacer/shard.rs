@@ -184,11 +184,30 @@
 //!
 //! # Cancelling
 //!
-//! [`RateLimiter::cancel`] returns `false` and gives nothing back. A grant
-//! does not say which shard it came from, and shards built together keep
-//! identical schedules until their loads differ, so trying each shard in
-//! turn could give back the latest reservation of a shard the grant is not
-//! from: another caller's slots.
+//! A grant does not say which shard it came from, and shards built
+//! together keep identical schedules until their loads differ, so no
+//! shard's schedule ever moves back for a cancel: trying each shard in turn
+//! could give back the latest reservation of a shard the grant is not
+//! from, another caller's slots. Instead [`RateLimiter::cancel`] keeps the
+//! grant (still waiting: its ready time not passed) for the next caller of
+//! its size on the calling thread's shard, as a single
+//! [`Pacer`] keeps a reservation that is not its latest (see
+//! [Cancelling a reservation](crate::pacer#cancelling-a-reservation)):
+//! those slots were issued once and are used once, so abandoned async
+//! waits cost the rate little and never admit more. Only callers that
+//! reserve on that shard take it (`ShardHandle` or `reserve` on a thread
+//! mapped to it: an async task's next acquire on the same runtime thread);
+//! a kept grant nobody takes before its ready time is dropped, its slots
+//! spent. A second cancel of a grant goes to the shard that knows it,
+//! which refuses it (two cancels of one grant racing on two threads are a
+//! caller error, as is cancelling another limiter's grant).
+//!
+//! Shards built together hand out *twin* grants: the same slot of each
+//! shard's schedule, equal as values. A cancel of one twin after the other
+//! cannot be told from a second cancel of the same grant, so it is refused
+//! (its slots stay spent): with half of all async acquires abandoned on a
+//! 2-shard pacer, 84–88 % of the uncancelled rate is delivered (the
+//! `async_cancel_props` test), against 95 % and more for a single pacer.
 //!
 //! # Invariants
 //!
@@ -571,6 +590,13 @@ impl<C: Clock> ShardedPacer<C> {
         max_wait: Option<Duration>,
     ) -> (Result<Grant, AcquireError>, usize) {
         let own = &self.shards[home];
+        // A grant cancelled on this thread's shard and kept for the next
+        // caller of its size goes first, whichever shard would decide.
+        if !own.handoff.is_empty() {
+            if let Some(g) = own.take_stashed(permits, max_wait) {
+                return (Ok(g), home);
+            }
+        }
         // Ordering: Relaxed; a clock reading, a lower bound of the present
         // (see `Pacer::refresh`).
         let seen = own.last_seen.load(Ordering::Relaxed);
@@ -692,6 +718,19 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
     fn wait_policy(&self) -> WaitPolicy {
         self.shards[0].wait_policy()
     }
+
+    /// Keeps a cancelled grant for the next caller of its size on the
+    /// calling thread's shard (or on the shard that already knows the
+    /// grant, which refuses a second cancel); no shard's schedule ever
+    /// moves back. See the [module docs](self#cancelling-a-reservation).
+    fn cancel(&self, grant: &Grant) -> bool {
+        let keeper = self
+            .shards
+            .iter()
+            .position(|s| s.keeps(grant))
+            .unwrap_or_else(|| self.thread_shard());
+        self.shards[keeper].keep_for_next(grant)
+    }
 }
 
 impl<'a, C: Clock> ShardHandle<'a, C> {
@@ -722,6 +761,11 @@ impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
     }
 
     #[inline]
+    /// As the sharded pacer's: kept for the next caller of its size.
+    fn cancel(&self, grant: &Grant) -> bool {
+        self.pacer.cancel(grant)
+    }
+
     fn clock(&self) -> &dyn Clock {
         self.pacer.clock()
     }
@@ -814,6 +858,46 @@ mod tests {
             .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
             .build_sharded_with_clock(n, clock.clone())
             .unwrap()
+    }
+
+    #[test]
+    fn a_cancelled_grant_is_kept_for_the_next_caller_and_never_twice() {
+        // Issue 16: the sharded pacer's cancel gave nothing back, so with
+        // half the async acquires abandoned it delivered half its rate.
+        let clock = ManualClock::new(0);
+        let p = sharded(100.0, 1.1, 2, &clock);
+        let gs: Vec<Grant> = (0..6).map(|_| p.reserve(1, None).unwrap()).collect();
+        clock.advance_nanos(1_000_000);
+        let late = gs
+            .iter()
+            .rposition(|g| g.ready_nanos() > 1_000_000)
+            .unwrap();
+        let kept = gs[late];
+        assert!(p.cancel(&kept), "kept for the next caller");
+        assert!(!p.cancel(&kept), "cancelled twice");
+        let next = p.reserve(1, None).unwrap();
+        assert_eq!(
+            (
+                next.scheduled_nanos(),
+                next.ready_nanos(),
+                next.started_nanos()
+            ),
+            (kept.scheduled_nanos(), kept.ready_nanos(), 1_000_000)
+        );
+        // Its twin on the sibling shard is the same value: refused.
+        if let Some(twin) = gs
+            .iter()
+            .find(|g| **g == kept && !std::ptr::eq(*g, &gs[late]))
+        {
+            assert!(!p.cancel(twin));
+        }
+        // The next caller may give it back again; then another takes it.
+        assert!(p.cancel(&next));
+        let again = p.reserve(1, None).unwrap();
+        assert_eq!(again.ready_nanos(), kept.ready_nanos());
+        // Nothing kept is left: a new reservation gets new slots.
+        let fresh = p.reserve(1, None).unwrap();
+        assert!(fresh.scheduled_nanos() > kept.scheduled_nanos());
     }
 
     fn next_slots<C: Clock>(p: &ShardedPacer<C>) -> Vec<u64> {
