@@ -78,6 +78,10 @@ fn limiters(rate: f64) -> Result<Vec<(&'static str, Limiter)>, Box<dyn Error>> {
             Arc::new(Pacer::builder(Rate::new(rate)?).strictness(1.0).build()?),
         ),
         (
+            "ShardedPacer (2 shards)",
+            Arc::new(Pacer::builder(Rate::new(rate)?).build_sharded(2)?),
+        ),
+        (
             "TokenPool (inline)",
             Arc::new(TokenPool::builder(Rate::new(rate)?).build()?),
         ),

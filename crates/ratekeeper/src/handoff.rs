@@ -201,6 +201,11 @@ impl Handoff {
         true
     }
 
+    /// The tag grants carried at the latest reset.
+    pub(crate) fn reset_tag(&self) -> u32 {
+        lock(&self.entries).reset_tag
+    }
+
     /// Whether this handoff has an entry for `grant` (given back, kept or
     /// handed on, and not expired): a sharded pacer asks its shards which
     /// one knows a grant before choosing where to keep it.

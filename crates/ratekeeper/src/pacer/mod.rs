@@ -1464,7 +1464,10 @@ impl<C: Clock> Pacer<C> {
     /// ready time has passed, one already cancelled or handed on, one from
     /// before the latest reset (as far as this pacer's epochs tell), and
     /// while the pacer is stopped.
-    pub(crate) fn keep_for_next(&self, grant: &Grant) -> bool {
+    ///
+    /// `fresh`: whether the shard that made the grant says it was made
+    /// since its latest reset ([`issued_since_reset`](Self::issued_since_reset)).
+    pub(crate) fn keep_for_next(&self, grant: &Grant, fresh: bool) -> bool {
         let _control = lock(&self.control);
         // Ordering: Relaxed: written only under the lock we hold.
         let mode = self.params.mode.load(Ordering::Relaxed);
@@ -1472,12 +1475,26 @@ impl<C: Clock> Pacer<C> {
             return false;
         }
         let now = self.clock.now_nanos();
-        let stashable = |reset_tag| {
-            grant
-                .claim()
-                .is_some_and(|t| Handoff::issued_since(t, reset_tag, |t| age(mode, t)))
-        };
-        self.handoff.cancel(grant, now, stashable, || false)
+        self.handoff.cancel(grant, now, |_| fresh, || false)
+    }
+
+    /// Whether `grant` carries this pacer's tag from since its latest reset.
+    pub(crate) fn issued_since_reset(&self, grant: &Grant) -> bool {
+        // Ordering: Relaxed; a snapshot (a reset racing this only makes a
+        // slot issued before it usable once, by one caller).
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        let reset_tag = self.handoff.reset_tag();
+        grant
+            .claim()
+            .is_some_and(|t| Handoff::issued_since(t, reset_tag, |t| age(mode, t)))
+    }
+
+    /// Starts this (fresh) pacer's epochs at `base`, so that its grants'
+    /// tags differ from those of sibling shards built with other bases.
+    pub(crate) fn set_epoch_base(&mut self, base: u32) {
+        let mode = self.params.mode.get_mut();
+        *mode = (*mode & !EPOCH) | ((u64::from(base) << EPOCH_SHIFT) & EPOCH) | TAGGED;
+        self.handoff = Handoff::new(tag(*mode));
     }
 
     /// Whether this pacer's handoff knows `grant` (see `keep_for_next`).

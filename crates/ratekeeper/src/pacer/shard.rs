@@ -202,12 +202,9 @@
 //! which refuses it (two cancels of one grant racing on two threads are a
 //! caller error, as is cancelling another limiter's grant).
 //!
-//! Shards built together hand out *twin* grants: the same slot of each
-//! shard's schedule, equal as values. A cancel of one twin after the other
-//! cannot be told from a second cancel of the same grant, so it is refused
-//! (its slots stay spent): with half of all async acquires abandoned on a
-//! 2-shard pacer, 84–88 % of the uncancelled rate is delivered (the
-//! `async_cancel_props` test), against 95 % and more for a single pacer.
+//! Shards built together hand out *twin* slots (the same slot of each
+//! shard's schedule); each shard's grants carry its own tags, so twins are
+//! different grants and each can be kept.
 //!
 //! # Invariants
 //!
@@ -385,12 +382,12 @@ impl PacerBuilder {
         let total = self.rate;
         let per_shard = self.rate(shard_rate(total, shards)?);
         let shards = (0..shards)
-            .map(|_| {
-                per_shard
-                    .build_with_clock(clock.clone())
-                    .map(CachePadded::new)
+            .map(|k| {
+                let mut shard = per_shard.build_with_clock(clock.clone())?;
+                shard.set_epoch_base(epoch_base(k));
+                Ok(CachePadded::new(shard))
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, PacerError>>()?;
         let window = shards[0].wait_policy().window_nanos(&shards[0].clock);
         let n = shards.len();
         Ok(ShardedPacer {
@@ -403,6 +400,25 @@ impl PacerBuilder {
             window,
         })
     }
+}
+
+/// Where shard `k`'s epochs start: its index in the top bits of the 31-bit
+/// epoch, so that twin grants of sibling shards (the same slot of each
+/// schedule) carry different tags, and a grant's tag names its shard (for
+/// 2^21 resets; after that a cancel may be refused, never misapplied,
+/// since shards only keep grants, see [Cancelling](self#cancelling)).
+fn epoch_base(k: usize) -> u32 {
+    (k as u32) << EPOCH_BASE_SHIFT
+}
+
+/// The shard index's place in a grant's tag (`MAX_SHARDS` = 2^10 fits).
+const EPOCH_BASE_SHIFT: u32 = 21;
+
+/// The shard a grant's tag names, if any.
+fn issuing_shard(grant: &Grant, shards: usize) -> Option<usize> {
+    let tag = grant.claim().filter(|t| t & (1 << 31) != 0)?;
+    let k = ((tag & 0x7fff_ffff) >> EPOCH_BASE_SHIFT) as usize;
+    (k < shards).then_some(k)
 }
 
 /// A shard's rate, `total / shards`, validated. The total is held to what
@@ -724,12 +740,17 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
     /// grant, which refuses a second cancel); no shard's schedule ever
     /// moves back. See the [module docs](self#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
+        // A shard's grant: made since its shard's latest reset? (A grant
+        // handed on from a kept one carries a handoff id instead; only the
+        // shard keeping it knows it.)
+        let fresh = issuing_shard(grant, self.shards.len())
+            .is_some_and(|k| self.shards[k].issued_since_reset(grant));
         let keeper = self
             .shards
             .iter()
             .position(|s| s.keeps(grant))
             .unwrap_or_else(|| self.thread_shard());
-        self.shards[keeper].keep_for_next(grant)
+        self.shards[keeper].keep_for_next(grant, fresh)
     }
 }
 
@@ -884,13 +905,17 @@ mod tests {
             ),
             (kept.scheduled_nanos(), kept.ready_nanos(), 1_000_000)
         );
-        // Its twin on the sibling shard is the same value: refused.
-        if let Some(twin) = gs
+        // Its twin on the sibling shard (the same slot) is another grant,
+        // with its shard's tag: kept too, and handed on.
+        let twin = gs
             .iter()
-            .find(|g| **g == kept && !std::ptr::eq(*g, &gs[late]))
-        {
-            assert!(!p.cancel(twin));
-        }
+            .find(|g| g.scheduled_nanos() == kept.scheduled_nanos() && **g != kept)
+            .expect("two shards in lockstep");
+        assert!(p.cancel(twin));
+        assert_eq!(
+            p.reserve(1, None).unwrap().ready_nanos(),
+            twin.ready_nanos()
+        );
         // The next caller may give it back again; then another takes it.
         assert!(p.cancel(&next));
         let again = p.reserve(1, None).unwrap();

@@ -143,8 +143,7 @@
 //!   whose ready time passes before anyone asks for its size, and what a
 //!   limiter's `cancel` refuses (see the table). With half of all attempts
 //!   under a timeout shorter than a slot (45–47 % abandoned), every
-//!   limiter in this crate but [`ShardedPacer`](crate::ShardedPacer)
-//!   (84–88 %, see the table) delivers within 5 % of what it delivers when
+//!   limiter in this crate delivers within 5 % of what it delivers when
 //!   nobody gives up: a property test on paused time checks it (the
 //!   `async_cancel_props` test), and `BENCHMARKS.md` ("Issue 16: cancelled
 //!   async acquires") has the real-clock figures.
@@ -159,7 +158,7 @@
 //! | [`TokenPool`](crate::TokenPool) | as the pool's `cancel` ([`pool`](crate::pool)): the claim is withdrawn; see also [The token pool](#the-token-pool) |
 //! | [`SmoothBursty`](crate::SmoothBursty), [`SmoothWarmingUp`](crate::SmoothWarmingUp) | as their `cancel` ([`smooth`](crate::smooth)), as the Pacer's |
 //! | [`RefillLimiter`](crate::RefillLimiter), [`CycleLimiter`](crate::CycleLimiter) | as their `cancel` ([`refill`](crate::refill)), as the Pacer's; [`AsyncPermitLimiter`] also ends the acquisition as abandoned (`FAILED_ACQUIRE`, no longer waiting) |
-//! | [`ShardedPacer`](crate::ShardedPacer) | kept for the next caller on the calling thread's shard, never given back to a schedule; a twin of a grant already cancelled is refused ([`pacer::shard`](crate::pacer::shard)): 84–88 % delivered with half abandoned |
+//! | [`ShardedPacer`](crate::ShardedPacer) | kept for the next caller on the calling thread's shard, never given back to a schedule ([`pacer::shard`](crate::pacer::shard)) |
 //! | [`BatchHandle`](crate::BatchHandle) | a lease whole if none of it was granted; a grant from a lease others were granted from stays spent |
 //! | a limiter of your own | what its `cancel` does; the trait's default gives back nothing |
 //!
