@@ -1492,9 +1492,12 @@ impl<C: Clock> Pacer<C> {
     /// Starts this (fresh) pacer's epochs at `base`, so that its grants'
     /// tags differ from those of sibling shards built with other bases.
     pub(crate) fn set_epoch_base(&mut self, base: u32) {
-        let mode = self.params.mode.get_mut();
-        *mode = (*mode & !EPOCH) | ((u64::from(base) << EPOCH_SHIFT) & EPOCH) | TAGGED;
-        self.handoff = Handoff::new(tag(*mode));
+        // Ordering: Relaxed for both; the pacer is ours alone (`&mut`), not
+        // shared yet. (Not `get_mut`: loom's atomics lack it.)
+        let mode = self.params.mode.load(Ordering::Relaxed);
+        let mode = (mode & !EPOCH) | ((u64::from(base) << EPOCH_SHIFT) & EPOCH) | TAGGED;
+        self.params.mode.store(mode, Ordering::Relaxed);
+        self.handoff = Handoff::new(tag(mode));
     }
 
     /// Whether this pacer's handoff knows `grant` (see `keep_for_next`).
