@@ -126,9 +126,18 @@ impl Handoff {
     /// Hands out the earliest stashed grant for exactly `permits` that is
     /// ready at or after `now` and within `max_wait` ns of it, started at
     /// `now` and carrying a fresh handoff id; `None` if there is none.
+    /// Costs one load while nothing is stashed.
+    #[inline]
+    pub(crate) fn take(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
+        if self.is_empty() {
+            return None;
+        }
+        self.take_slow(permits, max_wait, now)
+    }
+
     #[cold]
     #[inline(never)]
-    pub(crate) fn take(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
+    fn take_slow(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
         let mut entries = lock(&self.entries);
         self.expire(&mut entries, now);
         let limit = max_wait.map_or(u64::MAX, |m| now.saturating_add(m));

@@ -606,13 +606,6 @@ impl<C: Clock> ShardedPacer<C> {
         max_wait: Option<Duration>,
     ) -> (Result<Grant, AcquireError>, usize) {
         let own = &self.shards[home];
-        // A grant cancelled on this thread's shard and kept for the next
-        // caller of its size goes first, whichever shard would decide.
-        if !own.handoff.is_empty() {
-            if let Some(g) = own.take_stashed(permits, max_wait) {
-                return (Ok(g), home);
-            }
-        }
         // Ordering: Relaxed; a clock reading, a lower bound of the present
         // (see `Pacer::refresh`).
         let seen = own.last_seen.load(Ordering::Relaxed);
@@ -642,6 +635,14 @@ impl<C: Clock> ShardedPacer<C> {
         let own = &self.shards[home];
         if permits == 0 {
             return (Err(AcquireError::ZeroPermits), home);
+        }
+        // A grant cancelled on this thread's shard and kept for the next
+        // caller of its size goes first, whichever shard would decide (the
+        // own shard's `reserve` above takes it on the direct path).
+        if !own.handoff.is_empty() {
+            if let Some(g) = own.take_stashed(permits, max_wait) {
+                return (Ok(g), home);
+            }
         }
         let now = own.refresh(seen).max(seen);
         let horizon = match max_wait {

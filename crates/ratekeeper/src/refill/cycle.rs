@@ -458,17 +458,6 @@ impl<C: Clock> CycleLimiter<C> {
         .0
     }
 
-    /// A cancelled grant of `permits` from the handoff, ready within
-    /// `max_wait` ns of `now` if given (see [Cancelling a
-    /// reservation](super#cancelling-a-reservation)).
-    #[inline]
-    fn take_stashed(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
-        if self.handoff.is_empty() {
-            return None;
-        }
-        self.handoff.take(permits, max_wait, now)
-    }
-
     /// [`RateLimiter::cancel`]: back to the count if it is the latest
     /// reservation, else to the handoff; see
     /// [Cancelling a reservation](super#cancelling-a-reservation).
@@ -596,7 +585,7 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
     fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
         let (now, rel) = self.now();
         let timeout = self.hub.timeout_nanos();
-        if let Some(g) = self.take_stashed(permits, Some(timeout), now) {
+        if let Some(g) = self.handoff.take(permits, Some(timeout), now) {
             let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
             return Ok(self
                 .hub
@@ -614,7 +603,7 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
     fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
         let (now, rel) = self.now();
         let timeout = self.hub.timeout_nanos();
-        let wait = match self.take_stashed(permits, Some(timeout), now) {
+        let wait = match self.handoff.take(permits, Some(timeout), now) {
             Some(g) => Some(g.delay_nanos()),
             None => match self.decide(permits, Some(timeout), rel).0 {
                 Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
@@ -735,7 +724,7 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);
-        if let Some(g) = self.take_stashed(permits, max, now) {
+        if let Some(g) = self.handoff.take(permits, max, now) {
             // A grant as any other: the same event.
             self.hub
                 .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
