@@ -41,9 +41,12 @@ pub fn elapsed_nanos(earlier: u64, later: u64) -> u64 {
 /// back never lifts a limit (it cannot become ~584 years of wrapped time).
 /// A clock that jumps back can still delay callers until it reaches its
 /// latest reading again, so implementations should be monotonic across
-/// CPUs. Readings near `u64::MAX` are refused with
+/// CPUs. Where the readings start does not matter: a limiter built on a
+/// clock reading past 2^63 ns, or close to `u64::MAX`, behaves as one built
+/// on a clock reading 0, its grant times shifted. Near the end of the range,
+/// requests are refused with
 /// [`AcquireError::ScheduleExhausted`](crate::AcquireError::ScheduleExhausted)
-/// where a grant could never be ready before the clock's end.
+/// where a grant could never be ready before the clock's last reading.
 ///
 /// # Examples
 ///

@@ -178,8 +178,8 @@ pub enum AcquireError {
         max: u32,
     },
     /// The request needs more of the schedule than a limiter can hold: over
-    /// 2^62 ns in one reservation, a schedule reserved past 2^63 ns of its
-    /// clock (292 years), or a wait that would end past the last reading
+    /// 2^62 ns in one reservation, a schedule reserved more than 2^63 ns
+    /// (292 years) past its start, or a wait that would end past the last reading
     /// the clock can give (`u64::MAX` ns): a grant that could never be
     /// ready.
     #[error("the request needs more schedule than the limiter can hold")]
@@ -369,11 +369,16 @@ pub trait RateLimiter {
     ///
     /// # Panics
     ///
-    /// Only if the limiter cannot grant a single permit at all. No limiter in
-    /// this crate can be configured so; a [`Pacer`](crate::Pacer) refuses one
-    /// only after more than 2^63 ns (292 years) of its schedule were reserved
-    /// ahead without waiting ([`AcquireError::ScheduleExhausted`]). Use
-    /// [`acquire_n`](RateLimiter::acquire_n) to get that as an error.
+    /// Only if the limiter cannot grant a single permit at all
+    /// ([`AcquireError::ScheduleExhausted`]): when the permit would be due
+    /// after the last reading its clock can give (`u64::MAX` ns, 584 years
+    /// after the clock's zero), or for a [`Pacer`](crate::Pacer) after more
+    /// than 2^63 ns (292 years) of its schedule were reserved ahead without
+    /// waiting. Where a clock's readings start does not matter: a limiter
+    /// built on a clock reading past 2^63 ns behaves as one built at 0. The
+    /// only alternatives at the end of time are granting early (lifting the
+    /// limit) or blocking for ever; use [`acquire_n`](RateLimiter::acquire_n)
+    /// to get the error instead.
     #[inline(always)]
     fn acquire(&self) -> Grant {
         // A match, not `?` through `acquire_n`: moving the `Result` through

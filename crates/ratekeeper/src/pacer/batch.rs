@@ -119,8 +119,7 @@ use core::fmt;
 use std::time::Duration;
 
 use super::{
-    tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN,
-    SCHEDULE_LIMIT, SPACED,
+    tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN, SPACED,
 };
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
@@ -238,7 +237,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
     #[inline(always)]
     fn now_for(&self, slot: u64, cached: bool) -> u64 {
         if !cached {
-            return self.pacer.clock.now_nanos();
+            return self.pacer.now();
         }
         let seen = self.seen.get();
         if slot < seen {
@@ -292,7 +291,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
             }
         }
         self.next.set(slot + span);
-        Some(Ok(Grant::new(slot, ready, now, permits)))
+        Some(Ok(self.pacer.grant(slot, ready, now, permits)))
     }
 
     /// No lease holds the request: give back what is left and lease afresh
@@ -335,7 +334,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         let now = if mode & CACHED_CLOCK != 0 {
             self.pacer.refresh(self.seen.get()).max(self.seen.get())
         } else {
-            self.pacer.clock.now_nanos().max(self.seen.get())
+            self.pacer.now().max(self.seen.get())
         };
         self.seen.set(now);
         let elapsed = elapsed_nanos(self.leased_at.get(), now).max(1);
@@ -351,7 +350,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         // Ordering: AcqRel, as an exact grant's add: the lease happens-after
         // every grant and lease reserved before it.
         let slot = self.pacer.ideal.fetch_add(span, Ordering::AcqRel);
-        if slot >= SCHEDULE_LIMIT {
+        if slot >= self.pacer.params.limit {
             return Err(self.pacer.undo_exhausted(span));
         }
         if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {

@@ -160,6 +160,14 @@
 //! State (`ideal` and `actual` share one cache line; `last_seen` and the
 //! parameters have a line each):
 //!
+//! * Every time below is on the pacer's own timeline: nanoseconds since its
+//!   **origin**, the clock's reading when it was built (shared by the shards
+//!   of a [`ShardedPacer`]). Clock readings enter it as `reading − origin`
+//!   (a reading before the origin is no time passing) and grants leave it
+//!   as `time + origin`, so where a clock's readings start (past 2^63, or
+//!   near the end of its range) changes nothing: the schedule only ends
+//!   2^63 ns (292 years) after the origin, or at the clock's last reading,
+//!   whichever comes first ([`AcquireError::ScheduleExhausted`] after).
 //! * `ideal`: the **ticks accumulator**, the ideal start of the next free slot.
 //!   Every grant takes its slot with one `fetch_add` (or, when the caller set a
 //!   maximum wait, one successful compare-exchange), so slots are handed out
@@ -276,7 +284,8 @@ const MAX_SPAN: u64 = crate::rate::MAX_NANOS_PER_OP;
 /// The most lateness of a wait excused besides its grouping delay when the
 /// sleep resolution is small: an async timer's tick (see `released`).
 const MAX_EXCUSED_TICK: u64 = 1_000_000;
-/// Slots at or beyond 2^63 ns are refused, so the timeline cannot wrap.
+/// Slots at or beyond 2^63 ns after the origin are refused, so the
+/// timeline cannot wrap.
 const SCHEDULE_LIMIT: u64 = 1 << 63;
 
 // Mode word layout: bits 0..=7 compensation shift; bits 8..=9 kind; bit 16 idle;
@@ -372,6 +381,11 @@ struct Params {
     op_nanos: AtomicU64,
     burst_nanos: AtomicU64,
     mode: AtomicU64,
+    /// The clock reading the timeline counts from (fixed at build time).
+    origin: u64,
+    /// The first time on the timeline no slot or strict start may take:
+    /// 2^63 ns, or the clock's last reading if that comes first.
+    limit: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -504,9 +518,20 @@ impl PacerBuilder {
     ///
     /// As [`build`](Self::build).
     pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<Pacer<C>, PacerError> {
+        let origin = clock.now_nanos();
+        self.build_with_origin(clock, origin)
+    }
+
+    /// Builds a pacer on `clock` whose timeline counts from the reading
+    /// `origin` (see [Implementation details](self#implementation-details)).
+    pub(crate) fn build_with_origin<C: Clock>(
+        self,
+        clock: C,
+        origin: u64,
+    ) -> Result<Pacer<C>, PacerError> {
         let strictness = Strictness::new(self.strictness)?;
         let (op_nanos, burst_nanos) = slices(self.rate, strictness)?;
-        let now = clock.now_nanos();
+        let now = clock.now_nanos().saturating_sub(origin);
         let idle = matches!(self.verb, Verb::Configure | Verb::Stop);
         let mode = mode_word(strictness, self.cached_clock, burst_nanos)
             | if idle { IDLE } else { 0 }
@@ -520,6 +545,9 @@ impl PacerBuilder {
                 op_nanos: AtomicU64::new(op_nanos),
                 burst_nanos: AtomicU64::new(burst_nanos),
                 mode: AtomicU64::new(mode),
+                origin,
+                // The last reading, u64::MAX, may hold a slot.
+                limit: SCHEDULE_LIMIT.min((u64::MAX - origin).saturating_add(1)),
             }),
             accumulated: AtomicU64::new(0),
             control: Mutex::new(Control {
@@ -597,6 +625,32 @@ impl Pacer {
 }
 
 impl<C: Clock> Pacer<C> {
+    /// The clock's reading on the timeline: nanoseconds since the origin,
+    /// 0 for a reading before it (see [Implementation
+    /// details](self#implementation-details)).
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        self.on_timeline(self.clock.now_nanos())
+    }
+
+    /// A clock reading `t` (a grant's time) on the timeline.
+    #[inline(always)]
+    fn on_timeline(&self, t: u64) -> u64 {
+        t.saturating_sub(self.params.origin)
+    }
+
+    /// The clock reading of the timeline's time `t`.
+    #[inline(always)]
+    fn at(&self, t: u64) -> u64 {
+        t.saturating_add(self.params.origin)
+    }
+
+    /// A grant of the timeline's `slot`, `ready` and `now`, in clock readings.
+    #[inline(always)]
+    fn grant(&self, slot: u64, ready: u64, now: u64, permits: u32) -> Grant {
+        Grant::new(self.at(slot), self.at(ready), self.at(now), permits)
+    }
+
     /// A grant that has to wait: in the room, then `released`.
     #[cold]
     #[inline(never)]
@@ -723,7 +777,7 @@ impl<C: Clock> Pacer<C> {
     /// Reads the clock and publishes the reading as the last-seen clock.
     #[inline]
     fn refresh(&self, seen: u64) -> u64 {
-        let now = self.clock.now_nanos();
+        let now = self.now();
         if now > seen {
             // Ordering: Relaxed. `last_seen` is a hint whose only requirement is
             // that it is a value the clock returned, hence never later than the
@@ -755,26 +809,26 @@ impl<C: Clock> Pacer<C> {
         // fetch_add came earlier in the accumulator's modification order
         // (the public "Memory ordering" promise).
         let slot = self.ideal.fetch_add(span, Ordering::AcqRel);
-        if slot >= SCHEDULE_LIMIT {
+        if slot >= self.params.limit {
             return Err(self.undo_exhausted(span));
         }
         if cached && slot < seen {
             // Known due without reading the clock: calling-overhead compensation.
             let ready = self.spaced(mode, seen);
-            return Ok(Grant::new(slot, ready, seen, permits).with_claim(tag(mode)));
+            return Ok(self.grant(slot, ready, seen, permits).with_claim(tag(mode)));
         }
         // The exact path reads the clock after taking its slot and publishes
         // nothing: no second shared line is written per grant.
         let now = if cached {
             self.refresh(seen)
         } else {
-            self.clock.now_nanos()
+            self.now()
         };
         if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
             self.compensate(slot, span, now, (mode & 0xff) as u32);
         }
         let ready = self.spaced(mode, now);
-        Ok(Grant::new(slot, ready, now, permits).with_claim(tag(mode)))
+        Ok(self.grant(slot, ready, now, permits).with_claim(tag(mode)))
     }
 
     /// `now`, or the start of the spacing a strict or burst op reserved
@@ -872,10 +926,10 @@ impl<C: Clock> Pacer<C> {
         // core rarely takes away in between (module docs, "Strict and burst
         // modes under contention"). A reading taken before the add is still
         // a lower bound of the present when the grant is decided.
-        let now = self.clock.now_nanos();
+        let now = self.now();
         // Ordering: AcqRel, as in `reserve_accumulator`.
         let slot = self.ideal.fetch_add(span, Ordering::AcqRel);
-        if slot >= SCHEDULE_LIMIT {
+        if slot >= self.params.limit {
             return Err(self.undo_exhausted(span));
         }
         // Ordering: Acquire, pairing with the AcqRel compare-exchange below so
@@ -886,7 +940,10 @@ impl<C: Clock> Pacer<C> {
             let start = actual.max(slot).max(present);
             if start == slot {
                 // Exactly on schedule: `actual` may stay stale (module docs).
-                return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode)));
+                return Ok(self.grant(slot, start, now, permits).with_claim(tag(mode)));
+            }
+            if start >= self.params.limit {
+                return Err(self.hand_back(slot, span));
             }
             // Ordering: AcqRel on success (publish our spacing, see earlier
             // ones); Acquire on failure to retry with the freshest value. `now`
@@ -897,7 +954,7 @@ impl<C: Clock> Pacer<C> {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode))),
+                Ok(_) => return Ok(self.grant(slot, start, now, permits).with_claim(tag(mode))),
                 Err(current) => actual = current,
             }
         }
@@ -917,7 +974,7 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Acquire, to start from the latest published schedule.
         let mut slot = self.ideal.load(Ordering::Acquire);
         loop {
-            if slot >= SCHEDULE_LIMIT {
+            if slot >= self.params.limit {
                 return Err(AcquireError::ScheduleExhausted);
             }
             let (seen, now) = if cached {
@@ -932,7 +989,7 @@ impl<C: Clock> Pacer<C> {
                     },
                 )
             } else {
-                (0, self.clock.now_nanos())
+                (0, self.now())
             };
             let ready = self.spaced(mode, slot.max(now));
             if ready - now > max {
@@ -950,7 +1007,7 @@ impl<C: Clock> Pacer<C> {
                     if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE && !(cached && slot < seen) {
                         self.compensate(slot, span, now, (mode & 0xff) as u32);
                     }
-                    return Ok(Grant::new(slot, ready, now, permits).with_claim(tag(mode)));
+                    return Ok(self.grant(slot, ready, now, permits).with_claim(tag(mode)));
                 }
                 Err(current) => slot = current,
             }
@@ -969,15 +1026,18 @@ impl<C: Clock> Pacer<C> {
         let max = saturating_nanos(max_wait);
         loop {
             // A fresh reading, taken first, as in `reserve_dual`.
-            let now = self.clock.now_nanos();
+            let now = self.now();
             // Ordering: Acquire for both, to decide on the latest published state.
             let slot = self.ideal.load(Ordering::Acquire);
-            if slot >= SCHEDULE_LIMIT {
+            if slot >= self.params.limit {
                 return Err(AcquireError::ScheduleExhausted);
             }
             let mut actual = self.actual.load(Ordering::Acquire);
             let present = self.present(now);
             let start = actual.max(slot).max(present);
+            if start >= self.params.limit {
+                return Err(AcquireError::ScheduleExhausted);
+            }
             if start.saturating_sub(now) > max {
                 return Err(would_wait(start - now, max_wait));
             }
@@ -993,20 +1053,15 @@ impl<C: Clock> Pacer<C> {
             loop {
                 let start = actual.max(slot).max(present);
                 if start.saturating_sub(now) > max {
-                    // Another op moved `actual` since we looked. Give the slot
-                    // back if nobody reserved after it, else leave a hole.
-                    // Ordering: AcqRel/Relaxed: success publishes the rollback
-                    // like any reservation; failure needs nothing.
-                    let _ = self.ideal.compare_exchange(
-                        slot + span,
-                        slot,
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    );
+                    // Another op moved `actual` since we looked.
+                    self.hand_back(slot, span);
                     return Err(would_wait(start - now, max_wait));
                 }
                 if start == slot {
-                    return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode)));
+                    return Ok(self.grant(slot, start, now, permits).with_claim(tag(mode)));
+                }
+                if start >= self.params.limit {
+                    return Err(self.hand_back(slot, span));
                 }
                 // Ordering: as in `reserve_dual`.
                 match self.actual.compare_exchange_weak(
@@ -1015,11 +1070,26 @@ impl<C: Clock> Pacer<C> {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return Ok(Grant::new(slot, start, now, permits).with_claim(tag(mode))),
+                    Ok(_) => {
+                        return Ok(self.grant(slot, start, now, permits).with_claim(tag(mode)))
+                    }
                     Err(current) => actual = current,
                 }
             }
         }
+    }
+
+    /// Gives the slot `slot..slot + span` just taken back if nobody
+    /// reserved after it, else leaves a hole; for a strict or burst op
+    /// whose start the timeline cannot hold.
+    #[cold]
+    fn hand_back(&self, slot: u64, span: u64) -> AcquireError {
+        // Ordering: AcqRel/Relaxed: success publishes the rollback like any
+        // reservation; failure needs nothing.
+        let _ = self
+            .ideal
+            .compare_exchange(slot + span, slot, Ordering::AcqRel, Ordering::Relaxed);
+        AcquireError::ScheduleExhausted
     }
 
     #[cold]
@@ -1035,7 +1105,7 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Relaxed; writes to the mode word happen under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
         if mode & IDLE != 0 {
-            self.keep_timeline(self.clock.now_nanos());
+            self.keep_timeline(self.now());
             self.publish_reset(&mut control, mode & !IDLE);
         }
     }
@@ -1062,7 +1132,7 @@ impl<C: Clock> Pacer<C> {
     /// (spec verb `restart`). Starts an idle pacer.
     pub fn restart(&self) {
         let mut control = lock(&self.control);
-        self.keep_timeline(self.clock.now_nanos());
+        self.keep_timeline(self.now());
         // Ordering: Relaxed; a statistic.
         self.accumulated.store(0, Ordering::Relaxed);
         // Ordering: Relaxed under the lock.
@@ -1079,7 +1149,7 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Relaxed under the lock.
         let mode = self.params.mode.load(Ordering::Relaxed);
         if mode & IDLE == 0 {
-            self.checkpoint_and_keep(self.clock.now_nanos());
+            self.checkpoint_and_keep(self.now());
             // Readers that miss the idle bit keep using the running schedule
             // for one more op, which `checkpoint_and_keep` already brought
             // up to date.
@@ -1171,7 +1241,7 @@ impl<C: Clock> Pacer<C> {
         self.params.op_nanos.store(op, Ordering::Relaxed);
         self.params.burst_nanos.store(burst, Ordering::Relaxed);
         if idle == 0 {
-            self.checkpoint_and_keep(self.clock.now_nanos());
+            self.checkpoint_and_keep(self.now());
         }
         let mut new = mode_word(strictness, cached, burst) | idle | (mode & (EPOCH | TAGGED));
         let was_dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL;
@@ -1213,17 +1283,19 @@ impl<C: Clock> Pacer<C> {
         old
     }
 
-    /// The ideal start of the next free slot (nosqlbench's ticks accumulator).
+    /// The ideal start of the next free slot (nosqlbench's ticks accumulator),
+    /// as a reading of the pacer's clock.
     pub fn next_slot_nanos(&self) -> u64 {
         // Ordering: Acquire, to observe the latest reservation.
-        self.ideal.load(Ordering::Acquire)
+        self.at(self.ideal.load(Ordering::Acquire))
     }
 
     /// `now − next slot`: positive when behind schedule, negative when ahead
     /// (nosqlbench's `getRateSchedulingDelay`).
     pub fn schedule_delay_nanos(&self) -> i64 {
-        let now = i128::from(self.clock.now_nanos());
-        let next = i128::from(self.next_slot_nanos());
+        let now = i128::from(self.now());
+        // Ordering: Acquire, as in `next_slot_nanos`.
+        let next = i128::from(self.ideal.load(Ordering::Acquire));
         (now - next).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }
 
@@ -1401,8 +1473,9 @@ impl<C: Clock> RateLimiter for Pacer<C> {
             // the next op is spaced from this one's actual start.
             let span = u64::from(grant.permits().max(1)).saturating_mul(burst);
             // Ordering: AcqRel, as the dual paths' writes of `actual`.
+            let started = self.on_timeline(grant.started_nanos());
             self.actual
-                .fetch_max(grant.started_nanos().saturating_add(span), Ordering::AcqRel);
+                .fetch_max(started.saturating_add(span), Ordering::AcqRel);
         } else {
             // The wait's own lateness is not the caller's: excuse it, up to
             // the grouping delay plus what a wait may end late without
@@ -1442,7 +1515,7 @@ impl<C: Clock> RateLimiter for Pacer<C> {
             let next = self.ideal.load(Ordering::Acquire);
             let end = u64::from(grant.permits())
                 .checked_mul(op)
-                .and_then(|span| grant.scheduled_nanos().checked_add(span));
+                .and_then(|span| self.on_timeline(grant.scheduled_nanos()).checked_add(span));
             grant.claim().is_some_and(|t| {
                 Handoff::issued_since(t, reset_tag, |t| age(mode, t))
                     && end.is_some_and(|end| end <= next)
@@ -1516,7 +1589,7 @@ impl<C: Clock> Pacer<C> {
         // Ordering: Relaxed for both: written only under the lock we hold.
         let op = self.params.op_nanos.load(Ordering::Relaxed);
         let burst = self.params.burst_nanos.load(Ordering::Relaxed);
-        let start = grant.scheduled_nanos();
+        let start = self.on_timeline(grant.scheduled_nanos());
         let Some(end) = u64::from(grant.permits())
             .checked_mul(op)
             .and_then(|span| start.checked_add(span))
@@ -1537,21 +1610,17 @@ impl<C: Clock> Pacer<C> {
         {
             return false;
         }
-        if (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL && grant.ready_nanos() != start {
+        let ready = self.on_timeline(grant.ready_nanos());
+        if (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL && ready != start {
             // Off its slot, the grant moved `actual` to its start plus its
             // burst spacing. Move it back to the start if no later op moved
             // it since (one that did built on it; it stays). A later op sets
             // `actual` past this value, never back to it, so this cannot undo
             // anyone else's spacing. Ordering: AcqRel/Relaxed, as for `ideal`.
-            let spaced = grant
-                .ready_nanos()
-                .saturating_add(u64::from(grant.permits()).saturating_mul(burst));
-            let _ = self.actual.compare_exchange(
-                spaced,
-                grant.ready_nanos(),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            );
+            let spaced = ready.saturating_add(u64::from(grant.permits()).saturating_mul(burst));
+            let _ =
+                self.actual
+                    .compare_exchange(spaced, ready, Ordering::AcqRel, Ordering::Relaxed);
         }
         control.window.record(start);
         // Ordering: Release, as in `publish_reset`: a grant tagged with the
@@ -1561,14 +1630,22 @@ impl<C: Clock> Pacer<C> {
     }
 }
 
+impl<C> Pacer<C> {
+    /// The next slot as a clock reading, for display.
+    fn next_slot_snapshot(&self) -> u64 {
+        // Ordering: Relaxed; a snapshot.
+        let next = self.ideal.load(Ordering::Relaxed);
+        next.saturating_add(self.params.origin)
+    }
+}
+
 impl<C> fmt::Debug for Pacer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let control = *lock(&self.control);
         f.debug_struct("Pacer")
             .field("rate", &control.rate)
             .field("strictness", &control.strictness)
-            // Ordering: Relaxed; a snapshot for display.
-            .field("next_slot_nanos", &self.ideal.load(Ordering::Relaxed))
+            .field("next_slot_nanos", &self.next_slot_snapshot())
             .field(
                 "accumulated_wait_nanos",
                 &self.accumulated.load(Ordering::Relaxed),

@@ -381,9 +381,12 @@ impl PacerBuilder {
         }
         let total = self.rate;
         let per_shard = self.rate(shard_rate(total, shards)?);
+        // One origin for all: a request compares its own shard's clock
+        // readings with other shards' timelines.
+        let origin = clock.now_nanos();
         let shards = (0..shards)
             .map(|k| {
-                let mut shard = per_shard.build_with_clock(clock.clone())?;
+                let mut shard = per_shard.build_with_origin(clock.clone(), origin)?;
                 shard.set_epoch_base(epoch_base(k));
                 Ok(CachePadded::new(shard))
             })
@@ -847,11 +850,10 @@ impl<C> fmt::Debug for ShardedPacer<C> {
             .field("shards", &self.shards.len())
             .field(
                 "next_slots_nanos",
-                // Ordering: Relaxed; a snapshot for display.
                 &self
                     .shards
                     .iter()
-                    .map(|s| s.ideal.load(Ordering::Relaxed))
+                    .map(|s| s.next_slot_snapshot())
                     .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()

@@ -134,6 +134,55 @@ fn the_schedule_cannot_wrap() {
 }
 
 #[test]
+fn the_schedule_ends_at_the_clocks_last_reading() {
+    // Built 10 ms before the end of the clock's range: strict slots at
+    // 0, 1, ... 10 ms before it, the last at u64::MAX itself; then typed
+    // refusals, never a grant past the end nor two closer than a slot.
+    for spec in [1.0, 3.0, 0.5, 0.0] {
+        let clock = ManualClock::new(u64::MAX - 10 * MS);
+        let p = Pacer::builder(Rate::new(1000.0).unwrap())
+            .strictness(spec)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        let mut readies = Vec::new();
+        for _ in 0..20 {
+            match p.acquire_n(1) {
+                Ok(g) => readies.push(g.ready_nanos()),
+                Err(e) => assert_eq!(e, AcquireError::ScheduleExhausted, "{spec}"),
+            }
+        }
+        let expected: Vec<u64> = (0..=10).map(|k| u64::MAX - (10 - k) * MS).collect();
+        assert_eq!(readies, expected, "{spec}");
+        assert_eq!(clock.now_nanos(), u64::MAX);
+        for max_wait in [None, Some(Duration::ZERO), Some(Duration::MAX)] {
+            assert_eq!(
+                p.reserve(1, max_wait),
+                Err(AcquireError::ScheduleExhausted),
+                "{spec}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_strict_start_past_the_end_of_the_clock_is_refused() {
+    // A burst op near the end spaces the next one past the clock's last
+    // reading: the next op is refused, its slot given back.
+    let clock = ManualClock::new(u64::MAX - 10 * MS);
+    let p = pacer("100,1.0", &clock); // 10 ms slots
+    clock.advance_nanos(5 * MS);
+    let g = p.try_acquire_n(1).unwrap();
+    assert_eq!(g.ready_nanos(), u64::MAX - 5 * MS);
+    let next = p.next_slot_nanos();
+    assert_eq!(p.reserve(1, None), Err(AcquireError::ScheduleExhausted));
+    assert_eq!(
+        p.reserve(1, Some(Duration::MAX)),
+        Err(AcquireError::ScheduleExhausted)
+    );
+    assert_eq!(p.next_slot_nanos(), next, "the refused slot went back");
+}
+
+#[test]
 fn timeout_refuses_at_once_and_grants_within_it() {
     let clock = ManualClock::new(0);
     let p = pacer("1000,1.0", &clock);
