@@ -322,6 +322,38 @@ async fn manual_pool_async_wait_waits_for_the_refill() {
     assert_eq!((pool.waiters(), pool.active_nanos()), (0, 0));
 }
 
+#[tokio::test(start_paused = true)]
+async fn async_pool_timeout_is_kept_however_late_the_fills_are() {
+    // A claim queued within its timeout waits for fills; with none coming,
+    // the blocking `acquire_timeout` gives up at the deadline, and so must
+    // the async one: it used to wait for ever.
+    let clock = TokioClock::new();
+    let pool = Arc::new(manual_pool(clock));
+    pool.acquire_async().await;
+    let waiting = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.acquire_timeout_async(1, ms(10)).await }
+    });
+    advance(ms(9)).await;
+    assert!(!waiting.is_finished(), "gave up before its deadline");
+    advance(ms(2)).await;
+    let result = tokio::time::timeout(ms(1000), waiting)
+        .await
+        .expect("still waiting 1 s after its 10 ms deadline")
+        .unwrap();
+    match result {
+        Err(AcquireError::WouldWait { wait, max_wait }) => {
+            assert_eq!(max_wait, ms(10));
+            assert!(wait > max_wait, "{wait:?}");
+        }
+        other => panic!("expected WouldWait, got {other:?}"),
+    }
+    // The claim was withdrawn: a refill goes to the pool, not to it.
+    assert_eq!(pool.waiters(), 0);
+    pool.refill(MS).unwrap();
+    assert!(pool.try_acquire().is_ok());
+}
+
 /// Issue 16: at 2000/s, with half the acquires timing out after 1 ms, the
 /// waits that stayed went at their claims' estimates, which the timed-out
 /// claims (withdrawn) had pushed late: 51 grants started within one

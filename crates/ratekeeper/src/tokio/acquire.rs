@@ -98,6 +98,9 @@ pub(crate) struct Waiter {
     grant: Grant,
     window: u64,
     stage: Stage,
+    /// When a wait the limiter keeps [`Pending`](Readiness::Pending) gives
+    /// up (clock nanoseconds); `None`: never.
+    deadline: Option<u64>,
 }
 
 impl Waiter {
@@ -107,7 +110,16 @@ impl Waiter {
             grant,
             window,
             stage: Stage::Fresh,
+            deadline: None,
         }
+    }
+
+    /// Gives the wait up at `deadline` (clock nanoseconds) if the limiter
+    /// still keeps it pending then (a token-pool claim whose fills came
+    /// late); see [`poll_until`](Self::poll_until).
+    pub(crate) fn with_deadline(mut self, deadline: u64) -> Waiter {
+        self.deadline = Some(deadline);
+        self
     }
 
     pub(crate) fn grant(&self) -> Grant {
@@ -152,17 +164,33 @@ impl Waiter {
         Poll::Ready(grant)
     }
 
-    /// Polls the wait: asks the limiter ([`RateLimiter::poll_grant`]) and
-    /// sleeps on tokio's timer in `timer` or waits for the limiter's wake.
+    /// Polls a wait without a deadline; see [`poll_until`](Self::poll_until).
     pub(crate) fn poll<L: RateLimiter + ?Sized>(
         &mut self,
         limiter: &L,
         timer: &mut Timer,
         cx: &mut Context<'_>,
     ) -> Poll<Grant> {
+        // Without a deadline the wait only ends with the grant; the
+        // reservation is the answer either way.
+        let grant = self.grant;
+        self.poll_until(limiter, timer, cx)
+            .map(|g| g.unwrap_or(grant))
+    }
+
+    /// Polls the wait: asks the limiter ([`RateLimiter::poll_grant`]) and
+    /// sleeps on tokio's timer in `timer` or waits for the limiter's wake.
+    /// `Ready(None)`: the deadline passed while the limiter kept the wait
+    /// pending, and the reservation was given back.
+    pub(crate) fn poll_until<L: RateLimiter + ?Sized>(
+        &mut self,
+        limiter: &L,
+        timer: &mut Timer,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Grant>> {
         if self.stage == Stage::Fresh && self.grant.ready_nanos() <= self.grant.started_nanos() {
             // Ready when decided: no clock read, no timer.
-            return self.done(self.grant);
+            return self.done(self.grant).map(Some);
         }
         assert!(
             self.stage != Stage::Done,
@@ -173,7 +201,7 @@ impl Waiter {
                 if let Some(t) = timer {
                     ready!(t.as_mut().poll(cx));
                 }
-                return self.release(limiter);
+                return self.release(limiter).map(Some);
             }
             // Fresh or asking: within the early bound (sleeping to it on a
             // timer of 1 ms ticks is impossible) an op goes at once, at most
@@ -182,20 +210,28 @@ impl Waiter {
             let horizon = now.saturating_add(self.window);
             match limiter.poll_grant(&self.grant, horizon, cx.waker()) {
                 Readiness::Go if self.stage == Stage::Fresh => {
-                    return self.done(self.grant.started_at(now));
+                    return self.done(self.grant.started_at(now)).map(Some);
                 }
-                Readiness::Go => return self.release(limiter),
+                Readiness::Go => return self.release(limiter).map(Some),
                 Readiness::SleepUntil(at) => {
                     arm(timer, nap_nanos(at.saturating_sub(now), self.window));
                     self.stage = Stage::Sleeping;
                 }
-                Readiness::Pending(None) => {
+                Readiness::Pending(at) => {
                     self.stage = Stage::Asking;
-                    return Poll::Pending;
-                }
-                Readiness::Pending(Some(at)) => {
-                    self.stage = Stage::Asking;
-                    arm(timer, nap_nanos(at.saturating_sub(now), self.window));
+                    let nap = match (at, self.deadline) {
+                        (_, Some(d)) if d <= now => {
+                            self.abandon(limiter);
+                            return Poll::Ready(None);
+                        }
+                        (Some(at), Some(d)) if at < d => {
+                            nap_nanos(at.saturating_sub(now), self.window)
+                        }
+                        (_, Some(d)) => d - now,
+                        (Some(at), None) => nap_nanos(at.saturating_sub(now), self.window),
+                        (None, None) => return Poll::Pending,
+                    };
+                    arm(timer, nap);
                     if let Some(t) = timer {
                         ready!(t.as_mut().poll(cx));
                     }
@@ -306,10 +342,27 @@ impl<L: RateLimiter + ?Sized> Future for Acquire<'_, L> {
             None => {
                 let grant = limiter.reserve(*this.permits, *this.max_wait)?;
                 let window = this.window.unwrap_or_else(|| window_nanos(limiter));
-                this.waiter.insert(Waiter::new(grant, window))
+                let waiter = Waiter::new(grant, window);
+                this.waiter.insert(match *this.max_wait {
+                    // The timeout is kept however late a pending wait's
+                    // limiter is (as the blocking `acquire_timeout`).
+                    Some(max) => waiter
+                        .with_deadline(grant.started_nanos().saturating_add(saturating_nanos(max))),
+                    None => waiter,
+                })
             }
         };
-        waiter.poll(limiter, this.timer, cx).map(Ok)
+        let grant = waiter.grant();
+        let answer = ready!(waiter.poll_until(limiter, this.timer, cx));
+        Poll::Ready(answer.ok_or_else(|| {
+            let max_wait = this.max_wait.unwrap_or(Duration::MAX);
+            let now = limiter.clock().now_nanos();
+            let more = grant.ready_nanos().saturating_sub(now).max(1);
+            AcquireError::WouldWait {
+                wait: max_wait.saturating_add(Duration::from_nanos(more)),
+                max_wait,
+            }
+        }))
     }
 }
 
@@ -609,10 +662,17 @@ pub trait AsyncRateLimiter: RateLimiter {
     /// Takes `permits` if they can go within `timeout`, sleeping until
     /// then; fails at once, with nothing reserved, if they cannot.
     ///
+    /// The timeout is kept however late the limiter is: a
+    /// [`TokenPool`](crate::TokenPool) claim queued within it, whose fills
+    /// then come late, is withdrawn at the deadline (tokens it had received
+    /// go to the claims behind it), as the blocking
+    /// [`acquire_timeout`](RateLimiter::acquire_timeout) does.
+    ///
     /// # Errors
     ///
-    /// [`AcquireError::WouldWait`] when the wait would exceed `timeout`, or
-    /// the errors of [`acquire_n_async`](Self::acquire_n_async).
+    /// [`AcquireError::WouldWait`] when the wait would exceed `timeout`
+    /// (at once, or at the deadline as above), or the errors of
+    /// [`acquire_n_async`](Self::acquire_n_async).
     ///
     /// # Cancel safety
     ///
