@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, property, conformance
-# (including ../shared/vectors when present), doc tests, and the loom models.
+# (including ../shared/vectors when present), doc tests, the loom models, and
+# the check that the algorithm folders do not import each other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${RATEKEEPER_VECTORS:-}" ] && [ -d ../shared/vectors ]; then
   export RATEKEEPER_VECTORS="$PWD/../shared/vectors"
 fi
+
+echo "== rooms"
+bash scripts/check-rooms.sh
 
 echo "== cargo test (all features)"
 cargo test --workspace --all-features

@@ -103,7 +103,8 @@
 pub mod batch;
 pub mod clock;
 pub mod decorate;
-mod handoff;
+pub mod grant;
+mod internal;
 pub mod limiter;
 pub mod pacer;
 pub mod pool;
@@ -124,7 +125,8 @@ pub use batch::BatchHandle;
 #[cfg(feature = "quanta")]
 pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
-pub use limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
+pub use grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
+pub use limiter::RateLimiter;
 pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};

@@ -257,12 +257,10 @@
 pub mod batch;
 pub mod shard;
 mod strictness;
-mod window;
 
 pub use batch::{PacerHandle, DEFAULT_MAX_LEASE, MAX_LEASE_SLOTS};
 pub use shard::{ShardError, ShardHandle, ShardedPacer, MAX_SHARDS};
 pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
-pub(crate) use window::{CancelWindow, Epoch};
 
 use core::fmt;
 use std::time::Duration;
@@ -270,7 +268,8 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
-use crate::handoff::Handoff;
+use crate::internal::cancel::CancelWindow;
+use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate, RateError};
 use crate::spec::{RateSpec, Verb};

@@ -9,8 +9,12 @@
 //! flag, unparks the thread and joins it, so no thread outlives its pool
 //! (nosqlbench's filler was never stopped, §5.2 of the spec).
 //!
-//! After a fill that leaves the pool idle (full, nobody waiting: see
-//! `Shared::try_park`), [`Shared::fill_tick`] says [`Next::Park`], and the
+//! The thread knows no pool: it is given a clock reading and a fill, as
+//! closures (tokio's timer driver likewise only fires a waker and knows
+//! nothing of its owner), so this module imports nothing from the pool.
+//!
+//! After a fill that leaves the pool idle (full, nobody waiting: see the
+//! pool's `Shared::try_park`), the fill says [`Next::Park`], and the
 //! thread parks with no timeout: it costs nothing until the pool unparks it
 //! (a take from the full pool, a queued claim, a new rate, a restart) or the
 //! pool stops it. Woken, it fills at once and goes on every interval. A
@@ -21,8 +25,6 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::limiter::Shared;
-use crate::clock::Clock;
 use crate::sync::{self, AtomicBool, JoinHandle, Ordering, Thread, ThreadBuilder};
 
 /// The name filler threads carry (visible in `top -H`, debuggers, and
@@ -46,11 +48,12 @@ pub(super) struct Handle {
 }
 
 impl Handle {
-    /// Starts a filler refilling `shared` every `interval` nanoseconds, the
-    /// first time one interval after `start` (the clock reading of the fill
-    /// the pool started with).
-    pub(super) fn spawn<C: Clock + 'static>(
-        shared: Arc<Shared<C>>,
+    /// Starts a filler that calls `fill` with a clock reading (`now`)
+    /// every `interval` nanoseconds, the first time one interval after
+    /// `start` (the clock reading of the fill the pool started with).
+    pub(super) fn spawn(
+        now: impl Fn() -> u64 + Send + 'static,
+        fill: impl FnMut(u64) -> Next + Send + 'static,
         start: u64,
         interval: u64,
     ) -> io::Result<Handle> {
@@ -58,7 +61,7 @@ impl Handle {
         let flag = Arc::clone(&stop);
         let thread = ThreadBuilder::new()
             .name(FILLER_THREAD_NAME.into())
-            .spawn(move || run(&shared, start, interval, &flag))?;
+            .spawn(move || run(now, fill, start, interval, &flag))?;
         Ok(Handle { stop, thread })
     }
 
@@ -81,11 +84,16 @@ impl Handle {
     }
 }
 
-fn run<C: Clock + 'static>(shared: &Shared<C>, start: u64, interval: u64, stop: &AtomicBool) {
-    let clock = shared.clock();
+fn run(
+    now: impl Fn() -> u64,
+    mut fill: impl FnMut(u64) -> Next,
+    start: u64,
+    interval: u64,
+    stop: &AtomicBool,
+) {
     let mut due = start.saturating_add(interval);
-    while let Some(now) = wait_until(clock, due, stop) {
-        due = match shared.fill_tick(now) {
+    while let Some(now) = wait_until(&now, due, stop) {
+        due = match fill(now) {
             Next::Fill => now.saturating_add(interval),
             Next::Park => {
                 // Until the pool has work or stops; an unpark that came
@@ -99,13 +107,13 @@ fn run<C: Clock + 'static>(shared: &Shared<C>, start: u64, interval: u64, stop: 
 
 /// Waits until the clock reads `due` or later and returns the reading, or
 /// `None` once the pool stops the thread.
-fn wait_until<C: Clock>(clock: &C, due: u64, stop: &AtomicBool) -> Option<u64> {
+fn wait_until(clock: impl Fn() -> u64, due: u64, stop: &AtomicBool) -> Option<u64> {
     loop {
         // Ordering: Acquire; see `Handle::stop`.
         if stop.load(Ordering::Acquire) {
             return None;
         }
-        let now = clock.now_nanos();
+        let now = clock();
         if now >= due {
             return Some(now);
         }

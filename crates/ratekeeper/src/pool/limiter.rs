@@ -974,7 +974,13 @@ impl<C: Clock + 'static> TokenPool<C> {
         let npo = st.pools.nanos_per_op();
         sh.refill_locked(st, npo, wake);
         if let (Filling::Thread(interval), None) = (st.mode, &st.filler) {
-            match Handle::spawn(Arc::clone(&self.shared), now, saturating_nanos(interval)) {
+            let (reader, filler) = (Arc::clone(&self.shared), Arc::clone(&self.shared));
+            match Handle::spawn(
+                move || reader.clock().now_nanos(),
+                move |now| filler.fill_tick(now),
+                now,
+                saturating_nanos(interval),
+            ) {
                 Ok(h) => st.filler = Some(h),
                 // No thread to be had: fill inline rather than never.
                 Err(_) => st.mode = Filling::Inline,

@@ -14,7 +14,7 @@
 //! * a drain moves `E` to `max(E, now)` (kept reservations, in the
 //!   limiter's handoff, stay: they are charged to `E` already);
 //! * a cancel moves `E` back (on a new core) or, failing that, keeps the
-//!   grant in the handoff (`crate::handoff`) without touching `E`;
+//!   grant in the handoff (`crate::internal::handoff`) without touching `E`;
 //! * `E ≥ −full > i64::MIN` always (it starts at `−initial × npp` and only
 //!   grows, or is re-based to at least `now − full'`), so `i64::MIN` is free
 //!   for the `FROZEN` sentinel of a retired core; a grant whose `E'` would
@@ -37,9 +37,9 @@ use super::{
     PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
-use crate::handoff::Handoff;
+use crate::internal::cancel::{CancelWindow, Epoch};
+use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-use crate::pacer::{CancelWindow, Epoch};
 use crate::rate::per_second_of_nanos;
 use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};

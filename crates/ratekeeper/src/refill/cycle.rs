@@ -25,7 +25,7 @@
 //!   permits are dropped, reservations kept (kept reservations in the
 //!   handoff too: their permits are counted already).
 //! * **cancel**: the latest reservation's permits are added back (on a new
-//!   core); any other is kept in the handoff (`crate::handoff`), its
+//!   core); any other is kept in the handoff (`crate::internal::handoff`), its
 //!   permits still counted, for the next caller of its size.
 //! * A refused request writes nothing. Resilience4j commits the refreshed
 //!   state even on a refusal; refreshing is idempotent (refreshing to `t1`
@@ -47,9 +47,9 @@ use super::{
     PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
-use crate::handoff::Handoff;
+use crate::internal::cancel::Epoch;
+use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-use crate::pacer::Epoch;
 use crate::rate::NANOS_PER_SECOND;
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};

@@ -264,11 +264,11 @@ use core::fmt;
 use std::time::Duration;
 
 use crate::clock::{Clock, DefaultClock};
-use crate::handoff::Handoff;
+use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crossbeam_utils::CachePadded;
 
-use crate::pacer::{CancelWindow, Epoch};
+use crate::internal::cancel::{CancelWindow, Epoch};
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::WaitPolicy;
 
@@ -737,7 +737,7 @@ impl Core {
 /// therefore equals Guava's serial run of the reservations that were not
 /// cancelled. Each core has its own epoch, which grants carry as their tag:
 /// a grant of an earlier core is given back only newest first (see
-/// `pacer/window.rs`), so no grant is given back twice, even if a later
+/// `internal/cancel.rs`), so no grant is given back twice, even if a later
 /// reservation committed the very same word again.
 ///
 /// Invariants:

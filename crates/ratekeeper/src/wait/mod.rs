@@ -70,7 +70,7 @@
 use std::time::Duration;
 
 use crate::clock::{Clock, DEFAULT_SLEEP_OVERSHOOT_NANOS};
-use crate::limiter::Grant;
+use crate::grant::Grant;
 
 pub(crate) mod room;
 pub use room::PARK_LIMIT;

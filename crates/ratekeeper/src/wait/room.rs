@@ -43,7 +43,7 @@ use crossbeam_utils::CachePadded;
 
 use super::WaitPolicy;
 use crate::clock::Clock;
-use crate::limiter::Grant;
+use crate::grant::Grant;
 use crate::sync::{self, lock, AtomicU64, Mutex, Ordering, Thread};
 
 /// A thread sleeps on the schedule.

@@ -1,0 +1,278 @@
+//! What a decision returns, shared by every room: the [`Grant`] a limiter
+//! made (with its issuer's opaque [`Ticket`]), why it refused
+//! ([`AcquireError`]), its wait bookkeeping ([`WaitStats`]), and what a
+//! waiter does next ([`Readiness`]). A leaf: it depends on no limiter and
+//! no waiting code, so both can depend on it.
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+/// A reservation a limiter granted: when the operation was due, when it may go,
+/// and, once it went, when it started.
+///
+/// All times are nanoseconds of the limiter's [`Clock`](crate::Clock).
+///
+/// * **scheduled**: when the operation would start if every earlier operation
+///   had kept the ideal schedule;
+/// * **ready**: when the limiter lets it go (never before `scheduled`);
+/// * **started**: when the caller was actually let go. For a blocking acquire
+///   this is the clock reading at the end of the wait: later than `ready` by a
+///   sleep's lateness, or earlier by at most the coalescing window of the
+///   [`WaitPolicy`](crate::WaitPolicy). For a decision that did not wait, it is the clock reading the
+///   decision was made against, which may be the limiter's cached last-seen
+///   clock (see [`Pacer`](crate::Pacer)).
+///
+/// The op's **wait time** is `started − scheduled`: the scheduling delay a load
+/// generator adds to the measured service time to get a response time free of
+/// coordinated omission. The most exact form of that measurement is to read the
+/// clock when the operation ends and subtract `scheduled` (see
+/// [`Grant::response_nanos`]).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::{ManualClock, Pacer, RateLimiter, Rate};
+///
+/// let clock = ManualClock::new(0);
+/// let pacer = Pacer::builder(Rate::new(1000.0)?).strictness(1.0).build_with_clock(clock.clone())?;
+/// clock.advance_nanos(3_000_000); // the caller shows up 3 ms late
+/// let g = pacer.acquire();
+/// assert_eq!(g.scheduled_nanos(), 0);
+/// assert_eq!(g.ready_nanos(), 3_000_000);
+/// assert_eq!(g.wait_nanos(), 3_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    scheduled: u64,
+    ready: u64,
+    started: u64,
+    permits: u32,
+    /// The issuing limiter's own mark on the reservation (see [`Ticket`]).
+    ticket: Option<Ticket>,
+}
+
+impl Grant {
+    /// Builds a grant; `ready` is raised to `scheduled` if earlier.
+    #[inline]
+    pub fn new(scheduled: u64, ready: u64, started: u64, permits: u32) -> Grant {
+        Grant {
+            scheduled,
+            ready: ready.max(scheduled),
+            started,
+            permits,
+            ticket: None,
+        }
+    }
+
+    /// When the operation was due on the ideal schedule.
+    #[inline]
+    pub fn scheduled_nanos(&self) -> u64 {
+        self.scheduled
+    }
+
+    /// When the limiter lets the operation go.
+    #[inline]
+    pub fn ready_nanos(&self) -> u64 {
+        self.ready
+    }
+
+    /// When the caller was let go (see the type's documentation).
+    #[inline]
+    pub fn started_nanos(&self) -> u64 {
+        self.started
+    }
+
+    /// How many permits this grant holds.
+    #[inline]
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The operation's wait time: `started − scheduled`, zero if it started on
+    /// time or early.
+    #[inline]
+    pub fn wait_nanos(&self) -> u64 {
+        self.started.saturating_sub(self.scheduled)
+    }
+
+    /// [`wait_nanos`](Self::wait_nanos) as a `Duration`.
+    #[inline]
+    pub fn wait(&self) -> Duration {
+        Duration::from_nanos(self.wait_nanos())
+    }
+
+    /// How long the caller still has to wait before `ready`, as of `started`.
+    /// Zero for a grant that may go at once.
+    #[inline]
+    pub fn delay_nanos(&self) -> u64 {
+        self.ready.saturating_sub(self.started)
+    }
+
+    /// Response time of an operation that ended at `end_nanos` (same clock):
+    /// `end − scheduled`, i.e. wait time plus service time, measured from when
+    /// the operation should have started.
+    #[inline]
+    pub fn response_nanos(&self, end_nanos: u64) -> u64 {
+        end_nanos.saturating_sub(self.scheduled)
+    }
+
+    /// The same grant, started at `started` (used by the waiting layer).
+    #[inline]
+    pub(crate) fn started_at(self, started: u64) -> Grant {
+        Grant { started, ..self }
+    }
+
+    /// The same grant, for `permits` permits (a batching handle's first
+    /// grant from a lease).
+    #[inline]
+    pub(crate) fn with_permits(self, permits: u32) -> Grant {
+        Grant { permits, ..self }
+    }
+
+    /// The same grant, carrying `ticket`: for a limiter to recognise its
+    /// own reservation when it comes back (in
+    /// [`cancel`](crate::RateLimiter::cancel),
+    /// [`poll_grant`](crate::RateLimiter::poll_grant) or
+    /// [`released`](crate::RateLimiter::released)).
+    #[inline]
+    pub fn with_ticket(self, ticket: Ticket) -> Grant {
+        Grant {
+            ticket: Some(ticket),
+            ..self
+        }
+    }
+
+    /// The ticket the issuing limiter put on this grant, if any. Only that
+    /// limiter knows what it means.
+    #[inline]
+    pub fn ticket(&self) -> Option<Ticket> {
+        self.ticket
+    }
+
+    /// [`with_ticket`](Self::with_ticket) for the crate's limiters, whose
+    /// tickets are never 0 (an epoch tag has its top bit set; a pool claim
+    /// id starts at 1). A 0 carries no ticket.
+    #[inline]
+    pub(crate) fn with_claim(self, id: u32) -> Grant {
+        Grant {
+            ticket: NonZeroU32::new(id).map(Ticket),
+            ..self
+        }
+    }
+
+    /// The crate's limiters' reading of [`ticket`](Self::ticket).
+    #[inline]
+    pub(crate) fn claim(&self) -> Option<u32> {
+        self.ticket.map(|t| t.0.get())
+    }
+}
+
+/// A limiter's opaque mark on a [`Grant`]: minted by the limiter that
+/// issued the grant and read only by it, to tell its own reservations (a
+/// [`TokenPool`](crate::TokenPool) claim still waiting for tokens, the
+/// epoch a Pacer grant was made in) when they come back to it. To anyone
+/// else it is a value to carry along and compare.
+///
+/// A limiter outside this crate mints its own with [`Ticket::new`].
+///
+/// ```
+/// use std::num::NonZeroU32;
+/// use ratekeeper::{Grant, Ticket};
+///
+/// let id = NonZeroU32::new(7).unwrap();
+/// let g = Grant::new(0, 0, 0, 1).with_ticket(Ticket::new(id));
+/// assert_eq!(g.ticket().map(Ticket::get), Some(id));
+/// assert_eq!(Grant::new(0, 0, 0, 1).ticket(), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ticket(NonZeroU32);
+
+impl Ticket {
+    /// A ticket holding `id`, for the limiter that mints it.
+    pub fn new(id: NonZeroU32) -> Ticket {
+        Ticket(id)
+    }
+
+    /// The id the minting limiter put in.
+    pub fn get(self) -> NonZeroU32 {
+        self.0
+    }
+}
+
+/// Why a reservation was not granted.
+///
+/// [`WouldWait`](AcquireError::WouldWait) is "not now": the caller may retry
+/// later, or wait longer. The other variants are "never": retrying the same
+/// request cannot succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// The reservation would have had to wait longer than the caller allowed.
+    /// Nothing was reserved.
+    #[error("would have to wait {wait:?}, longer than the {max_wait:?} allowed")]
+    WouldWait {
+        /// How long the caller would have had to wait.
+        wait: Duration,
+        /// How long the caller was willing to wait.
+        max_wait: Duration,
+    },
+    /// Zero permits were asked for.
+    #[error("cannot acquire zero permits")]
+    ZeroPermits,
+    /// More permits were asked for at once than the limiter can ever grant.
+    #[error("cannot acquire {requested} permits at once: this limiter grants at most {max}")]
+    InsufficientCapacity {
+        /// Permits asked for.
+        requested: u32,
+        /// The most this limiter can grant in one reservation.
+        max: u32,
+    },
+    /// The request needs more of the schedule than a limiter can hold: over
+    /// 2^62 ns in one reservation, a schedule reserved more than 2^63 ns
+    /// (292 years) past its start, or a wait that would end past the last reading
+    /// the clock can give (`u64::MAX` ns): a grant that could never be
+    /// ready.
+    #[error("the request needs more schedule than the limiter can hold")]
+    ScheduleExhausted,
+}
+
+impl AcquireError {
+    /// For [`WouldWait`](AcquireError::WouldWait), how long the caller would have
+    /// had to wait; `None` for errors that no wait can cure.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            AcquireError::WouldWait { wait, .. } => Some(*wait),
+            _ => None,
+        }
+    }
+}
+
+/// A limiter's wait bookkeeping, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WaitStats {
+    /// How far the schedule is behind the clock now: the wait the next operation
+    /// would start with. Zero when the limiter is on or ahead of schedule.
+    pub backlog_nanos: u64,
+    /// All wait accumulated since the limiter started (or was restarted): the
+    /// current backlog plus backlog checkpointed at earlier configuration
+    /// changes or forfeited by the limiter's strictness, each counted once.
+    pub total_wait_nanos: u64,
+}
+
+/// What an async waiter does next for a grant: the answer of
+/// [`RateLimiter::poll_grant`](crate::RateLimiter::poll_grant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The op may go now.
+    Go,
+    /// The op may go at this clock reading, and nothing but time stands in
+    /// its way: sleep until then (less the early bound) and go.
+    SleepUntil(u64),
+    /// The op waits for something other than time (a token pool's fill).
+    /// The limiter wakes the waker it was given when the grant may be
+    /// ready; ask again then, and, if a reading is given, once the clock
+    /// reaches it at the latest (the waiter itself must act then: an
+    /// inline-filled pool's waiters do its filling).
+    Pending(Option<u64>),
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The algorithm folders of the core crate (pacer, pool, smooth, refill) import
+# nothing from one another: shared machinery lives in `internal/` and the
+# crate's leaf modules (grant, clock, rate, spec, wait, sync). Prints every
+# offending line and fails if there is one.
+set -euo pipefail
+cd "$(dirname "$0")/../crates/ratekeeper/src"
+
+rooms=(pacer pool smooth refill)
+status=0
+for room in "${rooms[@]}"; do
+  for other in "${rooms[@]}"; do
+    [ "$room" = "$other" ] && continue
+    # Code lines only: a doc link such as [`Pacer`](crate::Pacer) names a
+    # re-export, not an import, and comments may mention any room.
+    if hits=$(grep -rnE "crate::${other}(::|\b)" "$room" | grep -vE '^[^:]+:[0-9]+:\s*//'); then
+      echo "$room imports from $other:"
+      echo "$hits"
+      status=1
+    fi
+  done
+done
+[ "$status" -eq 0 ] && echo "rooms: pacer, pool, smooth and refill import nothing from one another"
+exit "$status"
