@@ -136,15 +136,18 @@ pub trait RateLimiter {
     }
 
     /// Blocks the thread until a grant from [`reserve`](RateLimiter::reserve)
-    /// is ready, under this limiter's [`WaitPolicy`], and returns it with its
-    /// start time filled in.
+    /// may go, and returns it with its start time filled in: the blocking
+    /// driver of [`poll_grant`](RateLimiter::poll_grant)
+    /// ([`wait::block_on`]), which sleeps under this limiter's
+    /// [`WaitPolicy`] while only time stands in the way.
     #[inline(always)]
     fn wait_for(&self, grant: Grant) -> Grant {
         if grant.ready_nanos() <= grant.started_nanos() {
             // Ready when decided: no clock read, no call.
             return grant;
         }
-        let done = wait::block_until(self.clock(), grant, self.wait_policy());
+        let poll = |g: &Grant, now, w: &Waker| self.poll_grant(g, now, w);
+        let done = wait::block_on(self.clock(), self.wait_policy(), grant, poll);
         self.released(&done);
         done
     }

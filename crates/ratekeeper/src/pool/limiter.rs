@@ -15,7 +15,7 @@ use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
 use crate::sync::{self, lock, AtomicBool, AtomicU64, Mutex, Ordering, Thread};
-use crate::wait::{saturating_nanos, WaitPolicy};
+use crate::wait::{self, saturating_nanos, WaitPolicy};
 
 /// The interval of [`Filling::Thread`] unless set: 1 ms, nosqlbench's design
 /// value (its later releases used 0.1 ms).
@@ -1553,7 +1553,7 @@ impl<C: Clock + 'static> TokenPool<C> {
                 st.filler_busy = true;
                 let span = sh.refill_span(&st, pos, now);
                 let lead = sh.clock.sleep_overshoot_nanos();
-                let mut nap = span.saturating_sub(lead).max(span.min(lead) / 2).max(1);
+                let mut nap = wait::refill_nap_nanos(span, lead);
                 if let Some(d) = deadline {
                     nap = nap.min(d - now);
                 }

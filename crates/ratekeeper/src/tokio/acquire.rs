@@ -11,7 +11,7 @@ use pin_project_lite::pin_project;
 
 use super::clock::add_saturating;
 use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness};
-use crate::wait::saturating_nanos;
+use crate::wait::{saturating_nanos, timer_nap_nanos};
 
 /// Tokio's timer tick: the sleep resolution of async waits.
 ///
@@ -43,24 +43,6 @@ pub(crate) fn window_nanos<L: RateLimiter + ?Sized>(limiter: &L) -> u64 {
 /// A timer slot: boxed, so that the futures and streams holding one stay
 /// `Unpin`, and reused (reset) from one wait to the next.
 pub(crate) type Timer = Option<Pin<Box<Sleep>>>;
-
-/// How long to sleep for a wait of `left` ns under a coalescing `window`
-/// (`left >= window`): until one window before the ready time, plus a
-/// nanosecond. Tokio's timer ends a sleep on the first tick at or after its
-/// deadline, so the wake comes within one tick after that deadline: when
-/// the window is the tick, at most a nanosecond after the ready time, and
-/// the operation then goes (at most a window early). Sleeping until the
-/// ready time itself would wake up to a tick late each time, which limiters
-/// that do not catch lateness up at once (a strict or burst-ratio pacer, a
-/// small bucket) would lose: a pacer at 100 k ops/s measured 44 % short.
-/// Under paused time, a ready time on a whole tick is woken exactly then.
-pub(crate) fn nap_nanos(left: u64, window: u64) -> u64 {
-    if window == 0 {
-        left
-    } else {
-        left.saturating_sub(window).saturating_add(1)
-    }
-}
 
 /// Arms `timer` to fire `nanos` from now.
 pub(crate) fn arm(timer: &mut Timer, nanos: u64) {
@@ -214,7 +196,7 @@ impl Waiter {
                 }
                 Readiness::Go => return self.release(limiter).map(Some),
                 Readiness::SleepUntil(at) => {
-                    arm(timer, nap_nanos(at.saturating_sub(now), self.window));
+                    arm(timer, timer_nap_nanos(at.saturating_sub(now), self.window));
                     self.stage = Stage::Sleeping;
                 }
                 Readiness::Pending(at) => {
@@ -225,10 +207,10 @@ impl Waiter {
                             return Poll::Ready(None);
                         }
                         (Some(at), Some(d)) if at < d => {
-                            nap_nanos(at.saturating_sub(now), self.window)
+                            timer_nap_nanos(at.saturating_sub(now), self.window)
                         }
                         (_, Some(d)) => d - now,
-                        (Some(at), None) => nap_nanos(at.saturating_sub(now), self.window),
+                        (Some(at), None) => timer_nap_nanos(at.saturating_sub(now), self.window),
                         (None, None) => return Poll::Pending,
                     };
                     arm(timer, nap);

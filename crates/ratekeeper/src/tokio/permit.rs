@@ -7,9 +7,10 @@ use core::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::acquire::{arm, nap_nanos, window_nanos, Timer};
+use super::acquire::{arm, window_nanos, Timer};
 use crate::limiter::RateLimiter;
 use crate::refill::{PendingPermission, PermitError, PermitLimiter};
+use crate::wait::timer_nap_nanos;
 
 pin_project! {
     /// The future of [`AsyncPermitLimiter::acquire_permission_async`].
@@ -76,7 +77,7 @@ impl<L: PermitLimiter + RateLimiter + ?Sized> Future for AcquirePermission<'_, L
             if left <= window {
                 return Poll::Ready(Ok(pending.finish()));
             }
-            arm(this.timer, nap_nanos(left, window));
+            arm(this.timer, timer_nap_nanos(left, window));
             *this.pending = Some(pending);
         }
         if let Some(t) = this.timer {

@@ -72,7 +72,9 @@ use std::time::Duration;
 use crate::clock::{Clock, DEFAULT_SLEEP_OVERSHOOT_NANOS};
 use crate::grant::Grant;
 
+mod blocking;
 pub(crate) mod room;
+pub use blocking::block_on;
 pub use room::PARK_LIMIT;
 
 /// How a blocking acquire waits for its ready time.
@@ -331,6 +333,34 @@ pub fn block_until(clock: &dyn Clock, grant: Grant, policy: WaitPolicy) -> Grant
             )
         }
     }
+}
+
+/// How long to sleep for a wait of `left` ns under a coalescing `window`
+/// (`left >= window`): until one window before the ready time, plus a
+/// nanosecond. Tokio's timer ends a sleep on the first tick at or after its
+/// deadline, so the wake comes within one tick after that deadline: when
+/// the window is the tick, at most a nanosecond after the ready time, and
+/// the operation then goes (at most a window early). Sleeping until the
+/// ready time itself would wake up to a tick late each time, which limiters
+/// that do not catch lateness up at once (a strict or burst-ratio pacer, a
+/// small bucket) would lose: a pacer at 100 k ops/s measured 44 % short.
+/// Under paused time, a ready time on a whole tick is woken exactly then.
+#[cfg(feature = "tokio")]
+pub(crate) fn timer_nap_nanos(left: u64, window: u64) -> u64 {
+    if window == 0 {
+        left
+    } else {
+        left.saturating_sub(window).saturating_add(1)
+    }
+}
+
+/// How long an inline-filled pool's refilling waiter sleeps (on the
+/// pool's clock) for a fill due in `span` ns: the span shortened by the
+/// clock's typical lateness `lead`, so that the sleep ends about on time,
+/// but at least half of whichever of the two is smaller, and at least
+/// 1 ns.
+pub(crate) fn refill_nap_nanos(span: u64, lead: u64) -> u64 {
+    span.saturating_sub(lead).max(span.min(lead) / 2).max(1)
 }
 
 /// Sleeps until `delay` after the grant's ready time, waking about on
