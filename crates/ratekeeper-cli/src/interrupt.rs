@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use ratekeeper::wait::{stop_nap_nanos, Stop};
 use ratekeeper::{Clock, Grant, RateLimiter};
 
 /// The exit status of a run ended by Ctrl-C: 128 + SIGINT, as a shell
@@ -120,25 +121,41 @@ pub fn install() -> &'static Interrupt {
 
 /// A wait for a permit longer than this is first slept on the interrupt, so
 /// that Ctrl-C ends it at once; the last part of it is the limiter's own wait
-/// (its wait policy: coalescing, or a precise spin).
-pub const LONG_WAIT: Duration = Duration::from_millis(20);
+/// (its wait policy: coalescing, or a precise spin): the library's
+/// [`STOP_TAIL`](ratekeeper::wait::STOP_TAIL).
+pub const LONG_WAIT: Duration = ratekeeper::wait::STOP_TAIL;
 
 /// [`LONG_WAIT`] in nanoseconds.
-pub const LONG_WAIT_NANOS: u64 = 20_000_000;
+pub const LONG_WAIT_NANOS: u64 = LONG_WAIT.as_nanos() as u64;
 
-/// Sleeps on `interrupt` until `ready`, a reading of `clock`, is at most
-/// 20 ms away, so that the rest of the wait can be left to a limiter's own
-/// (precise) wait. Returns `false` if interrupted first.
+/// Ctrl-C ends a limiter's stoppable wait
+/// ([`RateLimiter::wait_for_or_stop`]).
+impl Stop for Interrupt {
+    fn is_stopped(&self) -> bool {
+        self.is_set()
+    }
+
+    fn sleep(&self, nanos: u64) -> bool {
+        Interrupt::sleep(self, Duration::from_nanos(nanos))
+    }
+}
+
+/// Sleeps on `interrupt` until `ready`, a reading of `clock`, is within
+/// the tail the library leaves to a limiter's own (precise) wait
+/// ([`stop_nap_nanos`]). Returns `false` if interrupted first. For waits
+/// that are not a [`Grant`] (a Resilience4j pending permission); a grant
+/// goes through [`wait_for_grant`].
 pub fn approach(interrupt: &Interrupt, clock: &dyn Clock, ready: u64) -> bool {
     loop {
         if interrupt.is_set() {
             return false;
         }
-        let left = ready.saturating_sub(clock.now_nanos());
-        if left <= LONG_WAIT_NANOS {
-            return true;
+        match stop_nap_nanos(ready, clock.now_nanos()) {
+            None => return true,
+            Some(nap) => {
+                interrupt.sleep(Duration::from_nanos(nap));
+            }
         }
-        interrupt.sleep(Duration::from_nanos(left - LONG_WAIT_NANOS / 2));
     }
 }
 
@@ -147,12 +164,12 @@ pub fn approach(interrupt: &Interrupt, clock: &dyn Clock, ready: u64) -> bool {
 /// the grant is given back ([`RateLimiter::cancel`], as far as the limiter
 /// can) and `None` returned.
 ///
-/// A grant that is ready within 20 ms goes straight to `wait_for`: no clock
-/// read and no lock are added to a short wait. A longer one is slept on the
-/// interrupt until 20 ms are left, and the rest handed to `wait_for` (which
-/// measures what is left from a fresh clock reading). Not for a token pool
-/// filled inline: its waiters fill it, and one asleep on the interrupt
-/// would not.
+/// The library's stoppable wait with the interrupt as its stop
+/// ([`RateLimiter::wait_for_or_stop`]): a grant that is ready within 20 ms
+/// goes straight to `wait_for` (no clock read and no lock are added to a
+/// short wait); a longer one is slept on the interrupt, asking the limiter
+/// after each sleep what it waits for (so an inline-filled token pool's
+/// waiter still fills it), and the last 20 ms are the limiter's own wait.
 #[inline]
 pub fn wait_for_grant<L: RateLimiter + ?Sized>(
     limiter: &L,
@@ -162,11 +179,7 @@ pub fn wait_for_grant<L: RateLimiter + ?Sized>(
     if grant.delay_nanos() <= LONG_WAIT_NANOS {
         return Some(limiter.wait_for(grant));
     }
-    if !approach(interrupt, limiter.clock(), grant.ready_nanos()) {
-        limiter.cancel(&grant);
-        return None;
-    }
-    Some(limiter.wait_for(grant))
+    limiter.wait_for_or_stop(grant, interrupt)
 }
 
 #[cfg(test)]

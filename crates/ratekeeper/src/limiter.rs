@@ -152,6 +152,67 @@ pub trait RateLimiter {
         done
     }
 
+    /// [`wait_for`](RateLimiter::wait_for), unless `stop` ends the wait
+    /// first: then the grant is given back ([`cancel`](RateLimiter::cancel),
+    /// as far as this limiter can) and `None` returned.
+    ///
+    /// A grant due within [`STOP_TAIL`](wait::STOP_TAIL) goes straight to
+    /// `wait_for`: no clock read is added to a short wait. A longer one is
+    /// slept on `stop` until the tail, asking
+    /// [`poll_grant`](RateLimiter::poll_grant) after each sleep what it
+    /// waits for (its ready time, or when the waiter must act: an
+    /// inline-filled pool's waiters fill it), and the tail is left to
+    /// `wait_for`, which is not stopped.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use ratekeeper::wait::Stop;
+    /// use ratekeeper::{Clock, ManualClock, Pacer, Rate, RateLimiter};
+    ///
+    /// /// Stops after `n` sleeps; sleeping moves the manual clock.
+    /// struct After(ManualClock, Cell<u32>);
+    /// impl Stop for After {
+    ///     fn is_stopped(&self) -> bool { self.1.get() == 0 }
+    ///     fn sleep(&self, nanos: u64) -> bool {
+    ///         self.0.advance_nanos(nanos);
+    ///         self.1.set(self.1.get().saturating_sub(1));
+    ///         self.is_stopped()
+    ///     }
+    /// }
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let pacer = Pacer::builder(Rate::new(1.0)?).strictness(1.0).build_with_clock(clock.clone())?;
+    /// pacer.acquire();
+    /// let second = pacer.reserve(1, None)?; // due in 1 s
+    /// assert_eq!(pacer.wait_for_or_stop(second, &After(clock.clone(), Cell::new(0))), None);
+    /// // Given back: the next reservation takes the same slot, and waits for it.
+    /// let again = pacer.reserve(1, None)?;
+    /// assert_eq!(again.scheduled_nanos(), second.scheduled_nanos());
+    /// let done = pacer.wait_for_or_stop(again, &After(clock.clone(), Cell::new(9))).unwrap();
+    /// assert_eq!(done.started_nanos(), 1_000_000_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn wait_for_or_stop(&self, grant: Grant, stop: &dyn wait::Stop) -> Option<Grant> {
+        let clock = self.clock();
+        let mut now = grant.started_nanos();
+        loop {
+            let due = match self.poll_grant(&grant, now, Waker::noop()) {
+                Readiness::Go => return Some(self.wait_for(grant)),
+                Readiness::SleepUntil(at) | Readiness::Pending(Some(at)) => at,
+                // Woken by the limiter, not by time: its estimate.
+                Readiness::Pending(None) => grant.ready_nanos(),
+            };
+            let Some(nap) = wait::stop_nap_nanos(due, now) else {
+                return Some(self.wait_for(grant));
+            };
+            if stop.is_stopped() || stop.sleep(nap) {
+                self.cancel(&grant);
+                return None;
+            }
+            now = clock.now_nanos();
+        }
+    }
+
     /// Takes one permit if it is available now.
     ///
     /// # Errors

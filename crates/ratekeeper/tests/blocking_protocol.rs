@@ -120,3 +120,73 @@ fn a_pending_grant_with_a_time_is_acted_on_at_that_time_on_the_limiters_clock() 
         assert!(gate.asks.load(Ordering::SeqCst) >= 2);
     });
 }
+
+/// A stop that moves a manual clock when slept on, and stops after
+/// `sleeps` sleeps (never if `None`).
+struct ManualStop {
+    clock: ManualClock,
+    sleeps: Option<std::cell::Cell<u32>>,
+}
+
+impl ratekeeper::wait::Stop for ManualStop {
+    fn is_stopped(&self) -> bool {
+        self.sleeps.as_ref().is_some_and(|n| n.get() == 0)
+    }
+    fn sleep(&self, nanos: u64) -> bool {
+        self.clock.advance_nanos(nanos);
+        if let Some(n) = &self.sleeps {
+            n.set(n.get().saturating_sub(1));
+        }
+        self.is_stopped()
+    }
+}
+
+#[test]
+fn a_stoppable_wait_on_an_inline_pool_fills_it_and_goes() {
+    use ratekeeper::pool::{Filling, TokenPool};
+    use ratekeeper::Rate;
+    common::within(Duration::from_secs(60), || {
+        let clock = ManualClock::new(0);
+        let pool = TokenPool::builder(Rate::new(1.0).unwrap())
+            .filling(Filling::Inline)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        pool.acquire(); // the pre-filled op
+        let claim = pool.reserve(1, None).unwrap();
+        assert!(claim.delay_nanos() > 500_000_000, "{claim:?}");
+        let stop = ManualStop {
+            clock: clock.clone(),
+            sleeps: None,
+        };
+        // The waiter sleeps on the stop, asks again, and the ask fills.
+        let done = pool.wait_for_or_stop(claim, &stop).expect("not stopped");
+        assert!(
+            done.started_nanos() >= 1_000_000_000 - 20_000_000,
+            "{done:?}"
+        );
+        assert!(done.started_nanos() <= 1_100_000_000, "{done:?}");
+        assert_eq!(pool.waiters(), 0);
+    });
+}
+
+#[test]
+fn a_stopped_wait_withdraws_the_pool_claim() {
+    use ratekeeper::pool::{Filling, TokenPool};
+    use ratekeeper::Rate;
+    common::within(Duration::from_secs(60), || {
+        let clock = ManualClock::new(0);
+        let pool = TokenPool::builder(Rate::new(1.0).unwrap())
+            .filling(Filling::Manual)
+            .build_with_clock(clock.clone())
+            .unwrap();
+        pool.acquire();
+        let claim = pool.reserve(1, None).unwrap();
+        assert_eq!(pool.waiters(), 1);
+        let stop = ManualStop {
+            clock: clock.clone(),
+            sleeps: Some(std::cell::Cell::new(1)),
+        };
+        assert_eq!(pool.wait_for_or_stop(claim, &stop), None);
+        assert_eq!(pool.waiters(), 0, "the claim was withdrawn");
+    });
+}

@@ -18,12 +18,19 @@
 //! clock read and no allocation beyond the plain sleep; a thread waker is
 //! made only once a limiter answers `Pending`.
 //!
+//! A wait that something else may end early (Ctrl-C in the CLI, a
+//! shutdown) is [`RateLimiter::wait_for_or_stop`](crate::RateLimiter::wait_for_or_stop)
+//! with a [`Stop`]: it sleeps on the stop condition until the grant is
+//! [`STOP_TAIL`] from its time, asking `poll_grant` again after each
+//! sleep, and leaves the tail to the limiter's own wait.
+//!
 //! The async driver is [`crate::tokio`]'s `Waiter`. Limiters with a
 //! specialised blocking wait (the Pacer's room, the token pool's queue)
 //! override [`RateLimiter::wait_for`] and answer `poll_grant` the same way.
 
 use std::sync::Arc;
 use std::task::{Wake, Waker};
+use std::time::Duration;
 
 use super::WaitPolicy;
 use crate::clock::Clock;
@@ -44,8 +51,14 @@ impl Wake for Unpark {
 }
 
 /// Blocks the thread until `grant` may go, asking `poll` (a limiter's
-/// [`poll_grant`](crate::RateLimiter::poll_grant)) what to do (see the
-/// [module docs](self)); sleeps on `clock` under `policy`. Returns the
+/// [`poll_grant`](crate::RateLimiter::poll_grant)) what to do: on
+/// [`Go`](Readiness::Go) it goes; on [`SleepUntil`](Readiness::SleepUntil)
+/// it sleeps on `clock` under `policy` and goes; on
+/// [`Pending(None)`](Readiness::Pending) it parks until the limiter wakes
+/// the waker it was given and asks again; on `Pending(Some(at))` it sleeps
+/// on `clock` until `at` (or a wake) and asks again. The first question is
+/// asked with the grant's decision reading and a no-op waker (no clock
+/// read, no allocation); a thread waker is made only on `Pending`. Returns the
 /// grant with its start time filled in. The default
 /// [`RateLimiter::wait_for`](crate::RateLimiter::wait_for) is this driver
 /// followed by [`released`](crate::RateLimiter::released).
@@ -99,4 +112,58 @@ pub fn block_on(
             }
         }
     }
+}
+
+/// What may end a blocking wait before its grant may go; see
+/// [`RateLimiter::wait_for_or_stop`](crate::RateLimiter::wait_for_or_stop).
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::time::Duration;
+/// use ratekeeper::wait::Stop;
+///
+/// /// Stops once the flag is set; sleeps in real time (a real stop
+/// /// condition would also wake its sleepers when set, as a condition
+/// /// variable does).
+/// struct Flag(AtomicBool);
+///
+/// impl Stop for Flag {
+///     fn is_stopped(&self) -> bool {
+///         self.0.load(Ordering::Relaxed)
+///     }
+///     fn sleep(&self, nanos: u64) -> bool {
+///         std::thread::sleep(Duration::from_nanos(nanos));
+///         self.is_stopped()
+///     }
+/// }
+/// ```
+pub trait Stop {
+    /// Whether the wait must end now.
+    fn is_stopped(&self) -> bool;
+
+    /// Sleeps about `nanos` nanoseconds, or less if the wait must end
+    /// meanwhile; returns whether it must.
+    fn sleep(&self, nanos: u64) -> bool;
+}
+
+/// The last part of a wait that a [`Stop`] leaves to the limiter's own
+/// wait (its wait policy: coalescing, the Pacer's room, a pool's queue):
+/// 20 ms, short enough not to delay a stop noticeably, long enough that
+/// the sleeps before it are few.
+pub const STOP_TAIL: Duration = Duration::from_millis(20);
+
+/// How long a stoppable wait sleeps on its [`Stop`] at `now` for an answer
+/// due at `due`: until half the tail before it, or `None` once the tail is
+/// reached (the rest is the limiter's own wait).
+///
+/// ```
+/// use ratekeeper::wait::stop_nap_nanos;
+///
+/// assert_eq!(stop_nap_nanos(1_000_000_000, 0), Some(990_000_000));
+/// assert_eq!(stop_nap_nanos(20_000_000, 0), None); // the tail: not stopped
+/// ```
+pub fn stop_nap_nanos(due: u64, now: u64) -> Option<u64> {
+    let tail = STOP_TAIL.as_nanos() as u64;
+    let left = due.saturating_sub(now);
+    (left > tail).then(|| left - tail / 2)
 }

@@ -74,7 +74,7 @@ use crate::grant::Grant;
 
 mod blocking;
 pub(crate) mod room;
-pub use blocking::block_on;
+pub use blocking::{block_on, stop_nap_nanos, Stop, STOP_TAIL};
 pub use room::PARK_LIMIT;
 
 /// How a blocking acquire waits for its ready time.
