@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::task::Waker;
 use std::time::Duration;
 
 use clap::Args;
@@ -26,8 +27,8 @@ use ratekeeper::pool::{
 use ratekeeper::refill::{ConfigBuilder, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::Resolution;
 use ratekeeper::{
-    AcquireError, CycleLimiter, ManualClock, Pacer, Rate, RateLimiter, RateSpec, RefillLimiter,
-    SmoothBursty, SmoothWarmingUp,
+    AcquireError, CycleLimiter, Grant, ManualClock, Pacer, Rate, RateLimiter, RateSpec, Readiness,
+    RefillLimiter, SmoothBursty, SmoothWarmingUp,
 };
 use serde::Serialize;
 
@@ -838,8 +839,10 @@ fn reserve_each<L: RateLimiter>(
 
 /// The token pool, filled every `fill` from time 0 as by a filler thread on
 /// a perfect timer. An arrival that finds too few tokens queues a claim; it
-/// is granted at the fill that completes it (the pool serves claims first
-/// come, first served, and [`TokenPool::waiters`] says how many are left).
+/// is granted at the fill that completes it: after each fill the queued
+/// grants are asked, oldest first, whether they may go
+/// ([`RateLimiter::poll_grant`], the protocol every waiter drives; the pool
+/// serves claims first come, first served).
 fn fill_pool(
     pool: &TokenPool<ManualClock>,
     clock: &ManualClock,
@@ -869,14 +872,14 @@ fn fill_pool(
             grant: None,
         })
         .collect();
-    // Queued claims, oldest first: (op index, scheduled).
-    let mut queued: VecDeque<(usize, u64)> = VecDeque::new();
+    // Queued claims, oldest first: (op index, grant).
+    let mut queued: VecDeque<(usize, Grant)> = VecDeque::new();
     let mut last_fill = 0u64;
     let mut fills = 0u64;
     // Fills due up to `until` (all of them if `until` is None, until no
     // claim is left).
     let mut fill_until = |until: Option<u64>,
-                          queued: &mut VecDeque<(usize, u64)>,
+                          queued: &mut VecDeque<(usize, Grant)>,
                           ops: &mut Vec<Op>|
      -> anyhow::Result<()> {
         loop {
@@ -903,13 +906,13 @@ fn fill_pool(
                 continue;
             }
             clock.set_nanos(next);
-            let before = pool.waiters();
             pool.refill(fill)?;
-            let done = before.saturating_sub(pool.waiters());
-            for _ in 0..done {
-                if let Some((i, scheduled)) = queued.pop_front() {
-                    ops[i].grant = Some((scheduled, next));
+            while let Some(&(i, g)) = queued.front() {
+                if pool.poll_grant(&g, next, Waker::noop()) != Readiness::Go {
+                    break;
                 }
+                ops[i].grant = Some((g.scheduled_nanos(), next));
+                queued.pop_front();
             }
             last_fill = next;
         }
@@ -922,7 +925,7 @@ fn fill_pool(
             .reserve(1, None)
             .map_err(|e| anyhow::Error::new(e).context("the pool refused a single permit"))?;
         if pool.waiters() > before {
-            queued.push_back((i, g.scheduled_nanos()));
+            queued.push_back((i, g));
         } else {
             ops[i].grant = Some((g.scheduled_nanos(), g.ready_nanos().max(t)));
         }
