@@ -78,9 +78,11 @@
 //!   granted as such.
 //! * **Guava's whole microseconds**: the smooth limiters charge each
 //!   reservation whole microseconds, truncated. A lease of `k` permits is
-//!   charged up to 1 µs less than `k` permits' cost; at 1e7/s that is
-//!   +0.5 to +1.7 % over the rate (while single permits there cost 0 µs and
-//!   are not throttled at all; see [`smooth`](crate::smooth#time-and-numbers)).
+//!   charged up to 1 µs less than `k` permits' cost, so at rates near 1e7/s
+//!   a batched smooth limiter runs a little over its rate (while single
+//!   permits there cost 0 µs and are not throttled at all; see
+//!   [`smooth`](crate::smooth#time-and-numbers); `BENCHMARKS.md` has the
+//!   figures).
 //! * **Events and metrics** of the Resilience4j limiters count leases: one
 //!   successful acquire of `k` permits per lease, and one failed acquire
 //!   for a bounded request's lease refused (below) before its request goes

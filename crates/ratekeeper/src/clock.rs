@@ -88,14 +88,11 @@ pub trait Clock: Send + Sync {
     }
 }
 
-/// Typical lateness of a real sleep before any was measured: 100 µs.
-///
-/// Measured on the project's 2-core AMD EPYC KVM machine (Linux, `tsc`
-/// clocksource) with `cargo run --release -p ratekeeper --example
-/// sleep_overshoot`: `thread::sleep(1 µs)` ended 86 µs late at the median,
-/// 94 µs at p90 and 116 µs at p99; sleeps of 10 µs to 1 ms, 95–118 µs late at
-/// the median. The process's estimate starts here and then follows its own
-/// sleeps ([`sleep_resolution_nanos`](crate::wait::sleep_resolution_nanos)).
+/// Typical lateness of a real sleep before any was measured: 100 µs, about
+/// what the `sleep_overshoot` measurement program finds on a Linux VM
+/// (`BENCHMARKS.md`, "Sleep overshoot"). The process's estimate starts here
+/// and then follows its own sleeps
+/// ([`sleep_resolution_nanos`](crate::wait::sleep_resolution_nanos)).
 pub const DEFAULT_SLEEP_OVERSHOOT_NANOS: u64 = 100_000;
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -197,17 +194,8 @@ pub type DefaultClock = MonotonicClock;
 /// # Why, and when it is monotonic
 ///
 /// Every grant of a limiter reads the clock once, so the read is most of a
-/// grant's cost. Measured on the project's 2-core AMD EPYC KVM machine
-/// (`tsc` clocksource), median of 7 runs of 5 million reads each, in
-/// nanoseconds per read (`cargo bench -p ratekeeper --bench ratekeeper --
-/// clock`, see BENCHMARKS.md for the criterion figures):
-///
-/// | read | ns |
-/// |---|---|
-/// | `std::time::Instant::now()` (vDSO `clock_gettime`) | 33.0 |
-/// | `rustix::time::clock_gettime(Monotonic)` (vDSO, no libc) | 30.6 |
-/// | `quanta::Clock::raw()` (TSC) + scaling to nanoseconds | 11.4 |
-/// | `minstant::Instant::now()` (TSC) | 12.4 |
+/// grant's cost, and a TSC read costs about a third of a vDSO
+/// `clock_gettime` (`BENCHMARKS.md`, "Clock reads", has the figures).
 ///
 /// A raw TSC is only as monotonic across cores as the TSCs are
 /// synchronized, which quanta does not check (governor issue #299 shows
@@ -223,12 +211,12 @@ pub type DefaultClock = MonotonicClock;
 ///
 /// One difference remains: the TSC is read without a fence, so a reading
 /// may be taken a little before the instructions around it complete. Two
-/// threads' readings are consistent (the counters are synchronized: on this
-/// machine the TSC-to-`CLOCK_MONOTONIC` offset measured the same on both
-/// cores to within 2 cycles), but a reading taken right after observing
-/// another core's write can be earlier than a reading that core took before
-/// writing it: in a tight two-core ping-pong here, by up to about 2 µs, the
-/// time a cache line took to cross. Limiters read the clock once per
+/// threads' readings are consistent (the counters are synchronized, which
+/// is what the kernel's clocksource check ensures), but a reading taken
+/// right after observing another core's write can be earlier than a
+/// reading that core took before writing it, by up to the time a cache
+/// line takes to cross (microseconds in a tight two-core ping-pong;
+/// `BENCHMARKS.md`, "Clock reads"). Limiters read the clock once per
 /// decision and never order it against another thread's reading (an op
 /// still never goes before its slot), so this can shift a reported start
 /// by at most that much under contention; use [`MonotonicClock`] where a

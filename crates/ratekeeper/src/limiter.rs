@@ -17,7 +17,7 @@ use crate::wait::{self, WaitPolicy};
 ///
 /// The provided non-blocking paths are `#[inline(always)]`: a grant is a few
 /// nanoseconds of work, and an out-of-line call returns its [`Grant`] through
-/// memory, which measured 2 to 3 times slower.
+/// memory, which costs several times the grant itself.
 ///
 /// Implementors provide [`reserve`](RateLimiter::reserve),
 /// [`clock`](RateLimiter::clock) and [`wait_stats`](RateLimiter::wait_stats);

@@ -41,7 +41,7 @@
 //! schedule did not allow. A kept grant whose ready time passes before
 //! anyone takes it is dropped (its slots stay spent: never handed out
 //! late). With many async waiters, the one that gives up is rarely the
-//! latest; this is what keeps the rate when many do (issue 16).
+//! latest; this is what keeps the rate when many do.
 //!
 //! `cancel` returns `false`, and changes nothing, for a grant
 //!
@@ -243,7 +243,7 @@
 //!   op is decided (single-threaded on a manual clock it is the same value).
 //! * **One line for both timelines** (and the excused lag). On separate
 //!   lines an off-slot op stalled on two transfers (the add, then the load
-//!   of `actual`); `BENCHMARKS.md` (issue 8) records what that cost.
+//!   of `actual`); `BENCHMARKS.md` records what that cost.
 //!
 //! Invariants: (1) no grant is ready before its slot; (2) in strict and burst
 //! modes, grants that are not exactly on their slot are ready at least one burst

@@ -123,11 +123,10 @@
 //!   descheduled, or none of their own). In average mode that time stays
 //!   due and goes at once later; in strict and burst modes it is lost
 //!   except for what the burst ratio catches up (`s × R / N` per shard).
-//!   Handles moving home to idle shards keep that short: `examples/fairness.rs`
-//!   (`BENCHMARKS.md`, issue 8) under a 1e7 target on the 2-core VM kept
-//!   the rate within 0.05 % with 2 threads on 4 shards and 4 on 8, in
-//!   average mode and at strictness 1.1 (before handles moved, strictness
-//!   1.1 lost 21 % and 34 % there).
+//!   Handles moving home to idle shards keep that short: the `fairness`
+//!   measurement program holds the rate with more shards than threads in
+//!   average mode and at strictness 1.1, where before handles moved
+//!   strictness 1.1 lost a fifth to a third of it (`BENCHMARKS.md`).
 //!
 //! # Rounding
 //!
@@ -157,8 +156,8 @@
 //!   moving home even this out where a shard has slots due that its own
 //!   threads are not taking: with 3 handles on 2 shards, a handle of the
 //!   crowded shard that steals from the other moves there, so the shares
-//!   keep changing hands (measured Jain index 0.997; 0.90 before handles
-//!   moved). Use `N` = the number of threads, one handle each, for even
+//!   keep changing hands and come out even (`BENCHMARKS.md` has the
+//!   fairness figures). Use `N` = the number of threads, one handle each, for even
 //!   shares from the start.
 //! * Shards left idle (fewer threads than shards) lose nothing while some
 //!   thread is waiting: it takes their due slots, so the total stays `R`

@@ -213,8 +213,8 @@
 //! ran late) covers more than the 1 ms the active pool holds, and G2's step
 //! counts the excess as backlog, time nobody used in time, although the
 //! waiting callers were owed every token of it; burst 1.1 then returns it
-//! at a tenth of the rate. Async tasks at 100 k ops/s fell 5 % short this
-//! way, and 26 % at 1 M ops/s (`BENCHMARKS.md`, issue 6). A caller
+//! at a tenth of the rate, and async tasks at high rates fell short this
+//! way (`BENCHMARKS.md`). A caller
 //! polling the pool continuously would have taken each token the moment it
 //! was measured; serving the queue first gives waiting callers exactly that,
 //! however late the fill. Time that passes while nobody waits still
@@ -228,35 +228,23 @@
 //!
 //! # Choosing the filling
 //!
-//! [`Filling::Inline`] is the default. Measured on this project's 2-core VM
-//! after commit 5d3610b, the Pacer in the same session. At 10 000 ops/s
-//! (`ratekeeper pace --limiter pool --fill <inline|thread> --rate 10k,1.1
-//! --threads 2 --duration 3s`, two runs each):
-//!
-//! | 10 000 ops/s, 2 threads | achieved | wait p50 | wait p99 | backlog at end | CPU per op |
-//! |---|---:|---:|---:|---:|---:|
-//! | inline | 9999.3 / 9999.7 | 260 / 252 µs | 532 / 504 µs | 0 / 0 | 8.80 / 7.25 µs |
-//! | thread, 1 ms | 9921.7 / 9997.7 | 13.9 ms / 588 µs | 24.1 / 1.30 ms | 23.5 ms / 0 | 5.13 / 4.05 µs |
-//! | Pacer (for reference) | 10000 / 10000 | 0 / 0 | 24.4 / 27.6 µs | — | 9.56 / 9.24 µs |
-//!
-//! At a 1e7 ops/s target with 1, 2, 4 and 8 threads flat out
-//! (`cargo run --release -p ratekeeper --example pool_throughput`, medians of
-//! three 2 s runs after commit 0435358; the table is in `BENCHMARKS.md`),
-//! every filling holds the rate within 1 %: inline 0.9997–0.9998 of the
-//! target at 58–95 ns of CPU per permit, the 1 ms thread 0.9944–0.9989 at
-//! 53–83 ns, the 0.1 ms thread 0.9998–0.9999 at 82–117 ns. Only the 1 ms
-//! thread ended runs with a backlog (up to 17.2 ms).
+//! [`Filling::Inline`] is the default: it holds the rate with short waits
+//! where a 1 ms filler thread falls behind when its fills come late, and it
+//! needs no thread. `BENCHMARKS.md` (the token pool's section) has the
+//! measurements behind this choice, at 10 000 ops/s (`ratekeeper pace
+//! --limiter pool --fill <inline|thread>`) and at 1e7 ops/s with 1 to 8
+//! threads (the `pool_throughput` measurement program), where every
+//! filling held the rate within 1 %.
 //!
 //! Why inline:
 //!
 //! * **No lost throughput when fills are late.** A filler thread's fill
 //!   covers the time since its last one. At 2000 ops/s and above the active
 //!   pool holds 1 ms, so a 1 ms filler that wakes late (on a loaded machine
-//!   it woke every 1.12 ms on average) overflows the excess into the waiting
-//!   pool *while callers are waiting for it*, and burst 1.1 moves back only
-//!   0.1 ms per fill: the backlog grows and the rate falls short (run 1
-//!   above: 2708 fills in 3 s, 1.11 ms apart, 23.5 ms of backlog and 0.8 %
-//!   short). This is G2's own behaviour, kept as it is;
+//!   it wakes a little after every interval) overflows the excess into the
+//!   waiting pool *while callers are waiting for it*, and burst 1.1 moves
+//!   back only 0.1 ms per fill: the backlog grows and the rate falls short.
+//!   This is G2's own behaviour, kept as it is;
 //!   nosqlbench's later releases filled every 0.1 ms for this reason. Inline
 //!   fills serve the waiting callers first (see
 //!   [Serving waiting callers first](#serving-waiting-callers-first)), and

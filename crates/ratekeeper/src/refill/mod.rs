@@ -231,8 +231,8 @@
 //! already allow, and a cycle never starts more than `limit_for_period`. A
 //! kept reservation whose ready time passes unused is dropped, never handed
 //! out late. This is what lets abandoned async acquires keep the rate: with
-//! many waiters, the one that gives up is rarely the latest (issue 16; with
-//! half the acquires abandoned both limiters delivered half their rate).
+//! many waiters, the one that gives up is rarely the latest, so giving
+//! back only the latest would lose about as many permits as are abandoned.
 //! A limit change drops every kept reservation; a drain keeps them, as it
 //! keeps every reservation.
 //!

@@ -107,8 +107,8 @@
 //! up to half of it between 100 000 and 1 000 000 (1.9 µs is charged 1 µs).
 //! Requests of many permits at once are charged within 1 µs per call: a
 //! [`BatchHandle`](crate::BatchHandle)'s leases of `k` permits at 1e7/s cost
-//! `floor(k / 10)` µs, up to 1 µs less than `k` permits' 0.1 µs each (+0.4 %
-//! at 1 thread to +5.1 % at 16 over the rate in `BENCHMARKS.md`, issue 15,
+//! `floor(k / 10)` µs, up to 1 µs less than `k` permits' 0.1 µs each, so
+//! they run over the rate, more with more threads (`BENCHMARKS.md`,
 //! `bench_report`'s `smooth-bursty-batched`). For rates above
 //! 100 000 per second use the nanosecond mode, or a limiter with a
 //! nanosecond schedule ([`Pacer`](crate::Pacer),
@@ -193,8 +193,8 @@
 //! number of permits, which gets its ready time (started at its own clock
 //! reading) instead of paying for a new one: the time is used once, by one
 //! caller, so nothing is admitted that the state did not allow. A kept
-//! grant whose ready time passes first is dropped (issue 16: with many
-//! async waiters, the one that gives up is rarely the latest).
+//! grant whose ready time passes first is dropped (with many async
+//! waiters, the one that gives up is rarely the latest).
 //!
 //! `cancel` returns `false`, and changes nothing, for
 //!
@@ -242,8 +242,8 @@
 //! serial run, in the order of the commits (the argument is on the
 //! implementation's `Smooth` type); `tests/smooth_props.rs` checks
 //! concurrent runs against a serial model, and `tests/loom_smooth.rs` rate
-//! changes racing reservations. At 2 threads the compare-exchange gives about twice
-//! the mutex's throughput; see `BENCHMARKS.md`.
+//! changes racing reservations. Under contention the compare-exchange
+//! outruns a mutex; see `BENCHMARKS.md`.
 //!
 //! # Differences from Guava
 //!

@@ -80,7 +80,7 @@
 //! after its deadline, so a 100 µs sleep takes about 1.1 ms. A limiter that
 //! slept once per operation and measured the next interval from when it
 //! woke would lose that lateness every time (leaky-bucket's async acquire
-//! misses a 100 k ops/s target by 52 % on this project's machines). Here:
+//! falls far short of a 100 k ops/s target; `BENCHMARKS.md`). Here:
 //!
 //! * **The schedule is absolute.** Every grant's ready time is fixed when it
 //!   is reserved, on the limiter's schedule; a task that wakes late does not
@@ -107,8 +107,8 @@
 //!   waiter tells the limiter when it let its op go
 //!   ([`RateLimiter::released`](crate::RateLimiter::released)): a Pacer in a
 //!   burst mode then does not count a late wake against the caller (see
-//!   its [Waiting](crate::pacer#waiting) section), where a pacer at 100 k
-//!   ops/s measured 44 % short when it did. Under paused time, a ready time
+//!   its [Waiting](crate::pacer#waiting) section), which at high rates
+//!   would lose a large share of the rate. Under paused time, a ready time
 //!   on a whole millisecond is woken exactly then.
 //!
 //! Over any span longer than a tick, the operations released stay within
@@ -118,9 +118,8 @@
 //! run: time the whole process is descheduled is lateness like any other,
 //! caught up as the limiter's algorithm allows. A pacer with the default
 //! burst ratio 1.1 catches a stall of `L` up over `10 L`, so on a busy
-//! machine at 1 M ops/s it measured up to 0.4 % short where strictness 0
-//! (caught up at once) held within 0.03 %; a bucket loses any stall longer
-//! than its capacity.
+//! machine it runs a little short where strictness 0 (caught up at once)
+//! does not; a bucket loses any stall longer than its capacity.
 //!
 //! # Cancel safety
 //!
@@ -145,8 +144,8 @@
 //!   under a timeout shorter than a slot (45–47 % abandoned), every
 //!   limiter in this crate delivers within 5 % of what it delivers when
 //!   nobody gives up: a property test on paused time checks it (the
-//!   `async_cancel_props` test), and `BENCHMARKS.md` ("Issue 16: cancelled
-//!   async acquires") has the real-clock figures.
+//!   `async_cancel_props` test), and `BENCHMARKS.md` has the real-clock
+//!   figures.
 //! * **Nothing left behind**: no timer, no queued waker, no claim.
 //!
 //! What `cancel` gives back is each limiter's to say, in its own
@@ -197,10 +196,10 @@
 //! so no time that the queued claims were waiting for becomes backlog. A
 //! fill on a late timer tick can still cover more than the active pool
 //! holds beyond those claims (one per waiting task), and the overflow is
-//! caught up at the burst ratio: on a busy 2-core machine async pacing at
-//! 1 M ops/s measured 1.8–10.5 % short (`BENCHMARKS.md`, issue 16), where
-//! waits that went at their estimates, ahead of their tokens, had held the
-//! rate (and let bursts through). A pool with
+//! caught up at the burst ratio, so on a busy machine async pacing at
+//! 1 M ops/s runs short (`BENCHMARKS.md`), where waits that went at their
+//! estimates, ahead of their tokens, had held the rate (and let bursts
+//! through). A pool with
 //! [`Filling::Thread`](crate::pool::Filling::Thread) keeps nosqlbench's
 //! step, whose late fills overflow to the waiting pool.
 

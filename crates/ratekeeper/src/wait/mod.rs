@@ -1,16 +1,16 @@
 //! Turning a reservation into a wait, written once for every limiter.
 //!
-//! Blocking waits sleep; they never spin unless asked to. Two measured facts
-//! about sleeping shape the default (`cargo run --release -p ratekeeper
-//! --example sleep_overshoot` on this project's 2-core KVM machines):
+//! Blocking waits sleep; they never spin unless asked to. Two facts about
+//! sleeping shape the default (the `sleep_overshoot` measurement program
+//! shows them on a given machine; `BENCHMARKS.md` has the figures):
 //!
-//! * **A sleep ends late**, by the clock's *sleep resolution* ρ: a 1 µs
-//!   sleep took 93–105 µs at the median over two runs (p99 140–150 µs). Waits
-//!   sleep `ρ` less than they need, so that they wake about on time, and the
+//! * **A sleep ends late**, by the clock's *sleep resolution* ρ (tens to
+//!   hundreds of microseconds on a VM, even for a 1 µs sleep). Waits sleep
+//!   `ρ` less than they need, so that they wake about on time, and the
 //!   estimate of ρ follows the sleeps the process actually makes (see
 //!   [`sleep_resolution_nanos`]).
-//! * **A sleep costs CPU**: one sleep and wake took 32–40 µs of the
-//!   thread's CPU time there, whatever its length. At high rates a sleep
+//! * **A sleep costs CPU**: a sleep and its wake take tens of microseconds
+//!   of the thread's CPU time, whatever its length. At high rates a sleep
 //!   per op would cost far more than the op.
 //!
 //! # The default policy
@@ -118,13 +118,11 @@ enum Kind {
 
 /// How many ops the default policy aims to release per sleep at high rates
 /// (the `768` of the grouping delay; see the [module docs](self)). Chosen by
-/// measurement: a sleep costs 32–40 µs of CPU on this project's machines
-/// (`examples/sleep_overshoot.rs`), so 768 ops per sleep spend under 50 ns
-/// of an op's CPU on it; with it a blocking acquire at 1 M ops/s cost
-/// 125–136 ns of CPU per permit at 1 thread and 147–159 ns at 2
-/// (`bench_report --target 1000000`, BENCHMARKS.md, issue 15). Fewer ops
-/// per sleep cost more CPU; more make ops later. The price is lateness: at
-/// 1 M ops/s an op goes up to 0.8 ms late, and its wait says so.
+/// measurement (`BENCHMARKS.md`): a sleep costs tens of microseconds of
+/// CPU, so several hundred ops per sleep spend well under 100 ns of an op's
+/// CPU on it. Fewer ops per sleep cost more CPU; more make ops later. The
+/// price is lateness: at 1 M ops/s an op goes up to 0.8 ms late, and its
+/// wait says so.
 pub const GROUP_OPS: u64 = 768;
 
 /// The longest grouping delay, in sleep resolutions (`8 × (ρ − 2 × slot)`).
@@ -343,7 +341,7 @@ pub fn block_until(clock: &dyn Clock, grant: Grant, policy: WaitPolicy) -> Grant
 /// the operation then goes (at most a window early). Sleeping until the
 /// ready time itself would wake up to a tick late each time, which limiters
 /// that do not catch lateness up at once (a strict or burst-ratio pacer, a
-/// small bucket) would lose: a pacer at 100 k ops/s measured 44 % short.
+/// small bucket) would lose, a large share of the rate at high rates.
 /// Under paused time, a ready time on a whole tick is woken exactly then.
 #[cfg(feature = "tokio")]
 pub(crate) fn timer_nap_nanos(left: u64, window: u64) -> u64 {

@@ -20,9 +20,8 @@
 //!   caller stays parked while nobody sleeps on the schedule. If the
 //!   sleeper's own caller comes straight back, it usually becomes the
 //!   sleeper again first, and the woken thread parks again: about one
-//!   sleep and one hand-over per group, whatever `N` (`examples/sleep_overshoot.rs`
-//!   measured 32–40 µs of CPU per sleep here, and a hand-over to a parked
-//!   thread added 2–9 µs to a sleep's).
+//!   sleep and one hand-over per group, whatever `N` (a hand-over to a
+//!   parked thread costs a fraction of a sleep's CPU; `BENCHMARKS.md`).
 //!
 //! Parked threads also wake every [`PARK_LIMIT`] on their own and look
 //! again, so that no caller waits forever on a hand-over that was never
