@@ -92,6 +92,13 @@ pub fn block_on(
         let asked_with = waker.as_ref().unwrap_or(Waker::noop());
         match poll(&grant, now, asked_with) {
             Readiness::Go => return grant.started_at(now),
+            // The common answer, the grant's own ready time: the plain
+            // sleep on the grant, nothing added.
+            Readiness::SleepUntil(at)
+                if at == grant.ready_nanos() && now == grant.started_nanos() =>
+            {
+                return super::block_until(clock, grant, policy);
+            }
             Readiness::SleepUntil(at) => {
                 let due = Grant::new(grant.scheduled_nanos(), at, now, grant.permits());
                 let slept = super::block_until(clock, due, policy);
