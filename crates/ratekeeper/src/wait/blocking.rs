@@ -11,7 +11,9 @@
 //!   given, then asks again.
 //! * [`Readiness::Pending`]`(Some(at))`: the waiter itself must act at
 //!   `at` (an inline-filled pool's waiter fills it); the thread sleeps on
-//!   the limiter's clock until then, or until woken, and asks again.
+//!   the limiter's clock until then (so a manual clock moves, as a waiter's
+//!   own action would move it) and asks again; a wake before then is seen
+//!   at that ask.
 //!
 //! The first question is asked with the reading the grant was decided
 //! against and a no-op waker, so a grant that only waits for time costs no
@@ -56,7 +58,8 @@ impl Wake for Unpark {
 /// it sleeps on `clock` under `policy` and goes; on
 /// [`Pending(None)`](Readiness::Pending) it parks until the limiter wakes
 /// the waker it was given and asks again; on `Pending(Some(at))` it sleeps
-/// on `clock` until `at` (or a wake) and asks again. The first question is
+/// on `clock` until `at` and asks again (a wake before then is seen at
+/// that ask). The first question is
 /// asked with the grant's decision reading and a no-op waker (no clock
 /// read, no allocation); a thread waker is made only on `Pending`. Returns the
 /// grant with its start time filled in. The default
