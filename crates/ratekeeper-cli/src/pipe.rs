@@ -52,7 +52,9 @@ Each line (or chunk of bytes) takes its permits from a Pacer and is written \
 when they are ready. Output is written out before every wait, for a permit \
 or for more input, so nothing is held back while the pipe is idle; lines \
 that may go at once are written together. A last line without a newline is \
-copied as it is.
+copied as it is. Line ends are found in time linear in the input; memory \
+holds the longest line, or with --max-line BYTES at most that much of one \
+(a longer line goes out in pieces of BYTES, each taking a permit).
 
 --bytes: the rate is in bytes per second (e.g. --rate 1M); each write takes \
 as many permits as it has bytes, at most a hundredth of a second's worth \
@@ -138,6 +140,11 @@ pub struct PipeArgs {
     #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
     pub strictness: Option<f64>,
 
+    /// The longest line held whole, in bytes: a longer line goes out in
+    /// pieces of this size, each taking a permit (without it, memory grows
+    /// with the longest line). Lines mode only.
+    #[arg(long, value_name = "BYTES", value_parser = parse_max_line)]
+    pub max_line: Option<usize>,
     /// Print a report to standard error at the end.
     #[arg(long)]
     pub report: bool,
@@ -192,6 +199,12 @@ fn check_options(args: &PipeArgs) -> Result<(), UsageError> {
             spec.burst_ratio()
         )));
     }
+    if let (true, Some(n)) = (args.bytes, args.max_line) {
+        return Err(UsageError(format!(
+            "--max-line {n} applies to lines; with --bytes each write is already at most \
+             64 KiB: give one or the other"
+        )));
+    }
     if spec.scope() == Scope::Thread {
         return Err(UsageError(format!(
             "the rate spec \"{spec}\" has the thread scope, which has no meaning for pipe (one \
@@ -225,15 +238,56 @@ fn read_input(blocks: mpsc::SyncSender<io::Result<Vec<u8>>>) {
     }
 }
 
-/// What the next unit of input is, if the buffer holds one.
-fn next_item(input: &[u8], bytes: Option<usize>, eof: bool) -> Option<usize> {
-    match bytes {
-        Some(chunk) => (!input.is_empty()).then(|| input.len().min(chunk)),
-        None => match input.iter().position(|&b| b == b'\n') {
-            Some(i) => Some(i + 1),
-            // A last line without a newline.
-            None => (eof && !input.is_empty()).then_some(input.len()),
-        },
+/// What comes next in the buffer of unwritten input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// A unit of this many bytes: a line, a piece of a line at the
+    /// `--max-line` cap, or a chunk of `--bytes`.
+    Item(usize),
+    /// No whole unit yet; the first `scanned` bytes hold no newline, so the
+    /// next search starts after them (each byte is searched once: linear
+    /// time however long the line).
+    More { scanned: usize },
+}
+
+/// What the next unit of `input` is. `scanned`: bytes at its start already
+/// known to hold no newline; `chunk`: `--bytes` mode's chunk size;
+/// `max_line`: the longest unit a line may be before it goes out in
+/// pieces; `eof`: no more input will come.
+fn next_item(
+    input: &[u8],
+    scanned: usize,
+    chunk: Option<usize>,
+    max_line: Option<usize>,
+    eof: bool,
+) -> Next {
+    if let Some(chunk) = chunk {
+        return match input.len() {
+            0 => Next::More { scanned: 0 },
+            n => Next::Item(n.min(chunk)),
+        };
+    }
+    let cap = max_line.unwrap_or(usize::MAX);
+    let end = input.len().min(cap);
+    let from = scanned.min(end);
+    match memchr::memchr(b'\n', &input[from..end]) {
+        Some(i) => Next::Item(from + i + 1),
+        // A line at the cap goes out as it is, the rest after it.
+        None if end == cap => Next::Item(cap),
+        // A last line without a newline.
+        None if eof && end > 0 => Next::Item(end),
+        None => Next::More { scanned: end },
+    }
+}
+
+/// `--max-line`: a whole number of bytes, at least 1.
+fn parse_max_line(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "\"{s}\" is not a line length: give a whole number of bytes, at least 1 (e.g. \
+             --max-line 1048576)"
+        )),
     }
 }
 
@@ -290,7 +344,7 @@ impl Output {
         let written = out.write_all(&self.batch).and_then(|()| out.flush());
         drop(out);
         if written.is_ok() {
-            self.lines += self.batch.iter().filter(|&&b| b == b'\n').count() as u64;
+            self.lines += memchr::memchr_iter(b'\n', &self.batch).count() as u64;
             self.bytes += self.batch.len() as u64;
             self.writes += self.batch_writes;
             self.ends_line = self.batch.last() == Some(&b'\n');
@@ -375,6 +429,8 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let mut output = Output::new();
     let mut input: Vec<u8> = Vec::new();
     let mut pos = 0usize;
+    // Bytes from `pos` known to hold no newline.
+    let mut scanned = 0usize;
     let mut eof = false;
     let mut t0 = None;
     let mut units = 0u64;
@@ -385,35 +441,39 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let mut interrupted = false;
 
     while !output.closed {
-        let Some(len) = next_item(&input[pos..], chunk, eof) else {
-            if eof {
-                break;
-            }
-            input.drain(..pos);
-            pos = 0;
-            let next = match blocks.try_recv() {
-                Ok(block) => Input::Block(block.context("reading standard input")?),
-                Err(TryRecvError::Disconnected) => Input::Eof,
-                Err(TryRecvError::Empty) => {
-                    // Nothing to read now: out with what was let through.
-                    output.flush()?;
-                    let waited = Instant::now();
-                    let next = wait_for_input(&blocks, interrupt)?;
-                    if t0.is_some() {
-                        input_wait += waited.elapsed();
-                    }
-                    next
-                }
-            };
-            match next {
-                Input::Block(block) => input.extend_from_slice(&block),
-                Input::Eof => eof = true,
-                Input::Interrupted => {
-                    interrupted = true;
+        let len = match next_item(&input[pos..], scanned, chunk, args.max_line, eof) {
+            Next::Item(len) => len,
+            Next::More { scanned: known } => {
+                scanned = known;
+                if eof {
                     break;
                 }
+                input.drain(..pos);
+                pos = 0;
+                let next = match blocks.try_recv() {
+                    Ok(block) => Input::Block(block.context("reading standard input")?),
+                    Err(TryRecvError::Disconnected) => Input::Eof,
+                    Err(TryRecvError::Empty) => {
+                        // Nothing to read now: out with what was let through.
+                        output.flush()?;
+                        let waited = Instant::now();
+                        let next = wait_for_input(&blocks, interrupt)?;
+                        if t0.is_some() {
+                            input_wait += waited.elapsed();
+                        }
+                        next
+                    }
+                };
+                match next {
+                    Input::Block(block) => input.extend_from_slice(&block),
+                    Input::Eof => eof = true,
+                    Input::Interrupted => {
+                        interrupted = true;
+                        break;
+                    }
+                }
+                continue;
             }
-            continue;
         };
         if interrupt.is_set() {
             interrupted = true;
@@ -449,6 +509,7 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
         };
         output.push(&input[pos..pos + len]);
         pos += len;
+        scanned = 0;
         units += u64::from(permits);
         last_start = grant.started_nanos().max(grant.ready_nanos());
         last_permits = permits;
@@ -542,13 +603,41 @@ mod tests {
 
     #[test]
     fn items_are_lines_or_chunks() {
-        assert_eq!(next_item(b"ab\ncd\n", None, false), Some(3));
-        assert_eq!(next_item(b"abc", None, false), None);
-        assert_eq!(next_item(b"abc", None, true), Some(3));
-        assert_eq!(next_item(b"", None, true), None);
-        assert_eq!(next_item(b"abcdef", Some(4), false), Some(4));
-        assert_eq!(next_item(b"ab", Some(4), false), Some(2));
-        assert_eq!(next_item(b"", Some(4), false), None);
+        use Next::{Item, More};
+        assert_eq!(next_item(b"ab\ncd\n", 0, None, None, false), Item(3));
+        assert_eq!(next_item(b"abc", 0, None, None, false), More { scanned: 3 });
+        assert_eq!(next_item(b"abc", 0, None, None, true), Item(3));
+        assert_eq!(next_item(b"", 0, None, None, true), More { scanned: 0 });
+        assert_eq!(next_item(b"abcdef", 0, Some(4), None, false), Item(4));
+        assert_eq!(next_item(b"ab", 0, Some(4), None, false), Item(2));
+        assert_eq!(next_item(b"", 0, Some(4), None, false), More { scanned: 0 });
+    }
+
+    #[test]
+    fn a_search_starts_after_what_was_scanned() {
+        use Next::{Item, More};
+        // The newline is found after the scanned prefix.
+        assert_eq!(next_item(b"abcd\nx", 4, None, None, false), Item(5));
+        // A prefix claimed newline-free is not searched again.
+        assert_eq!(
+            next_item(b"a\ncd", 3, None, None, false),
+            More { scanned: 4 }
+        );
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_go_in_pieces() {
+        use Next::{Item, More};
+        assert_eq!(next_item(b"abcdef\n", 0, None, Some(4), false), Item(4));
+        assert_eq!(next_item(b"ab\ncdef", 0, None, Some(4), false), Item(3));
+        assert_eq!(
+            next_item(b"abc", 0, None, Some(4), false),
+            More { scanned: 3 }
+        );
+        assert_eq!(next_item(b"abcd", 3, None, Some(4), false), Item(4));
+        assert!(parse_max_line("0").is_err());
+        assert!(parse_max_line("-1").is_err());
+        assert_eq!(parse_max_line("4096"), Ok(4096));
     }
 
     #[test]

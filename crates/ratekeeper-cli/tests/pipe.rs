@@ -295,6 +295,24 @@ fn ctrl_c_ends_the_copy_with_its_report() {
 }
 
 #[test]
+fn a_line_longer_than_max_line_goes_in_pieces_and_stays_one_line() {
+    let input = b"abcdefghij\nxy\n";
+    let (out, stderr, _) = pipe_run(&["--rate", "1000", "--max-line", "4", "--json"], input);
+    assert_eq!(out, input);
+    let v = json(&stderr);
+    // abcd, efgh, ij\n, xy\n: four permits, two lines.
+    assert_eq!((u(&v, "lines"), u(&v, "writes")), (2, 4));
+    // A newline-free input of 4 MiB in 64 KiB pieces: linear time, and the
+    // same bytes out.
+    let big = vec![b'x'; 4 << 20];
+    let (out, stderr, took) = pipe_run(&["--rate", "1M", "--max-line", "65536", "--json"], &big);
+    assert_eq!(out.len(), big.len());
+    let v = json(&stderr);
+    assert_eq!((u(&v, "lines"), u(&v, "writes")), (1, 64));
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+#[test]
 fn bad_input_exits_2_naming_the_value() {
     rejects(&["pipe", "--rate", "abc"], &["'abc'", "--rate"]);
     rejects(&["pipe", "--rate", "0"], &["'0'", "greater than zero"]);
@@ -310,6 +328,14 @@ fn bad_input_exits_2_naming_the_value() {
     );
     rejects(&["pipe"], &["--rate"]);
     rejects(&["pipe", "--rate", "10", "--lines"], &["'--lines'"]);
+    rejects(
+        &["pipe", "--rate", "10", "--max-line", "0"],
+        &["\"0\"", "--max-line", "at least 1"],
+    );
+    rejects(
+        &["pipe", "--rate", "10", "--bytes", "--max-line", "10"],
+        &["--max-line 10", "--bytes"],
+    );
 }
 
 #[test]
