@@ -9,8 +9,7 @@ use ratekeeper::{
     AcquireError, Clock, ManualClock, Pacer, Rate, RateLimiter, ShardedPacer, WaitPolicy,
 };
 
-mod common;
-use common::within;
+use crate::common::within;
 
 /// What each real-clock test here may take before it fails as hung: far
 /// beyond its run time, generous for a loaded machine.

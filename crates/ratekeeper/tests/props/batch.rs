@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use ratekeeper::{AcquireError, Clock, ManualClock, Pacer, Rate, RateLimiter, WaitPolicy};
 
-mod common;
-use common::within;
+use crate::common::within;
 
 /// What each real-clock test here may take before it fails as hung: far
 /// beyond its run time, generous for a loaded machine.

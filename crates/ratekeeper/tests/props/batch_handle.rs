@@ -33,8 +33,7 @@ use ratekeeper::{
     WaitStats,
 };
 
-mod common;
-use common::within;
+use crate::common::within;
 
 /// What each real-clock test here may take before it fails as hung: far
 /// beyond its run time, generous for a loaded machine.
