@@ -6,7 +6,6 @@
 //! deterministic.
 //!
 //! `RATEKEEPER_CANCEL_CASES` sets the number of cases (default 32).
-#![cfg(feature = "tokio")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,6 @@
 //! half the attempts with a timeout too short to be served; the grants the
 //! others complete, on paused time and a `TokioClock`, must come within 5 %
 //! of the rate (before the fix: about half of it).
-#![cfg(feature = "tokio")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

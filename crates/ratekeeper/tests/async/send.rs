@@ -1,7 +1,6 @@
 //! The async faces can move between tasks and threads: every future and
 //! stream is `Send` (and the reservation `Send + Sync`) when its limiter is
 //! shared that way, so `tokio::spawn` accepts them.
-#![cfg(feature = "tokio")]
 
 use std::sync::Arc;
 use std::time::Duration;

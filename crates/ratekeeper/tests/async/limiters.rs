@@ -8,7 +8,6 @@
 //! gives that reservation back, and expect the state that follows: the
 //! assertions hold whatever `cancel` does, as long as the async layer calls
 //! it (a layer that did not would fail wherever `cancel` gives back).
-#![cfg(feature = "tokio")]
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

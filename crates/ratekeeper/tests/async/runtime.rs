@@ -2,7 +2,6 @@
 //! time: the schedule is handed out once per permit, the rate holds, and
 //! abandoned acquires leave nothing behind. The bounds are generous (the
 //! machine may be loaded); the exact timings are in the paused-time tests.
-#![cfg(feature = "tokio")]
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,8 +12,7 @@ use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::tokio::{AsyncPermitLimiter, AsyncRateLimiter};
 use ratekeeper::{Pacer, Rate, RateLimiter};
 
-mod common;
-use common::within;
+use crate::common::within;
 
 /// What each real-clock test here may take before it fails as hung: far
 /// beyond its run time, generous for a loaded machine.

@@ -1,6 +1,5 @@
 //! The async adapters under paused tokio time: the `Stream` throttle and the
 //! async decorators.
-#![cfg(feature = "tokio")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
