@@ -13,7 +13,7 @@
 //!
 //! The bounds are generous: the tests run on small, busy machines (2 cores
 //! shared with compilers in CI). Each test prints what it measured (`cargo
-//! test -- --nocapture`). The whole file takes about 6 s with the default two
+//! test -- --nocapture`). The whole module takes about 6 s with the default two
 //! test threads (about 10 s with one).
 
 use std::sync::Barrier;
@@ -22,8 +22,7 @@ use std::time::{Duration, Instant};
 use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{Rate, RateLimiter, Verb};
 
-mod common;
-use common::within;
+use crate::common::within;
 
 const MS: u64 = 1_000_000;
 
