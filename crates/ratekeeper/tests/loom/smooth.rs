@@ -6,8 +6,7 @@
 //! each call getting the wait that order gives it.
 //!
 //! Run with:
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p ratekeeper --test loom_smooth`
-#![cfg(loom)]
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p ratekeeper --test loom smooth::`
 
 use std::sync::Arc;
 use std::time::Duration;
