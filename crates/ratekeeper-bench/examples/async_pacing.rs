@@ -2,10 +2,10 @@
 //! `until_ready` as the same-run peer.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --features tokio --example async_pacing
-//! cargo run --release -p ratekeeper --features tokio --example async_pacing -- --secs 2 --runs 3
-//! cargo run --release -p ratekeeper --features tokio --example async_pacing -- --quick
-//! cargo run --release -p ratekeeper --features tokio --example async_pacing -- \
+//! cargo run --release -p ratekeeper-bench --features tokio --example async_pacing
+//! cargo run --release -p ratekeeper-bench --features tokio --example async_pacing -- --secs 2 --runs 3
+//! cargo run --release -p ratekeeper-bench --features tokio --example async_pacing -- --quick
+//! cargo run --release -p ratekeeper-bench --features tokio --example async_pacing -- \
 //!     --targets 1e5 --runtimes current --limiters pacer,governor --tasks 8
 //! ```
 //!
@@ -390,7 +390,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let run_for = Duration::try_from_secs_f64(args.secs)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let command = std::iter::once(
-        "cargo run --release -p ratekeeper --features tokio --example async_pacing --".to_string(),
+        "cargo run --release -p ratekeeper-bench --features tokio --example async_pacing --"
+            .to_string(),
     )
     .chain(std::env::args().skip(1))
     .collect::<Vec<_>>()

@@ -12,9 +12,9 @@
 //! * `smooth_sync`: Guava's state behind a mutex against a 128-bit
 //!   compare-and-swap (see `smooth_sync.rs`).
 //!
-//! Run with `cargo bench -p ratekeeper --bench ratekeeper` (add `-- --quick`
-//! for a fast pass, or a group name such as `-- contended` to filter). The
-//! measured numbers are in `BENCHMARKS.md` at the workspace root.
+//! Run with `cargo bench -p ratekeeper-bench --bench ratekeeper` (add
+//! `-- --quick` for a fast pass, or a group name such as `-- contended` to
+//! filter). The measured numbers are in `BENCHMARKS.md` at the workspace root.
 
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! Pacing accuracy and cost of one thread doing blocking acquires.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example pacing_accuracy
-//! cargo run --release -p ratekeeper --example pacing_accuracy -- --seconds 2 --repeats 3
-//! cargo run --release -p ratekeeper --example pacing_accuracy -- --rates 1000,1M --limiters ratekeeper,sleep
+//! cargo run --release -p ratekeeper-bench --example pacing_accuracy
+//! cargo run --release -p ratekeeper-bench --example pacing_accuracy -- --seconds 2 --repeats 3
+//! cargo run --release -p ratekeeper-bench --example pacing_accuracy -- --rates 1000,1M --limiters ratekeeper,sleep
 //! ```
 //!
 //! For each rate (default 1k, 10k, 100k, 1M and 10M ops/s) one thread takes

@@ -1,8 +1,8 @@
 //! How late `std::thread::sleep(d)` returns on this machine.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example sleep_overshoot
-//! cargo run --release -p ratekeeper --example sleep_overshoot -- --samples 1000
+//! cargo run --release -p ratekeeper-bench --example sleep_overshoot
+//! cargo run --release -p ratekeeper-bench --example sleep_overshoot -- --samples 1000
 //! ```
 //!
 //! For d = 1 µs, 10 µs, 50 µs, 100 µs and 1 ms it sleeps `--samples` times

@@ -6,10 +6,10 @@
 //! or a `TokenPool`: the exact limiter against `BatchHandle`s on it.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example fairness
-//! cargo run --release -p ratekeeper --example fairness -- --quick
-//! cargo run --release -p ratekeeper --example fairness -- --secs 2 --runs 3 --strictness 1.1
-//! cargo run --release -p ratekeeper --example fairness -- --limiter refill
+//! cargo run --release -p ratekeeper-bench --example fairness
+//! cargo run --release -p ratekeeper-bench --example fairness -- --quick
+//! cargo run --release -p ratekeeper-bench --example fairness -- --secs 2 --runs 3 --strictness 1.1
+//! cargo run --release -p ratekeeper-bench --example fairness -- --limiter refill
 //! ```
 //!
 //! Each cell: `threads` threads, released together by a barrier just after
@@ -273,7 +273,7 @@ fn main() -> Res<()> {
     println!(
         "# Fairness and accuracy: {paths}\n\n\
          {limiter}, target {:.3e}/s, {} s per cell, median of {} run(s), {} CPUs\n\
-         command: cargo run --release -p ratekeeper --example fairness -- {}\n",
+         command: cargo run --release -p ratekeeper-bench --example fairness -- {}\n",
         args.target,
         args.secs,
         args.runs,

@@ -1,8 +1,8 @@
 //! What abandoned async acquires cost each limiter, on the real clock.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --features tokio --example cancel_report
-//! cargo run --release -p ratekeeper --features tokio --example cancel_report -- --rate 500 --secs 3
+//! cargo run --release -p ratekeeper-bench --features tokio --example cancel_report
+//! cargo run --release -p ratekeeper-bench --features tokio --example cancel_report -- --rate 500 --secs 3
 //! ```
 //!
 //! For each limiter, `--tasks` tasks (default 8) on a current-thread tokio

@@ -2,8 +2,8 @@
 //! acquires, and the time to create and to drop them.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example idle_pools
-//! cargo run --release -p ratekeeper --example idle_pools -- --pools 300 --idle 10
+//! cargo run --release -p ratekeeper-bench --example idle_pools
+//! cargo run --release -p ratekeeper-bench --example idle_pools -- --pools 300 --idle 10
 //! ```
 //!
 //! Builds `--pools` pools (default 1000) at `--rate` ops/s (default 1000)

@@ -3,10 +3,10 @@
 //! (spec §5.3) on this machine.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example pool_throughput
-//! cargo run --release -p ratekeeper --example pool_throughput -- --secs 2 --runs 3
-//! cargo run --release -p ratekeeper --example pool_throughput -- --quick
-//! cargo run --release -p ratekeeper --example pool_throughput -- --targets 1e7 --threads 1,8
+//! cargo run --release -p ratekeeper-bench --example pool_throughput
+//! cargo run --release -p ratekeeper-bench --example pool_throughput -- --secs 2 --runs 3
+//! cargo run --release -p ratekeeper-bench --example pool_throughput -- --quick
+//! cargo run --release -p ratekeeper-bench --example pool_throughput -- --targets 1e7 --threads 1,8
 //! ```
 //!
 //! For each target rate (default 1e7 and 1e8 ops/s), each thread count
@@ -319,7 +319,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let run_for = Duration::try_from_secs_f64(args.secs)?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let command = std::iter::once(
-        "cargo run --release -p ratekeeper --example pool_throughput --".to_string(),
+        "cargo run --release -p ratekeeper-bench --example pool_throughput --".to_string(),
     )
     .chain(std::env::args().skip(1))
     .collect::<Vec<_>>()

@@ -2,8 +2,8 @@
 //! (issue 15, item 4).
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example strict_spacing
-//! cargo run --release -p ratekeeper --example strict_spacing -- --ops 4000 --rates 1000,10000
+//! cargo run --release -p ratekeeper-bench --example strict_spacing
+//! cargo run --release -p ratekeeper-bench --example strict_spacing -- --ops 4000 --rates 1000,10000
 //! ```
 //!
 //! For each rate, one thread acquires `--ops` permits (default 2000) from a

@@ -3,10 +3,10 @@
 //! and 8 threads, printed as Markdown tables with the machine and the command.
 //!
 //! ```text
-//! cargo run --release -p ratekeeper --example bench_report
-//! cargo run --release -p ratekeeper --example bench_report -- --quick
-//! cargo run --release -p ratekeeper --example bench_report -- --secs 2 --runs 5
-//! cargo run --release -p ratekeeper --example bench_report -- --threads 1,2 --limiters pacer-burst-1.1,governor
+//! cargo run --release -p ratekeeper-bench --example bench_report
+//! cargo run --release -p ratekeeper-bench --example bench_report -- --quick
+//! cargo run --release -p ratekeeper-bench --example bench_report -- --secs 2 --runs 5
+//! cargo run --release -p ratekeeper-bench --example bench_report -- --threads 1,2 --limiters pacer-burst-1.1,governor
 //! ```
 //!
 //! Two measurements per limiter, run count and thread count, interleaved
@@ -1248,11 +1248,12 @@ fn main() -> Res<()> {
     let run_for = Duration::try_from_secs_f64(args.secs)?;
     let unthrottled_for = run_for / 2;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let command =
-        std::iter::once("cargo run --release -p ratekeeper --example bench_report --".to_string())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" ");
+    let command = std::iter::once(
+        "cargo run --release -p ratekeeper-bench --example bench_report --".to_string(),
+    )
+    .chain(std::env::args().skip(1))
+    .collect::<Vec<_>>()
+    .join(" ");
     let cells = args.entries.len() * args.threads.len();
     eprintln!(
         "{cells} cells x {} runs x {:.2} s: about {:.0} s",
