@@ -1,7 +1,7 @@
 //! A Pacer on the real clock: a loop paced at 20 operations per second,
 //! printing when each operation went and how long it waited.
 //!
-//! Run with `cargo run -p ratekeeper --example basic` (about 0.7 s).
+//! Run with `cargo run -p ratekeeper --example basic` (about 0.6 s).
 
 use std::time::{Duration, Instant};
 
