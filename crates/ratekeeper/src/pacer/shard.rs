@@ -168,9 +168,10 @@
 //!   sharding scales in every mode, at the price of the shard slack and of
 //!   per-shard spacing.
 //!
-//! `examples/fairness.rs` measures the achieved rate, its error, and the
-//! per-thread shares (min/max and Jain's index) of the three, with shards
-//! idle too; `examples/bench_report.rs` their throughput and cost.
+//! The `fairness` measurement program (in the `ratekeeper-bench` crate)
+//! measures the achieved rate, its error, and the per-thread shares
+//! (min/max and Jain's index) of the three, with shards idle too;
+//! `bench_report` their throughput and cost.
 //!
 //! # Runtime changes
 //!

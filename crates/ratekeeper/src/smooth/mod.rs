@@ -240,8 +240,8 @@
 //! publishes a new one under a mutex, so no reservation can be computed with
 //! one rate and committed under another. Every run therefore equals Guava's
 //! serial run, in the order of the commits (the argument is on the
-//! implementation's `Smooth` type); `tests/smooth_props.rs` checks
-//! concurrent runs against a serial model, and `tests/loom_smooth.rs` rate
+//! implementation's `Smooth` type); `tests/props/smooth.rs` checks
+//! concurrent runs against a serial model, and `tests/loom/smooth.rs` rate
 //! changes racing reservations. Under contention the compare-exchange
 //! outruns a mutex; see `BENCHMARKS.md`.
 //!

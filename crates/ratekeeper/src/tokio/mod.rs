@@ -144,8 +144,8 @@
 //!   under a timeout shorter than a slot (45–47 % abandoned), every
 //!   limiter in this crate delivers within 5 % of what it delivers when
 //!   nobody gives up: a property test on paused time checks it (the
-//!   `async_cancel_props` test), and `BENCHMARKS.md` has the real-clock
-//!   figures.
+//!   `cancel_props` module of `tests/async`), and `BENCHMARKS.md` has the
+//!   real-clock figures.
 //! * **Nothing left behind**: no timer, no queued waker, no claim.
 //!
 //! What `cancel` gives back is each limiter's to say, in its own

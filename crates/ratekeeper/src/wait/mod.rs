@@ -2,7 +2,8 @@
 //!
 //! Blocking waits sleep; they never spin unless asked to. Two facts about
 //! sleeping shape the default (the `sleep_overshoot` measurement program
-//! shows them on a given machine; `BENCHMARKS.md` has the figures):
+//! of `ratekeeper-bench` shows them on a given machine; `BENCHMARKS.md` has
+//! the figures):
 //!
 //! * **A sleep ends late**, by the clock's *sleep resolution* ρ (tens to
 //!   hundreds of microseconds on a VM, even for a 1 µs sleep). Waits sleep

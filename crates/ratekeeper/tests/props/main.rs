@@ -17,6 +17,7 @@ mod common;
 
 mod batch;
 mod batch_handle;
+mod blocking;
 mod clock_origin;
 mod effective_rate;
 mod pacer;

@@ -14,7 +14,7 @@ use ratekeeper::{
     AcquireError, Clock, Grant, ManualClock, RateLimiter, Readiness, Ticket, WaitStats,
 };
 
-mod common;
+use crate::common;
 
 /// Grants one permit ready 1 ms after the call, held (`Pending`) until
 /// `open` is set; then the stored waker is woken.
