@@ -34,8 +34,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use ratekeeper::{
-    smooth::Resolution, Clock, DefaultClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty,
-    SmoothWarmingUp, TokenPool, Verb,
+    smooth::{Resolution, DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS},
+    Clock, DefaultClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty, SmoothWarmingUp,
+    TokenPool, Verb,
 };
 use serde::Serialize;
 
@@ -58,12 +59,6 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 
 /// The most runs `--concurrency` lets run at once.
 const MAX_CONCURRENCY: u32 = 1024;
-
-/// SmoothWarmingUp's cold factor when --cold-factor is not given (Guava's).
-const DEFAULT_COLD_FACTOR: f64 = 3.0;
-
-/// SmoothBursty's stored burst when --max-burst is not given (Guava's).
-const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
 
 /// The most characters of a plot's title (its width, in the title's font).
 const TITLE_CHARS: usize = 95;

@@ -24,7 +24,7 @@ use clap::{Args, ValueEnum};
 use ratekeeper::pacer::{ShardError, Strictness, StrictnessMode};
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{ConfigBuilder, ConfigError, PermitError, DEFAULT_TIMEOUT};
-use ratekeeper::smooth::{Resolution, SmoothError};
+use ratekeeper::smooth::{Resolution, SmoothError, DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
 use ratekeeper::{
     AcquireError, BatchHandle, Clock, CycleLimiter, DefaultClock, Grant, Pacer, PermitLimiter,
     RateLimiter, RateSpec, RefillLimiter, Scope, ShardedPacer, SmoothBursty, SmoothWarmingUp,
@@ -51,13 +51,6 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 
 /// The most worker threads `--threads` accepts.
 const MAX_THREADS: u32 = 4096;
-
-/// SmoothWarmingUp's cold factor when --cold-factor is not given (Guava's).
-const DEFAULT_COLD_FACTOR: f64 = 3.0;
-
-/// SmoothBursty's stored burst when --max-burst is not given (Guava's
-/// `RateLimiter.create(rate)`).
-const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
 
 /// How often a token-pool run samples the backlog (the waiting pool) for its
 /// maximum.

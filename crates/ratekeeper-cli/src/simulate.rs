@@ -24,7 +24,7 @@ use ratekeeper::pool::{
     Filling, TokenPool, DEFAULT_FILL_INTERVAL, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
 };
 use ratekeeper::refill::{ConfigBuilder, DEFAULT_TIMEOUT};
-use ratekeeper::smooth::Resolution;
+use ratekeeper::smooth::{Resolution, DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
 use ratekeeper::{
     AcquireError, CycleLimiter, ManualClock, Pacer, Rate, RateLimiter, RateSpec, RefillLimiter,
     SmoothBursty, SmoothWarmingUp,
@@ -39,12 +39,6 @@ use crate::report::{
     WaitSummary,
 };
 use crate::UsageError;
-
-/// SmoothBursty's stored burst when none is given (Guava's).
-const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
-
-/// SmoothWarmingUp's cold factor when none is given (Guava's).
-const DEFAULT_COLD_FACTOR: f64 = 3.0;
 
 /// Resilience4j's refresh period when none is given.
 const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(1);
