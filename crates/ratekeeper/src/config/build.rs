@@ -242,7 +242,7 @@ pub(super) fn validate(config: &LimiterConfig) -> Result<(), LimiterConfigError>
 
 /// Shards only for a pacer.
 fn check_access(config: &LimiterConfig) -> Result<(), LimiterConfigError> {
-    match (config.access, config.kind.kind()) {
+    match (config.access, config.kind.limiter_kind()) {
         (Access::Sharded(_), LimiterKind::Pacer) | (Access::Exact | Access::Batched, _) => Ok(()),
         (Access::Sharded(_), kind) => Err(LimiterConfigError::ShardsNeedPacer { kind }),
     }

@@ -85,7 +85,7 @@ impl fmt::Display for LimiterConfig {
     /// `batch=true` or `shards=N` and `wait=…` unless they are the defaults.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = fmt_duration;
-        write!(f, "{}:", self.kind.kind())?;
+        write!(f, "{}:", self.kind.limiter_kind())?;
         match self.kind {
             KindConfig::Pacer { rate, strictness } => write!(f, "{},{strictness}", rate.get()),
             KindConfig::Pool {

@@ -173,9 +173,9 @@ impl KindConfig {
     /// use ratekeeper::config::{KindConfig, LimiterKind};
     /// use ratekeeper::refill::CycleConfig;
     ///
-    /// assert_eq!(KindConfig::Cycle(CycleConfig::default()).kind(), LimiterKind::Cycle);
+    /// assert_eq!(KindConfig::Cycle(CycleConfig::default()).limiter_kind(), LimiterKind::Cycle);
     /// ```
-    pub const fn kind(&self) -> LimiterKind {
+    pub const fn limiter_kind(&self) -> LimiterKind {
         match self {
             KindConfig::Pacer { .. } => LimiterKind::Pacer,
             KindConfig::Pool { .. } => LimiterKind::Pool,
@@ -363,7 +363,7 @@ impl LimiterConfig {
     /// use ratekeeper::config::{LimiterConfig, LimiterKind};
     ///
     /// let config: LimiterConfig = "warmup:10,2s".parse()?;
-    /// assert_eq!(config.kind().kind(), LimiterKind::WarmingUp);
+    /// assert_eq!(config.kind().limiter_kind(), LimiterKind::WarmingUp);
     /// assert_eq!(config.kind().rate(), 10.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
