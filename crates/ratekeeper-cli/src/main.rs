@@ -20,6 +20,7 @@
 mod arrivals;
 mod exec;
 mod interrupt;
+mod limiter;
 mod pace;
 mod pipe;
 mod plot;
