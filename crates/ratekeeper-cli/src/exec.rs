@@ -41,11 +41,12 @@ use ratekeeper::{
 use serde::Serialize;
 
 use crate::arrivals::fmt_duration;
-use crate::interrupt::{self, Interrupt};
-use crate::pace::{
-    duration_nanos, parse_cold_factor, parse_count, parse_duration, parse_max_burst, parse_spec,
-    parse_strictness, parse_warmup, strictness_mode_name,
+use crate::flags::{
+    parse_cold_factor, parse_count, parse_duration, parse_max_burst, parse_spec, parse_strictness,
+    parse_warmup,
 };
+use crate::interrupt::{self, Interrupt};
+use crate::pace::{duration_nanos, strictness_mode_name};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{

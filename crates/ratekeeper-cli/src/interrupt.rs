@@ -118,12 +118,10 @@ pub fn install() -> &'static Interrupt {
     &INTERRUPT
 }
 
-/// A wait for a permit longer than this is first slept on the interrupt, so
-/// that Ctrl-C ends it at once; the last part of it is the limiter's own wait
-/// (its wait policy: coalescing, or a precise spin).
-pub const LONG_WAIT: Duration = Duration::from_millis(20);
-
-/// [`LONG_WAIT`] in nanoseconds.
+/// A wait for a permit longer than this many nanoseconds (20 ms) is first
+/// slept on the interrupt, so that Ctrl-C ends it at once; the last part of
+/// it is the limiter's own wait (its wait policy: coalescing, or a precise
+/// spin).
 pub const LONG_WAIT_NANOS: u64 = 20_000_000;
 
 /// Sleeps on `interrupt` until `ready`, a reading of `clock`, is at most

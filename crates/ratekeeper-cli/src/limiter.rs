@@ -1,6 +1,7 @@
 //! What `pace`, `exec` and `simulate` share about the limiter a run uses,
-//! once the library built it from its [`LimiterConfig`]: the rate its
-//! arithmetic gives, and the report's fields that describe it.
+//! once the library built it from its [`LimiterConfig`]: starting its
+//! schedule, the rate its arithmetic gives, and the report's fields that
+//! describe it.
 
 use ratekeeper::config::{KindConfig, LimiterConfig, LimiterRef};
 use ratekeeper::smooth::Resolution;
@@ -9,6 +10,33 @@ use serde::Serialize;
 
 use crate::pace::{duration_nanos, strictness_mode_name};
 use crate::report::{resolution_name, EffectiveRate};
+
+/// Starts every schedule of `limiters` now and returns the run's start: the
+/// earliest pacer slot after the restarts, or for the others the clock's
+/// reading before them. The token pool and the sharded pacer restart (a
+/// pool's filler thread, if any, runs from here); Guava's and
+/// Resilience4j's limiters have no restart: their time started when they
+/// were built.
+pub fn start_schedules<C: Clock + 'static>(
+    limiters: &[LimiterRef<'_, C>],
+    clock: &dyn Clock,
+) -> u64 {
+    let before = clock.now_nanos();
+    let mut first_slot: Option<u64> = None;
+    for l in limiters {
+        match l {
+            LimiterRef::Pacer(p) => {
+                p.restart();
+                let slot = p.next_slot_nanos();
+                first_slot = Some(first_slot.map_or(slot, |s| s.min(slot)));
+            }
+            LimiterRef::ShardedPacer(p) => p.restart(),
+            LimiterRef::Pool(p) => p.restart(),
+            _ => {}
+        }
+    }
+    first_slot.unwrap_or(before)
+}
 
 /// The rate `limiters` (all built from `config`) give in all by their
 /// integer arithmetic, and how it rounds one `op` ("op", "run").

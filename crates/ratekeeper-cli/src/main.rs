@@ -19,6 +19,7 @@
 
 mod arrivals;
 mod exec;
+mod flags;
 mod interrupt;
 mod limiter;
 mod pace;
