@@ -32,24 +32,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
-use ratekeeper::{
-    smooth::Resolution, Clock, DefaultClock, Pacer, RateLimiter, RateSpec, Scope, SmoothBursty,
-    SmoothWarmingUp, TokenPool, Verb,
-};
+use clap::Args;
+use ratekeeper::config::{Access, KindConfig, LimiterConfig, LimiterKind};
+use ratekeeper::pool::Filling;
+use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter, RateSpec, Scope};
 use serde::Serialize;
 
 use crate::arrivals::fmt_duration;
+use crate::flags::limiter::LimiterArgs;
+use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::interrupt::{self, Interrupt};
-use crate::pace::{
-    duration_nanos, parse_cold_factor, parse_count, parse_duration, parse_max_burst, parse_spec,
-    parse_strictness, parse_warmup, strictness_mode_name,
-};
+use crate::limiter::{self, LimiterFields};
+use crate::pace::{duration_nanos, wait_policy_name};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
-    fmt_effective, fmt_nanos, fmt_rate, resolution_name, resolution_note, EffectiveRate,
-    WaitRecorder, WaitSummary,
+    fmt_effective, fmt_nanos, fmt_rate, resolution_note, EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::UsageError;
 
@@ -58,12 +56,6 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 
 /// The most runs `--concurrency` lets run at once.
 const MAX_CONCURRENCY: u32 = 1024;
-
-/// SmoothWarmingUp's cold factor when --cold-factor is not given (Guava's).
-const DEFAULT_COLD_FACTOR: f64 = 3.0;
-
-/// SmoothBursty's stored burst when --max-burst is not given (Guava's).
-const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
 
 /// The most characters of a plot's title (its width, in the title's font).
 const TITLE_CHARS: usize = 95;
@@ -104,17 +96,25 @@ be started (spawned) has failed: it is counted, and the run goes on, unless \
 runs still running are waited for, the report is printed and the exit status \
 is 1.
 
-Limiters (--limiter): pacer (the default; ratekeeper's Pacer, the spec's \
-burst ratio is its strictness unless --strictness overrides it), pool \
-(nosqlbench's token pool, filled inline), bursty (Guava's SmoothBursty, \
---max-burst) and warmup (Guava's SmoothWarmingUp, --warmup required, \
---cold-factor). Above 100000 runs/s bursty and warmup keep their schedule in \
-whole nanoseconds (JSON resolution \"nanos\"), where Guava's whole \
-microseconds would charge a run up to half too little (above 1000000 runs/s, \
-nothing: no limit at all); at or below, they are Guava's arithmetic exactly. \
-Each limiter's options are refused with the others. The \
-schedule starts when the run does; the spec's verb has no effect, and its \
-scope must be the default (activity): one dispatcher takes every permit.
+Limiters (--limiter), with the same options as pace's: pacer (the default; \
+ratekeeper's Pacer, the spec's burst ratio is its strictness unless \
+--strictness overrides it; --precise), pool (nosqlbench's token pool, filled \
+inline, or with --fill thread by a filler thread every --fill-interval), \
+bursty (Guava's SmoothBursty, --max-burst), warmup (Guava's SmoothWarmingUp, \
+--warmup required, --cold-factor), refill (Resilience4j's RefillLimiter: \
+rate x --refresh-period permits per period, a bucket of --capacity holding \
+--initial-permits at the start) and cycle (Resilience4j's CycleLimiter: that \
+many permits at the start of each period). Above 100000 runs/s bursty and \
+warmup keep their schedule in whole nanoseconds (JSON resolution \"nanos\"), \
+where Guava's whole microseconds would charge a run up to half too little \
+(above 1000000 runs/s, nothing: no limit at all); at or below, they are \
+Guava's arithmetic exactly. With refill and cycle a permit whose wait would \
+exceed --timeout (default 5s) is refused: the refusal is counted (refused) \
+and the dispatcher sleeps until a permit could be granted within the \
+timeout and asks again, so no run is dropped. Each limiter's options are \
+refused with the others. The schedule starts when the run does; the spec's \
+verb has no effect, and its scope must be the default (activity): one \
+dispatcher takes every permit.
 
 Run length: --duration DUR (default 5s) or --count N, not both. With \
 --duration, runs are started while their permits are ready before the \
@@ -131,13 +131,16 @@ Report:
   effective rate  the rate the limiter's integer arithmetic gives: the Pacer \
 and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
 1 ns, 1e9 runs/s); bursty and warmup charge a run whole microseconds \
-(nanoseconds above 100000 runs/s), truncated. More than 0.1% off the target, \
+(nanoseconds above 100000 runs/s), truncated; refill refills a permit every \
+floor(refresh period / limit) ns; cycle is exact. More than 0.1% off the target, \
 the report says by how much and why, and a warning on standard error says so \
 before the first run
   achieved rate   runs / launch span. The launch span is --duration, or, with \
 --count or after Ctrl-C, from the start of the schedule until the last run \
 started, plus one slot (1 / target rate)
   elapsed         from the start of the schedule until the last run ended
+  refused         refill, cycle only: permits refused because their wait would \
+exceed --timeout (the dispatcher waited and asked again)
   exit N          runs that exited with status N
   signal N        runs killed by signal N (Unix)
   spawn failed    runs that could not be started, with the first error
@@ -161,7 +164,8 @@ Examples:
   ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
   ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
   ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
-  ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client";
+  ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
+  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh";
 
 /// `exec --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -170,6 +174,7 @@ Examples:
   ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
   ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
   ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
+  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
 
 JSON output (--json): one object on one line, after anything the runs wrote \
 to standard output. Durations are integer nanoseconds, rates are runs per \
@@ -177,15 +182,23 @@ second (floating point). Fields marked with limiters in parentheses appear \
 only with those limiters:
   command          array    the command and its arguments (lossy UTF-8)
   spec             string   the rate spec in canonical form
-  limiter          string   \"pacer\", \"pool\", \"bursty\" or \"warmup\"
+  limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
   strictness       number   (pacer) the strictness used
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
+  wait_policy      string   (pacer) \"default\" or \"precise\"
   burst_ratio      number   (pool) the pool's burst ratio
+  filling          string   (pool) \"inline\" or \"thread\"
+  fill_interval_ns integer  (pool) the filler thread's interval; null for inline
   max_burst_seconds number  (bursty) seconds of permits idle time may store
   warmup_ns        integer  (warmup) the warm-up period
   cold_factor      number   (warmup) how much slower a cold limiter is
   resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
 (Guava's, at or below 100000 runs/s) or \"nanos\" (above)
+  limit_for_period integer  (refill, cycle) permits per refresh period: rate x refresh period
+  refresh_period_ns integer (refill, cycle) the refresh period
+  timeout_ns       integer  (refill, cycle) how long a permit may wait
+  capacity         integer  (refill) the most permits the bucket stores
+  initial_permits  integer  (refill) the permits in the bucket at the start
   target_rate      number   runs/s the schedule aims at
   effective_rate   number   runs/s the limiter's integer arithmetic gives (see \
 Report above); null for a limiter that does not limit at all
@@ -209,35 +222,10 @@ Report above); null for a limiter that does not limit at all
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}: start - scheduled
   service_ns       object   the same percentiles of end - start
   response_ns      object   the same percentiles of end - scheduled
+  refused          integer  (refill, cycle) permits refused by the timeout (each run asked again)
   interrupted      boolean  whether Ctrl-C stopped the run (exit status 130)
   fail_fast        boolean  whether --fail-fast was given
   stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)";
-
-/// Which rate limiter `exec` takes its permits from (`--limiter`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExecLimiter {
-    /// ratekeeper's Pacer, a virtual schedule (--strictness applies)
-    Pacer,
-    /// nosqlbench's token-pool limiter, filled inline; the spec's burst
-    /// ratio is the pool's
-    Pool,
-    /// Guava's SmoothBursty (--max-burst applies)
-    Bursty,
-    /// Guava's SmoothWarmingUp (--warmup, required, and --cold-factor apply)
-    Warmup,
-}
-
-impl ExecLimiter {
-    /// The name `--limiter` takes and the JSON report gives.
-    fn name(self) -> &'static str {
-        match self {
-            ExecLimiter::Pacer => "pacer",
-            ExecLimiter::Pool => "pool",
-            ExecLimiter::Bursty => "bursty",
-            ExecLimiter::Warmup => "warmup",
-        }
-    }
-}
 
 /// Options of `ratekeeper exec`.
 #[derive(Debug, Clone, Args)]
@@ -247,9 +235,9 @@ pub struct ExecArgs {
     #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
     pub rate: RateSpec,
 
-    /// The rate limiter that schedules the runs.
-    #[arg(long, value_enum, value_name = "KIND", default_value_t = ExecLimiter::Pacer)]
-    pub limiter: ExecLimiter,
+    // The rate limiter that schedules the runs, and its options.
+    #[command(flatten)]
+    pub limiter: LimiterArgs,
 
     /// How many runs may run at once (1 to 1024).
     #[arg(long, short = 'c', value_name = "N", default_value = "1", value_parser = parse_concurrency)]
@@ -262,26 +250,6 @@ pub struct ExecArgs {
     /// Start runs for this long, e.g. 10s, 1m [default: 5s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "count")]
     pub duration: Option<Duration>,
-
-    /// Pacer only: override the spec's burst ratio: 0 average, 0<S<1 burst
-    /// compensation, 1 strict, >1 burst ratio.
-    #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
-    pub strictness: Option<f64>,
-
-    /// SmoothBursty only: how many seconds of permits idle time may store
-    /// [default: 1].
-    #[arg(long, value_name = "SECONDS", value_parser = parse_max_burst, allow_negative_numbers = true)]
-    pub max_burst: Option<f64>,
-
-    /// SmoothWarmingUp only, and required with it: the warm-up period, e.g.
-    /// 5s; 0s means no warm-up.
-    #[arg(long, value_name = "DUR", value_parser = parse_warmup)]
-    pub warmup: Option<Duration>,
-
-    /// SmoothWarmingUp only: how many times the stable interval a cold
-    /// limiter spaces its permits (at least 1) [default: 3].
-    #[arg(long, value_name = "F", value_parser = parse_cold_factor, allow_negative_numbers = true)]
-    pub cold_factor: Option<f64>,
 
     /// Append every run's standard output to FILE (created if missing)
     /// [default: ratekeeper's standard output].
@@ -325,43 +293,10 @@ fn parse_concurrency(s: &str) -> Result<u32, String> {
     }
 }
 
-/// Refuses options the chosen limiter does not take, a burst ratio given to
-/// a Guava limiter, the thread scope, and `--limiter warmup` without
-/// `--warmup`.
-fn check_options(args: &ExecArgs) -> Result<(), UsageError> {
-    use ExecLimiter::{Bursty, Pacer, Warmup};
-    let kind = args.limiter;
-    let options: [(&str, bool, ExecLimiter, &str); 4] = [
-        ("--strictness", args.strictness.is_some(), Pacer, "a Pacer"),
-        (
-            "--max-burst",
-            args.max_burst.is_some(),
-            Bursty,
-            "a SmoothBursty",
-        ),
-        (
-            "--warmup",
-            args.warmup.is_some(),
-            Warmup,
-            "a SmoothWarmingUp",
-        ),
-        (
-            "--cold-factor",
-            args.cold_factor.is_some(),
-            Warmup,
-            "a SmoothWarmingUp",
-        ),
-    ];
-    for (flag, given, owner, title) in options {
-        if given && owner != kind {
-            return Err(UsageError(format!(
-                "{flag} is {title} option and cannot be used with --limiter {}; add --limiter \
-                 {} to use it",
-                kind.name(),
-                owner.name()
-            )));
-        }
-    }
+/// The limiter's configuration: the shared limiter flags (see
+/// [`LimiterArgs::config`]), from a spec without the thread scope (one
+/// dispatcher takes every permit).
+fn limiter_config(args: &ExecArgs) -> anyhow::Result<LimiterConfig> {
     if args.rate.scope() == Scope::Thread {
         return Err(UsageError(format!(
             "the rate spec \"{}\" has the thread scope, which has no meaning for exec: one \
@@ -369,27 +304,10 @@ fn check_options(args: &ExecArgs) -> Result<(), UsageError> {
              the rate without it (e.g. --rate {})",
             args.rate,
             args.rate.rate().get()
-        )));
+        ))
+        .into());
     }
-    if matches!(kind, Bursty | Warmup) {
-        let burst = args.rate.burst_ratio();
-        if burst != RateSpec::DEFAULT_BURST_RATIO {
-            return Err(UsageError(format!(
-                "the rate spec's burst ratio {burst} has no meaning for --limiter {}: Guava's \
-                 limiters take only a rate; give the rate alone (e.g. --rate {})",
-                kind.name(),
-                args.rate.rate().get()
-            )));
-        }
-    }
-    if kind == Warmup && args.warmup.is_none() {
-        return Err(UsageError(
-            "--limiter warmup needs --warmup DUR, the warm-up period (e.g. --warmup 2s); \
-             --warmup 0s means no warm-up"
-                .to_owned(),
-        ));
-    }
-    Ok(())
+    args.limiter.config(&args.rate, Access::Exact)
 }
 
 /// Finds `program` as `Command::new` would (a path, or a name looked up in
@@ -727,139 +645,72 @@ struct Counters {
     failed: AtomicU64,
 }
 
-/// The limiter the runs take their permits from.
-#[allow(clippy::large_enum_variant, reason = "one limiter, built once")]
-enum Limiter {
-    Pacer(Pacer),
-    Pool(TokenPool),
-    Bursty(SmoothBursty),
-    Warmup(SmoothWarmingUp),
-}
-
-impl Limiter {
-    /// Starts the schedule now (the Pacer and the token pool restart; Guava's
-    /// limiters started when they were built) and returns its start.
-    fn start(&self, clock: &DefaultClock) -> u64 {
-        match self {
-            Limiter::Pacer(p) => {
-                p.restart();
-                p.next_slot_nanos()
-            }
-            Limiter::Pool(p) => {
-                let t0 = clock.now_nanos();
-                p.restart();
-                t0
-            }
-            Limiter::Bursty(_) | Limiter::Warmup(_) => clock.now_nanos(),
+/// Where the runs' standard output goes (`--stdout`, `--discard-stdout`).
+fn output(args: &ExecArgs) -> anyhow::Result<Output> {
+    Ok(match (&args.stdout, args.discard_stdout) {
+        (Some(path), _) => {
+            let file = File::options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the --stdout file {}", path.display()))?;
+            Output::File(file)
         }
-    }
-
-    /// What the limiter's integer arithmetic gives (`info`: what
-    /// [`build_limiter`] said about it).
-    fn effective(&self, info: &LimiterInfo) -> EffectiveRate {
-        let smooth = |rate: f64| match *info {
-            LimiterInfo::Bursty { resolution, .. } | LimiterInfo::Warmup { resolution, .. } => {
-                EffectiveRate::smooth(rate, rate, resolution)
-            }
-            _ => unreachable!("a Guava limiter is described as one"),
-        };
-        match self {
-            Limiter::Pacer(p) => EffectiveRate::pacer(p.effective_rate(), p.nanos_per_op(), "run"),
-            Limiter::Pool(p) => EffectiveRate::pool(p.effective_rate(), p.nanos_per_op(), "run"),
-            Limiter::Bursty(l) => smooth(l.effective_rate()),
-            Limiter::Warmup(l) => smooth(l.effective_rate()),
-        }
-    }
-
-    fn as_dyn(&self) -> &dyn RateLimiter {
-        match self {
-            Limiter::Pacer(p) => p,
-            Limiter::Pool(p) => p,
-            Limiter::Bursty(l) => l,
-            Limiter::Warmup(l) => l,
-        }
-    }
-}
-
-/// What the report says about the limiter.
-#[derive(Debug, Clone, Copy)]
-enum LimiterInfo {
-    Pacer {
-        strictness: f64,
-    },
-    Pool {
-        burst_ratio: f64,
-    },
-    Bursty {
-        max_burst_seconds: f64,
-        resolution: Resolution,
-    },
-    Warmup {
-        warmup: Duration,
-        cold_factor: f64,
-        resolution: Resolution,
-    },
-}
-
-/// Builds the limiter `args` ask for on `clock`, not started yet.
-fn build_limiter(args: &ExecArgs, clock: DefaultClock) -> anyhow::Result<(Limiter, LimiterInfo)> {
-    let spec = args.rate;
-    let usage = |what: String| UsageError(format!("cannot build {what} at rate spec \"{spec}\""));
-    Ok(match args.limiter {
-        ExecLimiter::Pacer => {
-            let strictness = args.strictness.unwrap_or(spec.burst_ratio());
-            let pacer = Pacer::from_spec(&spec)
-                .and_then(|b| b.strictness(strictness).build_with_clock(clock))
-                .map_err(|e| {
-                    anyhow::Error::new(e)
-                        .context(usage(format!("a pacer with strictness {strictness}")))
-                })?;
-            (Limiter::Pacer(pacer), LimiterInfo::Pacer { strictness })
-        }
-        ExecLimiter::Pool => {
-            let pool = TokenPool::from_spec(&spec)
-                // Idle until the run starts (`Limiter::start`).
-                .verb(Verb::Configure)
-                .build_with_clock(clock)
-                .map_err(|e| anyhow::Error::new(e).context(usage("a token pool".to_owned())))?;
-            let info = LimiterInfo::Pool {
-                burst_ratio: spec.burst_ratio(),
-            };
-            (Limiter::Pool(pool), info)
-        }
-        ExecLimiter::Bursty => {
-            let max_burst_seconds = args.max_burst.unwrap_or(DEFAULT_MAX_BURST_SECONDS);
-            let resolution = Resolution::for_rate(spec.rate().get());
-            let limiter = SmoothBursty::builder(spec.rate().get())
-                .max_burst_seconds(max_burst_seconds)
-                .resolution(resolution)
-                .build_with_clock(clock)
-                .map_err(|e| anyhow::Error::new(e).context(usage("--limiter bursty".to_owned())))?;
-            let info = LimiterInfo::Bursty {
-                max_burst_seconds,
-                resolution,
-            };
-            (Limiter::Bursty(limiter), info)
-        }
-        ExecLimiter::Warmup => {
-            // check_options refuses --limiter warmup without --warmup.
-            let warmup = args.warmup.unwrap_or_default();
-            let cold_factor = args.cold_factor.unwrap_or(DEFAULT_COLD_FACTOR);
-            let resolution = Resolution::for_rate(spec.rate().get());
-            let limiter = SmoothWarmingUp::builder(spec.rate().get())
-                .warmup(warmup)
-                .cold_factor(cold_factor)
-                .resolution(resolution)
-                .build_with_clock(clock)
-                .map_err(|e| anyhow::Error::new(e).context(usage("--limiter warmup".to_owned())))?;
-            let info = LimiterInfo::Warmup {
-                warmup,
-                cold_factor,
-                resolution,
-            };
-            (Limiter::Warmup(limiter), info)
-        }
+        (None, true) => Output::Discard,
+        (None, false) => Output::Inherit,
     })
+}
+
+/// With --plot: fails before the run if the file cannot be written, and
+/// picks the time buckets.
+fn plot_bucket(
+    args: &ExecArgs,
+    duration: Option<Duration>,
+    target_rate: f64,
+) -> anyhow::Result<Option<u64>> {
+    let Some(to) = &args.plot else {
+        return Ok(None);
+    };
+    let span = match (duration, args.count) {
+        (Some(d), _) => duration_nanos(d),
+        (None, Some(n)) => (n as f64 * 1e9 / target_rate) as u64,
+        (None, None) => 0,
+    };
+    let width = match args.bucket {
+        Some(b) => duration_nanos(b),
+        None => plot::auto_bucket(span, target_rate),
+    };
+    plot::check_bucket(span, width).map_err(UsageError)?;
+    to.check_writable()?;
+    Ok(Some(width))
+}
+
+/// The next run's permit: `Some(grant)`, or `None` when the limiter refused
+/// it because its wait would exceed `max_wait` (Resilience4j's timeout):
+/// then the refusal is counted and the dispatcher sleeps until a permit
+/// could be granted within the timeout (not past `deadline` nor Ctrl-C),
+/// to ask again.
+fn reserve_run(
+    limiter: &dyn RateLimiter,
+    max_wait: Option<Duration>,
+    deadline: Option<u64>,
+    interrupt: &Interrupt,
+    refused: &mut u64,
+) -> anyhow::Result<Option<Grant>> {
+    match limiter.reserve(1, max_wait) {
+        Ok(grant) => Ok(Some(grant)),
+        Err(AcquireError::WouldWait {
+            wait,
+            max_wait: max,
+        }) if max_wait.is_some() => {
+            *refused += 1;
+            let left = deadline.map_or(u64::MAX, |d| d.saturating_sub(limiter.clock().now_nanos()));
+            let retry_in = duration_nanos(wait.saturating_sub(max)).min(left);
+            interrupt.sleep(Duration::from_nanos(retry_in));
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("the limiter refused a permit")),
+    }
 }
 
 /// Why the dispatcher stopped starting runs.
@@ -882,36 +733,24 @@ enum Stop {
 /// a `--stdout` or `--plot` file that cannot be created or a worker thread
 /// that cannot be started.
 pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
-    check_options(args)?;
+    let config = limiter_config(args)?;
     let (program, rest) = args
         .command
         .split_first()
         .ok_or_else(|| UsageError("expected a command after --".to_owned()))?;
     check_program(program)?;
     let clock = DefaultClock::new();
-    let (limiter, info) = build_limiter(args, clock)?;
-    let effective = limiter.effective(&info);
+    let limiter = config.build_with_clock(clock)?;
+    let effective = limiter::effective_rate(&[limiter.as_ref()], &config, "run");
     effective.warn(
-        &format!("--limiter {}", args.limiter.name()),
+        &format!("--limiter {}", args.limiter.kind().name()),
         args.rate.rate().get(),
         "ops",
     );
-    let output = match (&args.stdout, args.discard_stdout) {
-        (Some(path), _) => {
-            let file = File::options()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the --stdout file {}", path.display()))?;
-            Output::File(file)
-        }
-        (None, true) => Output::Discard,
-        (None, false) => Output::Inherit,
-    };
     let spawner = Spawner {
         program: program.clone(),
         args: rest.to_vec(),
-        output,
+        output: output(args)?,
     };
     let target_rate = args.rate.rate().get();
     let count = args.count;
@@ -919,23 +758,9 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         Some(_) => None,
         None => Some(args.duration.unwrap_or(DEFAULT_DURATION)),
     };
-    let bucket = match &args.plot {
-        None => None,
-        Some(to) => {
-            let span = match (duration, count) {
-                (Some(d), _) => duration_nanos(d),
-                (None, Some(n)) => (n as f64 * 1e9 / target_rate) as u64,
-                (None, None) => 0,
-            };
-            let width = match args.bucket {
-                Some(b) => duration_nanos(b),
-                None => plot::auto_bucket(span, target_rate),
-            };
-            plot::check_bucket(span, width).map_err(UsageError)?;
-            to.check_writable()?;
-            Some(width)
-        }
-    };
+    let bucket = plot_bucket(args, duration, target_rate)?;
+    let max_wait = config.kind().max_wait();
+    let mut refused = 0u64;
 
     let concurrency = args.concurrency as usize;
     let slots: Vec<Slot> = (0..concurrency).map(|_| Slot::default()).collect();
@@ -955,10 +780,8 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
             jobs.push(job_tx);
         }
         drop(done_tx);
-        let t0 = limiter.start(&clock);
-        // The token pool's waiting claims are completed by its own wait.
-        let interruptible = !matches!(limiter, Limiter::Pool(_));
-        let limiter = limiter.as_dyn();
+        let t0 = limiter::start_schedules(&[limiter.as_ref()], &clock);
+        let limiter = limiter.as_ref().as_dyn();
         let deadline = duration.map(|d| t0.saturating_add(duration_nanos(d)));
         let line = progress::enabled()
             .then(|| {
@@ -1001,20 +824,23 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
             if count.is_some_and(|n| launched >= n) {
                 break Stop::Done;
             }
-            let grant = limiter
-                .reserve(1, None)
-                .context("the limiter refused a permit")?;
+            let Some(grant) = reserve_run(limiter, max_wait, deadline, interrupt, &mut refused)?
+            else {
+                if deadline.is_some_and(|d| clock.now_nanos() >= d) {
+                    break Stop::Done;
+                }
+                continue;
+            };
             if deadline.is_some_and(|d| grant.ready_nanos() >= d) {
                 limiter.cancel(&grant);
                 break Stop::Done;
             }
-            let grant = if interruptible {
-                match interrupt::wait_for_grant(limiter, grant, interrupt) {
-                    Some(g) => g,
-                    None => break Stop::Interrupted,
-                }
-            } else {
-                limiter.wait_for(grant)
+            // Every limiter's long wait is slept on the interrupt, a token
+            // pool's too (the library's stoppable wait asks the pool what it
+            // waits for, so an inline pool's waiter still fills it).
+            let grant = match interrupt::wait_for_grant(limiter, grant, interrupt) {
+                Some(g) => g,
+                None => break Stop::Interrupted,
             };
             // A free worker. No run starts after Ctrl-C or, with
             // --fail-fast, after a failure, even one seen just now.
@@ -1079,7 +905,8 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
             launched,
             stop,
             killed,
-            info,
+            refused,
+            config,
             effective,
             duration,
             count,
@@ -1094,7 +921,9 @@ struct Ran {
     stop: Stop,
     /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
     killed: Option<u64>,
-    info: LimiterInfo,
+    /// Permits refused by the limiter's timeout (each asked for again).
+    refused: u64,
+    config: LimiterConfig,
     effective: EffectiveRate,
     duration: Option<Duration>,
     count: Option<u64>,
@@ -1107,20 +936,16 @@ pub struct ExecReport {
     command: Vec<String>,
     spec: String,
     limiter: &'static str,
+    /// The limiter's own parameters.
+    #[serde(flatten)]
+    fields: LimiterFields,
     #[serde(skip_serializing_if = "Option::is_none")]
-    strictness: Option<f64>,
+    wait_policy: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    strictness_mode: Option<&'static str>,
+    filling: Option<&'static str>,
+    /// `Some(None)` (JSON null) for a pool filled inline.
     #[serde(skip_serializing_if = "Option::is_none")]
-    burst_ratio: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_burst_seconds: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warmup_ns: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cold_factor: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resolution: Option<&'static str>,
+    fill_interval_ns: Option<Option<u64>>,
     target_rate: f64,
     /// What the limiter's integer arithmetic gives (null: no limit).
     effective_rate: Option<f64>,
@@ -1148,6 +973,9 @@ pub struct ExecReport {
     wait_ns: WaitSummary,
     service_ns: WaitSummary,
     response_ns: WaitSummary,
+    /// Resilience4j's limiters: permits refused by the timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<u64>,
     interrupted: bool,
     fail_fast: bool,
     stopped_by_fail_fast: bool,
@@ -1182,6 +1010,15 @@ impl ExecReport {
 
 fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
     let target_rate = args.rate.rate().get();
+    let kind = ran.config.kind().limiter_kind();
+    let (filling, fill_interval_ns) = match ran.config.kind() {
+        KindConfig::Pool {
+            filling: Filling::Thread(i),
+            ..
+        } => (Some("thread"), Some(Some(duration_nanos(i)))),
+        KindConfig::Pool { .. } => (Some("inline"), Some(None)),
+        _ => (None, None),
+    };
     let interrupted = ran.stop == Stop::Interrupted || ran.killed.is_some();
     let launch_span_ns = match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
@@ -1206,21 +1043,18 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         (None, false) => ("inherit", None),
     };
     let succeeded = tally.exit_codes.get(&0).copied().unwrap_or(0);
-    let mut r = ExecReport {
+    ExecReport {
         command: args
             .command
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         spec: args.rate.to_string(),
-        limiter: args.limiter.name(),
-        strictness: None,
-        strictness_mode: None,
-        burst_ratio: None,
-        max_burst_seconds: None,
-        warmup_ns: None,
-        cold_factor: None,
-        resolution: None,
+        limiter: kind.name(),
+        fields: LimiterFields::of(&ran.config),
+        wait_policy: (kind == LimiterKind::Pacer).then(|| wait_policy_name(&ran.config)),
+        filling,
+        fill_interval_ns,
         target_rate,
         effective_rate: ran.effective.json(),
         effective_note: ran.effective.note(target_rate),
@@ -1252,36 +1086,13 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         wait_ns: tally.wait.summary(),
         service_ns: tally.service.summary(),
         response_ns: tally.response.summary(),
+        refused: ran.config.kind().max_wait().map(|_| ran.refused),
         interrupted,
         fail_fast: args.fail_fast,
         stopped_by_fail_fast: ran.stop == Stop::FailFast,
         first_failure: tally.first_failure.clone(),
         buckets: tally.plot.clone(),
-    };
-    match ran.info {
-        LimiterInfo::Pacer { strictness } => {
-            r.strictness = Some(strictness);
-            r.strictness_mode = Some(strictness_mode_name(strictness));
-        }
-        LimiterInfo::Pool { burst_ratio } => r.burst_ratio = Some(burst_ratio),
-        LimiterInfo::Bursty {
-            max_burst_seconds,
-            resolution,
-        } => {
-            r.max_burst_seconds = Some(max_burst_seconds);
-            r.resolution = Some(resolution_name(resolution));
-        }
-        LimiterInfo::Warmup {
-            warmup,
-            cold_factor,
-            resolution,
-        } => {
-            r.warmup_ns = Some(duration_nanos(warmup));
-            r.cold_factor = Some(cold_factor);
-            r.resolution = Some(resolution_name(resolution));
-        }
     }
-    r
 }
 
 /// Writes the `--plot` of `report` to `to`.
@@ -1427,26 +1238,55 @@ impl fmt::Display for ExecReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "command         {}", shell_words(&self.command))?;
         writeln!(f, "spec            {}", self.spec)?;
+        let fields = &self.fields;
+        let d = |nanos: Option<u64>| fmt_duration(nanos.unwrap_or_default());
         let limiter = match self.limiter {
-            "pool" => format!(
-                "token pool (burst ratio {})",
-                self.burst_ratio.unwrap_or_default()
-            ),
+            "pool" => {
+                let filling = match self.fill_interval_ns {
+                    Some(Some(i)) => format!(", filled by a thread every {}", fmt_duration(i)),
+                    _ => String::new(),
+                };
+                format!(
+                    "token pool (burst ratio {}{filling})",
+                    fields.burst_ratio.unwrap_or_default()
+                )
+            }
             "bursty" => format!(
                 "Guava SmoothBursty (max burst {}s{})",
-                self.max_burst_seconds.unwrap_or_default(),
-                resolution_note(self.resolution)
+                fields.max_burst_seconds.unwrap_or_default(),
+                resolution_note(fields.resolution)
             ),
             "warmup" => format!(
                 "Guava SmoothWarmingUp (warm-up {}, cold factor {}{})",
-                fmt_duration(self.warmup_ns.unwrap_or_default()),
-                self.cold_factor.unwrap_or_default(),
-                resolution_note(self.resolution)
+                d(fields.warmup_ns),
+                fields.cold_factor.unwrap_or_default(),
+                resolution_note(fields.resolution)
+            ),
+            "refill" => format!(
+                "Resilience4j RefillLimiter ({} permits per {}, refilled one by one; capacity \
+                 {}, {} initial permits; timeout {})",
+                fields.limit_for_period.unwrap_or_default(),
+                d(fields.refresh_period_ns),
+                fields.capacity.unwrap_or_default(),
+                fields.initial_permits.unwrap_or_default(),
+                d(fields.timeout_ns)
+            ),
+            "cycle" => format!(
+                "Resilience4j CycleLimiter ({} permits at the start of each {} cycle; timeout \
+                 {})",
+                fields.limit_for_period.unwrap_or_default(),
+                d(fields.refresh_period_ns),
+                d(fields.timeout_ns)
             ),
             _ => format!(
-                "pacer (strictness {}, {})",
-                self.strictness.unwrap_or_default(),
-                self.strictness_mode.unwrap_or_default().replace('_', " ")
+                "pacer (strictness {}, {}{})",
+                fields.strictness.unwrap_or_default(),
+                fields.strictness_mode.unwrap_or_default().replace('_', " "),
+                if self.wait_policy == Some("precise") {
+                    "; precise: sleep, then spin 150µs"
+                } else {
+                    ""
+                }
             ),
         };
         writeln!(f, "limiter         {limiter}")?;
@@ -1497,6 +1337,14 @@ impl fmt::Display for ExecReport {
             "elapsed         {} (until the last run ended)",
             fmt_nanos(self.elapsed_ns)
         )?;
+        if let Some(refused) = self.refused {
+            writeln!(
+                f,
+                "refused         {refused} (permits whose wait would exceed the {} timeout; the \
+                 run waited and asked again)",
+                fmt_duration(self.fields.timeout_ns.unwrap_or_default())
+            )?;
+        }
         writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
         writeln!(f, "failed          {}", self.failed)?;
         for (code, n) in &self.exit_codes {
@@ -1687,7 +1535,8 @@ mod tests {
             launched: 4,
             stop: Stop::Done,
             killed: None,
-            info: LimiterInfo::Pacer { strictness: 1.1 },
+            refused: 0,
+            config: "pacer:10".parse().unwrap(),
             effective: EffectiveRate::pacer(10.0, 100_000_000, "run"),
             duration: None,
             count: Some(4),

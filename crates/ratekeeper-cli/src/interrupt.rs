@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ratekeeper::wait::{stop_nap_nanos, Stop};
-use ratekeeper::{Clock, Grant, RateLimiter};
+use ratekeeper::wait::Stop;
+use ratekeeper::{Grant, RateLimiter};
 
 /// The exit status of a run ended by Ctrl-C: 128 + SIGINT, as a shell
 /// reports a command killed by it.
@@ -119,14 +119,11 @@ pub fn install() -> &'static Interrupt {
     &INTERRUPT
 }
 
-/// A wait for a permit longer than this is first slept on the interrupt, so
-/// that Ctrl-C ends it at once; the last part of it is the limiter's own wait
-/// (its wait policy: coalescing, or a precise spin): the library's
-/// [`STOP_TAIL`](ratekeeper::wait::STOP_TAIL).
-pub const LONG_WAIT: Duration = ratekeeper::wait::STOP_TAIL;
-
-/// [`LONG_WAIT`] in nanoseconds.
-pub const LONG_WAIT_NANOS: u64 = LONG_WAIT.as_nanos() as u64;
+/// A wait for a permit longer than this many nanoseconds (20 ms, the
+/// library's [`STOP_TAIL`](ratekeeper::wait::STOP_TAIL)) is first slept on
+/// the interrupt, so that Ctrl-C ends it at once; the last part of it is the
+/// limiter's own wait (its wait policy: coalescing, or a precise spin).
+pub const LONG_WAIT_NANOS: u64 = ratekeeper::wait::STOP_TAIL.as_nanos() as u64;
 
 /// Ctrl-C ends a limiter's stoppable wait
 /// ([`RateLimiter::wait_for_or_stop`]).
@@ -140,30 +137,6 @@ impl Stop for Interrupt {
     }
 }
 
-/// Sleeps on `interrupt` until `ready`, a reading of `clock`, is within
-/// the tail the library leaves to a limiter's own (precise) wait
-/// ([`stop_nap_nanos`]). Returns `false` if interrupted first. For waits
-/// that are not a [`Grant`] (a Resilience4j pending permission); a grant
-/// goes through [`wait_for_grant`].
-pub fn approach(interrupt: &Interrupt, clock: &dyn Clock, ready: u64) -> bool {
-    loop {
-        if interrupt.is_set() {
-            return false;
-        }
-        match stop_nap_nanos(ready, clock.now_nanos()) {
-            None => return true,
-            Some(nap) => {
-                interrupt.sleep(Duration::from_nanos(nap));
-            }
-        }
-    }
-}
-
-/// Waits until `grant`, just reserved from `limiter`, is ready, as
-/// [`RateLimiter::wait_for`] does, unless `interrupt` is raised first: then
-/// the grant is given back ([`RateLimiter::cancel`], as far as the limiter
-/// can) and `None` returned.
-///
 /// The library's stoppable wait with the interrupt as its stop
 /// ([`RateLimiter::wait_for_or_stop`]): a grant that is ready within 20 ms
 /// goes straight to `wait_for` (no clock read and no lock are added to a

@@ -19,7 +19,9 @@
 
 mod arrivals;
 mod exec;
+mod flags;
 mod interrupt;
+mod limiter;
 mod pace;
 mod pipe;
 mod plot;

@@ -19,8 +19,9 @@ use clap::Args;
 use ratekeeper::{DefaultClock, Pacer, RateLimiter, RateSpec, Scope};
 use serde::Serialize;
 
+use crate::flags::{parse_spec, parse_strictness};
 use crate::interrupt::{self, Interrupt};
-use crate::pace::{parse_spec, parse_strictness, strictness_mode_name};
+use crate::pace::strictness_mode_name;
 use crate::report::{fmt_effective, fmt_nanos, fmt_unit_rate, EffectiveRate};
 use crate::UsageError;
 

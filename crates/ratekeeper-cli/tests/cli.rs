@@ -1461,6 +1461,60 @@ fn closed_stdout_is_not_an_error() {
     assert!(stderr.is_empty(), "stderr: {stderr}");
 }
 
+/// Ctrl-C ends a token pool's long wait too (it used to be left to the
+/// pool's own wait, so a run at 0.2 ops/s went on for up to 5 s): the
+/// library's stoppable wait asks the pool what it waits for, so an inline
+/// pool's waiter still fills it.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_a_pool_wait_at_once() {
+    for fill in ["inline", "thread"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+            .args([
+                "pace",
+                "--limiter",
+                "pool",
+                "--fill",
+                fill,
+                "--rate",
+                "0.2",
+                "--duration",
+                "60s",
+                "--json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ratekeeper");
+        let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+        // The first op goes at once (pre-filled); the second waits 5 s.
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let sent = std::time::Instant::now();
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(kill.success());
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let status = child.wait().expect("wait");
+        assert!(
+            sent.elapsed() < std::time::Duration::from_millis(2500),
+            "{fill}: {:?} after Ctrl-C",
+            sent.elapsed()
+        );
+        assert_eq!(status.code(), Some(130), "{fill}: {status}");
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(v["interrupted"], true, "{fill}");
+        assert_eq!(u(&v, "ops"), 1, "{fill}: {v}");
+    }
+}
+
 /// Ctrl-C ends a run cleanly: the report for the ops so far, exit status 130.
 #[cfg(unix)]
 #[test]

@@ -302,6 +302,140 @@ fn limiters_and_their_options() {
 }
 
 #[test]
+fn resilience4j_limiters_schedule_runs_and_count_refusals() {
+    // 2 permits per 100 ms: a bucket of 2, full at the start, refilled
+    // every 50 ms; no waiting (timeout 0s): the third permit is refused,
+    // counted, and asked for again once the bucket holds one. Every run
+    // runs.
+    let v = exec_json(&[
+        "--limiter",
+        "refill",
+        "--rate",
+        "20",
+        "--refresh-period",
+        "100ms",
+        "--capacity",
+        "2",
+        "--initial-permits",
+        "2",
+        "--timeout",
+        "0s",
+        "-n",
+        "5",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["limiter"], "refill");
+    assert_eq!(
+        (u(&v, "runs"), u(&v, "succeeded")),
+        (5, 5),
+        "every run ran: {v}"
+    );
+    assert_eq!(u(&v, "limit_for_period"), 2);
+    assert_eq!(u(&v, "refresh_period_ns"), 100_000_000);
+    assert_eq!(u(&v, "timeout_ns"), 0);
+    assert_eq!((u(&v, "capacity"), u(&v, "initial_permits")), (2, 2));
+    assert!(u(&v, "refused") >= 1, "refused: {v}");
+    assert_eq!(f(&v, "effective_rate"), 20.0);
+    assert!(v.get("strictness").is_none() && v.get("filling").is_none());
+    // Three permits refilled 50 ms apart after the first two.
+    let span = u(&v, "launch_span_ns");
+    assert!(span >= 140_000_000, "launch span {span}");
+
+    // One permit at the start of each 100 ms cycle; runs wait for theirs.
+    let v = exec_json(&[
+        "--limiter",
+        "cycle",
+        "--rate",
+        "10",
+        "--refresh-period",
+        "100ms",
+        "-n",
+        "3",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["limiter"], "cycle");
+    assert_eq!(u(&v, "runs"), 3);
+    assert_eq!(u(&v, "limit_for_period"), 1);
+    assert_eq!(u(&v, "timeout_ns"), 5_000_000_000);
+    assert_eq!(u(&v, "refused"), 0);
+    assert!(v.get("capacity").is_none());
+    assert!(u(&v, "launch_span_ns") >= 190_000_000, "{v}");
+
+    let (text, _) = exec_run(
+        &[
+            "--limiter",
+            "cycle",
+            "--rate",
+            "100",
+            "--refresh-period",
+            "10ms",
+            "--timeout",
+            "0s",
+            "-n",
+            "3",
+            "--",
+            "true",
+        ],
+        0,
+    );
+    assert!(
+        text.contains(
+            "limiter         Resilience4j CycleLimiter (1 permits at the start of each 10ms \
+             cycle; timeout 0s)"
+        ),
+        "{text}"
+    );
+    assert_eq!(fields(&text, "refused")[1..3], ["(permits", "whose"]);
+}
+
+#[test]
+fn every_limiter_option_of_pace_is_taken() {
+    let v = exec_json(&[
+        "--limiter",
+        "pool",
+        "--fill",
+        "thread",
+        "--fill-interval",
+        "200us",
+        "--rate",
+        "40",
+        "-n",
+        "3",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        (v["filling"].as_str(), u(&v, "fill_interval_ns")),
+        (Some("thread"), 200_000)
+    );
+    let v = exec_json(&["--rate", "40", "--precise", "-n", "2", "--", "true"]);
+    assert_eq!(v["wait_policy"], "precise");
+    assert!(v.get("refused").is_none());
+    let cmd = ["--", "true"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["exec"];
+        v.extend(args);
+        v.extend(cmd);
+        v
+    };
+    rejects(
+        &with(&["--rate", "5", "--limiter", "cycle", "--capacity", "3"]),
+        &["--capacity", "RefillLimiter option", "--limiter refill"],
+    );
+    rejects(
+        &with(&["--rate", "0.5", "--limiter", "refill"]),
+        &["0.5 permits per period", "--refresh-period 10s"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--limiter", "bursty", "--timeout", "1s"]),
+        &["--timeout", "Resilience4j limiter", "--limiter bursty"],
+    );
+    rejects(&with(&["--rate", "5", "--batch"]), &["'--batch'"]);
+}
+
+#[test]
 fn duration_runs_stop_starting_at_the_deadline() {
     let v = exec_json(&[
         "--rate",

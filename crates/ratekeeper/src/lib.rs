@@ -85,6 +85,12 @@
 //!   Pacer into shards. Each documents its slack.
 //! * **Specs as strings.** [`RateSpec`] parses nosqlbench's `rate[,burst][,verb]`
 //!   grammar, e.g. `"12000,1.1,restart"`.
+//! * **Limiters as data.** A [`LimiterConfig`](config::LimiterConfig) names any
+//!   limiter with its parameters (`"pacer:10,1.5"`, `"refill:100,100ms,capacity=20"`),
+//!   how threads reach it (batching handles, shards) and how they wait, and
+//!   builds it on any clock: as one value, or as `n` of one concrete type for
+//!   a [`LimiterVisitor`](config::LimiterVisitor) whose loop stays
+//!   monomorphised.
 //!
 //! # Crate features
 //!
@@ -92,8 +98,9 @@
 //!   time-stamp counter through quanta where the kernel keeps its monotonic
 //!   clock on it (about 13 ns a read against 33 ns for `Instant` here).
 //!   Without it, [`DefaultClock`] is [`MonotonicClock`].
-//! * `serde`: `Serialize`/`Deserialize` for [`RateSpec`] (as its string form)
-//!   and `Serialize` for [`Rate`].
+//! * `serde`: `Serialize`/`Deserialize` for [`RateSpec`] and
+//!   [`LimiterConfig`](config::LimiterConfig) (as their string forms) and
+//!   `Serialize` for [`Rate`].
 //! * `tokio`: async waiting on tokio's timer for every limiter, cancel safe
 //!   (the `tokio` module: async acquire, reservations as values, a
 //!   `Stream` throttle, async decorators, and a clock on tokio's time for
@@ -102,6 +109,7 @@
 
 pub mod batch;
 pub mod clock;
+pub mod config;
 pub mod decorate;
 pub mod grant;
 mod internal;

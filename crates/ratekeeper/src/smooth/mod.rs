@@ -1398,6 +1398,44 @@ pub struct SmoothWarmingUp<C = DefaultClock> {
 smooth_limiter!(SmoothBursty);
 smooth_limiter!(SmoothWarmingUp);
 
+/// How many seconds of permits a [`SmoothBursty`] stores while idle unless
+/// set: 1, as Guava's `RateLimiter.create(permitsPerSecond)`.
+///
+/// ```
+/// use ratekeeper::smooth::{SmoothBursty, DEFAULT_MAX_BURST_SECONDS};
+/// use ratekeeper::{ManualClock, RateLimiter};
+///
+/// let clock = ManualClock::new(0);
+/// let limiter = SmoothBursty::builder(10.0).build_with_clock(clock.clone())?;
+/// clock.advance_nanos(5_000_000_000); // idle for 5 s: stores 1 s of permits
+/// let stored = (10.0 * DEFAULT_MAX_BURST_SECONDS) as usize;
+/// for _ in 0..stored + 1 {
+///     // The stored ten, and one more whose cost the next caller pays.
+///     assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
+/// }
+/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 100_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
+
+/// How much slower than the stable rate a cold [`SmoothWarmingUp`] is unless
+/// set: 3, as Guava's `RateLimiter.create(permitsPerSecond, warmupPeriod)`.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::smooth::{SmoothWarmingUp, DEFAULT_COLD_FACTOR};
+/// use ratekeeper::{ManualClock, RateLimiter};
+///
+/// let limiter = SmoothWarmingUp::builder(10.0)
+///     .warmup(Duration::from_secs(2))
+///     .build_with_clock(ManualClock::new(0))?;
+/// limiter.reserve(1, None)?; // a fresh limiter is cold
+/// let cold = limiter.reserve(1, None)?.delay_nanos();
+/// assert!(cold > 100_000_000 && cold <= (100_000_000.0 * DEFAULT_COLD_FACTOR) as u64);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const DEFAULT_COLD_FACTOR: f64 = 3.0;
+
 /// Configures a [`SmoothBursty`].
 #[derive(Debug, Clone, Copy)]
 pub struct SmoothBurstyBuilder {
@@ -1418,11 +1456,12 @@ impl SmoothBursty {
         SmoothBursty::builder(permits_per_second).build()
     }
 
-    /// A builder at `permits_per_second` with 1 s of burst.
+    /// A builder at `permits_per_second` with [`DEFAULT_MAX_BURST_SECONDS`]
+    /// (1 s) of burst.
     pub fn builder(permits_per_second: f64) -> SmoothBurstyBuilder {
         SmoothBurstyBuilder {
             rate: permits_per_second,
-            max_burst_seconds: 1.0,
+            max_burst_seconds: DEFAULT_MAX_BURST_SECONDS,
             resolution: Resolution::Micros,
             policy: WaitPolicy::default(),
         }
@@ -1430,7 +1469,8 @@ impl SmoothBursty {
 }
 
 impl SmoothBurstyBuilder {
-    /// How many seconds of permits idle time may store (default 1.0).
+    /// How many seconds of permits idle time may store (default
+    /// [`DEFAULT_MAX_BURST_SECONDS`], 1.0).
     pub fn max_burst_seconds(mut self, seconds: f64) -> Self {
         self.max_burst_seconds = seconds;
         self
@@ -1528,12 +1568,12 @@ impl SmoothWarmingUp {
     }
 
     /// A builder at `permits_per_second`, no warm-up period yet (set one),
-    /// cold factor 3.0.
+    /// cold factor [`DEFAULT_COLD_FACTOR`] (3.0).
     pub fn builder(permits_per_second: f64) -> SmoothWarmingUpBuilder {
         SmoothWarmingUpBuilder {
             rate: permits_per_second,
             warmup: Warmup::Micros(0),
-            cold_factor: 3.0,
+            cold_factor: DEFAULT_COLD_FACTOR,
             resolution: Resolution::Micros,
             policy: WaitPolicy::default(),
         }
@@ -1584,8 +1624,8 @@ impl SmoothWarmingUpBuilder {
         self
     }
 
-    /// How much slower than the stable rate a cold limiter is (default 3.0,
-    /// at least 1.0).
+    /// How much slower than the stable rate a cold limiter is (default
+    /// [`DEFAULT_COLD_FACTOR`], 3.0; at least 1.0).
     pub fn cold_factor(mut self, cold_factor: f64) -> Self {
         self.cold_factor = cold_factor;
         self

@@ -171,6 +171,42 @@ impl WaitPolicy {
         self.kind == Kind::ClockDefault
     }
 
+    /// The spin of a [`precise`](Self::precise) policy; `None` for the
+    /// others.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::WaitPolicy;
+    ///
+    /// let spin = Duration::from_micros(150);
+    /// assert_eq!(WaitPolicy::precise(spin).precise_spin(), Some(spin));
+    /// assert_eq!(WaitPolicy::default().precise_spin(), None);
+    /// ```
+    pub fn precise_spin(&self) -> Option<Duration> {
+        match self.kind {
+            Kind::Precise(spin) => Some(Duration::from_nanos(spin)),
+            _ => None,
+        }
+    }
+
+    /// The window of a [`coalesce`](Self::coalesce) policy; `None` for the
+    /// others.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::WaitPolicy;
+    ///
+    /// let window = Duration::from_millis(1);
+    /// assert_eq!(WaitPolicy::coalesce(window).coalesce_window(), Some(window));
+    /// assert_eq!(WaitPolicy::default().coalesce_window(), None);
+    /// ```
+    pub fn coalesce_window(&self) -> Option<Duration> {
+        match self.kind {
+            Kind::Coalesce(window) => Some(Duration::from_nanos(window)),
+            _ => None,
+        }
+    }
+
     /// How early this policy lets an op go on `clock`: the default's early
     /// bound `E`, a coalescing window, or zero for a precise policy.
     pub fn window_nanos(&self, clock: &dyn Clock) -> u64 {
