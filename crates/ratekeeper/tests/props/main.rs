@@ -19,6 +19,7 @@ mod batch;
 mod batch_handle;
 mod blocking;
 mod clock_origin;
+mod config;
 mod effective_rate;
 mod pacer;
 mod pacer_families;
