@@ -110,15 +110,13 @@
 pub mod batch;
 pub mod clock;
 pub mod config;
-pub mod decorate;
 pub mod grant;
 mod internal;
 pub mod limiter;
 pub mod pacer;
 pub mod pool;
 pub mod rate;
-pub mod refill;
-pub mod registry;
+pub mod resilience4j;
 pub mod smooth;
 pub mod spec;
 mod sync;
@@ -128,6 +126,10 @@ mod test_util;
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 pub mod wait;
+
+/// Resilience4j's limiters: [`resilience4j`], under the name it had first.
+pub use resilience4j as refill;
+pub use resilience4j::{decorate, registry};
 
 pub use batch::BatchHandle;
 #[cfg(feature = "quanta")]

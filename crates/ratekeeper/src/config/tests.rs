@@ -231,7 +231,7 @@ fn each_access_gives_threads_their_own_way_in() {
         .contains("BatchHandle<&ratekeeper::pool"));
     assert!(visit("cycle:10,batch=true")
         .0
-        .contains("BatchHandle<&ratekeeper::refill"));
+        .contains("BatchHandle<&ratekeeper::resilience4j"));
     assert!(visit("warmup:10,1s")
         .0
         .starts_with("&ratekeeper::smooth::SmoothWarmingUp<"));

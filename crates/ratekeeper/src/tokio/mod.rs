@@ -203,13 +203,12 @@
 //! [`Filling::Thread`](crate::pool::Filling::Thread) keeps nosqlbench's
 //! step, whose late fills overflow to the waiting pool.
 
-mod acquire;
+pub(crate) mod acquire;
 mod clock;
-pub mod decorate;
-mod permit;
+pub use crate::resilience4j::async_decorate as decorate;
 mod stream;
 
+pub use crate::resilience4j::async_permit::{AcquirePermission, AsyncPermitLimiter};
 pub use acquire::{Acquire, AcquireOne, AsyncRateLimiter, Reservation, DEFAULT_TIMER_TICK};
 pub use clock::TokioClock;
-pub use permit::{AcquirePermission, AsyncPermitLimiter};
 pub use stream::{ThrottleExt, Throttled};

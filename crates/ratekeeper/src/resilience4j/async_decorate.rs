@@ -48,7 +48,7 @@
 use core::fmt;
 use core::future::Future;
 
-use super::permit::AsyncPermitLimiter;
+use super::async_permit::AsyncPermitLimiter;
 use crate::decorate::{DrainPolicy, NeverDrain, NotPermitted, PermitCount};
 use crate::limiter::RateLimiter;
 use crate::refill::PermitLimiter;

@@ -2,6 +2,14 @@
 //! bucket with gradual refill, and [`CycleLimiter`], Resilience4j's default
 //! fixed-cycle limiter, behind one trait, [`PermitLimiter`].
 //!
+//! The whole Resilience4j family lives in this room: the limiters and their
+//! configuration and events here, the [`registry`] of named limiters, the
+//! [`decorate`]d calls, and, with feature `tokio`, their async forms
+//! ([`crate::tokio::AsyncPermitLimiter`] and `async_decorate`, also at
+//! `ratekeeper::tokio::decorate`). The paths it had before it was one room
+//! still work: `ratekeeper::refill` is this module, and
+//! `ratekeeper::registry` and `ratekeeper::decorate` are its submodules.
+//!
 //! ```
 //! use std::time::Duration;
 //! use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
@@ -331,10 +339,16 @@
 //! one set of parameters and committed to another. The timeout is an atomic
 //! read on each call. See `bucket.rs` and `cycle.rs` for the state encodings.
 
+#[cfg(feature = "tokio")]
+pub mod async_decorate;
+#[cfg(feature = "tokio")]
+pub(crate) mod async_permit;
 mod bucket;
 mod config;
 mod cycle;
+pub mod decorate;
 mod events;
+pub mod registry;
 #[cfg(all(test, not(loom)))]
 mod tests;
 

@@ -7,9 +7,9 @@ use core::task::{ready, Context, Poll};
 
 use pin_project_lite::pin_project;
 
-use super::acquire::{arm, window_nanos, Timer};
 use crate::limiter::RateLimiter;
 use crate::refill::{PendingPermission, PermitError, PermitLimiter};
+use crate::tokio::acquire::{arm, window_nanos, Timer};
 use crate::wait::timer_nap_nanos;
 
 pin_project! {
