@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{Rate, RateLimiter, Verb};
 
-use crate::common::within;
+use crate::within;
 
 const MS: u64 = 1_000_000;
 
