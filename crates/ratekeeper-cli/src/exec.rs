@@ -661,30 +661,6 @@ fn output(args: &ExecArgs) -> anyhow::Result<Output> {
     })
 }
 
-/// With --plot: fails before the run if the file cannot be written, and
-/// picks the time buckets.
-fn plot_bucket(
-    args: &ExecArgs,
-    duration: Option<Duration>,
-    target_rate: f64,
-) -> anyhow::Result<Option<u64>> {
-    let Some(to) = &args.plot else {
-        return Ok(None);
-    };
-    let span = match (duration, args.count) {
-        (Some(d), _) => duration_nanos(d),
-        (None, Some(n)) => (n as f64 * 1e9 / target_rate) as u64,
-        (None, None) => 0,
-    };
-    let width = match args.bucket {
-        Some(b) => duration_nanos(b),
-        None => plot::auto_bucket(span, target_rate),
-    };
-    plot::check_bucket(span, width).map_err(UsageError)?;
-    to.check_writable()?;
-    Ok(Some(width))
-}
-
 /// The next run's permit: `Some(grant)`, or `None` when the limiter refused
 /// it because its wait would exceed `max_wait` (Resilience4j's timeout):
 /// then the refusal is counted and the dispatcher sleeps until a permit
@@ -758,7 +734,13 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         Some(_) => None,
         None => Some(args.duration.unwrap_or(DEFAULT_DURATION)),
     };
-    let bucket = plot_bucket(args, duration, target_rate)?;
+    let bucket = plot::run_buckets(
+        args.plot.as_ref(),
+        args.bucket,
+        duration,
+        args.count,
+        target_rate,
+    )?;
     let max_wait = config.kind().max_wait();
     let mut refused = 0u64;
 

@@ -901,7 +901,13 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         threads: args.threads,
         duration,
         count,
-        bucket: plot_bucket(args, duration, target_rate)?,
+        bucket: plot::run_buckets(
+            args.plot.as_ref(),
+            args.bucket,
+            duration,
+            args.count,
+            target_rate,
+        )?,
         target_rate,
         interrupt,
         max_wait: config.kind().max_wait(),
@@ -927,31 +933,6 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         plot::write(to, &pace_plot(&report, &buckets))?;
     }
     Ok(report)
-}
-
-/// With --plot: fails before the run if the file cannot be written, and
-/// picks the buckets the workers aggregate their ops into.
-fn plot_bucket(
-    args: &PaceArgs,
-    duration: Option<Duration>,
-    target_rate: f64,
-) -> anyhow::Result<Option<u64>> {
-    let Some(to) = &args.plot else {
-        return Ok(None);
-    };
-    // The run's length: exact with --duration, expected with --count.
-    let span = match (duration, args.count) {
-        (Some(d), _) => duration_nanos(d),
-        (None, Some(n)) => (n as f64 * 1e9 / target_rate) as u64,
-        (None, None) => 0,
-    };
-    let width = match args.bucket {
-        Some(b) => duration_nanos(b),
-        None => plot::auto_bucket(span, target_rate),
-    };
-    plot::check_bucket(span, width).map_err(UsageError)?;
-    to.check_writable()?;
-    Ok(Some(width))
 }
 
 /// The run's report from what it measured.

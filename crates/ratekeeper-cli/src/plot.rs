@@ -208,6 +208,36 @@ impl Buckets {
     }
 }
 
+/// With `--plot`: fails before the run if the file `to` cannot be written,
+/// and picks the width of the time buckets the run's ops are counted in:
+/// `bucket` if given, else one sized for the run's length (exact with a
+/// `duration`, expected with a `count` at `target_rate`). `None` without
+/// `--plot`. Shared by `pace` and `exec`.
+pub fn run_buckets(
+    to: Option<&PlotPath>,
+    bucket: Option<std::time::Duration>,
+    duration: Option<std::time::Duration>,
+    count: Option<u64>,
+    target_rate: f64,
+) -> anyhow::Result<Option<u64>> {
+    let Some(to) = to else {
+        return Ok(None);
+    };
+    let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let span = match (duration, count) {
+        (Some(d), _) => nanos(d),
+        (None, Some(n)) => (n as f64 * 1e9 / target_rate) as u64,
+        (None, None) => 0,
+    };
+    let width = match bucket {
+        Some(b) => nanos(b),
+        None => auto_bucket(span, target_rate),
+    };
+    check_bucket(span, width).map_err(crate::UsageError)?;
+    to.check_writable()?;
+    Ok(Some(width))
+}
+
 /// A bucket width for a run `span_ns` long at about `rate` ops per second:
 /// about 100 buckets, but at least 5 ops' worth each (so a steady run reads
 /// as a steady rate), rounded up to 1, 2 or 5 times a power of ten
