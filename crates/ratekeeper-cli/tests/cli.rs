@@ -1469,44 +1469,26 @@ fn closed_stdout_is_not_an_error() {
 #[test]
 fn ctrl_c_ends_a_pool_wait_at_once() {
     for fill in ["inline", "thread"] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
-            .args([
-                "pace",
-                "--limiter",
-                "pool",
-                "--fill",
-                fill,
-                "--rate",
-                "0.2",
-                "--duration",
-                "60s",
-                "--json",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn ratekeeper");
+        let args = [
+            "pace",
+            "--limiter",
+            "pool",
+            "--fill",
+            fill,
+            "--rate",
+            "0.2",
+            "--duration",
+            "60s",
+            "--json",
+        ];
+        let child = spawn_pace(&args);
         let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
         // The first op goes at once (pre-filled); the second waits 5 s.
         std::thread::sleep(std::time::Duration::from_millis(700));
-        let sent = std::time::Instant::now();
-        let kill = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(kill.success());
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        let status = child.wait().expect("wait");
+        let (status, out, took) = ctrl_c(child);
         assert!(
-            sent.elapsed() < std::time::Duration::from_millis(2500),
-            "{fill}: {:?} after Ctrl-C",
-            sent.elapsed()
+            took < std::time::Duration::from_millis(2500),
+            "{fill}: {took:?} after Ctrl-C"
         );
         assert_eq!(status.code(), Some(130), "{fill}: {status}");
         let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -1515,37 +1497,23 @@ fn ctrl_c_ends_a_pool_wait_at_once() {
     }
 }
 
-/// Ctrl-C ends a run cleanly: the report for the ops so far, exit status 130.
+/// Starts `ratekeeper` with `args`, standard output and error piped.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_ends_the_run_with_its_report() {
-    let plot = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pace-ctrl-c.svg");
-    let _ = std::fs::remove_file(&plot);
-    // One op per 2 s: the second op's wait is cut short by Ctrl-C.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
-        .args([
-            "pace",
-            "--rate",
-            "0.5",
-            "--duration",
-            "60s",
-            "--json",
-            "--plot",
-            plot.to_str().unwrap(),
-        ])
+fn spawn_pace(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn ratekeeper");
-    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
-    // The plot file is created before the run starts, after the Ctrl-C
-    // handler is installed.
-    let t = std::time::Instant::now();
-    while !plot.exists() {
-        assert!(t.elapsed().as_secs() < 20, "the run did not start");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+        .expect("spawn ratekeeper")
+}
+
+/// Sends `child` SIGINT, as Ctrl-C does, and returns its exit status, its
+/// standard output and how long it took to end after the signal.
+#[cfg(unix)]
+fn ctrl_c(
+    mut child: std::process::Child,
+) -> (std::process::ExitStatus, String, std::time::Duration) {
     let sent = std::time::Instant::now();
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -1560,11 +1528,37 @@ fn ctrl_c_ends_the_run_with_its_report() {
         .read_to_string(&mut out)
         .unwrap();
     let status = child.wait().expect("wait");
-    assert!(
-        sent.elapsed() < std::time::Duration::from_secs(5),
-        "{:?}",
-        sent.elapsed()
-    );
+    (status, out, sent.elapsed())
+}
+
+/// Ctrl-C ends a run cleanly: the report for the ops so far, exit status 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_run_with_its_report() {
+    let plot = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pace-ctrl-c.svg");
+    let _ = std::fs::remove_file(&plot);
+    // One op per 2 s: the second op's wait is cut short by Ctrl-C.
+    let child = spawn_pace(&[
+        "pace",
+        "--rate",
+        "0.5",
+        "--duration",
+        "60s",
+        "--json",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    // The plot file is created before the run starts, after the Ctrl-C
+    // handler is installed.
+    let t = std::time::Instant::now();
+    while !plot.exists() {
+        assert!(t.elapsed().as_secs() < 20, "the run did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (status, out, took) = ctrl_c(child);
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     assert_eq!(status.code(), Some(130), "{status}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["interrupted"], true);
