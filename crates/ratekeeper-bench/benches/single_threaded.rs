@@ -92,7 +92,7 @@ pub fn cycle_unthrottled() -> CycleLimiter<DefaultClock> {
         .limit_for_period(1_000_000_000)
         .limit_refresh_period(Duration::from_secs(1))
         .timeout(Duration::ZERO)
-        .build_cycle()
+        .build()
         .expect("valid cycle config");
     CycleLimiter::new_with_clock("bench", config, DefaultClock::new())
 }

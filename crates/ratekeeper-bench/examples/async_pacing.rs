@@ -263,9 +263,9 @@ fn run(
             // up): the rate R, a bucket of `burst_ticks` ticks.
             let k = tick_permits(target);
             let config = RefillConfig::builder()
-                .limit_for_period(i64::from(k))
+                .limit_for_period(k)
                 .limit_refresh_period(Duration::from_secs_f64(f64::from(k) / target))
-                .permit_capacity(i64::from(k) * i64::from(burst_ticks))
+                .permit_capacity(k.checked_mul(burst_ticks).ok_or("bucket too large")?)
                 .initial_permits(0)
                 .build()?;
             Ok(Ours(RefillLimiter::new("bench", config)))

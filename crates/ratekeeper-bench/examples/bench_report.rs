@@ -122,7 +122,7 @@ use std::time::{Duration, Instant};
 use cpu_time::ProcessTime;
 use hdrhistogram::Histogram;
 use ratekeeper::pool::Filling;
-use ratekeeper::refill::{CycleConfig, RefillConfig};
+use ratekeeper::refill::CycleConfig;
 use ratekeeper::smooth::Resolution;
 use ratekeeper::{
     BatchHandle, CycleLimiter, DefaultClock, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter,
@@ -753,7 +753,7 @@ fn refill_period(load: Load) -> (i64, Duration) {
 
 fn run_refill(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let (limit, period) = refill_period(load);
-    let config = RefillConfig::builder()
+    let config = ratekeeper::refill::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period(period)
         .timeout(Duration::ZERO)
@@ -767,7 +767,7 @@ fn run_refill(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<
 
 fn run_cycle(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let (limit, period) = refill_period(load);
-    let config: CycleConfig = RefillConfig::builder()
+    let config: CycleConfig = ratekeeper::refill::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period(period)
         .timeout(Duration::ZERO)

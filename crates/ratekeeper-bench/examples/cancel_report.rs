@@ -70,7 +70,7 @@ fn limiters(rate: f64) -> Result<Vec<(&'static str, Limiter)>, Box<dyn Error>> {
     let cycle = CycleConfig::builder()
         .limit_for_period(1)
         .limit_refresh_period(slot)
-        .build_cycle()?;
+        .build()?;
     Ok(vec![
         ("Pacer (burst 1.1)", Arc::new(Pacer::new(Rate::new(rate)?)?)),
         (

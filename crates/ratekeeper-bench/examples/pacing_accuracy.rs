@@ -186,7 +186,7 @@ fn run(kind: Kind, rate: u32, run_for: Duration) -> Result<Outcome, Box<dyn Erro
     Ok(match kind {
         Kind::Ratekeeper => {
             let spec: RateSpec = rate.to_string().parse()?;
-            let pacer = Pacer::from_spec(&spec)?.build()?;
+            let pacer = Pacer::from_spec(&spec).build()?;
             let o = measure(run_for, batch, rate, || {
                 black_box(pacer.acquire());
             });

@@ -504,7 +504,7 @@ mod tests {
     /// A refill limiter of `limit` permits per ms (capacity `limit`), full,
     /// on `clock`.
     fn refill(limit: i64, clock: &ManualClock) -> RefillLimiter<ManualClock> {
-        let config = RefillConfig::builder()
+        let config = crate::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period(Duration::from_millis(1))
             .build()

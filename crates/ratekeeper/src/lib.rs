@@ -110,6 +110,7 @@
 pub mod batch;
 pub mod clock;
 pub mod config;
+pub mod error;
 pub mod grant;
 mod internal;
 pub mod limiter;
@@ -135,9 +136,12 @@ pub use batch::BatchHandle;
 #[cfg(feature = "quanta")]
 pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
+pub use error::{ConfigError, ConfigErrorKind};
 pub use grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
 pub use limiter::RateLimiter;
-pub use pacer::{Pacer, PacerBuilder, PacerError, PacerHandle, ShardHandle, ShardedPacer};
+#[allow(deprecated)]
+pub use pacer::PacerError;
+pub use pacer::{Pacer, PacerBuilder, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};
 pub use refill::{

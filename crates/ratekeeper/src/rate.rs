@@ -174,6 +174,12 @@ pub enum RateError {
     TooSlow(f64),
 }
 
+impl From<RateError> for crate::error::ConfigError {
+    fn from(e: RateError) -> Self {
+        crate::error::ConfigError::new(crate::error::ConfigErrorKind::Rate, e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

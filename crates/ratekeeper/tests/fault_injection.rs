@@ -36,7 +36,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{CycleConfig, PermitLimiter, RefillConfig};
+use ratekeeper::refill::{compat, PermitLimiter};
 use ratekeeper::{
     AcquireError, BatchHandle, Clock, CycleLimiter, Grant, Pacer, Rate, RateLimiter, RefillLimiter,
     ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool,
@@ -272,7 +272,7 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         Kind::Refill => {
             // `rate` permits per second as 1 per slot; a 10-permit bucket.
             let period = (SEC as f64 / rate) as i64;
-            let config = RefillConfig::builder()
+            let config = ratekeeper::refill::compat::ConfigBuilder::new()
                 .limit_for_period(1)
                 .limit_refresh_period_nanos(period)
                 .permit_capacity(10)
@@ -286,7 +286,7 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
             let (a, b) = (l.clone(), l.clone());
             (
                 Box::new(l),
-                Box::new(move |f| a.change_limit_for_period(f.ceil() as i64).is_ok()),
+                Box::new(move |f| compat::change_limit_for_period(&a, f.ceil() as i64).is_ok()),
                 Box::new(move |op| {
                     if let Op::Drain = op {
                         b.drain_permissions();
@@ -298,7 +298,7 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         Kind::Cycle => {
             // 10 permits per 10 slots.
             let period = (10.0 * SEC as f64 / rate) as i64;
-            let config = CycleConfig::builder()
+            let config = ratekeeper::refill::compat::ConfigBuilder::new()
                 .limit_for_period(10)
                 .limit_refresh_period_nanos(period)
                 .build_cycle()
@@ -307,7 +307,9 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
             let (a, b) = (l.clone(), l.clone());
             (
                 Box::new(l),
-                Box::new(move |f| a.change_limit_for_period((10.0 * f).ceil() as i64).is_ok()),
+                Box::new(move |f| {
+                    compat::change_limit_for_period(&a, (10.0 * f).ceil() as i64).is_ok()
+                }),
                 Box::new(move |op| {
                     if let Op::Drain = op {
                         b.drain_permissions();

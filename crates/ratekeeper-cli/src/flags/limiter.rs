@@ -6,13 +6,11 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use ratekeeper::config::{
-    self, Access, Field, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind,
-};
+use ratekeeper::config::{self, Access, Field, KindConfig, LimiterConfig, LimiterKind};
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
-use ratekeeper::refill::DEFAULT_TIMEOUT;
+use ratekeeper::refill::{PermitConfigError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::{DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
-use ratekeeper::{RateSpec, Scope, WaitPolicy};
+use ratekeeper::{ConfigError, RateSpec, Scope, WaitPolicy};
 
 use super::{
     parse_cold_factor, parse_duration, parse_max_burst, parse_permits, parse_shards,
@@ -237,9 +235,7 @@ impl LimiterArgs {
                     .timeout(self.timeout.unwrap_or(DEFAULT_TIMEOUT));
                 if self.kind == KindArg::Cycle {
                     let cycle = builder.build_cycle();
-                    return Ok(KindConfig::Cycle(
-                        cycle.map_err(|e| self.refused(spec, e.into()))?,
-                    ));
+                    return Ok(KindConfig::Cycle(cycle.map_err(|e| self.refused(spec, e))?));
                 }
                 if let Some(c) = self.capacity {
                     builder = builder.permit_capacity(c);
@@ -247,20 +243,20 @@ impl LimiterArgs {
                 if let Some(i) = self.initial_permits {
                     builder = builder.initial_permits(i);
                 }
-                KindConfig::Refill(builder.build().map_err(|e| self.refused(spec, e.into()))?)
+                KindConfig::Refill(builder.build().map_err(|e| self.refused(spec, e))?)
             }
         })
     }
 
     /// The library's refusal of the configuration, as a usage error; a
     /// limit for period that is not whole, in the flags' terms.
-    fn refused(&self, spec: &RateSpec, e: LimiterConfigError) -> anyhow::Error {
-        if let LimiterConfigError::NotWholePermits {
+    fn refused(&self, spec: &RateSpec, e: ConfigError) -> anyhow::Error {
+        if let Some(&PermitConfigError::NotWholePermits {
             rate,
             period,
             permits,
             suggestion,
-        } = e
+        }) = e.downcast_ref()
         {
             let suggestion = suggestion
                 .map(|p| format!(" (e.g. --refresh-period {})", humantime::format_duration(p)))

@@ -8,6 +8,7 @@ use super::{
     Access, AnyLimiter, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind, LimiterVisitor,
 };
 use crate::clock::{Clock, DefaultClock, ManualClock};
+use crate::error::ConfigError;
 use crate::pacer::{Pacer, PacerBuilder, ShardedPacer};
 use crate::pool::{
     Filling, Pools, TokenPool, TokenPoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
@@ -46,7 +47,7 @@ impl LimiterConfig {
     pub fn build_with_clock<C: Clock + Clone + 'static>(
         &self,
         clock: C,
-    ) -> Result<AnyLimiter<C>, LimiterConfigError> {
+    ) -> Result<AnyLimiter<C>, ConfigError> {
         check_access(self)?;
         let b = Builder::new(self, clock);
         Ok(match self.kind {
@@ -90,7 +91,7 @@ impl LimiterConfig {
     /// assert_eq!(limiter.acquire().wait_nanos(), 0); // the first permit is free
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn build(&self) -> Result<AnyLimiter, LimiterConfigError> {
+    pub fn build(&self) -> Result<AnyLimiter, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
 
@@ -129,7 +130,7 @@ impl LimiterConfig {
         clock: C,
         n: usize,
         visitor: V,
-    ) -> Result<V::Output, LimiterConfigError>
+    ) -> Result<V::Output, ConfigError>
     where
         C: Clock + Clone + 'static,
         V: LimiterVisitor,
@@ -191,17 +192,13 @@ impl LimiterConfig {
     /// assert_eq!("cycle:50".parse::<LimiterConfig>()?.visit(2, Rate)?, 100.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn visit<V: LimiterVisitor>(
-        &self,
-        n: usize,
-        visitor: V,
-    ) -> Result<V::Output, LimiterConfigError> {
+    pub fn visit<V: LimiterVisitor>(&self, n: usize, visitor: V) -> Result<V::Output, ConfigError> {
         self.visit_with_clock(DefaultClock::new(), n, visitor)
     }
 }
 
 /// [`LimiterConfig::validate`].
-pub(super) fn validate(config: &LimiterConfig) -> Result<(), LimiterConfigError> {
+pub(super) fn validate(config: &LimiterConfig) -> Result<(), ConfigError> {
     check_access(config)?;
     let b = Builder::new(config, ManualClock::new(0));
     match config.kind {
@@ -218,7 +215,7 @@ pub(super) fn validate(config: &LimiterConfig) -> Result<(), LimiterConfigError>
             burst_ratio,
             filling,
         } => {
-            Pools::new(rate, burst_ratio).map_err(TokenPoolError::from)?;
+            Pools::new(rate, burst_ratio)?;
             match filling {
                 Filling::Thread(i) if !(MIN_FILL_INTERVAL..=MAX_FILL_INTERVAL).contains(&i) => {
                     Err(TokenPoolError::FillInterval(i).into())
@@ -241,18 +238,15 @@ pub(super) fn validate(config: &LimiterConfig) -> Result<(), LimiterConfigError>
 }
 
 /// Shards only for a pacer.
-fn check_access(config: &LimiterConfig) -> Result<(), LimiterConfigError> {
+fn check_access(config: &LimiterConfig) -> Result<(), ConfigError> {
     match (config.access, config.kind.limiter_kind()) {
         (Access::Sharded(_), LimiterKind::Pacer) | (Access::Exact | Access::Batched, _) => Ok(()),
-        (Access::Sharded(_), kind) => Err(LimiterConfigError::ShardsNeedPacer { kind }),
+        (Access::Sharded(_), kind) => Err(LimiterConfigError::ShardsNeedPacer { kind }.into()),
     }
 }
 
 /// `n` limiters from `build`.
-fn many<L>(
-    n: usize,
-    build: impl Fn() -> Result<L, LimiterConfigError>,
-) -> Result<Vec<L>, LimiterConfigError> {
+fn many<L>(n: usize, build: impl Fn() -> Result<L, ConfigError>) -> Result<Vec<L>, ConfigError> {
     (0..n).map(|_| build()).collect()
 }
 
@@ -260,9 +254,9 @@ fn many<L>(
 fn visit<L: Member, V: LimiterVisitor>(
     access: Access,
     n: usize,
-    build: impl Fn() -> Result<L, LimiterConfigError>,
+    build: impl Fn() -> Result<L, ConfigError>,
     visitor: V,
-) -> Result<V::Output, LimiterConfigError> {
+) -> Result<V::Output, ConfigError> {
     Ok(match access {
         Access::Batched => visitor.visit(&many(n, || build().map(Batched))?),
         _ => visitor.visit(&many(n, || build().map(Exact))?),
@@ -290,41 +284,28 @@ impl<C: Clock + Clone + 'static> Builder<C> {
             .wait_policy(self.wait)
     }
 
-    fn pacer(&self, b: PacerBuilder) -> Result<Pacer<C>, LimiterConfigError> {
-        Ok(b.build_with_clock(self.clock.clone())?)
+    fn pacer(&self, b: PacerBuilder) -> Result<Pacer<C>, ConfigError> {
+        b.build_with_clock(self.clock.clone())
     }
 
-    fn sharded(
-        &self,
-        b: PacerBuilder,
-        shards: usize,
-    ) -> Result<ShardedPacer<C>, LimiterConfigError> {
-        Ok(b.build_sharded_with_clock(shards, self.clock.clone())?)
+    fn sharded(&self, b: PacerBuilder, shards: usize) -> Result<ShardedPacer<C>, ConfigError> {
+        b.build_sharded_with_clock(shards, self.clock.clone())
     }
 
-    fn pool(
-        &self,
-        rate: Rate,
-        burst: f64,
-        filling: Filling,
-    ) -> Result<TokenPool<C>, LimiterConfigError> {
-        Ok(TokenPool::builder(rate)
+    fn pool(&self, rate: Rate, burst: f64, filling: Filling) -> Result<TokenPool<C>, ConfigError> {
+        TokenPool::builder(rate)
             .burst_ratio(burst)
             .filling(filling)
             .wait_policy(self.wait)
-            .build_with_clock(self.clock.clone())?)
+            .build_with_clock(self.clock.clone())
     }
 
-    fn bursty(
-        &self,
-        rate: Rate,
-        max_burst_seconds: f64,
-    ) -> Result<SmoothBursty<C>, LimiterConfigError> {
-        Ok(SmoothBursty::builder(rate.get())
+    fn bursty(&self, rate: Rate, max_burst_seconds: f64) -> Result<SmoothBursty<C>, ConfigError> {
+        SmoothBursty::builder(rate.get())
             .max_burst_seconds(max_burst_seconds)
             .resolution(Resolution::for_rate(rate.get()))
             .wait_policy(self.wait)
-            .build_with_clock(self.clock.clone())?)
+            .build_with_clock(self.clock.clone())
     }
 
     fn warming_up(
@@ -332,13 +313,13 @@ impl<C: Clock + Clone + 'static> Builder<C> {
         rate: Rate,
         warmup: Duration,
         cold_factor: f64,
-    ) -> Result<SmoothWarmingUp<C>, LimiterConfigError> {
-        Ok(SmoothWarmingUp::builder(rate.get())
+    ) -> Result<SmoothWarmingUp<C>, ConfigError> {
+        SmoothWarmingUp::builder(rate.get())
             .warmup(warmup)
             .cold_factor(cold_factor)
             .resolution(Resolution::for_rate(rate.get()))
             .wait_policy(self.wait)
-            .build_with_clock(self.clock.clone())?)
+            .build_with_clock(self.clock.clone())
     }
 
     fn refill(&self, config: RefillConfig) -> RefillLimiter<C> {

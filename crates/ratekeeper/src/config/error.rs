@@ -4,16 +4,20 @@ use std::time::Duration;
 
 use super::grammar::{fmt_duration, KINDS};
 use super::{Field, LimiterKind};
-use crate::pacer::{PacerError, ShardError, StrictnessError};
+use crate::error::{ConfigError, ConfigErrorKind};
+#[allow(deprecated)]
+use crate::pacer::PacerError;
+use crate::pacer::{ShardError, StrictnessError};
 use crate::pool::TokenPoolError;
 use crate::rate::RateError;
-use crate::refill::ConfigError;
+#[allow(deprecated)]
+use crate::refill::ConfigError as RefillError;
 use crate::smooth::SmoothError;
 use crate::spec::SpecError;
 
-/// Why a [`LimiterConfig`](super::LimiterConfig) was refused: its text, or a
-/// value its limiter's builder refuses (that builder's own error, as the
-/// source or, for a builder's error, transparently).
+/// Why the text of a [`LimiterConfig`](super::LimiterConfig), or its
+/// combination of fields, was refused: the detail of a [`ConfigError`] (a
+/// value the limiter's builder refuses comes as that builder's own detail).
 ///
 /// Every message names the value. None is a panic: user input never panics.
 ///
@@ -21,19 +25,26 @@ use crate::spec::SpecError;
 ///
 /// ```
 /// use ratekeeper::config::{LimiterConfig, LimiterConfigError, LimiterKind};
+/// use ratekeeper::ConfigErrorKind;
 ///
 /// let err = "bucket:10".parse::<LimiterConfig>().unwrap_err();
-/// assert_eq!(err, LimiterConfigError::UnknownKind { name: "bucket".into() });
+/// assert_eq!(err.kind(), ConfigErrorKind::Syntax);
+/// let detail = err.downcast_ref::<LimiterConfigError>();
+/// assert_eq!(detail, Some(&LimiterConfigError::UnknownKind { name: "bucket".into() }));
 /// assert!(err.to_string().starts_with("\"bucket\" is not a limiter kind"));
 ///
 /// let err = "warmup:10".parse::<LimiterConfig>().unwrap_err();
-/// assert!(matches!(err, LimiterConfigError::MissingField { kind: LimiterKind::WarmingUp, .. }));
+/// assert!(matches!(
+///     err.downcast_ref(),
+///     Some(LimiterConfigError::MissingField { kind: LimiterKind::WarmingUp, .. })
+/// ));
 ///
 /// let err = "pool:10,0.5".parse::<LimiterConfig>().unwrap_err();
 /// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.5");
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
+#[allow(deprecated)]
 pub enum LimiterConfigError {
     /// No `KIND:` before the fields.
     #[error("expected KIND:ARGS with KIND one of {KINDS}, e.g. pacer:10,1.5 or warmup:10,2s")]
@@ -141,7 +152,12 @@ pub enum LimiterConfigError {
         source: StrictnessError,
     },
     /// A Resilience4j limiter's `rate × period` is not a whole number of
-    /// permits, at least 1.
+    /// permits, at least 1. No longer returned: see
+    /// [`PermitConfigError::NotWholePermits`](crate::refill::PermitConfigError::NotWholePermits).
+    #[deprecated(
+        since = "0.2.0",
+        note = "returned as a PermitConfigError inside ConfigError"
+    )]
     #[error(
         "rate {rate} x period {} is {permits} permits per period; the limit for period must be \
          a whole number of permits, at least 1: choose a period that holds a whole number at \
@@ -169,21 +185,84 @@ pub enum LimiterConfigError {
     /// Both batching handles and shards.
     #[error("batch and shards exclude each other: a sharded pacer's threads have shard handles")]
     BatchAndShards,
-    /// The pacer's builder refused it.
+    /// The pacer's builder refused it. No longer returned: builders' own
+    /// errors come as the detail of the [`ConfigError`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "the builder's error is the ConfigError's detail"
+    )]
     #[error(transparent)]
-    Pacer(#[from] PacerError),
-    /// The sharded pacer's builder refused it.
+    Pacer(PacerError),
+    /// The sharded pacer's builder refused it. No longer returned.
+    #[deprecated(
+        since = "0.2.0",
+        note = "the builder's error is the ConfigError's detail"
+    )]
     #[error(transparent)]
-    Shards(#[from] ShardError),
-    /// The token pool's builder refused it.
+    Shards(ShardError),
+    /// The token pool's builder refused it. No longer returned.
+    #[deprecated(
+        since = "0.2.0",
+        note = "the builder's error is the ConfigError's detail"
+    )]
     #[error(transparent)]
-    Pool(#[from] TokenPoolError),
-    /// A Guava limiter's builder refused it.
+    Pool(TokenPoolError),
+    /// A Guava limiter's builder refused it. No longer returned.
+    #[deprecated(
+        since = "0.2.0",
+        note = "the builder's error is the ConfigError's detail"
+    )]
     #[error(transparent)]
-    Smooth(#[from] SmoothError),
-    /// A Resilience4j limiter's configuration builder refused it.
+    Smooth(SmoothError),
+    /// A Resilience4j limiter's configuration builder refused it. No longer
+    /// returned.
+    #[deprecated(
+        since = "0.2.0",
+        note = "the builder's error is the ConfigError's detail"
+    )]
     #[error(transparent)]
-    Refill(#[from] ConfigError),
+    Refill(RefillError),
+}
+
+impl From<LimiterConfigError> for ConfigError {
+    #[allow(deprecated)]
+    fn from(e: LimiterConfigError) -> Self {
+        use LimiterConfigError as E;
+        let kind = match &e {
+            E::InvalidValue { field, .. } => field_kind(*field),
+            E::InvalidRate { .. } | E::RateOutOfRange { .. } | E::NotWholePermits { .. } => {
+                ConfigErrorKind::Rate
+            }
+            E::InvalidStrictness { .. } => ConfigErrorKind::Strictness,
+            E::Pacer(PacerError::Rate(e)) => return ConfigError::from(*e),
+            E::Pacer(PacerError::Strictness(e)) => return ConfigError::from(*e),
+            E::Shards(e) => return ConfigError::from(*e),
+            E::Pool(e) => return ConfigError::from(*e),
+            E::Smooth(e) => return ConfigError::from(*e),
+            E::Refill(e) => return ConfigError::from(*e),
+            _ => ConfigErrorKind::Syntax,
+        };
+        ConfigError::new(kind, e)
+    }
+}
+
+/// Which setting a field's value sets.
+fn field_kind(field: Field) -> ConfigErrorKind {
+    match field {
+        Field::Rate => ConfigErrorKind::Rate,
+        Field::Strictness => ConfigErrorKind::Strictness,
+        Field::Burst => ConfigErrorKind::BurstRatio,
+        Field::Fill => ConfigErrorKind::Filling,
+        Field::MaxBurst => ConfigErrorKind::MaxBurst,
+        Field::Warmup => ConfigErrorKind::WarmUp,
+        Field::ColdFactor => ConfigErrorKind::ColdFactor,
+        Field::Period => ConfigErrorKind::RefreshPeriod,
+        Field::Capacity => ConfigErrorKind::Capacity,
+        Field::Initial => ConfigErrorKind::InitialPermits,
+        Field::Timeout => ConfigErrorKind::Timeout,
+        Field::Shards => ConfigErrorKind::Shards,
+        Field::Batch | Field::Wait => ConfigErrorKind::Syntax,
+    }
 }
 
 /// What a kind takes, for messages: its own fields and the common ones.

@@ -6,6 +6,7 @@ use core::str::FromStr;
 use std::time::Duration;
 
 use super::{Access, Field, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind};
+use crate::error::ConfigError;
 use crate::pacer::{Strictness, MAX_SHARDS};
 use crate::pool::{Filling, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
 use crate::rate::Rate;
@@ -52,23 +53,24 @@ impl FromStr for LimiterKind {
 }
 
 impl FromStr for LimiterConfig {
-    type Err = LimiterConfigError;
+    type Err = ConfigError;
 
     /// Parses `KIND:ARGS` (see the [module docs](super)) and
     /// [validates](LimiterConfig::validate) the result.
-    fn from_str(s: &str) -> Result<LimiterConfig, LimiterConfigError> {
+    fn from_str(s: &str) -> Result<LimiterConfig, ConfigError> {
         let (kind, args) = s.trim().split_once(':').ok_or(LimiterConfigError::NoKind)?;
-        let config = Fields::parse(kind.parse()?, args)?.config()?;
+        let kind: LimiterKind = kind.parse()?;
+        let config = Fields::parse(kind, args)?.config()?;
         config.validate()?;
         Ok(config)
     }
 }
 
 impl TryFrom<String> for LimiterConfig {
-    type Error = LimiterConfigError;
+    type Error = ConfigError;
 
     /// [`str::parse`].
-    fn try_from(s: String) -> Result<LimiterConfig, LimiterConfigError> {
+    fn try_from(s: String) -> Result<LimiterConfig, ConfigError> {
         s.parse()
     }
 }
@@ -133,14 +135,7 @@ impl fmt::Display for LimiterConfig {
     }
 }
 
-/// A duration as one word that humantime parses back exactly: `0s`, `50ms`,
-/// `1m30s`, `1ms500us`.
-pub(super) fn fmt_duration(d: Duration) -> String {
-    if d.is_zero() {
-        return "0s".to_owned();
-    }
-    humantime::format_duration(d).to_string().replace(' ', "")
-}
+pub(super) use crate::error::fmt_duration;
 
 fn fmt_filling(filling: Filling) -> String {
     match filling {
@@ -199,7 +194,7 @@ impl<'a> Fields<'a> {
 
     /// The configuration the fields give (the builders' own checks come at
     /// validation).
-    fn config(&self) -> Result<LimiterConfig, LimiterConfigError> {
+    fn config(&self) -> Result<LimiterConfig, ConfigError> {
         let kind = self.kind;
         let missing = |field| LimiterConfigError::MissingField { kind, field };
         let rate = rate(self.get(Field::Rate).ok_or(missing(Field::Rate))?)?;
@@ -246,7 +241,8 @@ impl<'a> Fields<'a> {
                         Field::ColdFactor,
                         self.get(Field::ColdFactor).unwrap_or_default(),
                         "is infinite: the cold factor must be finite",
-                    ));
+                    )
+                    .into());
                 }
                 KindConfig::WarmingUp {
                     rate,
@@ -266,7 +262,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A refill or cycle limiter at `rate`.
-    fn resilience4j(&self, rate: Rate) -> Result<KindConfig, LimiterConfigError> {
+    fn resilience4j(&self, rate: Rate) -> Result<KindConfig, ConfigError> {
         let get_duration = |field, zero_ok, default| match self.get(field) {
             None => Ok(default),
             Some(v) => duration(field, v, zero_ok),

@@ -70,6 +70,7 @@
 
 use std::time::Duration;
 
+use crate::error::ConfigError;
 use crate::pool::Filling;
 use crate::rate::Rate;
 use crate::refill::{ConfigBuilder, CycleConfig, RefillConfig};
@@ -102,7 +103,7 @@ pub use visit::{LimiterVisitor, SharedLimiter};
 /// assert_eq!(cycle.limit_for_period(), 20);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(1);
+pub const DEFAULT_REFRESH_PERIOD: Duration = crate::resilience4j::DEFAULT_RATE_PERIOD;
 
 /// A limiter's kind with its own parameters.
 ///
@@ -404,23 +405,21 @@ impl LimiterConfig {
     ///
     /// # Errors
     ///
-    /// The builder's error ([`LimiterConfigError::Pacer`],
-    /// [`Shards`](LimiterConfigError::Shards),
-    /// [`Pool`](LimiterConfigError::Pool) or
-    /// [`Smooth`](LimiterConfigError::Smooth)), or
-    /// [`LimiterConfigError::ShardsNeedPacer`] for shards of another kind.
+    /// The builder's [`ConfigError`], or one of kind
+    /// [`Syntax`](crate::ConfigErrorKind::Syntax) (detail
+    /// [`LimiterConfigError::ShardsNeedPacer`]) for shards of another kind.
     ///
     /// ```
-    /// use ratekeeper::config::{KindConfig, LimiterConfig, LimiterConfigError};
-    /// use ratekeeper::Rate;
+    /// use ratekeeper::config::{KindConfig, LimiterConfig};
+    /// use ratekeeper::{ConfigErrorKind, Rate};
     ///
     /// let bursty = KindConfig::Bursty { rate: Rate::new(10.0)?, max_burst_seconds: -1.0 };
     /// let err = LimiterConfig::new(bursty).validate().unwrap_err();
-    /// assert!(matches!(err, LimiterConfigError::Smooth(_)));
+    /// assert_eq!(err.kind(), ConfigErrorKind::MaxBurst);
     /// assert_eq!(err.to_string(), "max burst seconds must be finite and at least 0, got -1");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn validate(&self) -> Result<(), LimiterConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         build::validate(self)
     }
 }
@@ -438,49 +437,31 @@ impl From<KindConfig> for LimiterConfig {
 ///
 /// # Errors
 ///
-/// [`LimiterConfigError::NotWholePermits`], with a round period (1 ms to
-/// 1000 s) that would hold a whole number, if there is one.
+/// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate), detail
+/// [`PermitConfigError::NotWholePermits`](crate::refill::PermitConfigError::NotWholePermits),
+/// with a round period (1 ms to 1000 s) that would hold a whole number, if
+/// there is one.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::config::{resilience4j_builder, LimiterConfigError};
+/// use ratekeeper::config::resilience4j_builder;
+/// use ratekeeper::refill::PermitConfigError;
 /// use ratekeeper::Rate;
 ///
 /// let builder = resilience4j_builder(Rate::new(1000.0)?, Duration::from_millis(100))?;
 /// assert_eq!(builder.get_limit_for_period(), 100);
 /// let err = resilience4j_builder(Rate::new(0.5)?, Duration::from_secs(1)).unwrap_err();
 /// assert!(matches!(
-///     err,
-///     LimiterConfigError::NotWholePermits { suggestion: Some(p), .. } if p == Duration::from_secs(10)
+///     err.downcast_ref(),
+///     Some(PermitConfigError::NotWholePermits { suggestion: Some(p), .. }) if *p == Duration::from_secs(10)
 /// ));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn resilience4j_builder(
-    rate: Rate,
-    period: Duration,
-) -> Result<ConfigBuilder, LimiterConfigError> {
-    let whole = |period: Duration| {
-        let exact = rate.get() * period.as_secs_f64();
-        let limit = exact.round();
-        let ok = (exact - limit).abs() <= 1e-9 * limit.max(1.0)
-            && limit >= 1.0
-            && limit < i64::MAX as f64;
-        (exact, ok.then_some(limit as i64))
-    };
-    match whole(period) {
-        (_, Some(limit)) => Ok(ConfigBuilder::new()
-            .limit_for_period(limit)
-            .limit_refresh_period(period)),
-        (permits, None) => Err(LimiterConfigError::NotWholePermits {
-            rate: rate.get(),
-            period,
-            permits,
-            suggestion: [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0]
-                .into_iter()
-                .map(Duration::from_secs_f64)
-                .find(|p| whole(*p).1.is_some()),
-        }),
-    }
+pub fn resilience4j_builder(rate: Rate, period: Duration) -> Result<ConfigBuilder, ConfigError> {
+    let limit = crate::resilience4j::limit_for_rate(rate, period)?;
+    Ok(ConfigBuilder::new()
+        .limit_for_period(limit)
+        .limit_refresh_period(period))
 }

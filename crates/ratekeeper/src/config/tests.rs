@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use super::*;
 use crate::clock::ManualClock;
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::limiter::RateLimiter;
-use crate::refill::ConfigError;
+use crate::refill::PermitConfigError;
 
 fn parse(s: &str) -> LimiterConfig {
     s.parse().unwrap_or_else(|e| panic!("{s}: {}", chain(&e)))
@@ -286,9 +287,7 @@ fn configurations_from_code_are_checked_too() {
     };
     assert_eq!(
         LimiterConfig::new(pool).validate(),
-        Err(LimiterConfigError::Pool(
-            crate::pool::TokenPoolError::FillInterval(Duration::from_secs(2))
-        ))
+        Err(crate::pool::TokenPoolError::FillInterval(Duration::from_secs(2)).into())
     );
     let cycle = KindConfig::Cycle(crate::refill::CycleConfig::default());
     assert_eq!(
@@ -296,20 +295,20 @@ fn configurations_from_code_are_checked_too() {
             .with_access(Access::Sharded(2))
             .build_with_clock(ManualClock::new(0))
             .unwrap_err(),
-        LimiterConfigError::ShardsNeedPacer {
+        ConfigError::from(LimiterConfigError::ShardsNeedPacer {
             kind: LimiterKind::Cycle
-        }
+        })
     );
     let err = LimiterConfig::new(pacer)
         .with_access(Access::Sharded(0))
         .validate()
         .unwrap_err();
-    assert!(matches!(err, LimiterConfigError::Shards(_)), "{err}");
+    assert_eq!(err.kind(), ConfigErrorKind::Shards, "{err}");
     let slow = LimiterConfig::new(KindConfig::Pacer {
         rate: rate(2e9),
         strictness: 1.0,
     });
-    assert!(matches!(slow.validate(), Err(LimiterConfigError::Pacer(_))));
+    assert_eq!(slow.validate().unwrap_err().kind(), ConfigErrorKind::Rate);
     assert_eq!(
         resilience4j_builder(rate(10.0), Duration::from_millis(200))
             .unwrap()
@@ -322,9 +321,8 @@ fn configurations_from_code_are_checked_too() {
             .unwrap()
             .permit_capacity(1)
             .build()
-            .map_err(LimiterConfigError::from)
             .unwrap_err(),
-        LimiterConfigError::Refill(ConfigError::CapacityBelowLimit {
+        ConfigError::from(PermitConfigError::CapacityBelowLimit {
             capacity: 1,
             limit: 1_000_000_000
         })
@@ -339,17 +337,19 @@ fn the_limit_for_period_is_a_whole_rate_times_period() {
     assert_eq!(limit(1e9, ms(1000)), Ok(1_000_000_000));
     // 0.1 x 10 s is 1.0000000000000002 in floating point: still 1.
     assert_eq!(limit(0.1, ms(10_000)), Ok(1));
-    let Err(LimiterConfigError::NotWholePermits {
+    let err = limit(1000.0, Duration::from_micros(1500)).unwrap_err();
+    let Some(PermitConfigError::NotWholePermits {
         permits,
         suggestion,
         ..
-    }) = limit(1000.0, Duration::from_micros(1500))
+    }) = err.downcast_ref().copied()
     else {
         panic!("not refused");
     };
     assert_eq!((permits, suggestion), (1.5, Some(ms(1))));
     // No suggestion where no round period holds a whole number.
-    let Err(LimiterConfigError::NotWholePermits { suggestion, .. }) = limit(1.0 / 3.0, ms(1000))
+    let err = limit(1.0 / 3.0, ms(1000)).unwrap_err();
+    let Some(PermitConfigError::NotWholePermits { suggestion, .. }) = err.downcast_ref().copied()
     else {
         panic!("not refused");
     };

@@ -12,7 +12,7 @@
 //! ```
 //! use ratekeeper::{Pacer, RateLimiter};
 //!
-//! let pacer = Pacer::from_spec(&"10K,1.1".parse()?)?.build()?;
+//! let pacer = Pacer::from_spec(&"10K,1.1".parse()?).build()?;
 //! for _ in 0..10 {
 //!     let grant = pacer.acquire(); // sleeps until the op's slot
 //!     // ... do the op; response time = end - grant.scheduled_nanos()
@@ -268,6 +268,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
+use crate::error::ConfigError;
 use crate::internal::cancel::CancelWindow;
 use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
@@ -395,7 +396,13 @@ struct Control {
     window: CancelWindow<u64>,
 }
 
-/// Why a pacer could not be built or reconfigured.
+/// Why a pacer could not be built or reconfigured, before builders returned
+/// [`ConfigError`]: the pacer's refusals are now a [`RateError`] or a
+/// [`StrictnessError`] inside a [`ConfigError`].
+#[deprecated(
+    since = "0.2.0",
+    note = "builders and set_* return ConfigError; match on ConfigError::kind(), or downcast to RateError / StrictnessError"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PacerError {
@@ -407,12 +414,14 @@ pub enum PacerError {
     Strictness(#[source] StrictnessError),
 }
 
+#[allow(deprecated)]
 impl From<RateError> for PacerError {
     fn from(e: RateError) -> Self {
         PacerError::Rate(e)
     }
 }
 
+#[allow(deprecated)]
 impl From<StrictnessError> for PacerError {
     fn from(e: StrictnessError) -> Self {
         PacerError::Strictness(e)
@@ -504,10 +513,11 @@ impl PacerBuilder {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Rate`] if the rate is above 1e9/s or so slow that one slice
-    /// exceeds 2^62 ns; [`PacerError::Strictness`] for a NaN, negative or
-    /// infinite strictness.
-    pub fn build(self) -> Result<Pacer, PacerError> {
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the rate is
+    /// above 1e9/s or so slow that one slice exceeds 2^62 ns;
+    /// [`ConfigErrorKind::Strictness`](crate::ConfigErrorKind::Strictness) for
+    /// a NaN, negative or infinite strictness.
+    pub fn build(self) -> Result<Pacer, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
 
@@ -516,7 +526,7 @@ impl PacerBuilder {
     /// # Errors
     ///
     /// As [`build`](Self::build).
-    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<Pacer<C>, PacerError> {
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<Pacer<C>, ConfigError> {
         let origin = clock.now_nanos();
         self.build_with_origin(clock, origin)
     }
@@ -527,7 +537,7 @@ impl PacerBuilder {
         self,
         clock: C,
         origin: u64,
-    ) -> Result<Pacer<C>, PacerError> {
+    ) -> Result<Pacer<C>, ConfigError> {
         let strictness = Strictness::new(self.strictness)?;
         let (op_nanos, burst_nanos) = slices(self.rate, strictness)?;
         let now = clock.now_nanos().saturating_sub(origin);
@@ -563,7 +573,7 @@ impl PacerBuilder {
 }
 
 /// Nanoseconds per op and burst nanoseconds per op for a configuration.
-fn slices(rate: Rate, strictness: Strictness) -> Result<(u64, u64), PacerError> {
+fn slices(rate: Rate, strictness: Strictness) -> Result<(u64, u64), RateError> {
     let op = rate.nanos_per_op()?;
     let burst = match strictness.mode() {
         StrictnessMode::Strict => op,
@@ -606,10 +616,10 @@ impl Pacer {
     ///
     /// Never at present; the `Result` leaves room for spec fields a pacer
     /// cannot honour. Validation of the values happens in `build`.
-    pub fn from_spec(spec: &RateSpec) -> Result<PacerBuilder, PacerError> {
-        Ok(Pacer::builder(spec.rate())
+    pub fn from_spec(spec: &RateSpec) -> PacerBuilder {
+        Pacer::builder(spec.rate())
             .strictness(spec.burst_ratio())
-            .verb(spec.verb()))
+            .verb(spec.verb())
     }
 
     /// A started pacer at `rate` with the default strictness (burst 1.1) on the
@@ -617,8 +627,9 @@ impl Pacer {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Rate`] if the rate cannot be kept on a nanosecond schedule.
-    pub fn new(rate: Rate) -> Result<Pacer, PacerError> {
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the rate cannot
+    /// be kept on a nanosecond schedule.
+    pub fn new(rate: Rate) -> Result<Pacer, ConfigError> {
         Pacer::builder(rate).build()
     }
 }
@@ -1176,8 +1187,9 @@ impl<C: Clock> Pacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Rate`] if the rate cannot be kept; nothing changes.
-    pub fn set_rate(&self, rate: Rate) -> Result<(), PacerError> {
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the rate
+    /// cannot be kept; nothing changes.
+    pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
         let strictness = lock(&self.control).strictness;
         self.reconfigure(rate, strictness)
     }
@@ -1187,8 +1199,9 @@ impl<C: Clock> Pacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Strictness`] for an invalid value; nothing changes.
-    pub fn set_strictness(&self, strictness: f64) -> Result<(), PacerError> {
+    /// [`ConfigErrorKind::Strictness`](crate::ConfigErrorKind::Strictness) for
+    /// an invalid value; nothing changes.
+    pub fn set_strictness(&self, strictness: f64) -> Result<(), ConfigError> {
         let s = Strictness::new(strictness)?;
         let rate = lock(&self.control).rate;
         self.reconfigure(rate, s)
@@ -1199,8 +1212,8 @@ impl<C: Clock> Pacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError`] for an invalid rate or strictness; nothing changes.
-    pub fn configure(&self, rate: Rate, strictness: f64) -> Result<(), PacerError> {
+    /// A [`ConfigError`] for an invalid rate or strictness; nothing changes.
+    pub fn configure(&self, rate: Rate, strictness: f64) -> Result<(), ConfigError> {
         self.reconfigure(rate, Strictness::new(strictness)?)
     }
 
@@ -1211,8 +1224,9 @@ impl<C: Clock> Pacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Rate`] if the spec's rate cannot be kept; nothing changes.
-    pub fn apply(&self, spec: &RateSpec) -> Result<(), PacerError> {
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the spec's
+    /// rate cannot be kept; nothing changes.
+    pub fn apply(&self, spec: &RateSpec) -> Result<(), ConfigError> {
         let s = Strictness::new(spec.burst_ratio())?;
         self.reconfigure(spec.rate(), s)?;
         match spec.verb() {
@@ -1224,7 +1238,7 @@ impl<C: Clock> Pacer<C> {
         Ok(())
     }
 
-    fn reconfigure(&self, rate: Rate, strictness: Strictness) -> Result<(), PacerError> {
+    fn reconfigure(&self, rate: Rate, strictness: Strictness) -> Result<(), ConfigError> {
         let (op, burst) = slices(rate, strictness)?;
         let mut control = lock(&self.control);
         if control.rate == rate && control.strictness == strictness {

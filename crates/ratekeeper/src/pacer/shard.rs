@@ -233,10 +233,11 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::{slices, Pacer, PacerBuilder, PacerError, Strictness};
+use super::{slices, Pacer, PacerBuilder, Strictness};
 use crate::clock::{Clock, DefaultClock};
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-use crate::rate::Rate;
+use crate::rate::{Rate, RateError};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 use crate::wait::WaitPolicy;
 
@@ -246,6 +247,7 @@ pub const MAX_SHARDS: usize = 1024;
 /// Why a sharded pacer could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
+#[allow(deprecated)]
 pub enum ShardError {
     /// The shard count is 0 or above [`MAX_SHARDS`].
     #[error("shard count {requested} is outside 1..={max}")]
@@ -255,14 +257,21 @@ pub enum ShardError {
         /// The most shards a sharded pacer may have.
         max: usize,
     },
-    /// A shard's configuration (rate `R / N`, strictness) is invalid.
+    /// A shard's configuration (rate `R / N`, strictness) is invalid. No
+    /// longer returned: builders report the rate or strictness itself in a
+    /// [`ConfigError`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "builders return ConfigError with kind Rate or Strictness"
+    )]
+    #[allow(deprecated)]
     #[error("invalid shard configuration")]
-    Pacer(#[source] PacerError),
+    Pacer(#[source] super::PacerError),
 }
 
-impl From<PacerError> for ShardError {
-    fn from(e: PacerError) -> Self {
-        ShardError::Pacer(e)
+impl From<ShardError> for ConfigError {
+    fn from(e: ShardError) -> Self {
+        ConfigError::new(ConfigErrorKind::Shards, e)
     }
 }
 
@@ -337,11 +346,12 @@ impl PacerBuilder {
     ///
     /// # Errors
     ///
-    /// [`ShardError::Shards`] for 0 shards or more than [`MAX_SHARDS`];
-    /// [`ShardError::Pacer`] if the total rate, a shard's rate or the
-    /// strictness is invalid (as [`build`](Self::build); the total, like one
+    /// [`ConfigErrorKind::Shards`] (detail [`ShardError::Shards`]) for 0 shards
+    /// or more than [`MAX_SHARDS`]; [`ConfigErrorKind::Rate`] or
+    /// [`ConfigErrorKind::Strictness`] if the total rate, a shard's rate or
+    /// the strictness is invalid (as [`build`](Self::build); the total, like one
     /// Pacer's rate, is at most one op per nanosecond).
-    pub fn build_sharded(self, shards: usize) -> Result<ShardedPacer, ShardError> {
+    pub fn build_sharded(self, shards: usize) -> Result<ShardedPacer, ConfigError> {
         self.build_sharded_with_clock(shards, DefaultClock::new())
     }
 
@@ -357,27 +367,29 @@ impl PacerBuilder {
     ///
     /// ```
     /// use ratekeeper::pacer::ShardError;
-    /// use ratekeeper::{ManualClock, Pacer, Rate};
+    /// use ratekeeper::{ConfigErrorKind, ManualClock, Pacer, Rate};
     ///
     /// let builder = Pacer::builder(Rate::new(1000.0)?);
     /// let err = builder.build_sharded_with_clock(0, ManualClock::new(0)).unwrap_err();
-    /// assert!(matches!(err, ShardError::Shards { requested: 0, .. }));
+    /// assert_eq!(err.kind(), ConfigErrorKind::Shards);
+    /// assert!(matches!(err.downcast_ref(), Some(ShardError::Shards { requested: 0, .. })));
     /// // 1e-9/s split 10 ways: a shard's slice would exceed 2^62 ns.
     /// let slow = Pacer::builder(Rate::new(1e-9)?);
     /// let err = slow.build_sharded_with_clock(10, ManualClock::new(0)).unwrap_err();
-    /// assert!(matches!(err, ShardError::Pacer(_)));
+    /// assert_eq!(err.kind(), ConfigErrorKind::Rate);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build_sharded_with_clock<C: Clock + Clone>(
         self,
         shards: usize,
         clock: C,
-    ) -> Result<ShardedPacer<C>, ShardError> {
+    ) -> Result<ShardedPacer<C>, ConfigError> {
         if shards == 0 || shards > MAX_SHARDS {
             return Err(ShardError::Shards {
                 requested: shards,
                 max: MAX_SHARDS,
-            });
+            }
+            .into());
         }
         let total = self.rate;
         let per_shard = self.rate(shard_rate(total, shards)?);
@@ -390,7 +402,7 @@ impl PacerBuilder {
                 shard.set_epoch_base(epoch_base(k));
                 Ok(CachePadded::new(shard))
             })
-            .collect::<Result<Vec<_>, PacerError>>()?;
+            .collect::<Result<Vec<_>, ConfigError>>()?;
         let window = shards[0].wait_policy().window_nanos(&shards[0].clock);
         let n = shards.len();
         Ok(ShardedPacer {
@@ -427,7 +439,7 @@ fn issuing_shard(grant: &Grant, shards: usize) -> Option<usize> {
 /// A shard's rate, `total / shards`, validated. The total is held to what
 /// one Pacer accepts (at most one op per nanosecond): sharding spreads the
 /// rate over schedules, it does not raise its ceiling.
-fn shard_rate(total: Rate, shards: usize) -> Result<Rate, PacerError> {
+fn shard_rate(total: Rate, shards: usize) -> Result<Rate, RateError> {
     total.nanos_per_op()?;
     let rate = Rate::new(total.get() / shards as f64)?;
     rate.nanos_per_op()?;
@@ -545,9 +557,9 @@ impl<C: Clock> ShardedPacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Rate`] if the total (at most one op per nanosecond, as
-    /// for one Pacer) or a shard's rate cannot be kept; nothing changes.
-    pub fn set_rate(&self, rate: Rate) -> Result<(), PacerError> {
+    /// [`ConfigErrorKind::Rate`] if the total (at most one op per nanosecond,
+    /// as for one Pacer) or a shard's rate cannot be kept; nothing changes.
+    pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
         let per_shard = shard_rate(rate, self.shards.len())?;
         let mut total = lock(&self.control);
         // Validated with the current strictness, the only other input: once
@@ -564,8 +576,8 @@ impl<C: Clock> ShardedPacer<C> {
     ///
     /// # Errors
     ///
-    /// [`PacerError::Strictness`] for an invalid value; nothing changes.
-    pub fn set_strictness(&self, strictness: f64) -> Result<(), PacerError> {
+    /// [`ConfigErrorKind::Strictness`] for an invalid value; nothing changes.
+    pub fn set_strictness(&self, strictness: f64) -> Result<(), ConfigError> {
         Strictness::new(strictness)?;
         let _control = lock(&self.control);
         for shard in self.shards.iter() {
@@ -942,10 +954,7 @@ mod tests {
         let err = builder
             .build_sharded_with_clock(2, clock.clone())
             .unwrap_err();
-        assert!(
-            matches!(err, ShardError::Pacer(e) if e == single),
-            "{err:?}"
-        );
+        assert_eq!(err, single);
         let p = sharded(1e9, 0.0, 2, &clock);
         assert_eq!(p.set_rate(Rate::new(2e9).unwrap()), Err(single));
         assert_eq!(p.rate(), Rate::new(1e9).unwrap());
@@ -1170,25 +1179,24 @@ mod tests {
         for n in [0, MAX_SHARDS + 1] {
             assert_eq!(
                 b.build_sharded_with_clock(n, clock.clone()).unwrap_err(),
-                ShardError::Shards {
+                ConfigError::from(ShardError::Shards {
                     requested: n,
                     max: MAX_SHARDS
-                }
+                })
             );
         }
         assert!(b
             .build_sharded_with_clock(MAX_SHARDS, clock.clone())
             .is_ok());
         let slow = Pacer::builder(Rate::new(1e-9).unwrap());
-        assert!(matches!(
-            slow.build_sharded_with_clock(10, clock.clone()),
-            Err(ShardError::Pacer(PacerError::Rate(_)))
-        ));
-        assert!(matches!(
-            b.strictness(-1.0)
-                .build_sharded_with_clock(2, clock.clone()),
-            Err(ShardError::Pacer(PacerError::Strictness(_)))
-        ));
+        let err = slow
+            .build_sharded_with_clock(10, clock.clone())
+            .unwrap_err();
+        assert_eq!(err.kind(), ConfigErrorKind::Rate);
+        let err = b
+            .strictness(-1.0)
+            .build_sharded_with_clock(2, clock.clone());
+        assert_eq!(err.unwrap_err().kind(), ConfigErrorKind::Strictness);
         let err = b.build_sharded_with_clock(0, clock.clone()).unwrap_err();
         assert_eq!(err.to_string(), "shard count 0 is outside 1..=1024");
     }

@@ -173,3 +173,9 @@ pub enum StrictnessError {
     #[error("compensation ratio must be at most 1.0, got {0}")]
     AboveOne(f64),
 }
+
+impl From<StrictnessError> for crate::error::ConfigError {
+    fn from(e: StrictnessError) -> Self {
+        crate::error::ConfigError::new(crate::error::ConfigErrorKind::Strictness, e)
+    }
+}

@@ -11,6 +11,7 @@ use crossbeam_utils::CachePadded;
 use super::filler::{Handle, Next};
 use super::pools::{PoolError, Pools};
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
@@ -93,16 +94,25 @@ impl fmt::Display for Filling {
     }
 }
 
-/// Why a [`TokenPool`] could not be built, reconfigured or refilled.
+/// What a [`TokenPool`] refuses beyond its rate and burst ratio: a fill
+/// interval out of range (inside a [`ConfigError`] of kind
+/// [`Filling`](ConfigErrorKind::Filling)) and a hand refill of a pool that
+/// fills itself.
 ///
 /// # Examples
 ///
 /// ```
-/// use ratekeeper::pool::{TokenPool, TokenPoolError};
-/// use ratekeeper::Rate;
+/// use std::time::Duration;
+/// use ratekeeper::pool::{Filling, TokenPool, TokenPoolError};
+/// use ratekeeper::{ConfigErrorKind, Rate};
 ///
 /// let err = TokenPool::builder(Rate::new(100.0)?).burst_ratio(0.9).build().unwrap_err();
+/// assert_eq!(err.kind(), ConfigErrorKind::BurstRatio);
 /// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.9");
+///
+/// let slow = Filling::Thread(Duration::from_secs(2));
+/// let err = TokenPool::builder(Rate::new(100.0)?).filling(slow).build().unwrap_err();
+/// assert_eq!(err.downcast_ref(), Some(&TokenPoolError::FillInterval(Duration::from_secs(2))));
 ///
 /// let pool = TokenPool::new(Rate::new(100.0)?)?; // inline filling
 /// assert_eq!(pool.refill(1_000), Err(TokenPoolError::NotManual));
@@ -111,7 +121,12 @@ impl fmt::Display for Filling {
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TokenPoolError {
-    /// The rate or burst ratio cannot size the pools.
+    /// The rate or burst ratio cannot size the pools. No longer returned:
+    /// builders report a [`PoolError`] inside a [`ConfigError`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "builders return ConfigError with a PoolError detail"
+    )]
     #[error(transparent)]
     Pool(#[from] PoolError),
     /// A [`Filling::Thread`] interval outside [`MIN_FILL_INTERVAL`] ..=
@@ -122,6 +137,12 @@ pub enum TokenPoolError {
     /// be added twice.
     #[error("refill() needs Filling::Manual; this pool fills itself")]
     NotManual,
+}
+
+impl From<TokenPoolError> for ConfigError {
+    fn from(e: TokenPoolError) -> Self {
+        ConfigError::new(ConfigErrorKind::Filling, e)
+    }
 }
 
 /// Configures a [`TokenPool`]. Setters take any value;
@@ -209,11 +230,12 @@ impl TokenPoolBuilder {
     ///
     /// # Errors
     ///
-    /// [`TokenPoolError::Pool`] for a burst ratio that is not a finite number
-    /// of at least 1.0, or a rate whose op slice is not between 1 ns and
-    /// 2^62 ns; [`TokenPoolError::FillInterval`] for a thread interval out of
-    /// range.
-    pub fn build(self) -> Result<TokenPool, TokenPoolError> {
+    /// [`ConfigErrorKind::BurstRatio`] for a burst ratio that is not a finite
+    /// number of at least 1.0; [`ConfigErrorKind::Rate`] for a rate whose op
+    /// slice is not between 1 ns and 2^62 ns;
+    /// [`ConfigErrorKind::Filling`] ([`TokenPoolError::FillInterval`]) for a
+    /// thread interval out of range.
+    pub fn build(self) -> Result<TokenPool, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
 
@@ -225,11 +247,11 @@ impl TokenPoolBuilder {
     pub fn build_with_clock<C: Clock + 'static>(
         self,
         clock: C,
-    ) -> Result<TokenPool<C>, TokenPoolError> {
+    ) -> Result<TokenPool<C>, ConfigError> {
         let pools = Pools::new(self.rate, self.burst_ratio)?;
         if let Filling::Thread(i) = self.filling {
             if !(MIN_FILL_INTERVAL..=MAX_FILL_INTERVAL).contains(&i) {
-                return Err(TokenPoolError::FillInterval(i));
+                return Err(TokenPoolError::FillInterval(i).into());
             }
         }
         let now = clock.now_nanos();
@@ -930,7 +952,7 @@ impl TokenPool {
     ///
     /// # Errors
     ///
-    /// [`TokenPoolError::Pool`] if the rate's op slice is not between 1 ns and
+    /// [`ConfigErrorKind::Rate`] if the rate's op slice is not between 1 ns and
     /// 2^62 ns.
     ///
     /// # Examples
@@ -944,7 +966,7 @@ impl TokenPool {
     /// assert!(g.ready_nanos() >= g.scheduled_nanos());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(rate: Rate) -> Result<TokenPool, TokenPoolError> {
+    pub fn new(rate: Rate) -> Result<TokenPool, ConfigError> {
         TokenPool::builder(rate).build()
     }
 }
@@ -1083,7 +1105,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     ///
     /// # Errors
     ///
-    /// [`TokenPoolError::Pool`] for an invalid rate or burst ratio; nothing
+    /// [`ConfigErrorKind::Rate`] or [`ConfigErrorKind::BurstRatio`]; nothing
     /// changes.
     ///
     /// # Examples
@@ -1101,7 +1123,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// assert_eq!(pool.pools().wait_time(), 11_000_000); // kept
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn configure(&self, rate: Rate, burst_ratio: f64) -> Result<(), TokenPoolError> {
+    pub fn configure(&self, rate: Rate, burst_ratio: f64) -> Result<(), ConfigError> {
         self.locked(|st, wake| {
             st.pools.apply(rate, burst_ratio)?;
             if st.parked {
@@ -1127,7 +1149,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     ///
     /// # Errors
     ///
-    /// [`TokenPoolError::Pool`] for an invalid rate or burst ratio; nothing
+    /// [`ConfigErrorKind::Rate`] or [`ConfigErrorKind::BurstRatio`]; nothing
     /// changes.
     ///
     /// # Examples
@@ -1141,7 +1163,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// assert_eq!(pool.burst_ratio(), 1.05);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn apply(&self, spec: &RateSpec) -> Result<(), TokenPoolError> {
+    pub fn apply(&self, spec: &RateSpec) -> Result<(), ConfigError> {
         self.configure(spec.rate(), spec.burst_ratio())?;
         match spec.verb() {
             Verb::Configure => {}

@@ -99,6 +99,19 @@ pub enum PoolError {
     PoolSize(u64),
 }
 
+impl From<PoolError> for crate::error::ConfigError {
+    fn from(e: PoolError) -> Self {
+        use crate::error::{ConfigError, ConfigErrorKind};
+        match e {
+            PoolError::Rate(e) => e.into(),
+            PoolError::BurstNotFinite(_) | PoolError::BurstBelowOne(_) => {
+                ConfigError::new(ConfigErrorKind::BurstRatio, e)
+            }
+            PoolError::PoolSize(_) => ConfigError::new(ConfigErrorKind::Rate, e),
+        }
+    }
+}
+
 /// The sizes G2's `apply` computes.
 struct Sizes {
     nanos_per_op: i64,

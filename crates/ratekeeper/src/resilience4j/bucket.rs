@@ -31,12 +31,15 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::config::{full_capacity_nanos, nanos_per_permit, ConfigError, ConfigView, RefillConfig};
+use super::config::{
+    full_capacity_nanos, nanos_per_permit, ConfigView, PermitConfigError, RefillConfig,
+};
 use super::{
     elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
     PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
+use crate::error::ConfigError;
 use crate::internal::cancel::{CancelWindow, Epoch};
 use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
@@ -197,14 +200,15 @@ enum Step<R> {
 /// permits at the refill rate (100 ns each here).
 ///
 /// ```
+/// use std::time::Duration;
 /// use ratekeeper::ManualClock;
 /// use ratekeeper::refill::{PermitLimiter, Permission, RefillConfig, RefillLimiter};
 ///
 /// let clock = ManualClock::new(0);
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(5)
-///     .limit_refresh_period_nanos(500)
-///     .timeout_nanos(0)
+///     .limit_refresh_period(Duration::from_nanos(500))
+///     .timeout(Duration::ZERO)
 ///     .build()?;
 /// let limiter = RefillLimiter::new_with_clock("db", config, clock.clone());
 ///
@@ -636,13 +640,14 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
     /// Callers already waiting keep their deadlines.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
     /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let clock = ManualClock::new(0);
     /// let config = RefillConfig::builder()
     ///     .limit_for_period(10)
-    ///     .limit_refresh_period_nanos(1_000_000_000)
+    ///     .limit_refresh_period(Duration::from_secs(1))
     ///     .initial_permits(0)
     ///     .build()?;
     /// let limiter = RefillLimiter::new_with_clock("api", config, clock.clone());
@@ -654,9 +659,10 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
     /// assert_eq!(limiter.metrics().available_permissions, 6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError> {
+    fn change_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
+        let limit = i64::from(limit);
         if limit < 1 {
-            return Err(ConfigError::InvalidLimitForPeriod(limit));
+            return Err(PermitConfigError::InvalidLimitForPeriod(limit).into());
         }
         let npp = nanos_per_permit(limit, self.period)?;
         let mut cancels = lock(&self.change);

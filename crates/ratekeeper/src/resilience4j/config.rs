@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use super::compat::ConfigBuilder;
+use crate::error::{ConfigError, ConfigErrorKind as Kind};
+use crate::rate::Rate;
+
 /// Resilience4j's default `limitForPeriod`: 50 permits per refresh period.
 pub const DEFAULT_LIMIT_FOR_PERIOD: i64 = 50;
 /// Resilience4j's default `limitRefreshPeriod`: 500 ns.
@@ -17,16 +21,21 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// # Examples
 ///
+/// Builders return it inside a [`ConfigError`], whose
+/// [`kind`](ConfigError::kind) says which setting was refused.
+///
 /// ```
-/// use ratekeeper::refill::{ConfigError, RefillConfig};
+/// use ratekeeper::refill::{PermitConfigError, RefillConfig};
+/// use ratekeeper::ConfigErrorKind;
 ///
 /// let err = RefillConfig::builder().limit_for_period(0).build().unwrap_err();
-/// assert_eq!(err, ConfigError::InvalidLimitForPeriod(0));
+/// assert_eq!(err.kind(), ConfigErrorKind::LimitForPeriod);
+/// assert_eq!(err.downcast_ref(), Some(&PermitConfigError::InvalidLimitForPeriod(0)));
 /// assert_eq!(err.to_string(), "limit for period must be at least 1, got 0");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum PermitConfigError {
     /// `limit_for_period` below 1.
     #[error("limit for period must be at least 1, got {0}")]
     InvalidLimitForPeriod(i64),
@@ -82,260 +91,92 @@ pub enum ConfigError {
     /// setting).
     #[error("the cycle limiter has no permit capacity or initial permits")]
     CapacityNotSupported,
+    /// A limit for period above `u32::MAX` where the Rust-native API holds it
+    /// in a `u32` (Resilience4j's own limit is a Java `int`).
+    #[error("limit for period must be at most {max}, got {0}", max = u32::MAX)]
+    LimitForPeriodTooLarge(i64),
+    /// A limiter built from a rate: `rate × period` is not a whole number of
+    /// permits, at least 1.
+    #[error(
+        "rate {rate} x period {} is {permits} permits per period; the limit for period must be \
+         a whole number of permits, at least 1: choose a period that holds a whole number at \
+         this rate{}",
+        crate::error::fmt_duration(*period),
+        suggestion.map(|p| format!(" (e.g. period {})", crate::error::fmt_duration(p))).unwrap_or_default()
+    )]
+    NotWholePermits {
+        /// The rate.
+        rate: f64,
+        /// The period.
+        period: Duration,
+        /// `rate × period`.
+        permits: f64,
+        /// A round period (1 ms to 1000 s) that holds a whole number of
+        /// permits at this rate, if any.
+        suggestion: Option<Duration>,
+    },
+}
+
+impl From<PermitConfigError> for crate::error::ConfigError {
+    fn from(e: PermitConfigError) -> Self {
+        use PermitConfigError as E;
+        let kind = match e {
+            E::InvalidLimitForPeriod(_) | E::LimitForPeriodTooLarge(_) => Kind::LimitForPeriod,
+            E::InvalidLimitRefreshPeriod(_) | E::LimitRefreshPeriodTooLarge(_) => {
+                Kind::RefreshPeriod
+            }
+            E::ZeroNanosPerPermit { .. } | E::NotWholePermits { .. } => Kind::Rate,
+            E::NegativeTimeout(_) | E::TimeoutTooLarge(_) => Kind::Timeout,
+            E::CapacityBelowLimit { .. }
+            | E::NanosPerFullCapacityOverflow { .. }
+            | E::CapacityNotSupported => Kind::Capacity,
+            E::InitialPermitsOutOfRange { .. } => Kind::InitialPermits,
+        };
+        crate::error::ConfigError::new(kind, e)
+    }
 }
 
 /// A duration in signed nanoseconds, wide enough for any `Duration` and any
 /// `i64`, so that negative and oversized values reach validation intact.
-type Nanos = i128;
+pub(super) type Nanos = i128;
 
-fn duration_nanos(d: Duration) -> Nanos {
+pub(super) fn duration_nanos(d: Duration) -> Nanos {
     // `as_nanos` is at most ~1.8e28, far inside i128.
     d.as_nanos() as Nanos
 }
 
-fn check_period(p: Nanos) -> Result<i64, ConfigError> {
+pub(super) fn check_period(p: Nanos) -> Result<i64, PermitConfigError> {
     if p < 1 {
-        return Err(ConfigError::InvalidLimitRefreshPeriod(p));
+        return Err(PermitConfigError::InvalidLimitRefreshPeriod(p));
     }
-    i64::try_from(p).map_err(|_| ConfigError::LimitRefreshPeriodTooLarge(p))
+    i64::try_from(p).map_err(|_| PermitConfigError::LimitRefreshPeriodTooLarge(p))
 }
 
 /// Validates a timeout in signed nanoseconds: `0 ..= i64::MAX`.
-pub(crate) fn check_timeout(t: Nanos) -> Result<i64, ConfigError> {
+pub(crate) fn check_timeout(t: Nanos) -> Result<i64, PermitConfigError> {
     if t < 0 {
-        return Err(ConfigError::NegativeTimeout(t));
+        return Err(PermitConfigError::NegativeTimeout(t));
     }
-    i64::try_from(t).map_err(|_| ConfigError::TimeoutTooLarge(t))
+    i64::try_from(t).map_err(|_| PermitConfigError::TimeoutTooLarge(t))
 }
 
 /// Validates a timeout given as a `Duration`.
-pub(crate) fn check_timeout_duration(t: Duration) -> Result<i64, ConfigError> {
+pub(crate) fn check_timeout_duration(t: Duration) -> Result<i64, PermitConfigError> {
     check_timeout(duration_nanos(t))
 }
 
-fn check_limit(l: i64) -> Result<i64, ConfigError> {
+pub(super) fn check_limit(l: i64) -> Result<i64, PermitConfigError> {
     if l < 1 {
-        Err(ConfigError::InvalidLimitForPeriod(l))
+        Err(PermitConfigError::InvalidLimitForPeriod(l))
     } else {
         Ok(l)
     }
 }
 
-/// The configuration of a [`RefillLimiter`](super::RefillLimiter) or a
-/// [`CycleLimiter`](super::CycleLimiter), before validation.
-///
-/// Every field is optional; an unset field takes Resilience4j's default when
-/// read (`get_*`) or built. Setters take values by value and return the
-/// builder. Durations can be given as [`Duration`]s or, like Java's signed
-/// `Duration`, as signed nanoseconds (`*_nanos`), so that a negative value
-/// from a configuration file reaches validation and is refused with a typed
-/// error instead of being unrepresentable.
-///
-/// | field | default | refill limiter | cycle limiter |
-/// |---|---|---|---|
-/// | `limit_for_period` | 50 (R4J) | `>= 1`; permits per period | `>= 1`; permits per cycle |
-/// | `limit_refresh_period` | 500 ns (R4J) | `1 ns ..= i64::MAX ns`; `period / limit >= 1 ns` | `1 ns ..= i64::MAX ns` |
-/// | `timeout` | 5 s (R4J) | `0 ..= i64::MAX ns` | `0 ..= i64::MAX ns` |
-/// | `permit_capacity` | `limit_for_period` (RRL) | `>= limit_for_period` | must be unset |
-/// | `initial_permits` | `limit_for_period` (RRL; not the capacity) | `0 ..= capacity` | must be unset |
-///
-/// [`build`](ConfigBuilder::build) validates for the refill limiter,
-/// [`build_cycle`](ConfigBuilder::build_cycle) for the cycle limiter;
-/// [`overwrite`](ConfigBuilder::overwrite) merges a per-instance
-/// configuration over shared defaults.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::refill::RefillConfig;
-///
-/// let config = RefillConfig::builder()
-///     .limit_for_period(10)
-///     .limit_refresh_period(Duration::from_secs(1))
-///     .permit_capacity(20)
-///     .timeout(Duration::ZERO)
-///     .build()?;
-/// assert_eq!(config.nanos_per_permit(), 100_000_000);
-/// assert_eq!(config.capacity(), 20);
-/// assert_eq!(config.initial_permits(), 10); // defaults to the limit
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ConfigBuilder {
-    limit_for_period: Option<i64>,
-    limit_refresh_period: Option<Nanos>,
-    timeout: Option<Nanos>,
-    permit_capacity: Option<i64>,
-    initial_permits: Option<i64>,
-}
-
-impl ConfigBuilder {
-    /// A builder with every field unset (Resilience4j's defaults).
-    pub fn new() -> ConfigBuilder {
-        ConfigBuilder::default()
-    }
-
-    /// Permits per refresh period (Resilience4j `limitForPeriod`).
-    pub fn limit_for_period(mut self, limit: i64) -> Self {
-        self.limit_for_period = Some(limit);
-        self
-    }
-
-    /// The refresh period (Resilience4j `limitRefreshPeriod`).
-    pub fn limit_refresh_period(mut self, period: Duration) -> Self {
-        self.limit_refresh_period = Some(duration_nanos(period));
-        self
-    }
-
-    /// The refresh period in signed nanoseconds.
-    pub fn limit_refresh_period_nanos(mut self, nanos: i64) -> Self {
-        self.limit_refresh_period = Some(Nanos::from(nanos));
-        self
-    }
-
-    /// How long an acquire may wait (Resilience4j `timeoutDuration`).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(duration_nanos(timeout));
-        self
-    }
-
-    /// The timeout in signed nanoseconds.
-    pub fn timeout_nanos(mut self, nanos: i64) -> Self {
-        self.timeout = Some(Nanos::from(nanos));
-        self
-    }
-
-    /// Refill limiter: the most permits the bucket holds (refill-rate-limiter
-    /// `permitCapacity`).
-    pub fn permit_capacity(mut self, capacity: i64) -> Self {
-        self.permit_capacity = Some(capacity);
-        self
-    }
-
-    /// Refill limiter: the permits in the bucket when the limiter is created
-    /// (refill-rate-limiter `initialPermits`).
-    pub fn initial_permits(mut self, initial: i64) -> Self {
-        self.initial_permits = Some(initial);
-        self
-    }
-
-    /// The limit for period, or its default (50).
-    pub fn get_limit_for_period(&self) -> i64 {
-        self.limit_for_period.unwrap_or(DEFAULT_LIMIT_FOR_PERIOD)
-    }
-
-    /// The refresh period in nanoseconds, or its default (500).
-    pub fn get_limit_refresh_period_nanos(&self) -> i128 {
-        self.limit_refresh_period
-            .unwrap_or(duration_nanos(DEFAULT_LIMIT_REFRESH_PERIOD))
-    }
-
-    /// The timeout in nanoseconds, or its default (5 s).
-    pub fn get_timeout_nanos(&self) -> i128 {
-        self.timeout.unwrap_or(duration_nanos(DEFAULT_TIMEOUT))
-    }
-
-    /// The permit capacity, if set (unset: the limit for period).
-    pub fn get_permit_capacity(&self) -> Option<i64> {
-        self.permit_capacity
-    }
-
-    /// The initial permits, if set (unset: the limit for period).
-    pub fn get_initial_permits(&self) -> Option<i64> {
-        self.initial_permits
-    }
-
-    /// This builder with every field that `other` sets taken from `other`:
-    /// shared defaults overwritten by one instance's settings.
-    ///
-    /// ```
-    /// use ratekeeper::refill::ConfigBuilder;
-    ///
-    /// let defaults = ConfigBuilder::new().limit_for_period(10).timeout_nanos(0);
-    /// let merged = defaults.overwrite(ConfigBuilder::new().limit_for_period(20));
-    /// assert_eq!(merged.get_limit_for_period(), 20);
-    /// assert_eq!(merged.get_timeout_nanos(), 0);
-    /// ```
-    pub fn overwrite(self, other: ConfigBuilder) -> ConfigBuilder {
-        ConfigBuilder {
-            limit_for_period: other.limit_for_period.or(self.limit_for_period),
-            limit_refresh_period: other.limit_refresh_period.or(self.limit_refresh_period),
-            timeout: other.timeout.or(self.timeout),
-            permit_capacity: other.permit_capacity.or(self.permit_capacity),
-            initial_permits: other.initial_permits.or(self.initial_permits),
-        }
-    }
-
-    /// Validates the fields both limiters share: limit, period, timeout.
-    fn common(&self) -> Result<(i64, i64, i64), ConfigError> {
-        let limit = check_limit(self.get_limit_for_period())?;
-        let period = check_period(self.get_limit_refresh_period_nanos())?;
-        let timeout = check_timeout(self.get_timeout_nanos())?;
-        Ok((limit, period, timeout))
-    }
-
-    /// Validates for the [`RefillLimiter`](super::RefillLimiter).
-    ///
-    /// # Errors
-    ///
-    /// In this order: [`ConfigError::InvalidLimitForPeriod`],
-    /// [`InvalidLimitRefreshPeriod`](ConfigError::InvalidLimitRefreshPeriod) /
-    /// [`LimitRefreshPeriodTooLarge`](ConfigError::LimitRefreshPeriodTooLarge),
-    /// [`NegativeTimeout`](ConfigError::NegativeTimeout) /
-    /// [`TimeoutTooLarge`](ConfigError::TimeoutTooLarge),
-    /// [`ZeroNanosPerPermit`](ConfigError::ZeroNanosPerPermit),
-    /// [`CapacityBelowLimit`](ConfigError::CapacityBelowLimit),
-    /// [`InitialPermitsOutOfRange`](ConfigError::InitialPermitsOutOfRange),
-    /// [`NanosPerFullCapacityOverflow`](ConfigError::NanosPerFullCapacityOverflow).
-    pub fn build(&self) -> Result<RefillConfig, ConfigError> {
-        let (limit, period, timeout) = self.common()?;
-        let npp = nanos_per_permit(limit, period)?;
-        let capacity = match self.permit_capacity {
-            None => limit,
-            Some(c) if c < limit => {
-                return Err(ConfigError::CapacityBelowLimit { capacity: c, limit })
-            }
-            Some(c) => c,
-        };
-        let initial = self.initial_permits.unwrap_or(limit);
-        if !(0..=capacity).contains(&initial) {
-            return Err(ConfigError::InitialPermitsOutOfRange { initial, capacity });
-        }
-        full_capacity_nanos(npp, capacity)?;
-        Ok(RefillConfig {
-            limit,
-            period,
-            timeout,
-            capacity,
-            initial,
-        })
-    }
-
-    /// Validates for the [`CycleLimiter`](super::CycleLimiter).
-    ///
-    /// # Errors
-    ///
-    /// The limit, period and timeout errors of [`build`](Self::build), then
-    /// [`ConfigError::CapacityNotSupported`] if a permit capacity or initial
-    /// permits were set.
-    pub fn build_cycle(&self) -> Result<CycleConfig, ConfigError> {
-        let (limit, period, timeout) = self.common()?;
-        if self.permit_capacity.is_some() || self.initial_permits.is_some() {
-            return Err(ConfigError::CapacityNotSupported);
-        }
-        Ok(CycleConfig {
-            limit,
-            period,
-            timeout,
-        })
-    }
-}
-
 /// `period / limit`, truncating; at least 1 ns.
-pub(crate) fn nanos_per_permit(limit: i64, period: i64) -> Result<i64, ConfigError> {
+pub(crate) fn nanos_per_permit(limit: i64, period: i64) -> Result<i64, PermitConfigError> {
     match period / limit {
-        0 => Err(ConfigError::ZeroNanosPerPermit {
+        0 => Err(PermitConfigError::ZeroNanosPerPermit {
             limit,
             period_nanos: period,
         }),
@@ -344,26 +185,12 @@ pub(crate) fn nanos_per_permit(limit: i64, period: i64) -> Result<i64, ConfigErr
 }
 
 /// `npp × capacity`, if it fits in `i64`.
-pub(crate) fn full_capacity_nanos(npp: i64, capacity: i64) -> Result<i64, ConfigError> {
+pub(crate) fn full_capacity_nanos(npp: i64, capacity: i64) -> Result<i64, PermitConfigError> {
     npp.checked_mul(capacity)
-        .ok_or(ConfigError::NanosPerFullCapacityOverflow {
+        .ok_or(PermitConfigError::NanosPerFullCapacityOverflow {
             nanos_per_permit: npp,
             capacity,
         })
-}
-
-impl TryFrom<ConfigBuilder> for RefillConfig {
-    type Error = ConfigError;
-    fn try_from(b: ConfigBuilder) -> Result<RefillConfig, ConfigError> {
-        b.build()
-    }
-}
-
-impl TryFrom<ConfigBuilder> for CycleConfig {
-    type Error = ConfigError;
-    fn try_from(b: ConfigBuilder) -> Result<CycleConfig, ConfigError> {
-        b.build_cycle()
-    }
 }
 
 /// What Resilience4j's `getRateLimiterConfig()` reports: limit for period,
@@ -379,7 +206,7 @@ impl TryFrom<ConfigBuilder> for CycleConfig {
 ///
 /// let view = RefillConfig::builder()
 ///     .limit_for_period(50)
-///     .limit_refresh_period_nanos(500)
+///     .limit_refresh_period(Duration::from_nanos(500))
 ///     .permit_capacity(60)
 ///     .build()?
 ///     .view();
@@ -413,6 +240,7 @@ fn nanos(n: i64) -> Duration {
 /// # Examples
 ///
 /// ```
+/// use std::time::Duration;
 /// use ratekeeper::refill::RefillConfig;
 ///
 /// let c = RefillConfig::default();
@@ -422,7 +250,7 @@ fn nanos(n: i64) -> Duration {
 /// // 3 per second truncates to 333 333 333 ns per permit.
 /// let c = RefillConfig::builder()
 ///     .limit_for_period(3)
-///     .limit_refresh_period_nanos(1_000_000_000)
+///     .limit_refresh_period(Duration::from_nanos(1_000_000_000))
 ///     .build()?;
 /// assert_eq!(c.nanos_per_permit(), 333_333_333);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -449,10 +277,10 @@ impl Default for RefillConfig {
 }
 
 impl RefillConfig {
-    /// A builder with every field unset; finish with
-    /// [`build`](ConfigBuilder::build).
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::new()
+    /// A builder with Resilience4j's defaults; finish with
+    /// [`build`](RefillConfigBuilder::build).
+    pub fn builder() -> RefillConfigBuilder {
+        RefillConfigBuilder::default()
     }
 
     /// Crate-internal: a config from already validated parts.
@@ -546,7 +374,7 @@ impl RefillConfig {
 /// let c = CycleConfig::builder()
 ///     .limit_for_period(10)
 ///     .limit_refresh_period(Duration::from_secs(1))
-///     .build_cycle()?;
+///     .build()?;
 /// assert_eq!(c.view().limit_for_period, 10);
 /// assert_eq!(c.timeout(), Duration::from_secs(5));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -569,10 +397,10 @@ impl Default for CycleConfig {
 }
 
 impl CycleConfig {
-    /// A builder with every field unset; finish with
-    /// [`build_cycle`](ConfigBuilder::build_cycle).
-    pub fn builder() -> ConfigBuilder {
-        ConfigBuilder::new()
+    /// A builder with Resilience4j's defaults; finish with
+    /// [`build`](CycleConfigBuilder::build).
+    pub fn builder() -> CycleConfigBuilder {
+        CycleConfigBuilder::default()
     }
 
     /// Crate-internal: a config from already validated parts.
@@ -614,5 +442,154 @@ impl CycleConfig {
             .limit_for_period(self.limit)
             .limit_refresh_period_nanos(self.period)
             .timeout_nanos(self.timeout)
+    }
+}
+
+/// Builds a [`RefillConfig`] from Rust-native values: `u32` permits and
+/// [`Duration`]s. Unset fields take Resilience4j's defaults (50 per 500 ns, a
+/// 5 s timeout; capacity and initial permits the limit). For Java's signed
+/// shapes (negative values replayed from a configuration), see
+/// [`compat::ConfigBuilder`](super::compat::ConfigBuilder).
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::refill::RefillConfig;
+///
+/// let config = RefillConfig::builder()
+///     .limit_for_period(10)
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .permit_capacity(20)
+///     .timeout(Duration::ZERO)
+///     .build()?;
+/// assert_eq!(config.nanos_per_permit(), 100_000_000);
+/// assert_eq!(config.capacity(), 20);
+/// assert_eq!(config.initial_permits(), 10); // defaults to the limit
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefillConfigBuilder(ConfigBuilder);
+
+impl RefillConfigBuilder {
+    /// Permits per refresh period (Resilience4j `limitForPeriod`).
+    pub fn limit_for_period(self, limit: u32) -> Self {
+        RefillConfigBuilder(self.0.limit_for_period(i64::from(limit)))
+    }
+
+    /// The refresh period (Resilience4j `limitRefreshPeriod`).
+    pub fn limit_refresh_period(self, period: Duration) -> Self {
+        RefillConfigBuilder(self.0.limit_refresh_period(period))
+    }
+
+    /// How long an acquire may wait (Resilience4j `timeoutDuration`).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        RefillConfigBuilder(self.0.timeout(timeout))
+    }
+
+    /// The most permits the bucket holds (refill-rate-limiter
+    /// `permitCapacity`; at least the limit).
+    pub fn permit_capacity(self, capacity: u32) -> Self {
+        RefillConfigBuilder(self.0.permit_capacity(i64::from(capacity)))
+    }
+
+    /// The permits in the bucket at creation (refill-rate-limiter
+    /// `initialPermits`; at most the capacity).
+    pub fn initial_permits(self, initial: u32) -> Self {
+        RefillConfigBuilder(self.0.initial_permits(i64::from(initial)))
+    }
+
+    /// Validates.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] whose detail is a [`PermitConfigError`], in the
+    /// order [`compat::ConfigBuilder::build`](super::compat::ConfigBuilder::build)
+    /// lists.
+    pub fn build(&self) -> Result<RefillConfig, ConfigError> {
+        self.0.build()
+    }
+}
+
+/// Builds a [`CycleConfig`] from Rust-native values; unset fields take
+/// Resilience4j's defaults (50 per 500 ns, a 5 s timeout).
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::refill::CycleConfig;
+///
+/// let c = CycleConfig::builder().limit_for_period(10).limit_refresh_period(Duration::from_secs(1)).build()?;
+/// assert_eq!(c.limit_for_period(), 10);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CycleConfigBuilder(ConfigBuilder);
+
+impl CycleConfigBuilder {
+    /// Permits per cycle (Resilience4j `limitForPeriod`).
+    pub fn limit_for_period(self, limit: u32) -> Self {
+        CycleConfigBuilder(self.0.limit_for_period(i64::from(limit)))
+    }
+
+    /// The cycle length (Resilience4j `limitRefreshPeriod`).
+    pub fn limit_refresh_period(self, period: Duration) -> Self {
+        CycleConfigBuilder(self.0.limit_refresh_period(period))
+    }
+
+    /// How long an acquire may wait (Resilience4j `timeoutDuration`).
+    pub fn timeout(self, timeout: Duration) -> Self {
+        CycleConfigBuilder(self.0.timeout(timeout))
+    }
+
+    /// Validates.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] for a limit of 0 or a period of 0 or beyond
+    /// `i64::MAX` nanoseconds, or a timeout beyond it.
+    pub fn build(&self) -> Result<CycleConfig, ConfigError> {
+        self.0.build_cycle()
+    }
+
+    /// [`build`](Self::build), under the name it had when the cycle and
+    /// refill limiters shared one builder.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build).
+    #[deprecated(
+        since = "0.2.0",
+        note = "CycleConfig::builder() is its own builder now: call build()"
+    )]
+    pub fn build_cycle(&self) -> Result<CycleConfig, ConfigError> {
+        self.build()
+    }
+}
+
+/// The limit for period a rate gives over `period`: `rate × period`, which
+/// must be a whole number of permits (within 1e-9 relative), at least 1.
+///
+/// # Errors
+///
+/// [`PermitConfigError::NotWholePermits`], with a round period that would
+/// hold a whole number where one exists.
+pub(crate) fn limit_for_rate(rate: Rate, period: Duration) -> Result<i64, PermitConfigError> {
+    let whole = |period: Duration| {
+        let exact = rate.get() * period.as_secs_f64();
+        let limit = exact.round();
+        let ok = (exact - limit).abs() <= 1e-9 * limit.max(1.0)
+            && limit >= 1.0
+            && limit < i64::MAX as f64;
+        (exact, ok.then_some(limit as i64))
+    };
+    match whole(period) {
+        (_, Some(limit)) => Ok(limit),
+        (permits, None) => Err(PermitConfigError::NotWholePermits {
+            rate: rate.get(),
+            period,
+            permits,
+            suggestion: [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0]
+                .into_iter()
+                .map(Duration::from_secs_f64)
+                .find(|p| whole(*p).1.is_some()),
+        }),
     }
 }

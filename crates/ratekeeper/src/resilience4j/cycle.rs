@@ -41,12 +41,13 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::config::{ConfigError, ConfigView, CycleConfig};
+use super::config::{ConfigView, CycleConfig, PermitConfigError};
 use super::{
     elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
     PermitEventKind, PermitLimiter, Undo,
 };
 use crate::clock::{Clock, DefaultClock};
+use crate::error::ConfigError;
 use crate::internal::cancel::Epoch;
 use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
@@ -248,15 +249,16 @@ enum Step<R> {
 /// # Examples
 ///
 /// ```
+/// use std::time::Duration;
 /// use ratekeeper::ManualClock;
 /// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter, Permission};
 ///
 /// let clock = ManualClock::new(0);
 /// let config = CycleConfig::builder()
 ///     .limit_for_period(10)
-///     .limit_refresh_period_nanos(1_000_000_000)
-///     .timeout_nanos(10_000_000_000)
-///     .build_cycle()?;
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .timeout(Duration::from_secs(10))
+///     .build()?;
 /// let limiter = CycleLimiter::new_with_clock("api", config, clock.clone());
 ///
 /// // 25 permits: this cycle's 10, the next two cycles' 10 and 5.
@@ -365,7 +367,7 @@ impl<C: Clock> CycleLimiter<C> {
     /// let config = CycleConfig::builder()
     ///     .limit_for_period(3)
     ///     .limit_refresh_period(Duration::from_secs(1))
-    ///     .build_cycle()?;
+    ///     .build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
     /// assert_eq!(limiter.effective_rate(), 3.0);
     /// limiter.change_limit_for_period(7)?;
@@ -652,14 +654,15 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
     /// reservations are kept as they are).
     ///
     /// ```
+    /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
     /// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter};
     ///
     /// let clock = ManualClock::new(0);
     /// let config = CycleConfig::builder()
     ///     .limit_for_period(10)
-    ///     .limit_refresh_period_nanos(1_000)
-    ///     .build_cycle()?;
+    ///     .limit_refresh_period(Duration::from_nanos(1_000))
+    ///     .build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, clock.clone());
     /// assert!(limiter.acquire_permission(2)?);
     /// limiter.change_limit_for_period(5)?;
@@ -668,9 +671,10 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
     /// assert_eq!(limiter.metrics().available_permissions, 5); // the next: the new limit
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError> {
+    fn change_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
+        let limit = i64::from(limit);
         if limit < 1 {
-            return Err(ConfigError::InvalidLimitForPeriod(limit));
+            return Err(PermitConfigError::InvalidLimitForPeriod(limit).into());
         }
         let _changing = lock(&self.change);
         let core = self.core.load();

@@ -198,11 +198,12 @@ pub fn wait_for_permission<L: PermitLimiter + ?Sized>(
 /// # Examples
 ///
 /// ```
+/// use std::time::Duration;
 /// use ratekeeper::ManualClock;
 /// use ratekeeper::decorate;
 /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
 ///
-/// let config = CycleConfig::builder().limit_for_period(1).timeout_nanos(0).build_cycle()?;
+/// let config = CycleConfig::builder().limit_for_period(1).timeout(Duration::ZERO).build()?;
 /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
 /// let mut calls = 0;
 /// assert_eq!(decorate::call(&limiter, 1, || { calls += 1; "done" })?, "done");
@@ -489,11 +490,12 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     /// As [`call_with`](Self::call_with).
     ///
     /// ```
+    /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
     /// use ratekeeper::decorate::RateLimited;
     /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
     ///
-    /// let config = CycleConfig::builder().limit_for_period(2).timeout_nanos(0).build_cycle()?;
+    /// let config = CycleConfig::builder().limit_for_period(2).timeout(Duration::ZERO).build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
     /// let guarded = RateLimited::new(&limiter).permits(2);
     /// assert_eq!(guarded.call(|| "ok")?, "ok");
@@ -520,11 +522,12 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     /// [`call_with`](Self::call_with), without calling `f`.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
     /// use ratekeeper::decorate::RateLimited;
     /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
     ///
-    /// let config = CycleConfig::builder().limit_for_period(3).timeout_nanos(0).build_cycle()?;
+    /// let config = CycleConfig::builder().limit_for_period(3).timeout(Duration::ZERO).build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
     /// let square = RateLimited::new(&limiter).decorate(|x: u64| x * x);
     /// let results: Vec<_> = (1..=4).map(|x| square(x).ok()).collect();
@@ -548,11 +551,12 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     /// [`call_with`](Self::call_with), without calling `f`.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
     /// use ratekeeper::decorate::RateLimited;
     /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
     ///
-    /// let config = CycleConfig::builder().limit_for_period(2).timeout_nanos(0).build_cycle()?;
+    /// let config = CycleConfig::builder().limit_for_period(2).timeout(Duration::ZERO).build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
     /// let mut log = Vec::new();
     /// let mut push = RateLimited::new(&limiter).decorate_mut(|line: &str| log.push(line.to_owned()));
@@ -623,11 +627,11 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, ManualClock};
-    use crate::refill::{CycleConfig, CycleLimiter, PermitEventKind, RefillConfig, RefillLimiter};
+    use crate::refill::{CycleLimiter, PermitEventKind, RefillConfig, RefillLimiter};
 
     /// `limit` permits per µs, capacity `limit`, timeout `timeout` ns.
     fn refill(limit: i64, timeout: i64) -> (RefillLimiter<ManualClock>, ManualClock) {
-        let config = RefillConfig::builder()
+        let config = crate::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(timeout)
@@ -773,7 +777,7 @@ mod tests {
 
     #[test]
     fn once_mut_and_fn_decorators_on_a_cycle_limiter() {
-        let config = CycleConfig::builder()
+        let config = crate::refill::compat::ConfigBuilder::new()
             .limit_for_period(3)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(0)

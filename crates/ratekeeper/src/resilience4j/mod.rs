@@ -154,12 +154,13 @@
 //! reservation (newest first): it is [kept](#kept-reservations) instead.
 //!
 //! ```
+//! use std::time::Duration;
 //! use ratekeeper::{ManualClock, RateLimiter};
 //! use ratekeeper::refill::{RefillConfig, RefillLimiter};
 //!
 //! let config = RefillConfig::builder()
 //!     .limit_for_period(1)
-//!     .limit_refresh_period_nanos(1_000) // a permit per µs
+//!     .limit_refresh_period(Duration::from_nanos(1_000)) // a permit per µs
 //!     .permit_capacity(4)
 //!     .initial_permits(0)
 //!     .build()?;
@@ -174,7 +175,7 @@
 //! // back. It is kept for the next caller of 1 permit.
 //! let config = RefillConfig::builder()
 //!     .limit_for_period(1)
-//!     .limit_refresh_period_nanos(1_000)
+//!     .limit_refresh_period(Duration::from_nanos(1_000))
 //!     .initial_permits(0)
 //!     .build()?;
 //! let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
@@ -203,13 +204,14 @@
 //! counted in the cycle it is ready in.
 //!
 //! ```
+//! use std::time::Duration;
 //! use ratekeeper::{ManualClock, RateLimiter};
 //! use ratekeeper::refill::{CycleConfig, CycleLimiter};
 //!
 //! let config = CycleConfig::builder()
 //!     .limit_for_period(10)
-//!     .limit_refresh_period_nanos(100_000_000) // 10 per 100 ms
-//!     .build_cycle()?;
+//!     .limit_refresh_period(Duration::from_millis(100)) // 10 per 100 ms
+//!     .build()?;
 //! let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
 //! limiter.reserve(10, None)?; // cycle 0
 //! let b = limiter.reserve(10, None)?; // cycle 1
@@ -344,6 +346,8 @@ pub mod async_decorate;
 #[cfg(feature = "tokio")]
 pub(crate) mod async_permit;
 mod bucket;
+mod builder;
+pub mod compat;
 mod config;
 mod cycle;
 pub mod decorate;
@@ -356,11 +360,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use bucket::RefillLimiter;
+pub use builder::{CycleLimiterBuilder, RefillLimiterBuilder, DEFAULT_NAME, DEFAULT_RATE_PERIOD};
+pub use compat::ConfigBuilder;
+pub(crate) use config::limit_for_rate;
 pub use config::{
-    ConfigBuilder, ConfigError, ConfigView, CycleConfig, RefillConfig, DEFAULT_LIMIT_FOR_PERIOD,
-    DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
+    ConfigView, CycleConfig, CycleConfigBuilder, PermitConfigError, RefillConfig,
+    RefillConfigBuilder, DEFAULT_LIMIT_FOR_PERIOD, DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
 };
 pub use cycle::CycleLimiter;
+
+/// The old name of [`PermitConfigError`], from before builders returned one
+/// [`ConfigError`](crate::ConfigError).
+#[deprecated(
+    since = "0.2.0",
+    note = "builders return ratekeeper::ConfigError; its detail is a PermitConfigError"
+)]
+pub type ConfigError = PermitConfigError;
 pub use events::{EventPublisher, PermitEvent, PermitEventKind, SubscriptionId};
 
 use crate::clock::{elapsed_nanos, Clock};
@@ -518,19 +533,20 @@ pub trait PermitLimiter {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::InvalidLimitForPeriod`] below 1; for the refill
-    /// limiter also [`ConfigError::ZeroNanosPerPermit`] and
-    /// [`ConfigError::NanosPerFullCapacityOverflow`]. The limiter is then
-    /// unchanged.
-    fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError>;
+    /// [`PermitConfigError::InvalidLimitForPeriod`] for 0; for the refill
+    /// limiter also [`PermitConfigError::ZeroNanosPerPermit`] and
+    /// [`PermitConfigError::NanosPerFullCapacityOverflow`]. The limiter is
+    /// then unchanged. (A signed limit, as Resilience4j takes it, goes
+    /// through [`compat::change_limit_for_period`].)
+    fn change_limit_for_period(&self, limit: u32) -> Result<(), crate::ConfigError>;
 
     /// Sets the timeout for calls made from now on; callers already waiting
     /// keep their deadlines.
     ///
     /// # Errors
     ///
-    /// [`ConfigError::TimeoutTooLarge`] beyond `i64::MAX` ns.
-    fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError>;
+    /// [`PermitConfigError::TimeoutTooLarge`] beyond `i64::MAX` ns.
+    fn change_timeout(&self, timeout: Duration) -> Result<(), crate::ConfigError>;
 
     /// The limiter's metrics now.
     fn metrics(&self) -> Metrics;
@@ -558,12 +574,13 @@ pub trait PermitLimiter {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NegativeTimeout`] below 0.
-    fn change_timeout_nanos(&self, nanos: i64) -> Result<(), ConfigError> {
-        if nanos < 0 {
-            return Err(ConfigError::NegativeTimeout(i128::from(nanos)));
-        }
-        self.change_timeout(Duration::from_nanos(nanos as u64))
+    /// [`PermitConfigError::NegativeTimeout`] below 0.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use change_timeout(Duration), or compat::change_timeout_nanos for signed nanoseconds"
+    )]
+    fn change_timeout_nanos(&self, nanos: i64) -> Result<(), crate::ConfigError> {
+        compat::change_timeout_nanos(self, nanos)
     }
 
     /// A call guarded by this limiter finished with `result`: drains the
@@ -611,10 +628,10 @@ macro_rules! forward_permit_limiter {
             fn drain_permissions(&self) -> u64 {
                 (**self).drain_permissions()
             }
-            fn change_limit_for_period(&self, limit: i64) -> Result<(), ConfigError> {
+            fn change_limit_for_period(&self, limit: u32) -> Result<(), crate::ConfigError> {
                 (**self).change_limit_for_period(limit)
             }
-            fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
+            fn change_timeout(&self, timeout: Duration) -> Result<(), crate::ConfigError> {
                 (**self).change_timeout(timeout)
             }
             fn metrics(&self) -> Metrics {
@@ -625,9 +642,6 @@ macro_rules! forward_permit_limiter {
             }
             fn acquire_permission(&self, permits: u32) -> Result<bool, PermitError> {
                 (**self).acquire_permission(permits)
-            }
-            fn change_timeout_nanos(&self, nanos: i64) -> Result<(), ConfigError> {
-                (**self).change_timeout_nanos(nanos)
             }
         }
     )*};
@@ -682,7 +696,7 @@ impl Hub {
         self.timeout.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn set_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
+    pub(crate) fn set_timeout(&self, timeout: Duration) -> Result<(), crate::ConfigError> {
         let t = config::check_timeout_duration(timeout)?;
         // Ordering: Relaxed; see `timeout_nanos`.
         self.timeout.store(t as u64, Ordering::Relaxed);
@@ -802,8 +816,8 @@ enum PendingState {
 /// let clock = ManualClock::new(0);
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(1)
-///     .limit_refresh_period_nanos(1_000)
-///     .timeout_nanos(5_000)
+///     .limit_refresh_period(Duration::from_nanos(1_000))
+///     .timeout(Duration::from_nanos(5_000))
 ///     .build()?;
 /// let limiter = RefillLimiter::new_with_clock("api", config, clock.clone());
 /// assert!(limiter.acquire_permission(1)?); // the one stored permit
@@ -923,13 +937,14 @@ impl PendingPermission<'_> {
     /// a pending acquisition abandons it.
     ///
     /// ```
+    /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
     /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let config = RefillConfig::builder()
     ///     .limit_for_period(1)
-    ///     .limit_refresh_period_nanos(1_000)
-    ///     .timeout_nanos(5_000)
+    ///     .limit_refresh_period(Duration::from_nanos(1_000))
+    ///     .timeout(Duration::from_nanos(5_000))
     ///     .build()?;
     /// let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
     /// assert!(limiter.acquire_permission(1)?);

@@ -100,9 +100,10 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::clock::{Clock, DefaultClock};
+use crate::error::ConfigError;
 use crate::refill::{
-    ConfigBuilder, ConfigError, CycleConfig, CycleLimiter, EventPublisher, PermitLimiter,
-    RefillConfig, RefillLimiter, SubscriptionId,
+    ConfigBuilder, CycleConfig, CycleLimiter, EventPublisher, PermitLimiter, RefillConfig,
+    RefillLimiter, SubscriptionId,
 };
 
 /// The name of the default configuration: Resilience4j's `"default"`. It
@@ -212,7 +213,7 @@ impl<C: Clock + Clone + 'static> RegistryLimiter for CycleLimiter<C> {
 /// assert_eq!(err, RegistryError::ConfigurationNotFound("fast".to_owned()));
 /// assert_eq!(err.to_string(), "no configuration named \"fast\"");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
     /// A named configuration was added or removed under the reserved name
@@ -482,7 +483,7 @@ impl<L> EventPublisher<RegistryEvent<L>> {
     ///     sink.lock().unwrap().push((limit(old), limit(new)));
     /// });
     /// registry.limiter("a");
-    /// registry.replace("a", CycleConfig::builder().limit_for_period(7).build_cycle()?);
+    /// registry.replace("a", CycleConfig::builder().limit_for_period(7).build()?);
     /// assert_eq!(*limits.lock().unwrap(), [(50, 7)]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -524,7 +525,7 @@ struct Entries<L> {
 ///     .limit_for_period(1)
 ///     .limit_refresh_period(Duration::from_secs(1))
 ///     .timeout(Duration::ZERO)
-///     .build_cycle()?;
+///     .build()?;
 /// let registry = Registry::<CycleLimiter<ManualClock>>::builder_with_clock(clock.clone())
 ///     .default_config(one_per_second)
 ///     .build()?;
@@ -586,7 +587,7 @@ where
     /// use ratekeeper::refill::{CycleConfig, PermitLimiter};
     /// use ratekeeper::registry::Registry;
     ///
-    /// let config = CycleConfig::builder().limit_for_period(3).build_cycle()?;
+    /// let config = CycleConfig::builder().limit_for_period(3).build()?;
     /// let registry = Registry::<CycleLimiter>::with_default_config(config);
     /// assert_eq!(registry.limiter("a").config(), config);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -831,7 +832,7 @@ impl<L: RegistryLimiter> Registry<L> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::{ConfigBuilder, ConfigError};
+    /// use ratekeeper::refill::{ConfigBuilder, PermitConfigError};
     /// use ratekeeper::registry::{Registry, RegistryError};
     ///
     /// let registry = Registry::<RefillLimiter>::builder()
@@ -848,7 +849,7 @@ impl<L: RegistryLimiter> Registry<L> {
     ///     err,
     ///     RegistryError::InvalidConfiguration {
     ///         name: "bad".to_owned(),
-    ///         source: ConfigError::InvalidLimitForPeriod(0),
+    ///         source: PermitConfigError::InvalidLimitForPeriod(0).into(),
     ///     }
     /// );
     /// assert_eq!(registry.configuration("bad"), None);
@@ -1243,7 +1244,7 @@ enum Named<C> {
 /// ```
 /// use std::time::Duration;
 /// use ratekeeper::RefillLimiter;
-/// use ratekeeper::refill::{ConfigBuilder, ConfigError, RefillConfig};
+/// use ratekeeper::refill::{ConfigBuilder, PermitConfigError, RefillConfig};
 /// use ratekeeper::registry::{Registry, RegistryError};
 ///
 /// let registry = Registry::<RefillLimiter>::builder()
@@ -1268,7 +1269,7 @@ enum Named<C> {
 ///     err,
 ///     RegistryError::InvalidConfiguration {
 ///         name: "default".to_owned(),
-///         source: ConfigError::NegativeTimeout(-1),
+///         source: PermitConfigError::NegativeTimeout(-1).into(),
 ///     }
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -1342,8 +1343,8 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     /// use ratekeeper::refill::CycleConfig;
     /// use ratekeeper::registry::Registry;
     ///
-    /// let one = CycleConfig::builder().limit_for_period(1).build_cycle()?;
-    /// let two = CycleConfig::builder().limit_for_period(2).build_cycle()?;
+    /// let one = CycleConfig::builder().limit_for_period(1).build()?;
+    /// let two = CycleConfig::builder().limit_for_period(2).build()?;
     /// let registry = Registry::<CycleLimiter>::builder()
     ///     .configuration("x", one)
     ///     .configuration("x", two)
@@ -1388,7 +1389,7 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     ///
     /// ```
     /// use ratekeeper::CycleLimiter;
-    /// use ratekeeper::refill::{ConfigBuilder, ConfigError};
+    /// use ratekeeper::refill::{ConfigBuilder, PermitConfigError};
     /// use ratekeeper::registry::{Registry, RegistryError};
     ///
     /// // The cycle limiter has no bucket: a capacity is refused, by name.
@@ -1400,7 +1401,7 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     ///     err,
     ///     RegistryError::InvalidConfiguration {
     ///         name: "bursty".to_owned(),
-    ///         source: ConfigError::CapacityNotSupported,
+    ///         source: PermitConfigError::CapacityNotSupported.into(),
     ///     }
     /// );
     /// ```
@@ -1473,7 +1474,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
-    use crate::refill::{Metrics, PermitEventKind};
+    use crate::refill::{Metrics, PermitConfigError, PermitEventKind};
 
     type Refills = Registry<RefillLimiter<ManualClock>>;
     type Cycles = Registry<CycleLimiter<ManualClock>>;
@@ -1483,7 +1484,7 @@ mod tests {
     }
 
     fn config(limit: i64) -> RefillConfig {
-        RefillConfig::builder()
+        crate::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(0)
@@ -1685,15 +1686,16 @@ mod tests {
             err,
             RegistryError::InvalidConfiguration {
                 name: "hundred".into(),
-                source: ConfigError::CapacityBelowLimit {
+                source: PermitConfigError::CapacityBelowLimit {
                     capacity: 50,
                     limit: 100
-                },
+                }
+                .into(),
             }
         );
         assert_eq!(err.to_string(), "configuration \"hundred\" is invalid");
         let source = std::error::Error::source(&err).map(|s| s.to_string());
-        let cause = ConfigError::CapacityBelowLimit {
+        let cause = PermitConfigError::CapacityBelowLimit {
             capacity: 50,
             limit: 100,
         };
@@ -1711,7 +1713,7 @@ mod tests {
             err,
             RegistryError::InvalidConfiguration {
                 name: "capped".into(),
-                source: ConfigError::CapacityNotSupported,
+                source: PermitConfigError::CapacityNotSupported.into(),
             }
         );
         // A later configuration of the same name wins.

@@ -14,7 +14,7 @@ fn refill(
     capacity: Option<i64>,
     initial: Option<i64>,
 ) -> (RefillLimiter<ManualClock>, ManualClock) {
-    let mut b = RefillConfig::builder()
+    let mut b = ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .timeout_nanos(timeout);
@@ -40,7 +40,7 @@ fn cycle_at(
     timeout: i64,
     start: u64,
 ) -> (CycleLimiter<ManualClock>, ManualClock) {
-    let config = CycleConfig::builder()
+    let config = crate::refill::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .timeout_nanos(timeout)
@@ -80,7 +80,7 @@ fn nanos(l: &impl PermitLimiter, permits: u32) -> i64 {
 #[test]
 fn config_defaults_are_resilience4j_s() {
     let c = RefillConfig::default();
-    assert_eq!(c, RefillConfig::builder().build().unwrap());
+    assert_eq!(c, ConfigBuilder::new().build().unwrap());
     assert_eq!(c.limit_for_period(), 50);
     assert_eq!(c.limit_refresh_period(), Duration::from_nanos(500));
     assert_eq!(c.timeout(), Duration::from_secs(5));
@@ -90,7 +90,7 @@ fn config_defaults_are_resilience4j_s() {
         (10, 500)
     );
     let c = CycleConfig::default();
-    assert_eq!(c, CycleConfig::builder().build_cycle().unwrap());
+    assert_eq!(c, ConfigBuilder::new().build_cycle().unwrap());
     assert_eq!(
         c.view(),
         ConfigView {
@@ -103,7 +103,7 @@ fn config_defaults_are_resilience4j_s() {
 
 #[test]
 fn config_capacity_and_initial_default_to_the_limit() {
-    let c = RefillConfig::builder()
+    let c = ConfigBuilder::new()
         .limit_for_period(50)
         .permit_capacity(60)
         .build()
@@ -115,41 +115,44 @@ fn config_capacity_and_initial_default_to_the_limit() {
 
 #[test]
 fn config_errors_in_order() {
-    use ConfigError::*;
-    let b = RefillConfig::builder;
+    use PermitConfigError::*;
+    let b = ConfigBuilder::new;
     assert_eq!(
         b().limit_for_period(0).build(),
-        Err(InvalidLimitForPeriod(0))
+        Err(InvalidLimitForPeriod(0).into())
     );
     assert_eq!(
         b().limit_for_period(-1).build(),
-        Err(InvalidLimitForPeriod(-1))
+        Err(InvalidLimitForPeriod(-1).into())
     );
     // The limit is checked before the period.
     assert_eq!(
         b().limit_for_period(0)
             .limit_refresh_period_nanos(0)
             .build(),
-        Err(InvalidLimitForPeriod(0))
+        Err(InvalidLimitForPeriod(0).into())
     );
     assert_eq!(
         b().limit_refresh_period_nanos(0).build(),
-        Err(InvalidLimitRefreshPeriod(0))
+        Err(InvalidLimitRefreshPeriod(0).into())
     );
     assert_eq!(
         b().limit_refresh_period_nanos(-1).build_cycle(),
-        Err(InvalidLimitRefreshPeriod(-1))
+        Err(InvalidLimitRefreshPeriod(-1).into())
     );
     let secs = Duration::from_secs(i64::MAX as u64);
     assert_eq!(
         b().limit_refresh_period(secs).build(),
-        Err(LimitRefreshPeriodTooLarge(secs.as_nanos() as i128))
+        Err(LimitRefreshPeriodTooLarge(secs.as_nanos() as i128).into())
     );
     assert_eq!(
         b().timeout(Duration::MAX).build_cycle(),
-        Err(TimeoutTooLarge(Duration::MAX.as_nanos() as i128))
+        Err(TimeoutTooLarge(Duration::MAX.as_nanos() as i128).into())
     );
-    assert_eq!(b().timeout_nanos(-1).build(), Err(NegativeTimeout(-1)));
+    assert_eq!(
+        b().timeout_nanos(-1).build(),
+        Err(NegativeTimeout(-1).into())
+    );
     assert_eq!(
         b().limit_for_period(2)
             .limit_refresh_period_nanos(1)
@@ -157,7 +160,8 @@ fn config_errors_in_order() {
         Err(ZeroNanosPerPermit {
             limit: 2,
             period_nanos: 1
-        })
+        }
+        .into())
     );
     // The cycle limiter has no nanos-per-permit rule.
     assert!(b()
@@ -170,14 +174,16 @@ fn config_errors_in_order() {
         Err(CapacityBelowLimit {
             capacity: 9,
             limit: 10
-        })
+        }
+        .into())
     );
     assert_eq!(
         b().limit_for_period(10).permit_capacity(0).build(),
         Err(CapacityBelowLimit {
             capacity: 0,
             limit: 10
-        })
+        }
+        .into())
     );
     assert_eq!(
         b().permit_capacity(5)
@@ -187,14 +193,16 @@ fn config_errors_in_order() {
         Err(InitialPermitsOutOfRange {
             initial: -3,
             capacity: 5
-        })
+        }
+        .into())
     );
     assert_eq!(
         b().limit_for_period(10).initial_permits(11).build(),
         Err(InitialPermitsOutOfRange {
             initial: 11,
             capacity: 10
-        })
+        }
+        .into())
     );
     assert_eq!(
         b().limit_for_period(1)
@@ -204,21 +212,22 @@ fn config_errors_in_order() {
         Err(NanosPerFullCapacityOverflow {
             nanos_per_permit: i64::MAX,
             capacity: 2
-        })
+        }
+        .into())
     );
     assert_eq!(
         b().permit_capacity(50).build_cycle(),
-        Err(CapacityNotSupported)
+        Err(CapacityNotSupported.into())
     );
     assert_eq!(
         b().initial_permits(0).build_cycle(),
-        Err(CapacityNotSupported)
+        Err(CapacityNotSupported.into())
     );
 }
 
 #[test]
 fn config_boundaries_are_accepted() {
-    let c = RefillConfig::builder()
+    let c = crate::refill::compat::ConfigBuilder::new()
         .limit_for_period(1)
         .limit_refresh_period_nanos(i64::MAX)
         .timeout_nanos(i64::MAX)
@@ -226,7 +235,7 @@ fn config_boundaries_are_accepted() {
         .unwrap();
     assert_eq!(c.nanos_per_permit(), i64::MAX as u64);
     assert_eq!(c.timeout(), Duration::from_nanos(i64::MAX as u64));
-    let c = RefillConfig::builder()
+    let c = crate::refill::compat::ConfigBuilder::new()
         .limit_for_period(1)
         .limit_refresh_period_nanos(1)
         .permit_capacity(i64::MAX)
@@ -239,28 +248,28 @@ fn config_boundaries_are_accepted() {
 #[test]
 fn config_error_messages_are_short_and_lowercase() {
     let all = [
-        ConfigError::InvalidLimitForPeriod(0),
-        ConfigError::InvalidLimitRefreshPeriod(0),
-        ConfigError::LimitRefreshPeriodTooLarge(1 << 70),
-        ConfigError::ZeroNanosPerPermit {
+        PermitConfigError::InvalidLimitForPeriod(0),
+        PermitConfigError::InvalidLimitRefreshPeriod(0),
+        PermitConfigError::LimitRefreshPeriodTooLarge(1 << 70),
+        PermitConfigError::ZeroNanosPerPermit {
             limit: 2,
             period_nanos: 1,
         },
-        ConfigError::NegativeTimeout(-1),
-        ConfigError::TimeoutTooLarge(1 << 70),
-        ConfigError::CapacityBelowLimit {
+        PermitConfigError::NegativeTimeout(-1),
+        PermitConfigError::TimeoutTooLarge(1 << 70),
+        PermitConfigError::CapacityBelowLimit {
             capacity: 1,
             limit: 2,
         },
-        ConfigError::InitialPermitsOutOfRange {
+        PermitConfigError::InitialPermitsOutOfRange {
             initial: -1,
             capacity: 2,
         },
-        ConfigError::NanosPerFullCapacityOverflow {
+        PermitConfigError::NanosPerFullCapacityOverflow {
             nanos_per_permit: 2,
             capacity: i64::MAX,
         },
-        ConfigError::CapacityNotSupported,
+        PermitConfigError::CapacityNotSupported,
     ];
     for e in all {
         let s = e.to_string();
@@ -278,9 +287,7 @@ fn config_error_messages_are_short_and_lowercase() {
 
 #[test]
 fn config_builder_merges_and_round_trips() {
-    let defaults = RefillConfig::builder()
-        .limit_for_period(10)
-        .timeout_nanos(7);
+    let defaults = ConfigBuilder::new().limit_for_period(10).timeout_nanos(7);
     let one = ConfigBuilder::new()
         .permit_capacity(30)
         .timeout(Duration::from_nanos(9));
@@ -293,7 +300,7 @@ fn config_builder_merges_and_round_trips() {
     let c = merged.build().unwrap();
     assert_eq!(c.to_builder().build(), Ok(c));
     assert_eq!(RefillConfig::try_from(c.to_builder()), Ok(c));
-    let cc = CycleConfig::builder()
+    let cc = ConfigBuilder::new()
         .limit_for_period(3)
         .build_cycle()
         .unwrap();
@@ -301,7 +308,7 @@ fn config_builder_merges_and_round_trips() {
     // A refill config with capacity is not a cycle config.
     assert_eq!(
         c.to_builder().build_cycle(),
-        Err(ConfigError::CapacityNotSupported)
+        Err(PermitConfigError::CapacityNotSupported.into())
     );
 }
 
@@ -524,28 +531,30 @@ fn refill_failed_limit_changes_leave_the_limiter_unchanged() {
     let before = (l.config(), l.metrics());
     assert_eq!(
         l.change_limit_for_period(0),
-        Err(ConfigError::InvalidLimitForPeriod(0))
+        Err(PermitConfigError::InvalidLimitForPeriod(0).into())
     );
     assert_eq!(
-        l.change_limit_for_period(-3),
-        Err(ConfigError::InvalidLimitForPeriod(-3))
+        compat::change_limit_for_period(&l, -3),
+        Err(PermitConfigError::InvalidLimitForPeriod(-3).into())
     );
     assert_eq!(
         l.change_limit_for_period(1_001),
-        Err(ConfigError::ZeroNanosPerPermit {
+        Err(PermitConfigError::ZeroNanosPerPermit {
             limit: 1_001,
             period_nanos: 1_000
-        })
+        }
+        .into())
     );
     assert_eq!((l.config(), l.metrics()), before);
     // Lowering the limit of a huge bucket would overflow its fill time.
     let (l, _) = refill(2, 2, 0, Some(i64::MAX), Some(0));
     assert_eq!(
         l.change_limit_for_period(1),
-        Err(ConfigError::NanosPerFullCapacityOverflow {
+        Err(PermitConfigError::NanosPerFullCapacityOverflow {
             nanos_per_permit: 2,
             capacity: i64::MAX
-        })
+        }
+        .into())
     );
     assert_eq!(l.config().limit_for_period(), 2);
 }
@@ -557,17 +566,15 @@ fn refill_timeout_changes_apply_to_the_next_call() {
     assert_eq!(nanos(&l, 1), -1);
     l.change_timeout(Duration::from_nanos(999)).unwrap();
     assert_eq!(nanos(&l, 1), -1);
-    l.change_timeout_nanos(1_000).unwrap();
+    compat::change_timeout_nanos(&l, 1_000).unwrap();
     assert_eq!(nanos(&l, 1), 1_000);
     assert_eq!(
-        l.change_timeout_nanos(-1),
-        Err(ConfigError::NegativeTimeout(-1))
+        compat::change_timeout_nanos(&l, -1),
+        Err(PermitConfigError::NegativeTimeout(-1).into())
     );
     assert_eq!(
         l.change_timeout(Duration::MAX),
-        Err(ConfigError::TimeoutTooLarge(
-            Duration::MAX.as_nanos() as i128
-        ))
+        Err(PermitConfigError::TimeoutTooLarge(Duration::MAX.as_nanos() as i128).into())
     );
     assert_eq!(l.config().timeout(), Duration::from_nanos(1_000));
 }
@@ -693,8 +700,8 @@ fn refill_extreme_values_never_panic() {
             let m = l.metrics();
             assert!(m.available_permissions <= l.config().capacity());
             l.drain_permissions();
-            let _ = l.change_limit_for_period(limit.saturating_add(1));
-            let _ = l.change_limit_for_period(i64::MAX);
+            let _ = compat::change_limit_for_period(&l, limit.saturating_add(1));
+            let _ = compat::change_limit_for_period(&l, i64::MAX);
             let _ = l.wait_stats();
             let _ = format!("{l:?}");
         }
@@ -884,9 +891,9 @@ fn cycle_multi_cycle_waits_and_timeout_boundary() {
     assert_eq!(nanos(&l, 1), 0);
     assert_eq!(nanos(&l, 1), 600);
     assert_eq!(nanos(&l, 1), -1);
-    l.change_timeout_nanos(1_599).unwrap();
+    compat::change_timeout_nanos(&l, 1_599).unwrap();
     assert_eq!(nanos(&l, 1), -1);
-    l.change_timeout_nanos(1_600).unwrap();
+    compat::change_timeout_nanos(&l, 1_600).unwrap();
     assert_eq!(nanos(&l, 1), 1_600);
 }
 
@@ -921,7 +928,7 @@ fn cycle_limit_change_applies_from_the_next_cycle() {
     assert_eq!(avail(&l), 1);
     assert_eq!(
         l.change_limit_for_period(0),
-        Err(ConfigError::InvalidLimitForPeriod(0))
+        Err(PermitConfigError::InvalidLimitForPeriod(0).into())
     );
 }
 
@@ -991,7 +998,7 @@ fn cycle_extreme_values_never_panic() {
             }
             let _ = l.metrics();
             l.drain_permissions();
-            let _ = l.change_limit_for_period(i64::MAX);
+            let _ = compat::change_limit_for_period(&l, i64::MAX);
             let _ = l.change_limit_for_period(1);
             let _ = l.wait_stats();
             let _ = format!("{l:?}");
@@ -1188,7 +1195,7 @@ fn refill_a_kept_grant_goes_to_pending_acquisitions_too_and_expires() {
     assert!(a.cancel() && b.cancel(), "kept");
     assert_eq!(avail(&l), -3, "nothing went back to the bucket");
     // The timeout bounds what a caller takes: within 1.5 µs, only a's.
-    l.change_timeout_nanos(1_500).unwrap();
+    compat::change_timeout_nanos(&l, 1_500).unwrap();
     let p = l.begin_acquire_permission(1).unwrap();
     assert_eq!(p.ready_at_nanos(), 1_000);
     assert_eq!(
@@ -1196,7 +1203,7 @@ fn refill_a_kept_grant_goes_to_pending_acquisitions_too_and_expires() {
         Permission::Refused,
         "b's is 2 µs away, the bucket's 4 µs"
     );
-    l.change_timeout_nanos(10_000).unwrap();
+    compat::change_timeout_nanos(&l, 10_000).unwrap();
     // Its new holder may give it back again.
     assert!(p.cancel());
     assert_eq!(

@@ -264,13 +264,17 @@ use core::fmt;
 use std::time::Duration;
 
 use crate::clock::{Clock, DefaultClock};
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::spec::RateSpec;
 use crossbeam_utils::CachePadded;
 
 use crate::internal::cancel::{CancelWindow, Epoch};
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::WaitPolicy;
+
+pub mod compat;
 
 /// Why a smooth limiter could not be built or its rate changed.
 ///
@@ -279,7 +283,8 @@ use crate::wait::WaitPolicy;
 /// ```
 /// use ratekeeper::smooth::{SmoothError, SmoothBursty};
 ///
-/// assert_eq!(SmoothBursty::new(0.0).unwrap_err(), SmoothError::Rate(0.0));
+/// let err = SmoothBursty::new(0.0).unwrap_err();
+/// assert_eq!(err.downcast_ref(), Some(&SmoothError::Rate(0.0)));
 /// assert_eq!(SmoothError::Rate(-1.0).to_string(), "rate must be positive, got -1");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
@@ -297,6 +302,18 @@ pub enum SmoothError {
     /// Burst seconds that are negative, NaN or infinite.
     #[error("max burst seconds must be finite and at least 0, got {0}")]
     MaxBurstSeconds(f64),
+}
+
+impl From<SmoothError> for ConfigError {
+    fn from(e: SmoothError) -> Self {
+        let kind = match e {
+            SmoothError::Rate(_) => ConfigErrorKind::Rate,
+            SmoothError::WarmupNegative(_) => ConfigErrorKind::WarmUp,
+            SmoothError::ColdFactor(_) => ConfigErrorKind::ColdFactor,
+            SmoothError::MaxBurstSeconds(_) => ConfigErrorKind::MaxBurst,
+        };
+        ConfigError::new(kind, e)
+    }
 }
 
 fn check_rate(rate: f64) -> Result<f64, SmoothError> {
@@ -1193,10 +1210,10 @@ macro_rules! smooth_limiter {
             ///
             /// # Errors
             ///
-            /// [`SmoothError::Rate`] unless `permits_per_second > 0`; nothing
-            /// changes.
-            pub fn set_rate(&self, permits_per_second: f64) -> Result<(), SmoothError> {
-                self.core.set_rate(permits_per_second)
+            /// [`ConfigErrorKind::Rate`] ([`SmoothError::Rate`]) unless
+            /// `permits_per_second > 0`; nothing changes.
+            pub fn set_rate(&self, permits_per_second: f64) -> Result<(), ConfigError> {
+                Ok(self.core.set_rate(permits_per_second)?)
             }
 
             /// The rate, Guava's `getRate()`: `1e6 / stable interval`, which
@@ -1273,6 +1290,10 @@ macro_rules! smooth_limiter {
             ///
             /// [`AcquireError::WouldWait`] when refused,
             /// [`AcquireError::ZeroPermits`] for 0 permits.
+            #[deprecated(
+                since = "0.2.0",
+                note = "use reserve(permits, Some(max_wait)) or acquire_timeout, or compat::GuavaTimeouts::try_acquire_micros for Guava's signed microseconds"
+            )]
             pub fn try_acquire_micros(
                 &self,
                 permits: u32,
@@ -1450,14 +1471,29 @@ impl SmoothBursty {
     ///
     /// # Errors
     ///
-    /// [`SmoothError::Rate`] unless `permits_per_second > 0` (`+∞` is
-    /// accepted).
-    pub fn new(permits_per_second: f64) -> Result<SmoothBursty, SmoothError> {
+    /// [`ConfigErrorKind::Rate`] ([`SmoothError::Rate`]) unless
+    /// `permits_per_second > 0` (`+∞` is accepted).
+    pub fn new(permits_per_second: f64) -> Result<SmoothBursty, ConfigError> {
         SmoothBursty::builder(permits_per_second).build()
     }
 
+    /// A builder at a rate spec's rate (its burst ratio and verb mean
+    /// nothing to Guava's limiters and are ignored).
+    ///
+    /// ```
+    /// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+    ///
+    /// let limiter = SmoothBursty::from_spec(&"5".parse()?).build_with_clock(ManualClock::new(0))?;
+    /// assert_eq!(limiter.rate(), 5.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_spec(spec: &RateSpec) -> SmoothBurstyBuilder {
+        SmoothBursty::builder(spec.rate().get())
+    }
+
     /// A builder at `permits_per_second` with [`DEFAULT_MAX_BURST_SECONDS`]
-    /// (1 s) of burst.
+    /// (1 s) of burst. The rate is an `f64`, not a [`Rate`](crate::Rate):
+    /// Guava accepts any positive rate, `+∞` included.
     pub fn builder(permits_per_second: f64) -> SmoothBurstyBuilder {
         SmoothBurstyBuilder {
             rate: permits_per_second,
@@ -1510,8 +1546,9 @@ impl SmoothBurstyBuilder {
     ///
     /// # Errors
     ///
-    /// [`SmoothError::Rate`] or [`SmoothError::MaxBurstSeconds`].
-    pub fn build(self) -> Result<SmoothBursty, SmoothError> {
+    /// [`ConfigErrorKind::Rate`] or [`ConfigErrorKind::MaxBurst`] (details
+    /// [`SmoothError::Rate`], [`SmoothError::MaxBurstSeconds`]).
+    pub fn build(self) -> Result<SmoothBursty, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
 
@@ -1520,11 +1557,11 @@ impl SmoothBurstyBuilder {
     /// # Errors
     ///
     /// As [`build`](Self::build).
-    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothBursty<C>, SmoothError> {
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothBursty<C>, ConfigError> {
         let rate = check_rate(self.rate)?;
         let b = self.max_burst_seconds;
         if !(b.is_finite() && b >= 0.0) {
-            return Err(SmoothError::MaxBurstSeconds(b));
+            return Err(SmoothError::MaxBurstSeconds(b).into());
         }
         let kind = Kind::Bursty {
             max_burst_seconds: b,
@@ -1560,15 +1597,33 @@ impl SmoothWarmingUp {
     ///
     /// # Errors
     ///
-    /// [`SmoothError::Rate`] unless `permits_per_second > 0`.
-    pub fn new(permits_per_second: f64, warmup: Duration) -> Result<SmoothWarmingUp, SmoothError> {
+    /// [`ConfigErrorKind::Rate`] ([`SmoothError::Rate`]) unless
+    /// `permits_per_second > 0`.
+    pub fn new(permits_per_second: f64, warmup: Duration) -> Result<SmoothWarmingUp, ConfigError> {
         SmoothWarmingUp::builder(permits_per_second)
             .warmup(warmup)
             .build()
     }
 
-    /// A builder at `permits_per_second`, no warm-up period yet (set one),
-    /// cold factor [`DEFAULT_COLD_FACTOR`] (3.0).
+    /// A builder at a rate spec's rate, no warm-up period yet (set one).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::{ManualClock, SmoothWarmingUp};
+    ///
+    /// let limiter = SmoothWarmingUp::from_spec(&"100".parse()?)
+    ///     .warmup(Duration::from_secs(2))
+    ///     .build_with_clock(ManualClock::new(0))?;
+    /// assert_eq!(limiter.rate(), 100.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_spec(spec: &RateSpec) -> SmoothWarmingUpBuilder {
+        SmoothWarmingUp::builder(spec.rate().get())
+    }
+
+    /// A builder at `permits_per_second` (any positive `f64`, as for
+    /// [`SmoothBursty::builder`]), no warm-up period yet (set one), cold
+    /// factor [`DEFAULT_COLD_FACTOR`] (3.0).
     pub fn builder(permits_per_second: f64) -> SmoothWarmingUpBuilder {
         SmoothWarmingUpBuilder {
             rate: permits_per_second,
@@ -1590,7 +1645,17 @@ impl SmoothWarmingUpBuilder {
 
     /// The warm-up period in microseconds, as Guava's `unit.toMicros(period)`
     /// gives it; a negative value is an error at build.
-    pub fn warmup_micros(mut self, micros: i64) -> Self {
+    #[deprecated(
+        since = "0.2.0",
+        note = "use warmup(Duration), or compat::GuavaWarmup::warmup_micros for Guava's signed microseconds"
+    )]
+    pub fn warmup_micros(self, micros: i64) -> Self {
+        self.signed_warmup_micros(micros)
+    }
+
+    /// The warm-up period in signed microseconds (Guava's shape, for
+    /// [`compat`]).
+    pub(crate) fn signed_warmup_micros(mut self, micros: i64) -> Self {
         self.warmup = Warmup::Micros(micros);
         self
     }
@@ -1641,9 +1706,10 @@ impl SmoothWarmingUpBuilder {
     ///
     /// # Errors
     ///
-    /// [`SmoothError::WarmupNegative`] (checked first, as Guava does), then
-    /// [`SmoothError::Rate`], then [`SmoothError::ColdFactor`].
-    pub fn build(self) -> Result<SmoothWarmingUp, SmoothError> {
+    /// [`ConfigErrorKind::WarmUp`] ([`SmoothError::WarmupNegative`], checked
+    /// first, as Guava does), then [`ConfigErrorKind::Rate`], then
+    /// [`ConfigErrorKind::ColdFactor`].
+    pub fn build(self) -> Result<SmoothWarmingUp, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
 
@@ -1652,18 +1718,18 @@ impl SmoothWarmingUpBuilder {
     /// # Errors
     ///
     /// As [`build`](Self::build).
-    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothWarmingUp<C>, SmoothError> {
+    pub fn build_with_clock<C: Clock>(self, clock: C) -> Result<SmoothWarmingUp<C>, ConfigError> {
         let res = self.resolution;
         let warmup = match self.warmup {
             Warmup::Micros(micros) if micros < 0 => {
-                return Err(SmoothError::WarmupNegative(micros));
+                return Err(SmoothError::WarmupNegative(micros).into());
             }
             Warmup::Micros(micros) => res.micros_ticks(micros),
             Warmup::Duration(d) => res.duration_ticks(d),
         };
         let rate = check_rate(self.rate)?;
         if !self.cold_factor.is_finite() || self.cold_factor < 1.0 {
-            return Err(SmoothError::ColdFactor(self.cold_factor));
+            return Err(SmoothError::ColdFactor(self.cold_factor).into());
         }
         let kind = Kind::WarmingUp {
             warmup,

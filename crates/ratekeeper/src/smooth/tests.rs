@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::compat::{GuavaTimeouts, GuavaWarmup};
 use super::*;
 use crate::clock::ManualClock;
 
@@ -19,14 +20,18 @@ fn bursty(rate: f64, clock: &ManualClock) -> SmoothBursty<ManualClock> {
         .unwrap()
 }
 
+/// A warming-up builder with Guava's signed microseconds.
+fn micros_builder(rate: f64, warmup_micros: i64) -> SmoothWarmingUpBuilder {
+    GuavaWarmup::warmup_micros(SmoothWarmingUp::builder(rate), warmup_micros)
+}
+
 fn warming(
     rate: f64,
     warmup_micros: i64,
     cold: f64,
     clock: &ManualClock,
 ) -> SmoothWarmingUp<ManualClock> {
-    SmoothWarmingUp::builder(rate)
-        .warmup_micros(warmup_micros)
+    micros_builder(rate, warmup_micros)
         .cold_factor(cold)
         .build_with_clock(clock.clone())
         .unwrap()
@@ -334,11 +339,11 @@ fn try_acquire_refusal_changes_nothing() {
     w.reserve(1, None).unwrap();
     let (b0, w0) = (format!("{b:?}"), format!("{w:?}"));
     assert_eq!(
-        b.try_acquire_micros(1, 999_999),
+        GuavaTimeouts::try_acquire_micros(&b, 1, 999_999),
         Err(would_wait(1_000_000, 999_999))
     );
     assert_eq!(
-        w.try_acquire_micros(3, 1_374_999),
+        GuavaTimeouts::try_acquire_micros(&w, 3, 1_374_999),
         Err(would_wait(1_375_000, 1_374_999))
     );
     assert_eq!(b.try_acquire(), Err(would_wait(1_000_000, 0)));
@@ -351,17 +356,21 @@ fn try_acquire_refusal_changes_nothing() {
     );
     clock.advance_nanos(500 * MS);
     assert_eq!(
-        b.try_acquire_micros(1, 499_999),
+        GuavaTimeouts::try_acquire_micros(&b, 1, 499_999),
         Err(would_wait(500_000, 499_999))
     );
     assert_eq!((format!("{b:?}"), format!("{w:?}")), (b0, w0));
     // What follows is what it would have been with no refusals in between.
     assert_eq!(
-        b.try_acquire_micros(1, 500_000).unwrap().delay_nanos(),
+        GuavaTimeouts::try_acquire_micros(&b, 1, 500_000)
+            .unwrap()
+            .delay_nanos(),
         500 * MS
     );
     assert_eq!(
-        w.try_acquire_micros(1, 875_000).unwrap().delay_nanos(),
+        GuavaTimeouts::try_acquire_micros(&w, 1, 875_000)
+            .unwrap()
+            .delay_nanos(),
         875 * MS
     );
     assert_eq!(b.reserve(1, None).unwrap().delay_nanos(), 1_500 * MS);
@@ -373,15 +382,25 @@ fn try_acquire_timeout_clamps_and_saturates() {
     let clock = ManualClock::new(0);
     let l = bursty(1.0, &clock);
     // A negative timeout means 0: free now, so granted.
-    assert_eq!(l.try_acquire_micros(1, -5).unwrap().delay_nanos(), 0);
     assert_eq!(
-        l.try_acquire_micros(1, i64::MIN),
+        GuavaTimeouts::try_acquire_micros(&l, 1, -5)
+            .unwrap()
+            .delay_nanos(),
+        0
+    );
+    assert_eq!(
+        GuavaTimeouts::try_acquire_micros(&l, 1, i64::MIN),
         Err(would_wait(1_000_000, 0))
     );
-    assert_eq!(l.try_acquire_micros(1, -1), Err(would_wait(1_000_000, 0)));
+    assert_eq!(
+        GuavaTimeouts::try_acquire_micros(&l, 1, -1),
+        Err(would_wait(1_000_000, 0))
+    );
     // Long.MAX_VALUE does not overflow (testTryAcquire_overflow).
     assert_eq!(
-        l.try_acquire_micros(1, i64::MAX).unwrap().delay_nanos(),
+        GuavaTimeouts::try_acquire_micros(&l, 1, i64::MAX)
+            .unwrap()
+            .delay_nanos(),
         SEC
     );
     assert_eq!(
@@ -390,7 +409,9 @@ fn try_acquire_timeout_clamps_and_saturates() {
     );
     // Exactly the wait is enough.
     assert_eq!(
-        l.try_acquire_micros(1, 3_000_000).unwrap().delay_nanos(),
+        GuavaTimeouts::try_acquire_micros(&l, 1, 3_000_000)
+            .unwrap()
+            .delay_nanos(),
         3 * SEC
     );
     assert_eq!(
@@ -434,10 +455,13 @@ fn zero_permits_is_an_error_and_changes_nothing() {
         assert_eq!(l.acquire_n(0), Err(AcquireError::ZeroPermits));
     }
     assert_eq!(
-        b.try_acquire_micros(0, i64::MAX),
+        GuavaTimeouts::try_acquire_micros(&b, 0, i64::MAX),
         Err(AcquireError::ZeroPermits)
     );
-    assert_eq!(w.try_acquire_micros(0, -1), Err(AcquireError::ZeroPermits));
+    assert_eq!(
+        GuavaTimeouts::try_acquire_micros(&w, 0, -1),
+        Err(AcquireError::ZeroPermits)
+    );
     assert_eq!((format!("{b:?}"), format!("{w:?}")), (b0, w0));
 }
 
@@ -589,12 +613,12 @@ fn very_small_rate() {
     sleep_ms(&clock, 5_000);
     assert!(l.try_acquire().is_err(), "not even after sleeping");
     assert_eq!(
-        l.try_acquire_micros(1, 0),
+        GuavaTimeouts::try_acquire_micros(&l, 1, 0),
         Err(would_wait(i64::MAX as u64 - 5_000_000, 0))
     );
     // Only a timeout of Long.MAX_VALUE succeeds, and waits ~292k years
     // (saturated to what a u64 nanosecond clock can hold).
-    let g = l.try_acquire_micros(1, i64::MAX).unwrap();
+    let g = GuavaTimeouts::try_acquire_micros(&l, 1, i64::MAX).unwrap();
     assert_eq!(g.delay_nanos(), u64::MAX - 5 * SEC);
     assert_eq!(l.wait_stats().backlog_nanos, u64::MAX);
 }
@@ -618,20 +642,23 @@ fn rate_reads_back_through_the_stable_interval() {
 fn invalid_rates_are_rejected() {
     let clock = ManualClock::new(0);
     for bad in [0.0, -0.0, -1.0, f64::NEG_INFINITY] {
-        assert_eq!(SmoothBursty::new(bad).unwrap_err(), SmoothError::Rate(bad));
+        assert_eq!(
+            SmoothBursty::new(bad).unwrap_err(),
+            SmoothError::Rate(bad).into()
+        );
         assert_eq!(
             SmoothWarmingUp::new(bad, Duration::from_secs(1)).unwrap_err(),
-            SmoothError::Rate(bad)
+            SmoothError::Rate(bad).into()
         );
     }
-    assert!(matches!(
-        SmoothBursty::builder(f64::NAN).build_with_clock(clock.clone()),
-        Err(SmoothError::Rate(r)) if r.is_nan()
-    ));
-    assert!(matches!(
-        SmoothWarmingUp::builder(f64::NAN).build_with_clock(clock.clone()),
-        Err(SmoothError::Rate(r)) if r.is_nan()
-    ));
+    let e = SmoothBursty::builder(f64::NAN)
+        .build_with_clock(clock.clone())
+        .unwrap_err();
+    assert!(matches!(e.downcast_ref(), Some(SmoothError::Rate(r)) if r.is_nan()));
+    let e = SmoothWarmingUp::builder(f64::NAN)
+        .build_with_clock(clock.clone())
+        .unwrap_err();
+    assert!(matches!(e.downcast_ref(), Some(SmoothError::Rate(r)) if r.is_nan()));
     assert_eq!(
         SmoothError::Rate(-1.0).to_string(),
         "rate must be positive, got -1"
@@ -650,12 +677,12 @@ fn set_rate_errors_change_nothing() {
     for bad in [0.0, -1.0, f64::NAN] {
         let e = b.set_rate(bad).unwrap_err();
         assert!(
-            matches!(e, SmoothError::Rate(r) if r.to_bits() == bad.to_bits()),
+            matches!(e.downcast_ref(), Some(SmoothError::Rate(r)) if r.to_bits() == bad.to_bits()),
             "{e:?}"
         );
         let e = w.set_rate(bad).unwrap_err();
         assert!(
-            matches!(e, SmoothError::Rate(r) if r.to_bits() == bad.to_bits()),
+            matches!(e.downcast_ref(), Some(SmoothError::Rate(r)) if r.to_bits() == bad.to_bits()),
             "{e:?}"
         );
     }
@@ -667,34 +694,32 @@ fn set_rate_errors_change_nothing() {
 fn warm_up_builder_validation_order() {
     let clock = ManualClock::new(0);
     // Guava checks the warm-up period before the rate.
-    let e = SmoothWarmingUp::builder(0.0)
-        .warmup_micros(-1)
+    let e = micros_builder(0.0, -1)
         .build_with_clock(clock.clone())
         .unwrap_err();
-    assert_eq!(e, SmoothError::WarmupNegative(-1));
-    let e = SmoothWarmingUp::builder(f64::NAN)
-        .warmup_micros(i64::MIN)
+    assert_eq!(e, SmoothError::WarmupNegative(-1).into());
+    let e = micros_builder(f64::NAN, i64::MIN)
         .cold_factor(0.5)
         .build_with_clock(clock.clone())
         .unwrap_err();
-    assert_eq!(e, SmoothError::WarmupNegative(i64::MIN));
+    assert_eq!(e, SmoothError::WarmupNegative(i64::MIN).into());
     // Then the rate, then the cold factor.
     let e = SmoothWarmingUp::builder(-1.0)
         .cold_factor(0.5)
         .build_with_clock(clock.clone())
         .unwrap_err();
-    assert_eq!(e, SmoothError::Rate(-1.0));
+    assert_eq!(e, SmoothError::Rate(-1.0).into());
     let e = SmoothWarmingUp::builder(1.0)
         .cold_factor(0.5)
         .build_with_clock(clock.clone())
         .unwrap_err();
-    assert_eq!(e, SmoothError::ColdFactor(0.5));
+    assert_eq!(e, SmoothError::ColdFactor(0.5).into());
     let e = SmoothWarmingUp::builder(1.0)
         .cold_factor(f64::NAN)
         .build_with_clock(clock.clone())
         .unwrap_err();
     assert!(
-        matches!(e, SmoothError::ColdFactor(c) if c.is_nan()),
+        matches!(e.downcast_ref(), Some(SmoothError::ColdFactor(c)) if c.is_nan()),
         "{e:?}"
     );
     // An infinite cold factor would put the whole warm-up on the first permit.
@@ -702,11 +727,10 @@ fn warm_up_builder_validation_order() {
         .cold_factor(f64::INFINITY)
         .build_with_clock(clock.clone())
         .unwrap_err();
-    assert_eq!(e, SmoothError::ColdFactor(f64::INFINITY));
+    assert_eq!(e, SmoothError::ColdFactor(f64::INFINITY).into());
     // Accepted: cold factor exactly 1, warm-up 0, the largest warm-up.
     for (w, cf) in [(0, 1.0), (i64::MAX, 3.0), (1, 1e9)] {
-        SmoothWarmingUp::builder(1.0)
-            .warmup_micros(w)
+        micros_builder(1.0, w)
             .cold_factor(cf)
             .build_with_clock(clock.clone())
             .unwrap();
@@ -726,14 +750,14 @@ fn bursty_builder_validation() {
             .max_burst_seconds(bad)
             .build_with_clock(clock.clone())
             .unwrap_err();
-        assert_eq!(e, SmoothError::MaxBurstSeconds(bad));
+        assert_eq!(e, SmoothError::MaxBurstSeconds(bad).into());
     }
     let e = SmoothBursty::builder(1.0)
         .max_burst_seconds(f64::NAN)
         .build_with_clock(clock.clone())
         .unwrap_err();
     assert!(
-        matches!(e, SmoothError::MaxBurstSeconds(b) if b.is_nan()),
+        matches!(e.downcast_ref(), Some(SmoothError::MaxBurstSeconds(b)) if b.is_nan()),
         "{e:?}"
     );
     // The rate is checked first.
@@ -741,7 +765,7 @@ fn bursty_builder_validation() {
         .max_burst_seconds(-1.0)
         .build_with_clock(clock.clone())
         .unwrap_err();
-    assert_eq!(e, SmoothError::Rate(0.0));
+    assert_eq!(e, SmoothError::Rate(0.0).into());
     // Zero burst seconds: no stored permits, stable spacing.
     let l = SmoothBursty::builder(5.0)
         .max_burst_seconds(0.0)
@@ -859,7 +883,7 @@ fn clock_wrap_keeps_the_schedule() {
     for k in 1..=4u64 {
         // The next permit is 1 s ahead of now, whichever side of the wrap.
         assert_eq!(
-            l.try_acquire_micros(1, 999_999),
+            GuavaTimeouts::try_acquire_micros(&l, 1, 999_999),
             Err(would_wait(1_000_000, 999_999))
         );
         assert_eq!(l.wait_stats().backlog_nanos, SEC);
@@ -1296,10 +1320,10 @@ fn nanoseconds_keep_tries_rates_stats_and_cancels() {
     assert_eq!(l.wait_stats().backlog_nanos, 500);
     assert!(format!("{l:?}").contains("next_free_nanos: 500"), "{l:?}");
     // A timeout in microseconds is a thousand nanoseconds each.
-    let g = l.try_acquire_micros(3, 1).unwrap();
+    let g = GuavaTimeouts::try_acquire_micros(&l, 3, 1).unwrap();
     assert_eq!(g.delay_nanos(), 500);
     assert_eq!(
-        l.try_acquire_micros(1, 1),
+        GuavaTimeouts::try_acquire_micros(&l, 1, 1),
         Err(AcquireError::WouldWait {
             wait: Duration::from_nanos(2_000),
             max_wait: Duration::from_micros(1),
@@ -1331,8 +1355,7 @@ fn a_reading_before_creation_is_no_time_passing() {
             .resolution(res)
             .build_with_clock(clock.clone())
             .unwrap();
-        let warming = SmoothWarmingUp::builder(1.0)
-            .warmup_micros(2_000_000)
+        let warming = micros_builder(1.0, 2_000_000)
             .resolution(res)
             .build_with_clock(clock.clone())
             .unwrap();
@@ -1357,8 +1380,7 @@ fn a_request_costing_more_than_the_schedule_is_not_free() {
     // `long`; past 2^63 ticks the sum wrapped negative and the request was
     // free, letting the next one through at once.
     let clock = ManualClock::new(0);
-    let l = SmoothWarmingUp::builder(5.12)
-        .warmup_micros(i64::MAX)
+    let l = micros_builder(5.12, i64::MAX)
         .cold_factor(86.0)
         .resolution(Resolution::Nanos)
         .build_with_clock(clock.clone())

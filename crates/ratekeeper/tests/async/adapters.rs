@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 use ratekeeper::decorate::NotPermitted;
-use ratekeeper::refill::{
-    PermitError, PermitEventKind, PermitLimiter, RefillConfig, RefillLimiter,
-};
+use ratekeeper::refill::{PermitError, PermitEventKind, PermitLimiter, RefillLimiter};
 use ratekeeper::tokio::decorate::{self, AsyncRateLimited};
 use ratekeeper::tokio::{ThrottleExt, Throttled, TokioClock};
 use ratekeeper::{Clock, Pacer, Rate, RateLimiter};
@@ -35,7 +33,7 @@ fn bucket(
     initial: i64,
     timeout_ms: u64,
 ) -> RefillLimiter<TokioClock> {
-    let config = RefillConfig::builder()
+    let config = ratekeeper::refill::compat::ConfigBuilder::new()
         .limit_for_period(1)
         .limit_refresh_period(ms(10))
         .permit_capacity(capacity)

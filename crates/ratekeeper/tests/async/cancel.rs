@@ -119,7 +119,7 @@ async fn refill_limiters_keep_their_rate_with_half_the_acquires_cancelled() {
     let config = CycleConfig::builder()
         .limit_for_period(1)
         .limit_refresh_period(ms(SLOT_MS))
-        .build_cycle()
+        .build()
         .unwrap();
     check(
         "cycle",

@@ -70,7 +70,7 @@ fn build(kind: Kind, rate: f64) -> Arc<dyn RateLimiter + Send + Sync> {
             let config = CycleConfig::builder()
                 .limit_for_period(1)
                 .limit_refresh_period(slot)
-                .build_cycle()
+                .build()
                 .unwrap();
             Arc::new(CycleLimiter::new_with_clock("c", config, clock))
         }

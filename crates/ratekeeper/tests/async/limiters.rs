@@ -682,7 +682,7 @@ async fn cycle_limiter_waits_for_the_next_cycle() {
         .limit_for_period(2)
         .limit_refresh_period(ms(10))
         .timeout(ms(25))
-        .build_cycle()
+        .build()
         .unwrap();
     let l = CycleLimiter::new_with_clock("jobs", config, clock);
     let mut starts = Vec::new();
@@ -707,7 +707,7 @@ async fn cycle_dropped_acquire_is_cancelled() {
         .limit_for_period(1)
         .limit_refresh_period(ms(10))
         .timeout(ms(100))
-        .build_cycle()
+        .build()
         .unwrap();
     let twin = CycleLimiter::new_with_clock("twin", config, clock);
     twin.try_acquire().unwrap();

@@ -3,9 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use ratekeeper::smooth::compat::{GuavaTimeouts, GuavaWarmup};
 use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    AcquireError, Clock, Grant, ManualClock, RateLimiter, SmoothBursty, SmoothWarmingUp,
+    AcquireError, Clock, ConfigError, Grant, ManualClock, RateLimiter, SmoothBursty,
+    SmoothWarmingUp,
 };
 use serde_json::Value;
 
@@ -101,8 +103,7 @@ impl Smooth {
                     .as_i64()
                     .ok_or_else(|| format!("limiter {spec}: no integer warmup_micros"))?;
                 let cold = spec.get("cold_factor").map_or(3.0, f64_of);
-                SmoothWarmingUp::builder(rate)
-                    .warmup_micros(warmup)
+                GuavaWarmup::warmup_micros(SmoothWarmingUp::builder(rate), warmup)
                     .cold_factor(cold)
                     .build_with_clock(clock.clone())
                     .map(Smooth::WarmingUp)
@@ -117,6 +118,7 @@ impl Smooth {
             Smooth::Bursty(l) => l.set_rate(permits_per_second),
             Smooth::WarmingUp(l) => l.set_rate(permits_per_second),
         }
+        .map_err(smooth_detail)
     }
 
     fn rate(&self) -> f64 {
@@ -136,8 +138,8 @@ impl Smooth {
 
     fn try_acquire(&self, permits: u32, timeout_micros: i64) -> Result<Grant, AcquireError> {
         match self {
-            Smooth::Bursty(l) => l.try_acquire_micros(permits, timeout_micros),
-            Smooth::WarmingUp(l) => l.try_acquire_micros(permits, timeout_micros),
+            Smooth::Bursty(l) => GuavaTimeouts::try_acquire_micros(l, permits, timeout_micros),
+            Smooth::WarmingUp(l) => GuavaTimeouts::try_acquire_micros(l, permits, timeout_micros),
         }
     }
 }
@@ -596,6 +598,13 @@ fn java_to_micros(d: i64, unit: &str) -> Result<i64, String> {
 }
 
 /// What a validation call ended with.
+/// The Guava limiter's own refusal inside a builder's [`ConfigError`]: the
+/// vectors name its variant.
+fn smooth_detail(e: ConfigError) -> SmoothError {
+    *e.downcast_ref::<SmoothError>()
+        .unwrap_or_else(|| panic!("a smooth limiter refused with {e:?}, not a SmoothError"))
+}
+
 #[derive(Debug)]
 enum Caught {
     Smooth(SmoothError),
@@ -624,7 +633,7 @@ fn replay_guava_validation(v: &Value) -> Result<(), String> {
                 let out = SmoothBursty::builder(r)
                     .build_with_clock(clock)
                     .map(drop)
-                    .map_err(Caught::Smooth);
+                    .map_err(|e| Caught::Smooth(smooth_detail(e)));
                 (out, bad_rate(r).then_some("Rate"))
             }
             "create_warmup" => {
@@ -643,11 +652,10 @@ fn replay_guava_validation(v: &Value) -> Result<(), String> {
                 if period.is_some_and(|p| p < 0) {
                     micros = micros.min(-1);
                 }
-                let out = SmoothWarmingUp::builder(r)
-                    .warmup_micros(micros)
+                let out = GuavaWarmup::warmup_micros(SmoothWarmingUp::builder(r), micros)
                     .build_with_clock(clock)
                     .map(drop)
-                    .map_err(Caught::Smooth);
+                    .map_err(|e| Caught::Smooth(smooth_detail(e)));
                 let predicted = if micros < 0 {
                     Some("WarmupNegative")
                 } else {

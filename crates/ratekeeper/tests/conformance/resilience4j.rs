@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ratekeeper::refill::{
-    ConfigBuilder, ConfigError, PendingPermission, PermitError, PermitEvent, PermitLimiter,
+    compat, ConfigBuilder, PendingPermission, PermitConfigError, PermitError, PermitEvent,
+    PermitLimiter,
 };
-use ratekeeper::{Clock, CycleLimiter, ManualClock, RefillLimiter};
+use ratekeeper::{Clock, ConfigError, CycleLimiter, ManualClock, RefillLimiter};
 use serde_json::Value;
 
 use crate::{check_fields, expect_of, reference_only_fields, u64_of, Tally};
@@ -89,17 +90,23 @@ fn permit_error_kind(e: PermitError) -> &'static str {
     }
 }
 
-fn config_error_kind(e: ConfigError) -> &'static str {
+/// The vectors' name for a refusal: its Resilience4j detail's variant.
+fn config_error_kind(e: &ConfigError) -> &'static str {
+    let Some(e) = e.downcast_ref::<PermitConfigError>() else {
+        return "config_other";
+    };
     match e {
-        ConfigError::InvalidLimitForPeriod(_) => "invalid_limit_for_period",
-        ConfigError::InvalidLimitRefreshPeriod(_) => "invalid_limit_refresh_period",
-        ConfigError::LimitRefreshPeriodTooLarge(_) => "limit_refresh_period_too_large",
-        ConfigError::ZeroNanosPerPermit { .. } => "zero_nanos_per_permit",
-        ConfigError::NegativeTimeout(_) => "negative_timeout",
-        ConfigError::TimeoutTooLarge(_) => "timeout_too_large",
-        ConfigError::CapacityBelowLimit { .. } => "capacity_below_limit",
-        ConfigError::InitialPermitsOutOfRange { .. } => "initial_permits_out_of_range",
-        ConfigError::NanosPerFullCapacityOverflow { .. } => "nanos_per_full_capacity_overflow",
+        PermitConfigError::InvalidLimitForPeriod(_) => "invalid_limit_for_period",
+        PermitConfigError::InvalidLimitRefreshPeriod(_) => "invalid_limit_refresh_period",
+        PermitConfigError::LimitRefreshPeriodTooLarge(_) => "limit_refresh_period_too_large",
+        PermitConfigError::ZeroNanosPerPermit { .. } => "zero_nanos_per_permit",
+        PermitConfigError::NegativeTimeout(_) => "negative_timeout",
+        PermitConfigError::TimeoutTooLarge(_) => "timeout_too_large",
+        PermitConfigError::CapacityBelowLimit { .. } => "capacity_below_limit",
+        PermitConfigError::InitialPermitsOutOfRange { .. } => "initial_permits_out_of_range",
+        PermitConfigError::NanosPerFullCapacityOverflow { .. } => {
+            "nanos_per_full_capacity_overflow"
+        }
         _ => "config_other",
     }
 }
@@ -361,10 +368,10 @@ fn replay_r4j_steps<L: PermitLimiter>(
             "change_limit_for_period" => {
                 let limit = req_i64(i, step, "limit")?;
                 let before = limiter.config_view();
-                match limiter.change_limit_for_period(limit) {
+                match compat::change_limit_for_period(limiter, limit) {
                     Ok(()) => no_error_expected(i, op, step)?,
                     Err(e) => {
-                        expect_r4j_error(i, op, step, config_error_kind(e))?;
+                        expect_r4j_error(i, op, step, config_error_kind(&e))?;
                         if limiter.config_view() != before {
                             return Err(format!("step {i} ({op}): refused but changed the config"));
                         }
@@ -374,10 +381,10 @@ fn replay_r4j_steps<L: PermitLimiter>(
             "change_timeout" => {
                 let t = req_i64(i, step, "timeout_nanos")?;
                 let before = limiter.config_view();
-                match limiter.change_timeout_nanos(t) {
+                match compat::change_timeout_nanos(limiter, t) {
                     Ok(()) => no_error_expected(i, op, step)?,
                     Err(e) => {
-                        expect_r4j_error(i, op, step, config_error_kind(e))?;
+                        expect_r4j_error(i, op, step, config_error_kind(&e))?;
                         if limiter.config_view() != before {
                             return Err(format!("step {i} ({op}): refused but changed the config"));
                         }
@@ -522,7 +529,7 @@ fn replay_r4j_config(v: &Value) -> Result<(), String> {
             },
             other => return Err(format!("unknown target {other:?}")),
         };
-    match (result, expect["error"].as_str()) {
+    match (&result, expect["error"].as_str()) {
         (Ok(()), None) => {
             let want = expect["derived"]
                 .as_object()

@@ -468,7 +468,7 @@ mod refill {
         capacity: i64,
         timeout: i64,
     ) -> Arc<RefillLimiter<ManualClock>> {
-        let config = RefillConfig::builder()
+        let config = ratekeeper::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(limit * npp)
             .permit_capacity(capacity)
@@ -484,7 +484,7 @@ mod refill {
     }
 
     fn cycles(limit: i64, clock: &ManualClock) -> Arc<CycleLimiter<ManualClock>> {
-        let config = CycleConfig::builder()
+        let config = ratekeeper::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(0)
@@ -700,7 +700,7 @@ fn refill_cancel_races_a_reservation() {
     use ratekeeper::refill::RefillConfig;
     use ratekeeper::RefillLimiter;
     loom::model(|| {
-        let config = RefillConfig::builder()
+        let config = ratekeeper::refill::compat::ConfigBuilder::new()
             .limit_for_period(1)
             .limit_refresh_period_nanos(1_000)
             .permit_capacity(2)

@@ -286,7 +286,7 @@ proptest! {
             .limit_for_period(30)
             .limit_refresh_period(Duration::from_micros(50))
             .timeout(Duration::from_secs(1))
-            .build_cycle()
+            .build()
             .unwrap();
         let limiter = CycleLimiter::new_with_clock("p", config, clock.clone());
         let ops: Vec<Op> = ops.into_iter().map(|o| clamp(o, handles)).collect();

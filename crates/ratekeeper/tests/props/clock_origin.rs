@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{CycleConfig, PermitLimiter, RefillConfig};
+use ratekeeper::refill::compat;
 use ratekeeper::{
     Clock, CycleLimiter, Grant, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter, SmoothBursty,
     SmoothWarmingUp, TokenPool,
@@ -110,7 +110,7 @@ fn subject(kind: Kind, rate: f64, clock: &ManualClock) -> Subject {
             (Box::new(l), Box::new(move |f| a.set_rate(rate * f).is_ok()))
         }
         Kind::Refill => {
-            let config = RefillConfig::builder()
+            let config = ratekeeper::refill::compat::ConfigBuilder::new()
                 .limit_for_period(1)
                 .limit_refresh_period_nanos((SEC as f64 / rate) as i64)
                 .permit_capacity(10)
@@ -120,11 +120,11 @@ fn subject(kind: Kind, rate: f64, clock: &ManualClock) -> Subject {
             let a = l.clone();
             (
                 Box::new(l),
-                Box::new(move |f| a.change_limit_for_period(f.ceil() as i64).is_ok()),
+                Box::new(move |f| compat::change_limit_for_period(&a, f.ceil() as i64).is_ok()),
             )
         }
         Kind::Cycle => {
-            let config = CycleConfig::builder()
+            let config = ratekeeper::refill::compat::ConfigBuilder::new()
                 .limit_for_period(10)
                 .limit_refresh_period_nanos((10.0 * SEC as f64 / rate) as i64)
                 .build_cycle()
@@ -133,7 +133,9 @@ fn subject(kind: Kind, rate: f64, clock: &ManualClock) -> Subject {
             let a = l.clone();
             (
                 Box::new(l),
-                Box::new(move |f| a.change_limit_for_period((10.0 * f).ceil() as i64).is_ok()),
+                Box::new(move |f| {
+                    compat::change_limit_for_period(&a, (10.0 * f).ceil() as i64).is_ok()
+                }),
             )
         }
     }

@@ -113,7 +113,7 @@ fn refill() -> impl Strategy<Value = Option<RefillConfig>> {
     )
         .prop_map(|(limit, period, extra, full, timeout)| {
             let capacity = limit + extra;
-            RefillConfig::builder()
+            ratekeeper::refill::compat::ConfigBuilder::new()
                 .limit_for_period(limit)
                 .limit_refresh_period(Duration::from_nanos(period))
                 .permit_capacity(capacity)
@@ -132,7 +132,7 @@ fn cycle() -> impl Strategy<Value = Option<CycleConfig>> {
         nanos(10_000_000_000),
     )
         .prop_map(|(limit, period, timeout)| {
-            CycleConfig::builder()
+            ratekeeper::refill::compat::ConfigBuilder::new()
                 .limit_for_period(limit)
                 .limit_refresh_period(Duration::from_nanos(period))
                 .timeout(timeout)

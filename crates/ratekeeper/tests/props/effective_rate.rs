@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use ratekeeper::pool::Filling;
-use ratekeeper::refill::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
+use ratekeeper::refill::{CycleLimiter, RefillLimiter};
 use ratekeeper::smooth::Resolution;
 use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool};
 
@@ -185,7 +185,7 @@ proptest! {
     ) {
         // Any period from `limit` ns on: `limit × per_permit` plus a remainder.
         let period = limit * per_permit + extra % limit.max(1);
-        let config = RefillConfig::builder()
+        let config = ratekeeper::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(period)
             .build()
@@ -205,7 +205,7 @@ proptest! {
 
     #[test]
     fn cycle_limiter_rounds_nothing(limit in 1i64..1_000_000_000, period in 1i64..i64::MAX / 2) {
-        let config = CycleConfig::builder()
+        let config = ratekeeper::refill::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(period)
             .build_cycle()

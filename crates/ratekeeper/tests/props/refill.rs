@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{Metrics, Permission, PermitError, PermitLimiter};
+use ratekeeper::refill::{compat, Metrics, Permission, PermitError, PermitLimiter};
 use ratekeeper::{
-    AcquireError, Clock, CycleConfig, CycleLimiter, ManualClock, RateLimiter, RefillConfig,
-    RefillLimiter, WaitPolicy, WaitStats,
+    AcquireError, Clock, CycleLimiter, ManualClock, RateLimiter, RefillLimiter, WaitPolicy,
+    WaitStats,
 };
 
 #[derive(Debug, Clone)]
@@ -203,7 +203,7 @@ fn refill(
     (limit, period, capacity, initial, timeout): (i64, i64, i64, i64, i64),
     start: u64,
 ) -> (RefillLimiter<ManualClock>, ManualClock) {
-    let config = RefillConfig::builder()
+    let config = ratekeeper::refill::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .permit_capacity(capacity)
@@ -352,7 +352,7 @@ proptest! {
         run(&l, &clock, &ops, |l, limit, before| {
             let was = before.metrics.available_permissions;
             let old = l.config();
-            match l.change_limit_for_period(limit) {
+            match compat::change_limit_for_period(l, limit) {
                 Ok(()) => {
                     let after = l.metrics();
                     let now = after.available_permissions;
@@ -442,7 +442,7 @@ proptest! {
     ) {
         let (l, clock) = cycle(limit, period, timeout, 0);
         run(&l, &clock, &ops, |l, new, before| {
-            match l.change_limit_for_period(new) {
+            match compat::change_limit_for_period(l, new) {
                 Ok(()) => {
                     // The count and cycle are kept; the wait for one more
                     // permit may change (later cycles mint the new limit).
@@ -463,7 +463,7 @@ fn cycle(
     timeout: i64,
     start: u64,
 ) -> (CycleLimiter<ManualClock>, ManualClock) {
-    let config = CycleConfig::builder()
+    let config = ratekeeper::refill::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .timeout_nanos(timeout)
@@ -482,7 +482,7 @@ fn cycle(
 fn threads_racing_limit_changes_grant_exactly_the_stored_permits() {
     const INITIAL: i64 = 20_000;
     for round in 0..4 {
-        let config = RefillConfig::builder()
+        let config = ratekeeper::refill::compat::ConfigBuilder::new()
             .limit_for_period(8)
             .limit_refresh_period_nanos(8 * 1024)
             .permit_capacity(INITIAL)

@@ -19,7 +19,14 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use ratekeeper::smooth::compat::{GuavaTimeouts, GuavaWarmup};
 use ratekeeper::smooth::{Resolution, SmoothError};
+use ratekeeper::ConfigError;
+
+/// The Guava limiter's own refusal inside a [`ConfigError`].
+fn detail(e: ConfigError) -> SmoothError {
+    *e.downcast_ref::<SmoothError>().expect("a SmoothError")
+}
 use ratekeeper::{
     AcquireError, Clock, Grant, ManualClock, RateLimiter, SmoothBursty, SmoothWarmingUp, WaitStats,
 };
@@ -414,7 +421,7 @@ impl Lim {
                     .cold_factor(cold_factor)
                     .resolution(res);
                 let b = if sub_micro_nanos == 0 {
-                    b.warmup_micros(warmup_micros)
+                    GuavaWarmup::warmup_micros(b, warmup_micros)
                 } else {
                     let micros = Duration::from_micros(warmup_micros.max(0) as u64);
                     b.warmup(micros + Duration::from_nanos(u64::from(sub_micro_nanos)))
@@ -433,15 +440,15 @@ impl Lim {
 
     fn try_micros(&self, n: u32, t: i64) -> Result<Grant, AcquireError> {
         match self {
-            Lim::B(l) => l.try_acquire_micros(n, t),
-            Lim::W(l) => l.try_acquire_micros(n, t),
+            Lim::B(l) => GuavaTimeouts::try_acquire_micros(l, n, t),
+            Lim::W(l) => GuavaTimeouts::try_acquire_micros(l, n, t),
         }
     }
 
     fn set_rate(&self, r: f64) -> Result<(), SmoothError> {
         match self {
-            Lim::B(l) => l.set_rate(r),
-            Lim::W(l) => l.set_rate(r),
+            Lim::B(l) => l.set_rate(r).map_err(detail),
+            Lim::W(l) => l.set_rate(r).map_err(detail),
         }
     }
 

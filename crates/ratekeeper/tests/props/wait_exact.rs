@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{ConfigBuilder, RefillConfig};
+use ratekeeper::refill::ConfigBuilder;
 use ratekeeper::{
     BatchHandle, Clock, CycleLimiter, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter,
     SmoothBursty, SmoothWarmingUp, TokenPool,
@@ -69,7 +69,7 @@ fn pacer(rate: f64, s: f64, clock: &ManualClock) -> Pacer<ManualClock> {
 
 /// A 1 ms period holding `rate / 1000` permits (at least 4).
 fn refill_config(rate: f64) -> ConfigBuilder {
-    RefillConfig::builder()
+    ConfigBuilder::new()
         .limit_for_period(((rate / 1000.0) as i64).max(4))
         .limit_refresh_period(Duration::from_millis(1))
 }

@@ -1,0 +1,294 @@
+//! Resilience4j's shapes: signed `i64` counts and nanoseconds where the
+//! Rust-native API takes `u32` and [`Duration`].
+//!
+//! Resilience4j configures a limiter with a Java `int` limit and signed
+//! `Duration`s, and its registry layers per-instance settings over shared
+//! defaults. A negative or oversized value is a configuration error there,
+//! and the conformance vectors replay such values. The Rust-native builders
+//! ([`RefillConfig::builder`], [`CycleConfig::builder`],
+//! [`RefillLimiter::builder`](crate::RefillLimiter::builder)) take `u32` and
+//! [`Duration`] and cannot even express them. This room keeps Java's shapes:
+//! [`ConfigBuilder`] (every field optional and signed, with
+//! [`overwrite`](ConfigBuilder::overwrite) for the [`Registry`](crate::Registry)),
+//! and the signed forms of the runtime changes.
+
+use std::time::Duration;
+
+use super::config::{
+    check_limit, check_period, check_timeout, duration_nanos, full_capacity_nanos,
+    nanos_per_permit, Nanos, PermitConfigError, DEFAULT_LIMIT_FOR_PERIOD,
+    DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
+};
+use super::{CycleConfig, PermitLimiter, RefillConfig};
+use crate::error::ConfigError;
+
+/// Resilience4j's `changeLimitForPeriod(int)` with a signed limit: below 1
+/// and above `u32::MAX` are refused, the rest goes to
+/// [`PermitLimiter::change_limit_for_period`].
+///
+/// # Errors
+///
+/// [`PermitConfigError::InvalidLimitForPeriod`] below 1,
+/// [`PermitConfigError::LimitForPeriodTooLarge`] above `u32::MAX`, or what
+/// the limiter refuses; the limiter is then unchanged.
+///
+/// ```
+/// use ratekeeper::refill::{compat, PermitConfigError};
+/// use ratekeeper::{ManualClock, RefillLimiter};
+///
+/// let limiter = RefillLimiter::of_defaults("api");
+/// let err = compat::change_limit_for_period(&limiter, -1).unwrap_err();
+/// assert_eq!(err.downcast_ref(), Some(&PermitConfigError::InvalidLimitForPeriod(-1)));
+/// compat::change_limit_for_period(&limiter, 20)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn change_limit_for_period<L: PermitLimiter + ?Sized>(
+    limiter: &L,
+    limit: i64,
+) -> Result<(), ConfigError> {
+    check_limit(limit)?;
+    let limit =
+        u32::try_from(limit).map_err(|_| PermitConfigError::LimitForPeriodTooLarge(limit))?;
+    limiter.change_limit_for_period(limit)
+}
+
+/// [`PermitLimiter::change_timeout`] from signed nanoseconds, as a
+/// Resilience4j configuration may carry them.
+///
+/// # Errors
+///
+/// [`PermitConfigError::NegativeTimeout`] below 0; the limiter is then
+/// unchanged.
+pub fn change_timeout_nanos<L: PermitLimiter + ?Sized>(
+    limiter: &L,
+    nanos: i64,
+) -> Result<(), ConfigError> {
+    let nanos = check_timeout(Nanos::from(nanos))?;
+    limiter.change_timeout(Duration::from_nanos(nanos as u64))
+}
+
+/// The configuration of a [`RefillLimiter`](crate::RefillLimiter) or a
+/// [`CycleLimiter`](crate::CycleLimiter), before validation.
+///
+/// Every field is optional; an unset field takes Resilience4j's default when
+/// read (`get_*`) or built. Setters take values by value and return the
+/// builder. Durations can be given as [`Duration`]s or, like Java's signed
+/// `Duration`, as signed nanoseconds (`*_nanos`), so that a negative value
+/// from a configuration file reaches validation and is refused with a typed
+/// error instead of being unrepresentable.
+///
+/// | field | default | refill limiter | cycle limiter |
+/// |---|---|---|---|
+/// | `limit_for_period` | 50 (R4J) | `>= 1`; permits per period | `>= 1`; permits per cycle |
+/// | `limit_refresh_period` | 500 ns (R4J) | `1 ns ..= i64::MAX ns`; `period / limit >= 1 ns` | `1 ns ..= i64::MAX ns` |
+/// | `timeout` | 5 s (R4J) | `0 ..= i64::MAX ns` | `0 ..= i64::MAX ns` |
+/// | `permit_capacity` | `limit_for_period` (RRL) | `>= limit_for_period` | must be unset |
+/// | `initial_permits` | `limit_for_period` (RRL; not the capacity) | `0 ..= capacity` | must be unset |
+///
+/// [`build`](ConfigBuilder::build) validates for the refill limiter,
+/// [`build_cycle`](ConfigBuilder::build_cycle) for the cycle limiter;
+/// [`overwrite`](ConfigBuilder::overwrite) merges a per-instance
+/// configuration over shared defaults.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::refill::RefillConfig;
+///
+/// let config = RefillConfig::builder()
+///     .limit_for_period(10)
+///     .limit_refresh_period(Duration::from_secs(1))
+///     .permit_capacity(20)
+///     .timeout(Duration::ZERO)
+///     .build()?;
+/// assert_eq!(config.nanos_per_permit(), 100_000_000);
+/// assert_eq!(config.capacity(), 20);
+/// assert_eq!(config.initial_permits(), 10); // defaults to the limit
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConfigBuilder {
+    limit_for_period: Option<i64>,
+    limit_refresh_period: Option<Nanos>,
+    timeout: Option<Nanos>,
+    permit_capacity: Option<i64>,
+    initial_permits: Option<i64>,
+}
+
+impl ConfigBuilder {
+    /// A builder with every field unset (Resilience4j's defaults).
+    pub fn new() -> ConfigBuilder {
+        ConfigBuilder::default()
+    }
+
+    /// Permits per refresh period (Resilience4j `limitForPeriod`).
+    pub fn limit_for_period(mut self, limit: i64) -> Self {
+        self.limit_for_period = Some(limit);
+        self
+    }
+
+    /// The refresh period (Resilience4j `limitRefreshPeriod`).
+    pub fn limit_refresh_period(mut self, period: Duration) -> Self {
+        self.limit_refresh_period = Some(duration_nanos(period));
+        self
+    }
+
+    /// The refresh period in signed nanoseconds.
+    pub fn limit_refresh_period_nanos(mut self, nanos: i64) -> Self {
+        self.limit_refresh_period = Some(Nanos::from(nanos));
+        self
+    }
+
+    /// How long an acquire may wait (Resilience4j `timeoutDuration`).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(duration_nanos(timeout));
+        self
+    }
+
+    /// The timeout in signed nanoseconds.
+    pub fn timeout_nanos(mut self, nanos: i64) -> Self {
+        self.timeout = Some(Nanos::from(nanos));
+        self
+    }
+
+    /// Refill limiter: the most permits the bucket holds (refill-rate-limiter
+    /// `permitCapacity`).
+    pub fn permit_capacity(mut self, capacity: i64) -> Self {
+        self.permit_capacity = Some(capacity);
+        self
+    }
+
+    /// Refill limiter: the permits in the bucket when the limiter is created
+    /// (refill-rate-limiter `initialPermits`).
+    pub fn initial_permits(mut self, initial: i64) -> Self {
+        self.initial_permits = Some(initial);
+        self
+    }
+
+    /// The limit for period, or its default (50).
+    pub fn get_limit_for_period(&self) -> i64 {
+        self.limit_for_period.unwrap_or(DEFAULT_LIMIT_FOR_PERIOD)
+    }
+
+    /// The refresh period in nanoseconds, or its default (500).
+    pub fn get_limit_refresh_period_nanos(&self) -> i128 {
+        self.limit_refresh_period
+            .unwrap_or(duration_nanos(DEFAULT_LIMIT_REFRESH_PERIOD))
+    }
+
+    /// The timeout in nanoseconds, or its default (5 s).
+    pub fn get_timeout_nanos(&self) -> i128 {
+        self.timeout.unwrap_or(duration_nanos(DEFAULT_TIMEOUT))
+    }
+
+    /// The permit capacity, if set (unset: the limit for period).
+    pub fn get_permit_capacity(&self) -> Option<i64> {
+        self.permit_capacity
+    }
+
+    /// The initial permits, if set (unset: the limit for period).
+    pub fn get_initial_permits(&self) -> Option<i64> {
+        self.initial_permits
+    }
+
+    /// This builder with every field that `other` sets taken from `other`:
+    /// shared defaults overwritten by one instance's settings.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper::refill::compat::ConfigBuilder;
+    ///
+    /// let defaults = ConfigBuilder::new().limit_for_period(10).timeout(Duration::ZERO);
+    /// let merged = defaults.overwrite(ConfigBuilder::new().limit_for_period(20));
+    /// assert_eq!(merged.get_limit_for_period(), 20);
+    /// assert_eq!(merged.get_timeout_nanos(), 0);
+    /// ```
+    pub fn overwrite(self, other: ConfigBuilder) -> ConfigBuilder {
+        ConfigBuilder {
+            limit_for_period: other.limit_for_period.or(self.limit_for_period),
+            limit_refresh_period: other.limit_refresh_period.or(self.limit_refresh_period),
+            timeout: other.timeout.or(self.timeout),
+            permit_capacity: other.permit_capacity.or(self.permit_capacity),
+            initial_permits: other.initial_permits.or(self.initial_permits),
+        }
+    }
+
+    /// Validates the fields both limiters share: limit, period, timeout.
+    fn common(&self) -> Result<(i64, i64, i64), PermitConfigError> {
+        let limit = check_limit(self.get_limit_for_period())?;
+        let period = check_period(self.get_limit_refresh_period_nanos())?;
+        let timeout = check_timeout(self.get_timeout_nanos())?;
+        Ok((limit, period, timeout))
+    }
+
+    /// Validates for the [`RefillLimiter`](crate::RefillLimiter).
+    ///
+    /// # Errors
+    ///
+    /// In this order: [`PermitConfigError::InvalidLimitForPeriod`],
+    /// [`InvalidLimitRefreshPeriod`](PermitConfigError::InvalidLimitRefreshPeriod) /
+    /// [`LimitRefreshPeriodTooLarge`](PermitConfigError::LimitRefreshPeriodTooLarge),
+    /// [`NegativeTimeout`](PermitConfigError::NegativeTimeout) /
+    /// [`TimeoutTooLarge`](PermitConfigError::TimeoutTooLarge),
+    /// [`ZeroNanosPerPermit`](PermitConfigError::ZeroNanosPerPermit),
+    /// [`CapacityBelowLimit`](PermitConfigError::CapacityBelowLimit),
+    /// [`InitialPermitsOutOfRange`](PermitConfigError::InitialPermitsOutOfRange),
+    /// [`NanosPerFullCapacityOverflow`](PermitConfigError::NanosPerFullCapacityOverflow).
+    pub fn build(&self) -> Result<RefillConfig, ConfigError> {
+        Ok(self.build_refill()?)
+    }
+
+    fn build_refill(&self) -> Result<RefillConfig, PermitConfigError> {
+        let (limit, period, timeout) = self.common()?;
+        let npp = nanos_per_permit(limit, period)?;
+        let capacity = match self.permit_capacity {
+            None => limit,
+            Some(c) if c < limit => {
+                return Err(PermitConfigError::CapacityBelowLimit { capacity: c, limit })
+            }
+            Some(c) => c,
+        };
+        let initial = self.initial_permits.unwrap_or(limit);
+        if !(0..=capacity).contains(&initial) {
+            return Err(PermitConfigError::InitialPermitsOutOfRange { initial, capacity });
+        }
+        full_capacity_nanos(npp, capacity)?;
+        Ok(RefillConfig::from_parts(
+            limit, period, timeout, capacity, initial,
+        ))
+    }
+
+    /// Validates for the [`CycleLimiter`](crate::CycleLimiter).
+    ///
+    /// # Errors
+    ///
+    /// The limit, period and timeout errors of [`build`](Self::build), then
+    /// [`PermitConfigError::CapacityNotSupported`] if a permit capacity or initial
+    /// permits were set.
+    pub fn build_cycle(&self) -> Result<CycleConfig, ConfigError> {
+        Ok(self.validate_cycle()?)
+    }
+
+    fn validate_cycle(&self) -> Result<CycleConfig, PermitConfigError> {
+        let (limit, period, timeout) = self.common()?;
+        if self.permit_capacity.is_some() || self.initial_permits.is_some() {
+            return Err(PermitConfigError::CapacityNotSupported);
+        }
+        Ok(CycleConfig::from_parts(limit, period, timeout))
+    }
+}
+
+impl TryFrom<ConfigBuilder> for RefillConfig {
+    type Error = ConfigError;
+    fn try_from(b: ConfigBuilder) -> Result<RefillConfig, ConfigError> {
+        b.build()
+    }
+}
+
+impl TryFrom<ConfigBuilder> for CycleConfig {
+    type Error = ConfigError;
+    fn try_from(b: ConfigBuilder) -> Result<CycleConfig, ConfigError> {
+        b.build_cycle()
+    }
+}
