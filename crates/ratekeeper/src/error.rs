@@ -3,7 +3,7 @@
 //! Each limiter knows its own reasons for refusing a configuration (a rate a
 //! nanosecond schedule cannot keep, a burst ratio below 1, a Resilience4j
 //! period that does not hold a whole permit). Those reasons stay typed, as the
-//! room's own *detail* type ([`PacerError`](crate::PacerError),
+//! room's own *detail* type ([`RateError`](crate::RateError),
 //! [`PoolError`](crate::pool::PoolError), [`SmoothError`](crate::smooth::SmoothError),
 //! [`PermitConfigError`](crate::resilience4j::PermitConfigError),
 //! [`LimiterConfigError`](crate::config::LimiterConfigError), …), but every
