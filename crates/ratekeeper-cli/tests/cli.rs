@@ -1271,7 +1271,8 @@ fn bad_rate_specs_exit_2() {
         &["pace", "--rate", "10,0.5"],
         &["'10,0.5'", "\"0.5\"", "at least 1.0", "--strictness"],
     );
-    rejects(&["pace", "--rate", "2B"], &["'2B'", "1e9"]);
+    rejects(&["pace", "--rate", "2B"], &["'2B'", "2G"]);
+    rejects(&["pace", "--rate", "2G"], &["'2G'", "1e9"]);
     rejects(&["pace"], &["--rate"]);
 }
 

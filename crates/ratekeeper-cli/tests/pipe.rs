@@ -316,7 +316,8 @@ fn a_line_longer_than_max_line_goes_in_pieces_and_stays_one_line() {
 fn bad_input_exits_2_naming_the_value() {
     rejects(&["pipe", "--rate", "abc"], &["'abc'", "--rate"]);
     rejects(&["pipe", "--rate", "0"], &["'0'", "greater than zero"]);
-    rejects(&["pipe", "--rate", "2B"], &["'2B'", "1e9"]);
+    rejects(&["pipe", "--rate", "2G"], &["'2G'", "1e9"]);
+    rejects(&["pipe", "--rate", "2B"], &["'2B'", "2G"]);
     rejects(
         &["pipe", "--rate", "100,1.5"],
         &["burst ratio 1.5", "--strictness 1.5", "--rate 100"],

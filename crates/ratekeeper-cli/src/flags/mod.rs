@@ -2,27 +2,17 @@
 //! value parsers here, the limiter flags in [`limiter`].
 
 pub mod limiter;
+pub mod rate;
 
 use std::time::Duration;
 
 use ratekeeper::pacer::Strictness;
 use ratekeeper::RateSpec;
 
-/// `--rate`: a rate spec whose rate a nanosecond schedule can keep.
+/// `--rate`: a rate spec whose rate a nanosecond schedule can keep, its rate
+/// field in the command line's grammar (see [`rate`]).
 pub fn parse_spec(s: &str) -> Result<RateSpec, String> {
-    let spec: RateSpec = s.parse().map_err(|e: ratekeeper::SpecError| {
-        if e.kind() == ratekeeper::SpecErrorKind::BurstBelowOne {
-            format!(
-                "{e}; for a strictness below 1 (average or burst compensation) use \
-                 --strictness (Pacer only)"
-            )
-        } else {
-            e.to_string()
-        }
-    })?;
-    // A spec can hold rates no nanosecond schedule can keep (above 1e9/s).
-    spec.rate().nanos_per_op().map_err(|e| e.to_string())?;
-    Ok(spec)
+    rate::parse_ops_spec(s)
 }
 
 /// `--shards`: 1 to [`MAX_SHARDS`](ratekeeper::pacer::MAX_SHARDS).
@@ -44,10 +34,25 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     }
 }
 
+/// The longest duration a flag takes: what a nanosecond clock counts to,
+/// `u64::MAX` ns (about 584 years). Longer ones would be cut to it silently.
+pub const MAX_DURATION: Duration = Duration::from_nanos(u64::MAX);
+
+/// `s` as a duration, refused (not saturated) beyond [`MAX_DURATION`].
+fn duration(s: &str, expected: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("{e}; {expected}"))?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "\"{}\" is longer than a nanosecond clock counts (about 584 years); {expected}",
+            s.trim()
+        ));
+    }
+    Ok(d)
+}
+
 /// A duration greater than zero.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e}; expected a duration such as 5s, 500ms or 1m30s"))?;
+    let d = duration(s, "expected a duration such as 5s, 500ms or 1m30s")?;
     if d.is_zero() {
         return Err("the duration must be greater than zero".to_owned());
     }
@@ -56,14 +61,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// A warm-up period: like a duration, but 0 is allowed (no warm-up).
 pub fn parse_warmup(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))
+    duration(s, "expected a duration such as 2s, 500ms or 1m")
 }
 
 /// `--timeout`: a duration; 0 is allowed (no waiting).
 pub fn parse_timeout(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e}; expected a duration such as 5s, 10ms or 0s"))
+    duration(s, "expected a duration such as 5s, 10ms or 0s")
 }
 
 /// `--capacity`, `--initial-permits`: a whole number; the library checks its
@@ -113,9 +116,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn durations_beyond_the_clock_are_refused_not_saturated() {
+        for parse in [parse_duration, parse_warmup, parse_timeout] {
+            let e = parse("1000y").unwrap_err();
+            assert!(e.contains("584 years"), "{e}");
+            assert!(parse("584y").is_ok());
+        }
+    }
+
+    #[test]
     fn parsers_name_what_they_expect() {
         assert!(parse_spec("abc").unwrap_err().contains("\"abc\""));
-        assert!(parse_spec("2B").unwrap_err().contains("1e9"));
+        assert!(parse_spec("2G").unwrap_err().contains("1e9"));
+        assert!(parse_spec("2B").unwrap_err().contains("2G"));
         assert!(parse_count("0").is_err());
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("0s")
