@@ -38,16 +38,15 @@ use ratekeeper::pool::Filling;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter, RateSpec, Scope};
 use serde::Serialize;
 
-use crate::arrivals::fmt_duration;
 use crate::flags::limiter::LimiterArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::interrupt::{self, Interrupt};
-use crate::limiter::{self, LimiterFields};
-use crate::pace::{duration_nanos, wait_policy_name};
+use crate::limiter::{self, wait_policy_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
-    fmt_effective, fmt_nanos, fmt_rate, resolution_note, EffectiveRate, WaitRecorder, WaitSummary,
+    duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note,
+    EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::UsageError;
 

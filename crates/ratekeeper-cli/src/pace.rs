@@ -24,21 +24,19 @@ use clap::Args;
 use ratekeeper::config::{
     Access, KindConfig, LimiterConfig, LimiterKind, LimiterRef, LimiterVisitor, SharedLimiter,
 };
-use ratekeeper::pacer::{Strictness, StrictnessMode};
 use ratekeeper::pool::Filling;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter, RateSpec, Scope};
 use serde::Serialize;
 
-use crate::arrivals::fmt_duration;
 use crate::flags::limiter::{AccessArgs, LimiterArgs};
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::interrupt::{self, Interrupt, LONG_WAIT_NANOS};
-use crate::limiter::{self, LimiterFields};
+use crate::limiter::{self, wait_policy_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{
-    fmt_effective, fmt_nanos, fmt_rate, process_cpu_nanos, resolution_note, thread_cpu_nanos,
-    EffectiveRate, WaitRecorder, WaitSummary,
+    duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, process_cpu_nanos,
+    resolution_note, thread_cpu_nanos, EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::UsageError;
 
@@ -859,20 +857,6 @@ impl PaceReport {
     }
 }
 
-pub(crate) fn strictness_mode_name(s: f64) -> &'static str {
-    match Strictness::new(s).map(Strictness::mode) {
-        Ok(StrictnessMode::Average) => "average",
-        Ok(StrictnessMode::Compensate { .. }) => "burst_compensation",
-        Ok(StrictnessMode::Strict) => "strict",
-        Ok(StrictnessMode::Burst(_)) => "burst_ratio",
-        Err(_) => "invalid",
-    }
-}
-
-pub(crate) fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// Runs `pace` with `args` and returns its report.
 ///
 /// # Errors
@@ -1033,16 +1017,6 @@ fn summarize(
             _ => None,
         },
         interrupted,
-    }
-}
-
-/// The JSON name of a pacer's wait policy: "precise" (`--precise`) or
-/// "default".
-pub(crate) fn wait_policy_name(config: &LimiterConfig) -> &'static str {
-    if config.wait_policy().precise_spin().is_some() {
-        "precise"
-    } else {
-        "default"
     }
 }
 
@@ -1421,13 +1395,5 @@ mod tests {
     fn threads_are_checked() {
         assert!(parse_threads("0").unwrap_err().contains("at least 1"));
         assert_eq!(parse_threads("3"), Ok(3));
-    }
-
-    #[test]
-    fn strictness_modes_are_named() {
-        assert_eq!(strictness_mode_name(0.0), "average");
-        assert_eq!(strictness_mode_name(0.5), "burst_compensation");
-        assert_eq!(strictness_mode_name(1.0), "strict");
-        assert_eq!(strictness_mode_name(1.1), "burst_ratio");
     }
 }

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::flags::{parse_spec, parse_strictness};
 use crate::interrupt::{self, Interrupt};
-use crate::pace::strictness_mode_name;
+use crate::limiter::strictness_mode_name;
 use crate::report::{fmt_effective, fmt_nanos, fmt_unit_rate, EffectiveRate};
 use crate::UsageError;
 

@@ -15,7 +15,7 @@ use std::sync::Once;
 
 use anyhow::Context;
 
-use crate::arrivals::fmt_duration;
+use crate::report::fmt_duration;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -4,6 +4,7 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
+use std::time::Duration;
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
@@ -130,6 +131,23 @@ fn three_digits(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
+}
+
+/// Formats nanoseconds as one word that a duration flag (and the arrival
+/// grammar's duration words) read back: `0s`, `50ms`, `1m30s`, `1s 500ms`
+/// written `1s500ms`.
+pub fn fmt_duration(nanos: u64) -> String {
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    humantime::format_duration(Duration::from_nanos(nanos))
+        .to_string()
+        .replace(' ', "")
+}
+
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
+pub fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Formats a rate in operations per second: `10000 ops/s`, `9987.3 ops/s`.

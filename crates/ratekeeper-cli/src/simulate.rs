@@ -25,12 +25,12 @@ use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{AcquireError, Grant, ManualClock, RateLimiter, Readiness};
 use serde::Serialize;
 
-use crate::arrivals::{fmt_duration, Arrivals};
-use crate::limiter::{self, LimiterFields};
-use crate::pace::strictness_mode_name;
+use crate::arrivals::Arrivals;
+use crate::limiter::{self, strictness_mode_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
-    fmt_effective, fmt_nanos, fmt_rate, resolution_note, EffectiveRate, WaitSummary,
+    duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note,
+    EffectiveRate, WaitSummary,
 };
 use crate::UsageError;
 
@@ -300,10 +300,6 @@ fn parse_limiter(s: &str) -> Result<LimiterSpec, String> {
         label: label.to_owned(),
         config,
     })
-}
-
-fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// What happened to one arrival.
