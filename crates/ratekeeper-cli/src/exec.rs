@@ -38,6 +38,7 @@ use ratekeeper::pool::Filling;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter, RateSpec, Scope};
 use serde::Serialize;
 
+use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::interrupt::{self, Interrupt};
@@ -48,7 +49,6 @@ use crate::report::{
     duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note,
     EffectiveRate, WaitRecorder, WaitSummary,
 };
-use crate::UsageError;
 
 /// Run length when neither `--duration` nor `--count` is given.
 const DEFAULT_DURATION: Duration = Duration::from_secs(5);

@@ -233,7 +233,7 @@ pub fn run_buckets(
         Some(b) => nanos(b),
         None => auto_bucket(span, target_rate),
     };
-    check_bucket(span, width).map_err(crate::UsageError)?;
+    check_bucket(span, width).map_err(crate::error::UsageError)?;
     to.check_writable()?;
     Ok(Some(width))
 }

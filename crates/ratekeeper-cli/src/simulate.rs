@@ -26,13 +26,13 @@ use ratekeeper::{AcquireError, Grant, ManualClock, RateLimiter, Readiness};
 use serde::Serialize;
 
 use crate::arrivals::Arrivals;
+use crate::error::UsageError;
 use crate::limiter::{self, strictness_mode_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
     duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note,
     EffectiveRate, WaitSummary,
 };
-use crate::UsageError;
 
 /// The most fills a simulated token pool may take, so that a pattern with a
 /// huge backlog and a short fill interval fails quickly instead of running
