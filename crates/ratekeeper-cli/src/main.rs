@@ -17,7 +17,6 @@
 //! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
 //! arguments are parsed ([`interrupt`]).
 
-mod arrivals;
 mod error;
 mod exec;
 mod flags;

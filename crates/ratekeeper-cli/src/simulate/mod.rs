@@ -14,18 +14,20 @@
 //! filler thread does with a perfect timer, and a queued op goes at the fill
 //! that completes its claim.
 
+mod arrivals;
+
 use std::collections::VecDeque;
 use std::fmt;
 use std::task::Waker;
 use std::time::Duration;
 
+use arrivals::Arrivals;
 use clap::Args;
 use ratekeeper::config::{Access, AnyLimiter, KindConfig, LimiterConfig};
 use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{AcquireError, Grant, ManualClock, RateLimiter, Readiness};
 use serde::Serialize;
 
-use crate::arrivals::Arrivals;
 use crate::error::UsageError;
 use crate::limiter::{self, strictness_mode_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
@@ -238,7 +240,7 @@ fn parse_rows(s: &str) -> Result<Rows, String> {
 
 fn parse_arrivals(s: &str) -> Result<Arrivals, String> {
     s.parse()
-        .map_err(|e: crate::arrivals::ArrivalsError| e.to_string())
+        .map_err(|e: arrivals::ArrivalsError| e.to_string())
 }
 
 fn parse_bucket(s: &str) -> Result<Duration, String> {
