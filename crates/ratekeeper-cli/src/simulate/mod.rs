@@ -39,7 +39,7 @@ use crate::report::EffectiveRate;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use model::{simulate, Op};
 use render::make_plot;
-use summary::{summarize, SimulateReport};
+use summary::SimulateReport;
 
 /// Options of `ratekeeper simulate`.
 #[derive(Debug, Clone, Args)]
@@ -184,18 +184,5 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<SimulateReport> {
         let plot = make_plot(args, &results)?;
         plot::write(to, &plot)?;
     }
-    Ok(SimulateReport {
-        pattern: args.arrivals.to_string(),
-        arrivals: times.len() as u64,
-        end_ns: args.arrivals.end_ns(),
-        model: "open_loop",
-        rows: args.rows.0,
-        limiters: args
-            .limiters
-            .iter()
-            .zip(&results)
-            .zip(&effective)
-            .map(|((spec, ops), effective)| summarize(spec, ops, args.rows, effective))
-            .collect(),
-    })
+    Ok(summary::report(args, &results, &effective))
 }

@@ -108,20 +108,13 @@ pub(super) fn fill_pool(
     fill: Duration,
 ) -> anyhow::Result<Vec<Op>> {
     let fill = duration_nanos(fill);
-    let too_many = || {
-        anyhow::Error::new(UsageError(format!(
-            "the pool would need more than {MAX_FILLS} fills of {} to serve this pattern; use a \
-             longer fill interval or fewer arrivals",
-            fmt_duration(fill)
-        )))
-    };
     // Fills are simulated one by one only while ops are queued, and each
     // then hands the queue at least min(fill, max_active) tokens: refuse at
     // once a pattern that could need too many.
     let per_fill = fill.min(pool.pools().max_active()).max(1);
     let owed = (arrivals.len() as u128) * u128::from(pool.nanos_per_op());
     if owed / u128::from(per_fill) + arrivals.len() as u128 > u128::from(MAX_FILLS) {
-        return Err(too_many());
+        return Err(too_many_fills(fill));
     }
     let mut ops: Vec<Op> = arrivals
         .iter()
@@ -130,64 +123,104 @@ pub(super) fn fill_pool(
             grant: None,
         })
         .collect();
-    // Queued claims, oldest first: (op index, grant).
-    let mut queued: VecDeque<(usize, Grant)> = VecDeque::new();
-    let mut last_fill = 0u64;
-    let mut fills = 0u64;
-    // Fills due up to `until` (all of them if `until` is None, until no
-    // claim is left).
-    let mut fill_until = |until: Option<u64>,
-                          queued: &mut VecDeque<(usize, Grant)>,
-                          ops: &mut Vec<Op>|
-     -> anyhow::Result<()> {
-        loop {
-            let next = last_fill.saturating_add(fill);
-            match until {
-                Some(u) if next > u => return Ok(()),
-                None if queued.is_empty() => return Ok(()),
-                _ => {}
-            }
-            fills += 1;
-            if fills > MAX_FILLS {
-                return Err(too_many());
-            }
-            if queued.is_empty() {
-                // Nobody waits: one fill for the ticks up to `until` leaves
-                // the pools as those ticks one by one would (the pool's
-                // jitter normalisation; checked by a test below), so skip
-                // through idle time at once.
-                let u = until.unwrap_or(next);
-                let to = last_fill + (u - last_fill) / fill * fill;
-                clock.set_nanos(to);
-                pool.refill(to - last_fill)?;
-                last_fill = to;
-                continue;
-            }
-            clock.set_nanos(next);
-            pool.refill(fill)?;
-            while let Some(&(i, g)) = queued.front() {
-                if pool.poll_grant(&g, next, Waker::noop()) != Readiness::Go {
-                    break;
-                }
-                ops[i].grant = Some((g.scheduled_nanos(), next));
-                queued.pop_front();
-            }
-            last_fill = next;
-        }
+    let mut filler = Filler {
+        pool,
+        clock,
+        fill,
+        last_fill: 0,
+        fills: 0,
+        queued: VecDeque::new(),
     };
     for (i, &t) in arrivals.iter().enumerate() {
-        fill_until(Some(t), &mut queued, &mut ops)?;
+        filler.fill_until(Some(t), &mut ops)?;
         clock.set_nanos(t);
         let before = pool.waiters();
         let g = pool
             .reserve(1, None)
             .map_err(|e| anyhow::Error::new(e).context("the pool refused a single permit"))?;
         if pool.waiters() > before {
-            queued.push_back((i, g));
+            filler.queued.push_back((i, g));
         } else {
             ops[i].grant = Some((g.scheduled_nanos(), g.ready_nanos().max(t)));
         }
     }
-    fill_until(None, &mut queued, &mut ops)?;
+    filler.fill_until(None, &mut ops)?;
     Ok(ops)
+}
+
+/// The error for a pattern whose pool would take more than [`MAX_FILLS`]
+/// fills of `fill` ns.
+fn too_many_fills(fill: u64) -> anyhow::Error {
+    anyhow::Error::new(UsageError(format!(
+        "the pool would need more than {MAX_FILLS} fills of {} to serve this pattern; use a \
+         longer fill interval or fewer arrivals",
+        fmt_duration(fill)
+    )))
+}
+
+/// [`fill_pool`]'s filler thread: fills the pool every `fill` ns of the
+/// manual clock and lets the queued claims go at the fill that completes
+/// them.
+struct Filler<'a> {
+    pool: &'a TokenPool<ManualClock>,
+    clock: &'a ManualClock,
+    /// The fill interval, in nanoseconds.
+    fill: u64,
+    /// When the pool was last filled.
+    last_fill: u64,
+    /// Fills so far, at most [`MAX_FILLS`].
+    fills: u64,
+    /// Queued claims, oldest first: (op index, grant).
+    queued: VecDeque<(usize, Grant)>,
+}
+
+impl Filler<'_> {
+    /// Fills due up to `until` (all of them if `until` is None, until no
+    /// claim is left).
+    fn fill_until(&mut self, until: Option<u64>, ops: &mut [Op]) -> anyhow::Result<()> {
+        loop {
+            let next = self.last_fill.saturating_add(self.fill);
+            match until {
+                Some(u) if next > u => return Ok(()),
+                None if self.queued.is_empty() => return Ok(()),
+                _ => {}
+            }
+            self.fills += 1;
+            if self.fills > MAX_FILLS {
+                return Err(too_many_fills(self.fill));
+            }
+            if self.queued.is_empty() {
+                self.skip_idle(until.unwrap_or(next))?;
+            } else {
+                self.fill_once(next, ops)?;
+            }
+        }
+    }
+
+    /// Nobody waits: one fill for the ticks up to `until` leaves the pools
+    /// as those ticks one by one would (the pool's jitter normalisation;
+    /// checked by a test), so skip through idle time at once.
+    fn skip_idle(&mut self, until: u64) -> anyhow::Result<()> {
+        let last = self.last_fill;
+        let to = last + (until - last) / self.fill * self.fill;
+        self.clock.set_nanos(to);
+        self.pool.refill(to - last)?;
+        self.last_fill = to;
+        Ok(())
+    }
+
+    /// The fill at `at`, and the queued claims it completes.
+    fn fill_once(&mut self, at: u64, ops: &mut [Op]) -> anyhow::Result<()> {
+        self.clock.set_nanos(at);
+        self.pool.refill(self.fill)?;
+        while let Some(&(i, g)) = self.queued.front() {
+            if self.pool.poll_grant(&g, at, Waker::noop()) != Readiness::Go {
+                break;
+            }
+            ops[i].grant = Some((g.scheduled_nanos(), at));
+            self.queued.pop_front();
+        }
+        self.last_fill = at;
+        Ok(())
+    }
 }

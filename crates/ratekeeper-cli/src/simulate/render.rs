@@ -18,6 +18,46 @@ use crate::report::{duration_nanos, fmt_duration, fmt_nanos, fmt_rate};
 /// A [`UsageError`] for a `--bucket` that cuts the timeline into too many
 /// buckets.
 pub(super) fn make_plot(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<Plot, UsageError> {
+    let (width, end) = time_axis(args, results)?;
+    let end_secs = end as f64 / 1e9;
+    let mut arrivals = Buckets::new(width);
+    for &t in args.arrivals.times() {
+        arrivals.record(t, 0);
+    }
+    let mut rate_series = vec![Series {
+        name: "arrivals".to_owned(),
+        color: plot::ARRIVALS,
+        dashed: false,
+        width: 2,
+        points: plot::rate_points(&arrivals, end),
+    }];
+    let (granted, wait_series) = limiter_series(args, results, width, end);
+    rate_series.extend(granted);
+    rate_series.extend(target_lines(args, end_secs));
+    Ok(Plot {
+        title: format!("ratekeeper simulate: {}", args.arrivals),
+        end_secs,
+        rate: Panel {
+            title: format!(
+                "ops granted per {} bucket, as a rate (arrivals in grey, target dashed)",
+                fmt_duration(width)
+            ),
+            quantity: "rate".to_owned(),
+            unit: Unit::Rate,
+            series: rate_series,
+        },
+        wait: Panel {
+            title: "longest wait (granted - arrival) of the ops granted in each bucket".to_owned(),
+            quantity: "wait".to_owned(),
+            unit: Unit::Nanos,
+            series: wait_series,
+        },
+    })
+}
+
+/// The plot's bucket width and the end of its time axis, in nanoseconds:
+/// whole buckets, and at least one past the last arrival or grant.
+fn time_axis(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<(u64, u64), UsageError> {
     let last_grant = results
         .iter()
         .flatten()
@@ -35,22 +75,18 @@ pub(super) fn make_plot(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<Plot
         .map(duration_nanos)
         .unwrap_or_else(|| plot::auto_bucket(span, slowest));
     plot::check_bucket(span, width).map_err(UsageError)?;
-    // Whole buckets, and at least one past the last event.
-    let end = (span / width + 1) * width;
-    let end_secs = end as f64 / 1e9;
+    Ok((width, (span / width + 1) * width))
+}
 
-    let mut arrivals = Buckets::new(width);
-    for &t in args.arrivals.times() {
-        arrivals.record(t, 0);
-    }
-    let mut rate_series = vec![Series {
-        name: "arrivals".to_owned(),
-        color: plot::ARRIVALS,
-        dashed: false,
-        width: 2,
-        points: plot::rate_points(&arrivals, end),
-    }];
+/// Each limiter's granted rate and longest wait per bucket, in its colour.
+fn limiter_series(
+    args: &SimulateArgs,
+    results: &[Vec<Op>],
+    width: u64,
+    end: u64,
+) -> (Vec<Series>, Vec<Series>) {
     let count = args.limiters.len() as u32;
+    let mut rate_series = Vec::new();
     let mut wait_series = Vec::new();
     for (i, (spec, ops)) in args.limiters.iter().zip(results).enumerate() {
         let color = plot::PALETTE[i];
@@ -77,48 +113,37 @@ pub(super) fn make_plot(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<Plot
             points: plot::wait_points(&b, WaitStat::Max),
         });
     }
-    // Target lines: one if the limiters share a rate, else one per limiter.
+    (rate_series, wait_series)
+}
+
+/// Target lines: one if the limiters share a rate, else one per limiter.
+fn target_lines(args: &SimulateArgs, end_secs: f64) -> Vec<Series> {
     let rates: Vec<f64> = args
         .limiters
         .iter()
         .map(|l| l.config.kind().rate())
         .collect();
     if rates.iter().all(|r| *r == rates[0]) {
-        rate_series.push(plot::target_series(
+        return vec![plot::target_series(
             format!("target {}", fmt_rate(rates[0])),
             plot::TARGET,
             rates[0],
             end_secs,
-        ));
-    } else {
-        for (i, (spec, rate)) in args.limiters.iter().zip(&rates).enumerate() {
-            rate_series.push(plot::target_series(
+        )];
+    }
+    args.limiters
+        .iter()
+        .zip(&rates)
+        .enumerate()
+        .map(|(i, (spec, rate))| {
+            plot::target_series(
                 format!("target of {} ({})", spec.label, fmt_rate(*rate)),
                 plot::PALETTE[i],
                 *rate,
                 end_secs,
-            ));
-        }
-    }
-    Ok(Plot {
-        title: format!("ratekeeper simulate: {}", args.arrivals),
-        end_secs,
-        rate: Panel {
-            title: format!(
-                "ops granted per {} bucket, as a rate (arrivals in grey, target dashed)",
-                fmt_duration(width)
-            ),
-            quantity: "rate".to_owned(),
-            unit: Unit::Rate,
-            series: rate_series,
-        },
-        wait: Panel {
-            title: "longest wait (granted - arrival) of the ops granted in each bucket".to_owned(),
-            quantity: "wait".to_owned(),
-            unit: Unit::Nanos,
-            series: wait_series,
-        },
-    })
+            )
+        })
+        .collect()
 }
 
 /// Formats nanoseconds as seconds with `decimals` decimals, exactly.
@@ -174,6 +199,24 @@ fn table(indent: &str, first: Align, header: &[&str], rows: &[Vec<String>]) -> S
 
 impl fmt::Display for SimulateReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_head(f)?;
+        for l in &self.limiters {
+            if !l.timeline.is_empty() {
+                fmt_timeline(f, l)?;
+            }
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "summary (wait = granted - arrival; behind = granted - scheduled)"
+        )?;
+        f.write_str(&summary_table(&self.limiters))
+    }
+}
+
+impl SimulateReport {
+    /// The pattern, its arrivals and one line per limiter.
+    fn fmt_head(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "pattern   {}", self.pattern)?;
         writeln!(
             f,
@@ -196,101 +239,100 @@ impl fmt::Display for SimulateReport {
                 l.limiter, l.description
             )?;
         }
-        for l in &self.limiters {
-            if l.timeline.is_empty() {
-                continue;
-            }
-            // Microseconds where every time is whole microseconds.
-            let exact_us = l.timeline.iter().all(|r| {
-                [Some(r.arrival_ns), r.scheduled_ns, r.granted_ns]
-                    .into_iter()
-                    .flatten()
-                    .all(|t| t % 1_000 == 0)
-            });
-            let decimals = if exact_us { 6 } else { 9 };
-            let secs = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| fmt_secs(v, decimals));
-            let rows: Vec<Vec<String>> = l
-                .timeline
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.op.to_string(),
-                        secs(Some(r.arrival_ns)),
-                        secs(r.scheduled_ns),
-                        if r.refused {
-                            "refused".to_owned()
-                        } else {
-                            secs(r.granted_ns)
-                        },
-                        secs(r.wait_ns),
-                        secs(r.behind_ns),
-                    ]
-                })
-                .collect();
-            writeln!(f)?;
-            writeln!(f, "timeline of {} (seconds)", l.limiter)?;
-            f.write_str(&table(
-                "  ",
-                Align::Right,
-                &["op", "arrival", "scheduled", "granted", "wait", "behind"],
-                &rows,
-            ))?;
-            if l.timeline_omitted > 0 {
-                writeln!(
-                    f,
-                    "  ... {} more ops (--rows all shows every op)",
-                    l.timeline_omitted
-                )?;
-            }
-        }
-        writeln!(f)?;
+        Ok(())
+    }
+}
+
+/// One limiter's timeline: a row per op shown, in seconds.
+fn fmt_timeline(f: &mut fmt::Formatter<'_>, l: &LimiterReport) -> fmt::Result {
+    // Microseconds where every time is whole microseconds.
+    let exact_us = l.timeline.iter().all(|r| {
+        [Some(r.arrival_ns), r.scheduled_ns, r.granted_ns]
+            .into_iter()
+            .flatten()
+            .all(|t| t % 1_000 == 0)
+    });
+    let decimals = if exact_us { 6 } else { 9 };
+    let secs = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| fmt_secs(v, decimals));
+    let rows: Vec<Vec<String>> = l
+        .timeline
+        .iter()
+        .map(|r| {
+            vec![
+                r.op.to_string(),
+                secs(Some(r.arrival_ns)),
+                secs(r.scheduled_ns),
+                if r.refused {
+                    "refused".to_owned()
+                } else {
+                    secs(r.granted_ns)
+                },
+                secs(r.wait_ns),
+                secs(r.behind_ns),
+            ]
+        })
+        .collect();
+    writeln!(f)?;
+    writeln!(f, "timeline of {} (seconds)", l.limiter)?;
+    f.write_str(&table(
+        "  ",
+        Align::Right,
+        &["op", "arrival", "scheduled", "granted", "wait", "behind"],
+        &rows,
+    ))?;
+    if l.timeline_omitted > 0 {
         writeln!(
             f,
-            "summary (wait = granted - arrival; behind = granted - scheduled)"
+            "  ... {} more ops (--rows all shows every op)",
+            l.timeline_omitted
         )?;
-        let dur = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), fmt_nanos);
-        let any = |l: &LimiterReport| l.ops > 0;
-        let rows: Vec<Vec<String>> = self
-            .limiters
-            .iter()
-            .map(|l| {
-                let when = |v: u64| any(l).then_some(v);
-                vec![
-                    l.limiter.clone(),
-                    fmt_rate(l.target_rate),
-                    l.ops.to_string(),
-                    l.refused.to_string(),
-                    if any(l) {
-                        fmt_rate(l.achieved_rate)
-                    } else {
-                        "-".to_owned()
-                    },
-                    l.max_burst.to_string(),
-                    dur(when(l.wait_ns.p50)),
-                    dur(when(l.wait_ns.p99)),
-                    dur(when(l.wait_ns.max)),
-                    dur(when(l.behind_ns.max)),
-                    dur(l.last_grant_ns),
-                ]
-            })
-            .collect();
-        f.write_str(&table(
-            "",
-            Align::Left,
-            &[
-                "limiter",
-                "target",
-                "granted",
-                "refused",
-                "achieved",
-                "max burst",
-                "wait p50",
-                "wait p99",
-                "wait max",
-                "behind max",
-                "last grant",
-            ],
-            &rows,
-        ))
     }
+    Ok(())
+}
+
+/// The summary table: a row per limiter.
+fn summary_table(limiters: &[LimiterReport]) -> String {
+    let dur = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), fmt_nanos);
+    let any = |l: &LimiterReport| l.ops > 0;
+    let rows: Vec<Vec<String>> = limiters
+        .iter()
+        .map(|l| {
+            let when = |v: u64| any(l).then_some(v);
+            vec![
+                l.limiter.clone(),
+                fmt_rate(l.target_rate),
+                l.ops.to_string(),
+                l.refused.to_string(),
+                if any(l) {
+                    fmt_rate(l.achieved_rate)
+                } else {
+                    "-".to_owned()
+                },
+                l.max_burst.to_string(),
+                dur(when(l.wait_ns.p50)),
+                dur(when(l.wait_ns.p99)),
+                dur(when(l.wait_ns.max)),
+                dur(when(l.behind_ns.max)),
+                dur(l.last_grant_ns),
+            ]
+        })
+        .collect();
+    table(
+        "",
+        Align::Left,
+        &[
+            "limiter",
+            "target",
+            "granted",
+            "refused",
+            "achieved",
+            "max burst",
+            "wait p50",
+            "wait p99",
+            "wait max",
+            "behind max",
+            "last grant",
+        ],
+        &rows,
+    )
 }

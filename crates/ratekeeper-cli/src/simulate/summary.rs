@@ -9,7 +9,7 @@ use ratekeeper::pool::Filling;
 use serde::Serialize;
 
 use super::model::Op;
-use super::{LimiterSpec, Rows};
+use super::{LimiterSpec, Rows, SimulateArgs};
 use crate::limiter::{strictness_mode_name, LimiterFields};
 use crate::report::{
     duration_nanos, fmt_duration, fmt_effective, fmt_rate, resolution_note, EffectiveRate,
@@ -107,6 +107,29 @@ pub struct SimulateReport {
     pub(super) limiters: Vec<LimiterReport>,
 }
 
+/// The report of a run of `args`: each limiter's ops (`results`, in the
+/// order of `args.limiters`) and effective rate, summarized.
+pub(super) fn report(
+    args: &SimulateArgs,
+    results: &[Vec<Op>],
+    effective: &[EffectiveRate],
+) -> SimulateReport {
+    SimulateReport {
+        pattern: args.arrivals.to_string(),
+        arrivals: args.arrivals.times().len() as u64,
+        end_ns: args.arrivals.end_ns(),
+        model: "open_loop",
+        rows: args.rows.0,
+        limiters: args
+            .limiters
+            .iter()
+            .zip(results)
+            .zip(effective)
+            .map(|((spec, ops), effective)| summarize(spec, ops, args.rows, effective))
+            .collect(),
+    }
+}
+
 /// The text report's description of a limiter.
 fn describe(config: &LimiterConfig) -> String {
     let kind = config.kind();
@@ -172,7 +195,7 @@ fn describe(config: &LimiterConfig) -> String {
 }
 
 /// One limiter's report from its ops and its effective rate.
-pub(super) fn summarize(
+fn summarize(
     spec: &LimiterSpec,
     ops: &[Op],
     rows: Rows,
@@ -210,20 +233,7 @@ pub(super) fn summarize(
     } else {
         count as f64 * 1e9 / elapsed_ns as f64
     };
-    let shown = rows.0.unwrap_or(ops.len()).min(ops.len());
-    let timeline = ops[..shown]
-        .iter()
-        .enumerate()
-        .map(|(i, o)| Row {
-            op: i as u64 + 1,
-            arrival_ns: o.arrival,
-            refused: o.grant.is_none(),
-            scheduled_ns: o.grant.map(|g| g.0),
-            granted_ns: o.grant.map(|g| g.1),
-            wait_ns: o.grant.map(|g| g.1 - o.arrival),
-            behind_ns: o.grant.map(|(s, g)| g.saturating_sub(s)),
-        })
-        .collect();
+    let (timeline, timeline_omitted) = timeline(ops, rows);
     LimiterReport {
         limiter: spec.label.clone(),
         kind: config.kind().limiter_kind().name(),
@@ -248,6 +258,25 @@ pub(super) fn summarize(
         wait_ns: exact_summary(&mut waits),
         behind_ns: exact_summary(&mut behind),
         timeline,
-        timeline_omitted: (ops.len() - shown) as u64,
+        timeline_omitted,
     }
+}
+
+/// The first `rows` ops as timeline rows, and how many were left out.
+fn timeline(ops: &[Op], rows: Rows) -> (Vec<Row>, u64) {
+    let shown = rows.0.unwrap_or(ops.len()).min(ops.len());
+    let timeline = ops[..shown]
+        .iter()
+        .enumerate()
+        .map(|(i, o)| Row {
+            op: i as u64 + 1,
+            arrival_ns: o.arrival,
+            refused: o.grant.is_none(),
+            scheduled_ns: o.grant.map(|g| g.0),
+            granted_ns: o.grant.map(|g| g.1),
+            wait_ns: o.grant.map(|g| g.1 - o.arrival),
+            behind_ns: o.grant.map(|(s, g)| g.saturating_sub(s)),
+        })
+        .collect();
+    (timeline, (ops.len() - shown) as u64)
 }
