@@ -41,7 +41,6 @@ use serde::Serialize;
 use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec};
-use crate::interrupt::{self, Interrupt};
 use crate::limiter::{self, wait_policy_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
@@ -49,9 +48,8 @@ use crate::report::{
     duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note,
     EffectiveRate, WaitRecorder, WaitSummary,
 };
-
-/// Run length when neither `--duration` nor `--count` is given.
-const DEFAULT_DURATION: Duration = Duration::from_secs(5);
+use crate::run::interrupt::{self, Interrupt};
+use crate::run::{self, schedule_span, sleep_until_retry};
 
 /// The most runs `--concurrency` lets run at once.
 const MAX_CONCURRENCY: u32 = 1024;
@@ -679,9 +677,7 @@ fn reserve_run(
             max_wait: max,
         }) if max_wait.is_some() => {
             *refused += 1;
-            let left = deadline.map_or(u64::MAX, |d| d.saturating_sub(limiter.clock().now_nanos()));
-            let retry_in = duration_nanos(wait.saturating_sub(max)).min(left);
-            interrupt.sleep(Duration::from_nanos(retry_in));
+            sleep_until_retry(interrupt, limiter.clock(), wait, max, deadline);
             Ok(None)
         }
         Err(e) => Err(anyhow::Error::new(e).context("the limiter refused a permit")),
@@ -729,10 +725,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
     };
     let target_rate = args.rate.rate().get();
     let count = args.count;
-    let duration = match count {
-        Some(_) => None,
-        None => Some(args.duration.unwrap_or(DEFAULT_DURATION)),
-    };
+    let duration = run::duration(args.duration, count);
     let bucket = plot::run_buckets(
         args.plot.as_ref(),
         args.bucket,
@@ -1003,15 +996,7 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
     let interrupted = ran.stop == Stop::Interrupted || ran.killed.is_some();
     let launch_span_ns = match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
-        _ => {
-            // One slot of the target schedule: N runs take N slots.
-            let slot = (1e9 / target_rate).round() as u64;
-            tally
-                .last_start
-                .unwrap_or(tally.t0)
-                .saturating_sub(tally.t0)
-                .saturating_add(slot)
-        }
+        _ => schedule_span(tally.t0, tally.last_start, target_rate),
     };
     let achieved_rate = if launch_span_ns == 0 {
         0.0
@@ -1040,11 +1025,7 @@ fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         effective_rate: ran.effective.json(),
         effective_note: ran.effective.note(target_rate),
         concurrency: args.concurrency,
-        mode: if ran.duration.is_some() {
-            "duration"
-        } else {
-            "count"
-        },
+        mode: run::mode_name(ran.duration),
         duration_ns: ran.duration.map(duration_nanos),
         count: ran.count,
         stdout,

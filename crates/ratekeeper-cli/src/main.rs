@@ -20,13 +20,13 @@
 mod error;
 mod exec;
 mod flags;
-mod interrupt;
 mod limiter;
 mod pace;
 mod pipe;
 mod plot;
 mod progress;
 mod report;
+mod run;
 mod simulate;
 #[cfg(test)]
 mod test_util;
@@ -37,6 +37,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::UsageError;
+use crate::run::interrupt;
 
 const AFTER_HELP: &str = "\
 Examples:

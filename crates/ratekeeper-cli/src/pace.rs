@@ -31,7 +31,6 @@ use serde::Serialize;
 use crate::error::UsageError;
 use crate::flags::limiter::{AccessArgs, LimiterArgs};
 use crate::flags::{parse_count, parse_duration, parse_spec};
-use crate::interrupt::{self, Interrupt, LONG_WAIT_NANOS};
 use crate::limiter::{self, wait_policy_name, LimiterFields};
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::progress::{self, Progress, Snapshot};
@@ -39,9 +38,8 @@ use crate::report::{
     duration_nanos, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, process_cpu_nanos,
     resolution_note, thread_cpu_nanos, EffectiveRate, WaitRecorder, WaitSummary,
 };
-
-/// Run length when neither `--duration` nor `--count` is given.
-const DEFAULT_DURATION: Duration = Duration::from_secs(5);
+use crate::run::interrupt::{self, Interrupt, LONG_WAIT_NANOS};
+use crate::run::{self, schedule_span, sleep_until_retry};
 
 /// The most worker threads `--threads` accepts.
 const MAX_THREADS: u32 = 4096;
@@ -529,24 +527,13 @@ fn ask_again(e: AcquireError, ctx: &Ctx<'_>, deadline: Option<u64>, tally: &mut 
     match (e, ctx.max_wait) {
         (AcquireError::WouldWait { wait, .. }, Some(max)) => {
             tally.refused += 1;
-            let retry_in = duration_nanos(wait).saturating_sub(duration_nanos(max));
-            back_off(ctx, retry_in, deadline);
+            sleep_until_retry(ctx.interrupt, ctx.clock, wait, max, deadline);
             deadline.is_none_or(|d| ctx.clock.now_nanos() < d)
         }
         (e, _) => {
             tally.refusal = Some(e);
             false
         }
-    }
-}
-
-/// Sleeps `nanos`, but not past `deadline` on the run's clock (if any), and
-/// not past Ctrl-C.
-fn back_off(ctx: &Ctx<'_>, nanos: u64, deadline: Option<u64>) {
-    let until_deadline = deadline.map_or(u64::MAX, |d| d.saturating_sub(ctx.clock.now_nanos()));
-    let nanos = nanos.min(until_deadline);
-    if nanos > 0 {
-        ctx.interrupt.sleep(Duration::from_nanos(nanos));
     }
 }
 
@@ -874,10 +861,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     };
     // clap rejects --duration together with --count.
     let count = args.count;
-    let duration = match count {
-        Some(_) => None,
-        None => Some(args.duration.unwrap_or(DEFAULT_DURATION)),
-    };
+    let duration = run::duration(args.duration, count);
     let target_rate = spec.rate().get() * f64::from(limiter_count);
     // One clock for every limiter, so their readings compare.
     let plan = RunPlan {
@@ -939,14 +923,7 @@ fn summarize(
     let target_rate = plan.target_rate;
     let elapsed_ns = match plan.duration {
         Some(d) if !interrupted => duration_nanos(d),
-        _ => {
-            // One slot of the target schedule: N ops take N slots.
-            let slot = (1e9 / target_rate).round() as u64;
-            last_start
-                .unwrap_or(t0)
-                .saturating_sub(t0)
-                .saturating_add(slot)
-        }
+        _ => schedule_span(t0, last_start, target_rate),
     };
     let achieved_rate = if elapsed_ns == 0 {
         0.0
@@ -991,11 +968,7 @@ fn summarize(
         pacers: limiters.filter(|_| kind == LimiterKind::Pacer),
         pools: limiters.filter(|_| kind == LimiterKind::Pool),
         limiters: limiters.filter(|_| !matches!(kind, LimiterKind::Pacer | LimiterKind::Pool)),
-        mode: if plan.duration.is_some() {
-            "duration"
-        } else {
-            "count"
-        },
+        mode: run::mode_name(plan.duration),
         duration_ns: plan.duration.map(duration_nanos),
         count: plan.count,
         ops,

@@ -21,9 +21,9 @@ use serde::Serialize;
 
 use crate::error::UsageError;
 use crate::flags::{parse_spec, parse_strictness};
-use crate::interrupt::{self, Interrupt};
 use crate::limiter::strictness_mode_name;
 use crate::report::{fmt_effective, fmt_nanos, fmt_unit_rate, EffectiveRate};
+use crate::run::interrupt::{self, Interrupt};
 
 /// How much the reader thread reads at a time.
 const READ_BLOCK: usize = 64 * 1024;
