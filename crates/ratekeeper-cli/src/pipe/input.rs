@@ -13,14 +13,25 @@ use crate::run::interrupt::Interrupt;
 const READ_BLOCK: usize = 64 * 1024;
 
 /// Blocks the reader may be ahead of the writer.
-pub(super) const READ_AHEAD: usize = 4;
+const READ_AHEAD: usize = 4;
 
 /// How often a wait for input checks for Ctrl-C.
 pub(super) const POLL: Duration = Duration::from_millis(20);
 
+/// Starts the thread that reads standard input into a channel of at most
+/// [`READ_AHEAD`] blocks, and returns the channel's receiving end.
+pub(super) fn spawn_reader() -> anyhow::Result<Receiver<io::Result<Vec<u8>>>> {
+    let (tx, blocks) = mpsc::sync_channel(READ_AHEAD);
+    std::thread::Builder::new()
+        .name("stdin".to_owned())
+        .spawn(move || read_input(tx))
+        .context("starting the thread that reads standard input")?;
+    Ok(blocks)
+}
+
 /// Reads standard input in blocks into `blocks` until end of file, an
 /// error, or the receiver hangs up.
-pub(super) fn read_input(blocks: mpsc::SyncSender<io::Result<Vec<u8>>>) {
+fn read_input(blocks: mpsc::SyncSender<io::Result<Vec<u8>>>) {
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
     loop {

@@ -10,31 +10,27 @@
 //! copy while standard input has nothing to read.
 //!
 //! `run` gathers: it checks the options, builds the Pacer, starts the reader
-//! ([`input`]) and copies through [`output`]; [`summary`] holds the report
-//! and [`render`] prints it.
+//! ([`input`]) and runs the [`copy`] loop, which writes through [`output`];
+//! [`summary`] computes the report from what the copy measured and
+//! [`render`] prints it.
 
+mod copy;
 mod help;
 mod input;
 mod output;
 mod render;
 mod summary;
 
-use std::sync::mpsc::{self, TryRecvError};
-use std::time::{Duration, Instant};
-
-use anyhow::Context;
 use clap::Args;
-use ratekeeper::{DefaultClock, Pacer, RateLimiter, RateSpec, Scope};
+use ratekeeper::{DefaultClock, Pacer, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::{parse_spec, parse_strictness};
-use crate::limiter::strictness_mode_name;
 use crate::report::EffectiveRate;
-use crate::run::interrupt::{self, Interrupt};
+use crate::run::interrupt::Interrupt;
 
+use copy::Copy;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
-use input::{next_item, read_input, wait_for_input, Input, Next, READ_AHEAD};
-use output::{Output, MAX_BATCH};
 pub use summary::PipeReport;
 
 /// The strictness when --strictness is not given: never faster than the rate.
@@ -146,141 +142,15 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     effective.warn("pipe", rate, unit);
     let chunk = args.bytes.then(|| chunk_size(rate));
 
-    let (tx, blocks) = mpsc::sync_channel(READ_AHEAD);
-    std::thread::Builder::new()
-        .name("stdin".to_owned())
-        .spawn(move || read_input(tx))
-        .context("starting the thread that reads standard input")?;
-
-    let mut output = Output::new();
-    let mut input: Vec<u8> = Vec::new();
-    let mut pos = 0usize;
-    // Bytes from `pos` known to hold no newline.
-    let mut scanned = 0usize;
-    let mut eof = false;
-    let mut t0 = None;
-    let mut units = 0u64;
-    let mut last_start = 0u64;
-    let mut last_permits = 0u32;
-    let mut rate_wait = Duration::ZERO;
-    let mut input_wait = Duration::ZERO;
-    let mut interrupted = false;
-
-    while !output.closed {
-        let len = match next_item(&input[pos..], scanned, chunk, args.max_line, eof) {
-            Next::Item(len) => len,
-            Next::More { scanned: known } => {
-                scanned = known;
-                if eof {
-                    break;
-                }
-                input.drain(..pos);
-                pos = 0;
-                let next = match blocks.try_recv() {
-                    Ok(block) => Input::Block(block.context("reading standard input")?),
-                    Err(TryRecvError::Disconnected) => Input::Eof,
-                    Err(TryRecvError::Empty) => {
-                        // Nothing to read now: out with what was let through.
-                        output.flush()?;
-                        let waited = Instant::now();
-                        let next = wait_for_input(&blocks, interrupt)?;
-                        if t0.is_some() {
-                            input_wait += waited.elapsed();
-                        }
-                        next
-                    }
-                };
-                match next {
-                    Input::Block(block) => input.extend_from_slice(&block),
-                    Input::Eof => eof = true,
-                    Input::Interrupted => {
-                        interrupted = true;
-                        break;
-                    }
-                }
-                continue;
-            }
-        };
-        if interrupt.is_set() {
-            interrupted = true;
-            break;
-        }
-        if t0.is_none() {
-            // The schedule starts with the first input.
-            pacer.restart();
-            t0 = Some(pacer.next_slot_nanos());
-        }
-        let permits = match chunk {
-            // At most MAX_CHUNK bytes.
-            Some(_) => u32::try_from(len).unwrap_or(u32::MAX),
-            None => 1,
-        };
-        let grant = pacer
-            .reserve(permits, None)
-            .context("the pacer refused a permit")?;
-        let grant = if grant.delay_nanos() > 0 {
-            output.flush()?;
-            let waited = Instant::now();
-            let g = interrupt::wait_for_grant(&pacer, grant, interrupt);
-            rate_wait += waited.elapsed();
-            match g {
-                Some(g) => g,
-                None => {
-                    interrupted = true;
-                    break;
-                }
-            }
-        } else {
-            grant
-        };
-        output.push(&input[pos..pos + len]);
-        pos += len;
-        scanned = 0;
-        units += u64::from(permits);
-        last_start = grant.started_nanos().max(grant.ready_nanos());
-        last_permits = permits;
-        if output.batch.len() >= MAX_BATCH {
-            output.flush()?;
-        }
-    }
-    output.flush()?;
-
-    let elapsed_ns = match t0 {
-        None => 0,
-        Some(t0) => {
-            // The last write's share of the schedule: its permits' slots.
-            let share = (f64::from(last_permits) * 1e9 / rate).round() as u64;
-            last_start.saturating_sub(t0).saturating_add(share)
-        }
-    };
-    let achieved_rate = if elapsed_ns == 0 {
-        0.0
-    } else {
-        units as f64 * 1e9 / elapsed_ns as f64
-    };
-    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    Ok(PipeReport {
-        spec: args.rate.to_string(),
-        unit,
-        strictness,
-        strictness_mode: strictness_mode_name(strictness),
-        target_rate: rate,
-        effective_rate: effective.json(),
-        effective_note: effective.note(rate),
-        lines: output.lines(),
-        bytes: output.bytes,
-        writes: output.writes,
-        elapsed_ns,
-        achieved_rate,
-        rate_wait_ns: nanos(rate_wait),
-        input_wait_ns: nanos(input_wait),
-        output_closed: output.closed,
-        interrupted,
-    })
+    let blocks = input::spawn_reader()?;
+    let mut copy = Copy::new(chunk, args.max_line);
+    copy.run(&pacer, &blocks, interrupt)?;
+    Ok(summary::report(args, unit, strictness, &effective, &copy))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::input::{next_item, Next};
     use super::*;
     use crate::report::fmt_unit_rate;
 
