@@ -21,9 +21,10 @@
 //! its scheduled time, so the delay shows in its response time instead of
 //! stretching the schedule (coordinated omission).
 //!
-//! `run` gathers: the dispatcher ([`dispatch`]) hands runs to the workers
-//! ([`worker`]) and tallies them as they finish; [`summary`] computes the
-//! report from the tally and [`render`] prints it and draws the plot.
+//! `run` gathers: the dispatcher ([`dispatch`](mod@dispatch)) hands runs to
+//! the workers ([`worker`]) and tallies them as they finish; [`summary`]
+//! computes the report from the tally and [`render`] prints it and draws the
+//! plot.
 
 mod dispatch;
 mod help;
@@ -37,33 +38,27 @@ mod worker;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use ratekeeper::config::{Access, LimiterConfig};
-use ratekeeper::{Clock, DefaultClock, RateSpec, Scope};
+use ratekeeper::{DefaultClock, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::limiter;
 use crate::plot::{self, PlotPath};
-use crate::progress::{self, Progress, Snapshot};
-use crate::report::duration_nanos;
-use crate::run::interrupt::{self, Interrupt};
+use crate::run::interrupt::Interrupt;
 use crate::run::{self};
 
-use dispatch::{reserve_run, Counters, Stop, POLL};
+use dispatch::{dispatch, Plan};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 pub use render::write_plot;
-use slot::Slot;
 pub use summary::ExecReport;
-use summary::{report, Ran, Tally};
-use worker::{work, Finished, Job, Output, Spawner};
+use summary::{report, Ran};
+use worker::{Output, Spawner};
 
 /// The most runs `--concurrency` lets run at once.
 const MAX_CONCURRENCY: u32 = 1024;
@@ -249,153 +244,26 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         args.count,
         target_rate,
     )?;
-    let max_wait = config.kind().max_wait();
-    let mut refused = 0u64;
-
-    let concurrency = args.concurrency as usize;
-    let slots: Vec<Slot> = (0..concurrency).map(|_| Slot::default()).collect();
-    let (done_tx, done_rx) = mpsc::channel::<Finished>();
-    let counters = Arc::new(Counters::default());
-
-    let (tally, launched, stop, killed) = std::thread::scope(|scope| {
-        let mut jobs = Vec::with_capacity(concurrency);
-        for (i, slot) in slots.iter().enumerate() {
-            let (job_tx, job_rx) = mpsc::channel::<Job>();
-            let done = done_tx.clone();
-            let (spawner, clock) = (&spawner, &clock);
-            std::thread::Builder::new()
-                .name(format!("exec-{i}"))
-                .spawn_scoped(scope, move || work(i, job_rx, done, spawner, clock, slot))
-                .with_context(|| format!("starting worker thread {} of {concurrency}", i + 1))?;
-            jobs.push(job_tx);
-        }
-        drop(done_tx);
-        let t0 = limiter::start_schedules(&[limiter.as_ref()], &clock);
-        let limiter = limiter.as_ref().as_dyn();
-        let deadline = duration.map(|d| t0.saturating_add(duration_nanos(d)));
-        let line = progress::enabled()
-            .then(|| {
-                let c = Arc::clone(&counters);
-                Progress::start("runs started", target_rate, move || {
-                    // Ordering: Relaxed; gauges.
-                    let started = c.started.load(Ordering::Relaxed);
-                    let finished = c.finished.load(Ordering::Relaxed);
-                    Snapshot {
-                        ops: started,
-                        detail: progress::detail(&[
-                            (started.saturating_sub(finished), "running"),
-                            (c.failed.load(Ordering::Relaxed), "failed"),
-                        ]),
-                    }
-                })
-            })
-            .flatten();
-
-        let mut tally = Tally::new(t0, bucket);
-        let mut idle: Vec<usize> = (0..concurrency).rev().collect();
-        let mut launched = 0u64;
-        let finish = |f: Finished, tally: &mut Tally, idle: &mut Vec<usize>| {
-            idle.push(f.worker);
-            tally.add(&f);
-            // Ordering: Relaxed; gauges for the progress line.
-            counters.finished.fetch_add(1, Ordering::Relaxed);
-            counters.failed.store(tally.failed, Ordering::Relaxed);
-        };
-        let stop = 'dispatch: loop {
-            while let Ok(f) = done_rx.try_recv() {
-                finish(f, &mut tally, &mut idle);
-            }
-            if interrupt.is_set() {
-                break Stop::Interrupted;
-            }
-            if args.fail_fast && tally.failed > 0 {
-                break Stop::FailFast;
-            }
-            if count.is_some_and(|n| launched >= n) {
-                break Stop::Done;
-            }
-            let Some(grant) = reserve_run(limiter, max_wait, deadline, interrupt, &mut refused)?
-            else {
-                if deadline.is_some_and(|d| clock.now_nanos() >= d) {
-                    break Stop::Done;
-                }
-                continue;
-            };
-            if deadline.is_some_and(|d| grant.ready_nanos() >= d) {
-                limiter.cancel(&grant);
-                break Stop::Done;
-            }
-            // Every limiter's long wait is slept on the interrupt, a token
-            // pool's too (the library's stoppable wait asks the pool what it
-            // waits for, so an inline pool's waiter still fills it).
-            let grant = match interrupt::wait_for_grant(limiter, grant, interrupt) {
-                Some(g) => g,
-                None => break Stop::Interrupted,
-            };
-            // A free worker. No run starts after Ctrl-C or, with
-            // --fail-fast, after a failure, even one seen just now.
-            let worker = loop {
-                while let Ok(f) = done_rx.try_recv() {
-                    finish(f, &mut tally, &mut idle);
-                }
-                if interrupt.is_set() {
-                    limiter.cancel(&grant);
-                    break 'dispatch Stop::Interrupted;
-                }
-                if args.fail_fast && tally.failed > 0 {
-                    limiter.cancel(&grant);
-                    break 'dispatch Stop::FailFast;
-                }
-                if let Some(w) = idle.pop() {
-                    break w;
-                }
-                match done_rx.recv_timeout(POLL) {
-                    Ok(f) => finish(f, &mut tally, &mut idle),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => {
-                        anyhow::bail!("the worker threads stopped")
-                    }
-                }
-            };
-            launched += 1;
-            let job = Job {
-                number: launched,
-                scheduled: grant.scheduled_nanos(),
-            };
-            if jobs[worker].send(job).is_err() {
-                anyhow::bail!("worker thread {} stopped", worker + 1);
-            }
-            // Ordering: Relaxed; a gauge for the progress line.
-            counters.started.store(launched, Ordering::Relaxed);
-        };
-        // Wait for the running runs; a second Ctrl-C kills them.
-        drop(jobs);
-        let mut killed = None;
-        while idle.len() < concurrency {
-            match done_rx.recv_timeout(POLL) {
-                Ok(f) => finish(f, &mut tally, &mut idle),
-                Err(RecvTimeoutError::Timeout) => {
-                    if killed.is_none() && interrupt.count() >= 2 {
-                        killed = Some(slots.iter().filter(|s| s.kill()).count() as u64);
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        if let Some(line) = line {
-            line.finish();
-        }
-        Ok((tally, launched, stop, killed))
-    })?;
-
+    let plan = Plan {
+        clock,
+        concurrency: args.concurrency as usize,
+        duration,
+        count,
+        bucket,
+        target_rate,
+        max_wait: config.kind().max_wait(),
+        fail_fast: args.fail_fast,
+        interrupt,
+    };
+    let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
     Ok(report(
         args,
-        &tally,
+        &d.tally,
         Ran {
-            launched,
-            stop,
-            killed,
-            refused,
+            launched: d.launched,
+            stop: d.stop,
+            killed: d.killed,
+            refused: d.refused,
             config,
             effective,
             duration,

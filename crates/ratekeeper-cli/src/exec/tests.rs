@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use super::dispatch::Stop;
 use super::render::{shell_words, signal_label};
-use super::worker::Ended;
+use super::summary::Tally;
+use super::worker::{Ended, Finished};
 use super::*;
 use crate::report::EffectiveRate;
 
