@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::summary::ExecReport;
-use crate::plot::{self, Panel, Plot, PlotPath, Series, Unit, WaitStat};
+use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note};
 
 /// The most characters of a plot's title (its width, in the title's font).
@@ -18,13 +18,14 @@ pub fn write_plot(to: &PlotPath, report: &ExecReport) -> anyhow::Result<()> {
     let Some((response, service)) = &report.buckets else {
         return Ok(());
     };
+    plot::write(to, &exec_plot(report, response, service))
+}
+
+/// The plot of a run: the runs started per bucket against the target, and
+/// the `response` and `service` times of the runs started in each bucket.
+fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot {
     let span = report.launch_span_ns;
     let end_secs = span as f64 / 1e9;
-    let run = match (report.duration_ns, report.count) {
-        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
-        (None, Some(n)) => format!("-n {n}"),
-        (None, None) => String::new(),
-    };
     let series = |name: &str, color, width, points| Series {
         name: name.to_owned(),
         color,
@@ -32,21 +33,8 @@ pub fn write_plot(to: &PlotPath, report: &ExecReport) -> anyhow::Result<()> {
         width,
         points,
     };
-    let head = format!(
-        "ratekeeper exec --limiter {} --rate {} --concurrency {} {run} -- ",
-        report.limiter, report.spec, report.concurrency
-    );
-    // The title fits the plot's width: a long command is cut short.
-    let command = shell_words(&report.command);
-    let room = TITLE_CHARS.saturating_sub(head.chars().count()).max(12);
-    let command = if command.chars().count() > room {
-        let cut: String = command.chars().take(room - 1).collect();
-        format!("{cut}…")
-    } else {
-        command
-    };
-    let p = Plot {
-        title: format!("{head}{command}"),
+    Plot {
+        title: plot_title(report),
         end_secs,
         rate: Panel {
             title: format!(
@@ -97,8 +85,30 @@ pub fn write_plot(to: &PlotPath, report: &ExecReport) -> anyhow::Result<()> {
                 ),
             ],
         },
+    }
+}
+
+/// The plot's title: the command line, cut short to fit the plot's width.
+fn plot_title(report: &ExecReport) -> String {
+    let run = match (report.duration_ns, report.count) {
+        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, Some(n)) => format!("-n {n}"),
+        (None, None) => String::new(),
     };
-    plot::write(to, &p)
+    let head = format!(
+        "ratekeeper exec --limiter {} --rate {} --concurrency {} {run} -- ",
+        report.limiter, report.spec, report.concurrency
+    );
+    // The title fits the plot's width: a long command is cut short.
+    let command = shell_words(&report.command);
+    let room = TITLE_CHARS.saturating_sub(head.chars().count()).max(12);
+    let command = if command.chars().count() > room {
+        let cut: String = command.chars().take(room - 1).collect();
+        format!("{cut}…")
+    } else {
+        command
+    };
+    format!("{head}{command}")
 }
 
 /// A conventional name for signal `sig` (Unix numbering shared by Linux, the
@@ -152,9 +162,21 @@ impl fmt::Display for ExecReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "command         {}", shell_words(&self.command))?;
         writeln!(f, "spec            {}", self.spec)?;
+        writeln!(f, "limiter         {}", self.limiter_description())?;
+        writeln!(f, "concurrency     {}", self.concurrency)?;
+        self.fmt_runs(f)?;
+        self.fmt_rates(f)?;
+        self.fmt_statuses(f)?;
+        self.fmt_times(f)
+    }
+}
+
+impl ExecReport {
+    /// The limiter and its parameters, on one line.
+    fn limiter_description(&self) -> String {
         let fields = &self.fields;
         let d = |nanos: Option<u64>| fmt_duration(nanos.unwrap_or_default());
-        let limiter = match self.limiter {
+        match self.limiter {
             "pool" => {
                 let filling = match self.fill_interval_ns {
                     Some(Some(i)) => format!(", filled by a thread every {}", fmt_duration(i)),
@@ -202,9 +224,12 @@ impl fmt::Display for ExecReport {
                     ""
                 }
             ),
-        };
-        writeln!(f, "limiter         {limiter}")?;
-        writeln!(f, "concurrency     {}", self.concurrency)?;
+        }
+    }
+
+    /// How many runs, of what, and whether Ctrl-C or --fail-fast stopped
+    /// them.
+    fn fmt_runs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let run = match (self.duration_ns, self.count) {
             (Some(d), _) => format!("duration {}", fmt_duration(d)),
             (None, Some(n)) => format!("count {n}"),
@@ -234,6 +259,12 @@ impl fmt::Display for ExecReport {
                 self.first_failure.as_deref().unwrap_or("a run failed")
             )?;
         }
+        Ok(())
+    }
+
+    /// The target, effective and achieved rates, the time until the last
+    /// run ended, and the permits refused by the timeout.
+    fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
         writeln!(
             f,
@@ -259,6 +290,11 @@ impl fmt::Display for ExecReport {
                 fmt_duration(self.fields.timeout_ns.unwrap_or_default())
             )?;
         }
+        Ok(())
+    }
+
+    /// The runs by how they ended.
+    fn fmt_statuses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
         writeln!(f, "failed          {}", self.failed)?;
         for (code, n) in &self.exit_codes {
@@ -278,6 +314,11 @@ impl fmt::Display for ExecReport {
                 self.spawn_error.as_deref().unwrap_or("")
             )?;
         }
+        Ok(())
+    }
+
+    /// The wait, service and response times' table.
+    fn fmt_times(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "{:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
