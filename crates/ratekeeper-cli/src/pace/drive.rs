@@ -3,8 +3,9 @@
 //! run, and the CPU time they took.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Duration;
 
 use ratekeeper::{Clock, DefaultClock};
@@ -67,73 +68,40 @@ pub(super) fn drive<L: Sync>(
     backlog: Option<fn(&[L]) -> u64>,
     work: impl Work<L>,
 ) -> anyhow::Result<Outcome> {
-    let RunPlan {
-        clock,
-        threads,
-        duration,
-        count,
-        bucket,
-        target_rate,
-        interrupt,
-        max_wait,
-    } = plan;
-    let remaining = AtomicU64::new(count.unwrap_or(0));
+    let remaining = AtomicU64::new(plan.count.unwrap_or(0));
     let gate: Gate = (Mutex::new(None), Condvar::new());
     // Counters only when there is a line to show them on.
     let counters: Option<Arc<[OpCounter]>> =
-        progress::enabled().then(|| (0..threads).map(|_| OpCounter::default()).collect());
+        progress::enabled().then(|| (0..plan.threads).map(|_| OpCounter::default()).collect());
     // Every worker holds a sender; the channel disconnects when all are gone
     // (returned or panicked), which ends the sampling without polling.
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    let ctx = |i: u32| Ctx {
+        clock: &plan.clock,
+        gate: &gate,
+        remaining: &remaining,
+        interrupt: plan.interrupt,
+        max_wait: plan.max_wait,
+        progress: counters.as_deref().map(|c| &c[i as usize]),
+    };
 
     std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(threads as usize);
-        for i in 0..threads {
-            let limiter = &limiters[i as usize % limiters.len()];
-            let ctx = Ctx {
-                clock: &clock,
-                gate: &gate,
-                remaining: &remaining,
-                interrupt,
-                max_wait,
-                progress: counters.as_deref().map(|c| &c[i as usize]),
-            };
-            let work = &work;
-            let done = done_tx.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("pace-{i}"))
-                .spawn_scoped(scope, move || {
-                    let _done = done;
-                    work(limiter, &ctx)
-                });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    open_gate(&gate, Err(()));
-                    for h in handles {
-                        let _ = h.join();
-                    }
-                    return Err(anyhow::Error::new(e)
-                        .context(format!("starting worker thread {} of {threads}", i + 1)));
-                }
-            }
-        }
-        drop(done_tx);
+        let handles = spawn_workers(scope, limiters, plan.threads, ctx, done_tx, &work)?;
         let t0 = start(limiters);
-        let stop = match duration {
+        let stop = match plan.duration {
             Some(d) => Stop::Deadline(t0.saturating_add(duration_nanos(d))),
             None => Stop::Count,
         };
-        let cpu_start = process_cpu_nanos();
-        let own_cpu_start = thread_cpu_nanos();
-        open_gate(&gate, Ok(Go { stop, t0, bucket }));
-        let line = counters.clone().and_then(|c| {
-            Progress::start("ops", target_rate, move || Snapshot {
-                // Ordering: Relaxed; gauges.
-                ops: c.iter().map(|n| n.0.load(Ordering::Relaxed)).sum(),
-                detail: String::new(),
-            })
-        });
+        let cpu = CpuTime::start();
+        let go = Go {
+            stop,
+            t0,
+            bucket: plan.bucket,
+        };
+        open_gate(&gate, Ok(go));
+        let line = counters
+            .clone()
+            .and_then(|c| progress_line(c, plan.target_rate));
         let mut max_backlog_ns = 0;
         if let Some(sample) = backlog {
             while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(BACKLOG_SAMPLE_INTERVAL)
@@ -141,16 +109,8 @@ pub(super) fn drive<L: Sync>(
                 max_backlog_ns = max_backlog_ns.max(sample(limiters));
             }
         }
-        let mut results = Vec::with_capacity(handles.len());
-        let mut panicked = false;
-        for h in handles {
-            match h.join() {
-                Ok(r) => results.push(r),
-                Err(_) => panicked = true,
-            }
-        }
-        let cpu_end = process_cpu_nanos();
-        let own_cpu_end = thread_cpu_nanos();
+        let (results, panicked) = join_all(handles);
+        let cpu_ns = cpu.stop();
         if let Some(line) = line {
             line.finish();
         }
@@ -164,16 +124,7 @@ pub(super) fn drive<L: Sync>(
             .iter()
             .map(|r| r.finished)
             .max()
-            .unwrap_or_else(|| clock.now_nanos());
-        // The reporting thread's own CPU time (sampling) is not the limiter's.
-        let own = match (own_cpu_start, own_cpu_end) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        };
-        let cpu_ns = match (cpu_start, cpu_end) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a).saturating_sub(own)),
-            _ => None,
-        };
+            .unwrap_or_else(|| plan.clock.now_nanos());
         Ok(Outcome {
             results,
             t0,
@@ -182,4 +133,96 @@ pub(super) fn drive<L: Sync>(
             max_backlog_ns,
         })
     })
+}
+
+/// Starts `threads` workers in `scope`, worker `i` running `work` on
+/// limiter `i % len` with `ctx(i)`; each holds a clone of `done` until it
+/// returns. If a thread cannot be started, the gate is called off and the
+/// workers already started are joined.
+fn spawn_workers<'scope, 'env, L: Sync, W: Work<L>>(
+    scope: &'scope Scope<'scope, 'env>,
+    limiters: &'env [L],
+    threads: u32,
+    ctx: impl Fn(u32) -> Ctx<'env>,
+    done: Sender<()>,
+    work: &'env W,
+) -> anyhow::Result<Vec<ScopedJoinHandle<'scope, WorkerResult>>> {
+    let mut handles = Vec::with_capacity(threads as usize);
+    for i in 0..threads {
+        let limiter = &limiters[i as usize % limiters.len()];
+        let ctx = ctx(i);
+        let done = done.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("pace-{i}"))
+            .spawn_scoped(scope, move || {
+                let _done = done;
+                work(limiter, &ctx)
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                open_gate(ctx.gate, Err(()));
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(anyhow::Error::new(e)
+                    .context(format!("starting worker thread {} of {threads}", i + 1)));
+            }
+        }
+    }
+    Ok(handles)
+}
+
+/// The progress line on a terminal: the ops the workers' `counters` add up
+/// to.
+fn progress_line(counters: Arc<[OpCounter]>, target_rate: f64) -> Option<Progress> {
+    Progress::start("ops", target_rate, move || Snapshot {
+        // Ordering: Relaxed; gauges.
+        ops: counters.iter().map(|n| n.0.load(Ordering::Relaxed)).sum(),
+        detail: String::new(),
+    })
+}
+
+/// Joins the workers: their results, and whether any panicked.
+fn join_all(handles: Vec<ScopedJoinHandle<'_, WorkerResult>>) -> (Vec<WorkerResult>, bool) {
+    let mut results = Vec::with_capacity(handles.len());
+    let mut panicked = false;
+    for h in handles {
+        match h.join() {
+            Ok(r) => results.push(r),
+            Err(_) => panicked = true,
+        }
+    }
+    (results, panicked)
+}
+
+/// The process's CPU time from [`start`](Self::start) to
+/// [`stop`](Self::stop), less the reporting thread's own (its sampling is
+/// not the limiter's).
+struct CpuTime {
+    process: Option<u64>,
+    own: Option<u64>,
+}
+
+impl CpuTime {
+    fn start() -> CpuTime {
+        CpuTime {
+            process: process_cpu_nanos(),
+            own: thread_cpu_nanos(),
+        }
+    }
+
+    /// `None` where the platform has no per-process CPU clock.
+    fn stop(self) -> Option<u64> {
+        let (process, own) = (process_cpu_nanos(), thread_cpu_nanos());
+        // The reporting thread's own CPU time (sampling) is not the limiter's.
+        let own = match (self.own, own) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        match (self.process, process) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).saturating_sub(own)),
+            _ => None,
+        }
+    }
 }
