@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::drive::{Outcome, RunPlan};
 use super::visit::LimiterStats;
+use super::worker::WorkerResult;
 use super::PaceArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::report::{duration_nanos, EffectiveRate, WaitRecorder, WaitSummary};
@@ -96,10 +97,7 @@ pub(super) fn summarize(
     effective: &EffectiveRate,
 ) -> PaceReport {
     let interrupted = outcome.results.iter().any(|r| r.interrupted);
-    let mut waits = WaitRecorder::new();
-    for r in &outcome.results {
-        waits.merge(&r.waits);
-    }
+    let waits = merged_waits(&outcome.results);
     let ops = waits.count();
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
@@ -120,18 +118,7 @@ pub(super) fn summarize(
     } else {
         1
     });
-    let (filling, fill_interval_ns, max_backlog_ns, fills) = match stats.pool {
-        Some((max_backlog, fills, Filling::Thread(i))) => (
-            Some("thread"),
-            Some(Some(duration_nanos(i))),
-            Some(max_backlog),
-            Some(fills),
-        ),
-        Some((max_backlog, fills, _)) => {
-            (Some("inline"), Some(None), Some(max_backlog), Some(fills))
-        }
-        None => (None, None, None, None),
-    };
+    let (filling, fill_interval_ns, max_backlog_ns, fills) = pool_fields(stats.pool);
     PaceReport {
         spec: args.rate.to_string(),
         limiter: kind.name(),
@@ -173,5 +160,40 @@ pub(super) fn summarize(
             _ => None,
         },
         interrupted,
+    }
+}
+
+/// The workers' waits, merged.
+fn merged_waits(results: &[WorkerResult]) -> WaitRecorder {
+    let mut waits = WaitRecorder::new();
+    for r in results {
+        waits.merge(&r.waits);
+    }
+    waits
+}
+
+/// A token pool's report fields: its filling ("thread" or "inline"), its
+/// fill interval (JSON null for inline filling), its largest sampled backlog
+/// and its fills; all `None` for the other limiters.
+type PoolFields = (
+    Option<&'static str>,
+    Option<Option<u64>>,
+    Option<u64>,
+    Option<u64>,
+);
+
+/// The [`PoolFields`] of what the run measured of its pools, if any.
+fn pool_fields(pool: Option<(u64, u64, Filling)>) -> PoolFields {
+    match pool {
+        Some((max_backlog, fills, Filling::Thread(i))) => (
+            Some("thread"),
+            Some(Some(duration_nanos(i))),
+            Some(max_backlog),
+            Some(fills),
+        ),
+        Some((max_backlog, fills, _)) => {
+            (Some("inline"), Some(None), Some(max_backlog), Some(fills))
+        }
+        None => (None, None, None, None),
     }
 }
