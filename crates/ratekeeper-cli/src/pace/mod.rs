@@ -37,13 +37,13 @@ use ratekeeper::{DefaultClock, RateSpec, Scope};
 use crate::error::UsageError;
 use crate::flags::limiter::{AccessArgs, LimiterArgs};
 use crate::flags::{parse_count, parse_duration, parse_spec};
-use crate::plot::{self, Buckets, PlotPath};
+use crate::plot::{self, PlotPath};
 use crate::run::interrupt::Interrupt;
 use crate::run::{self};
 
 use drive::RunPlan;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
-use render::pace_plot;
+use render::write_plot;
 use summary::summarize;
 pub use summary::PaceReport;
 use visit::Pace;
@@ -153,11 +153,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     }
     let report = summarize(args, &config, &plan, &outcome, stats, &effective);
     if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {
-        let mut buckets = Buckets::new(width);
-        for b in outcome.results.iter().filter_map(|r| r.buckets.as_ref()) {
-            buckets.merge(b);
-        }
-        plot::write(to, &pace_plot(&report, &buckets))?;
+        write_plot(to, &report, &outcome.results, width)?;
     }
     Ok(report)
 }

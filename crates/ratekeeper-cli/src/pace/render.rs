@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::drive::BACKLOG_SAMPLE_INTERVAL;
 use super::summary::PaceReport;
-use crate::plot::{self, Buckets, Panel, Plot, Series, Unit, WaitStat};
+use super::worker::WorkerResult;
+use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note};
 
 impl fmt::Display for PaceReport {
@@ -265,9 +266,28 @@ impl PaceReport {
     }
 }
 
+/// Writes the `--plot` of `report` to `to`: the workers' `results`' time
+/// buckets, `width` ns wide, merged.
+///
+/// # Errors
+///
+/// A drawing error or the I/O error writing the file.
+pub(super) fn write_plot(
+    to: &PlotPath,
+    report: &PaceReport,
+    results: &[WorkerResult],
+    width: u64,
+) -> anyhow::Result<()> {
+    let mut buckets = Buckets::new(width);
+    for b in results.iter().filter_map(|r| r.buckets.as_ref()) {
+        buckets.merge(b);
+    }
+    plot::write(to, &pace_plot(report, &buckets))
+}
+
 /// The `--plot` of a run: the achieved rate per bucket against the target,
 /// and the longest and mean wait per bucket.
-pub(super) fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
+fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
     let span = report.elapsed_ns;
     let end_secs = span as f64 / 1e9;
     let run = match (report.duration_ns, report.count) {
