@@ -130,8 +130,9 @@ fn text_nanos(s: &str) -> f64 {
     number.parse::<f64>().expect("a number") * scale
 }
 
-#[test]
-fn text_and_json_reports_say_the_same() {
+/// The report of four runs of `sh -c 'exit 3'` (as [`sample_args`] gives):
+/// one exits 0, two exit 3 and one is killed by SIGKILL.
+fn sample_report() -> ExecReport {
     let args = sample_args(&[]);
     let mut t = Tally::new(0, None);
     for (i, (service, ended)) in [
@@ -158,7 +159,12 @@ fn text_and_json_reports_say_the_same() {
         duration: None,
         count: Some(4),
     };
-    let r = report(&args, &t, ran);
+    report(&args, &t, ran)
+}
+
+#[test]
+fn text_and_json_reports_say_the_same() {
+    let r = sample_report();
     let text = r.to_string();
     let json: serde_json::Value = serde_json::to_value(&r).unwrap();
     let line = |label: &str| -> Vec<String> {
