@@ -150,6 +150,16 @@ pub fn duration_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// `count` ops over `span_ns` nanoseconds as ops per second; 0 for an empty
+/// span.
+pub fn per_second(count: u64, span_ns: u64) -> f64 {
+    if span_ns == 0 {
+        0.0
+    } else {
+        count as f64 * 1e9 / span_ns as f64
+    }
+}
+
 /// Formats a rate in operations per second: `10000 ops/s`, `9987.3 ops/s`.
 pub fn fmt_rate(ops_per_second: f64) -> String {
     if ops_per_second.fract() == 0.0 && ops_per_second.abs() < 1e15 {

@@ -14,7 +14,7 @@ use super::worker::{Ended, Finished};
 use super::ExecArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::plot::Buckets;
-use crate::report::{duration_nanos, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
 use crate::run::{self, schedule_span};
 
 /// What the dispatcher has seen of the finished runs.
@@ -208,11 +208,7 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
         _ => schedule_span(tally.t0, tally.last_start, target_rate),
     };
-    let achieved_rate = if launch_span_ns == 0 {
-        0.0
-    } else {
-        ran.launched as f64 * 1e9 / launch_span_ns as f64
-    };
+    let achieved_rate = per_second(ran.launched, launch_span_ns);
     let (stdout, stdout_file) = match (&args.stdout, args.discard_stdout) {
         (Some(p), _) => ("file", Some(p.display().to_string())),
         (None, true) => ("discard", None),

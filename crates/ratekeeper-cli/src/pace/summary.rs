@@ -11,7 +11,7 @@ use super::visit::LimiterStats;
 use super::worker::WorkerResult;
 use super::PaceArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
-use crate::report::{duration_nanos, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -106,11 +106,7 @@ pub(super) fn summarize(
         Some(d) if !interrupted => duration_nanos(d),
         _ => schedule_span(t0, last_start, target_rate),
     };
-    let achieved_rate = if elapsed_ns == 0 {
-        0.0
-    } else {
-        ops as f64 * 1e9 / elapsed_ns as f64
-    };
+    let achieved_rate = per_second(ops, elapsed_ns);
     let cpu_ns = outcome.cpu_ns;
     let kind = config.kind().limiter_kind();
     let limiters = Some(if args.rate.scope() == Scope::Thread {

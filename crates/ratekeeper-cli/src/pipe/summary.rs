@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::copy::Copy;
 use super::PipeArgs;
 use crate::limiter::strictness_mode_name;
-use crate::report::{duration_nanos, EffectiveRate};
+use crate::report::{duration_nanos, per_second, EffectiveRate};
 
 /// The result of a `pipe` run; `Display` is the text report, `Serialize`
 /// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
@@ -58,11 +58,7 @@ pub(super) fn report(
             copy.last_start.saturating_sub(t0).saturating_add(share)
         }
     };
-    let achieved_rate = if elapsed_ns == 0 {
-        0.0
-    } else {
-        copy.units as f64 * 1e9 / elapsed_ns as f64
-    };
+    let achieved_rate = per_second(copy.units, elapsed_ns);
     let output = &copy.output;
     PipeReport {
         spec: args.rate.to_string(),

@@ -12,8 +12,8 @@ use super::model::Op;
 use super::{LimiterSpec, Rows, SimulateArgs};
 use crate::limiter::{strictness_mode_name, LimiterFields};
 use crate::report::{
-    duration_nanos, fmt_duration, fmt_effective, fmt_rate, resolution_note, EffectiveRate,
-    WaitSummary,
+    duration_nanos, fmt_duration, fmt_effective, fmt_rate, per_second, resolution_note,
+    EffectiveRate, WaitSummary,
 };
 
 /// Exact percentiles (nearest rank), maximum and mean (rounded down) of
@@ -228,11 +228,7 @@ fn summarize(
         (Some(f), Some(l)) => (l - f).saturating_add(interval.round() as u64),
         _ => 0,
     };
-    let achieved_rate = if elapsed_ns == 0 {
-        0.0
-    } else {
-        count as f64 * 1e9 / elapsed_ns as f64
-    };
+    let achieved_rate = per_second(count, elapsed_ns);
     let (timeline, timeline_omitted) = timeline(ops, rows);
     LimiterReport {
         limiter: spec.label.clone(),
