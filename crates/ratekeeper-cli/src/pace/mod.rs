@@ -39,6 +39,7 @@ use crate::flags::limiter::{AccessArgs, LimiterArgs};
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::plot::{self, PlotPath};
 use crate::run::interrupt::Interrupt;
+// The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
 use drive::RunPlan;
