@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, integration, property, conformance
-# (including ../shared/vectors when present), doc tests, the loom models, and
-# the check that the algorithm folders do not import each other.
+# (including ../shared/vectors when present), doc tests, the loom models, the
+# checks that the algorithm folders do not import each other and that the
+# CLI's subcommand folders do not either, and the check that no CLI function
+# is over 80 lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,12 @@ fi
 
 echo "== rooms"
 bash scripts/check-rooms.sh
+
+echo "== CLI rooms"
+bash scripts/check-cli-rooms.sh
+
+echo "== function length (CLI)"
+bash scripts/check-fn-length.sh
 
 echo "== cargo test (all features)"
 cargo test --workspace --all-features

@@ -1,15 +1,16 @@
 //! What `pace`, `exec` and `simulate` share about the limiter a run uses,
 //! once the library built it from its [`LimiterConfig`]: starting its
 //! schedule, the rate its arithmetic gives, and the report's fields that
-//! describe it.
+//! describe it (with the names of a pacer's strictness mode and wait
+//! policy, which `pipe` uses too).
 
 use ratekeeper::config::{KindConfig, LimiterConfig, LimiterRef};
+use ratekeeper::pacer::{Strictness, StrictnessMode};
 use ratekeeper::smooth::Resolution;
 use ratekeeper::Clock;
 use serde::Serialize;
 
-use crate::pace::{duration_nanos, strictness_mode_name};
-use crate::report::{resolution_name, EffectiveRate};
+use crate::report::{duration_nanos, resolution_name, EffectiveRate};
 
 /// Starts every schedule of `limiters` now and returns the run's start: the
 /// earliest pacer slot after the restarts, or for the others the clock's
@@ -135,5 +136,40 @@ impl LimiterFields {
             _ => {}
         }
         f
+    }
+}
+
+/// The JSON name of a pacer strictness's mode: "average",
+/// "burst_compensation", "strict" or "burst_ratio".
+pub fn strictness_mode_name(s: f64) -> &'static str {
+    match Strictness::new(s).map(Strictness::mode) {
+        Ok(StrictnessMode::Average) => "average",
+        Ok(StrictnessMode::Compensate { .. }) => "burst_compensation",
+        Ok(StrictnessMode::Strict) => "strict",
+        Ok(StrictnessMode::Burst(_)) => "burst_ratio",
+        Err(_) => "invalid",
+    }
+}
+
+/// The JSON name of a pacer's wait policy: "precise" (`--precise`) or
+/// "default".
+pub fn wait_policy_name(config: &LimiterConfig) -> &'static str {
+    if config.wait_policy().precise_spin().is_some() {
+        "precise"
+    } else {
+        "default"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strictness_modes_are_named() {
+        assert_eq!(strictness_mode_name(0.0), "average");
+        assert_eq!(strictness_mode_name(0.5), "burst_compensation");
+        assert_eq!(strictness_mode_name(1.0), "strict");
+        assert_eq!(strictness_mode_name(1.1), "burst_ratio");
     }
 }

@@ -17,16 +17,16 @@
 //! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
 //! arguments are parsed ([`interrupt`]).
 
-mod arrivals;
+mod error;
 mod exec;
 mod flags;
-mod interrupt;
 mod limiter;
 mod pace;
 mod pipe;
 mod plot;
 mod progress;
 mod report;
+mod run;
 mod simulate;
 #[cfg(test)]
 mod test_util;
@@ -35,6 +35,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::error::UsageError;
+use crate::run::interrupt;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -101,20 +104,6 @@ enum Command {
     )]
     Simulate(simulate::SimulateArgs),
 }
-
-/// An error in what the user asked for, found after argument parsing (for
-/// example a pacer the library refuses to build): exits with status 2, like
-/// clap's own usage errors.
-#[derive(Debug)]
-pub(crate) struct UsageError(pub(crate) String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// How a run that did not fail outright ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

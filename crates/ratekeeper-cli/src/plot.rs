@@ -15,7 +15,7 @@ use std::sync::Once;
 
 use anyhow::Context;
 
-use crate::arrivals::fmt_duration;
+use crate::report::fmt_duration;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -233,7 +233,7 @@ pub fn run_buckets(
         Some(b) => nanos(b),
         None => auto_bucket(span, target_rate),
     };
-    check_bucket(span, width).map_err(crate::UsageError)?;
+    check_bucket(span, width).map_err(crate::error::UsageError)?;
     to.check_writable()?;
     Ok(Some(width))
 }

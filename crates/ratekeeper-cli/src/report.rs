@@ -4,6 +4,7 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
+use std::time::Duration;
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
@@ -129,6 +130,33 @@ fn three_digits(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+/// Formats nanoseconds as one word that a duration flag (and the arrival
+/// grammar's duration words) read back: `0s`, `50ms`, `1m30s`, `1s 500ms`
+/// written `1s500ms`.
+pub fn fmt_duration(nanos: u64) -> String {
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    humantime::format_duration(Duration::from_nanos(nanos))
+        .to_string()
+        .replace(' ', "")
+}
+
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
+pub fn duration_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `count` ops over `span_ns` nanoseconds as ops per second; 0 for an empty
+/// span.
+pub fn per_second(count: u64, span_ns: u64) -> f64 {
+    if span_ns == 0 {
+        0.0
+    } else {
+        count as f64 * 1e9 / span_ns as f64
     }
 }
 

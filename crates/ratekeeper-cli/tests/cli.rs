@@ -1018,13 +1018,17 @@ fn resilience4j_text_report_shows_limiter_and_refusals() {
         );
 }
 
+/// `base` followed by `more`.
+fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
+    base.iter().chain(more).copied().collect()
+}
+
+const REFILL: [&str; 5] = ["pace", "--rate", "1000", "--limiter", "refill"];
+const CYCLE: [&str; 5] = ["pace", "--rate", "1000", "--limiter", "cycle"];
+
 #[test]
-fn resilience4j_limiter_options_are_checked() {
-    let refill = ["pace", "--rate", "1000", "--limiter", "refill"];
-    let cycle = ["pace", "--rate", "1000", "--limiter", "cycle"];
-    let with = |base: &[&'static str], more: &[&'static str]| -> Vec<&'static str> {
-        base.iter().chain(more).copied().collect()
-    };
+fn resilience4j_limiter_values_are_checked() {
+    let (refill, cycle) = (REFILL, CYCLE);
     // The limit for period must be a whole number of permits.
     rejects(
         &with(&refill, &["--refresh-period", "1500us"]),
@@ -1068,6 +1072,11 @@ fn resilience4j_limiter_options_are_checked() {
         &with(&cycle, &["--refresh-period", "0s"]),
         &["'0s'", "--refresh-period", "greater than zero"],
     );
+}
+
+#[test]
+fn resilience4j_limiter_options_belong_to_their_limiters() {
+    let (refill, cycle) = (REFILL, CYCLE);
     // The cycle limiter has no bucket.
     for flag in ["--capacity", "--initial-permits"] {
         rejects(
@@ -1141,7 +1150,7 @@ fn resilience4j_limiter_options_are_checked() {
 }
 
 #[test]
-fn guava_limiter_options_are_checked() {
+fn guava_limiter_values_are_checked() {
     rejects(
         &["pace", "--rate", "1000", "--limiter", "warmup"],
         &["--limiter warmup needs --warmup", "--warmup 2s"],
@@ -1187,6 +1196,10 @@ fn guava_limiter_options_are_checked() {
         ],
         &["max burst seconds must be finite and at least 0, got -1"],
     );
+}
+
+#[test]
+fn guava_limiter_options_belong_to_their_limiters() {
     rejects(
         &["pace", "--rate", "1000", "--warmup", "1s"],
         &["--warmup", "SmoothWarmingUp option", "--limiter pacer"],

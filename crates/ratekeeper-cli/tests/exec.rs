@@ -302,7 +302,7 @@ fn limiters_and_their_options() {
 }
 
 #[test]
-fn resilience4j_limiters_schedule_runs_and_count_refusals() {
+fn refill_limiter_schedules_runs_and_counts_refusals() {
     // 2 permits per 100 ms: a bucket of 2, full at the start, refilled
     // every 50 ms; no waiting (timeout 0s): the third permit is refused,
     // counted, and asked for again once the bucket holds one. Every run
@@ -341,7 +341,10 @@ fn resilience4j_limiters_schedule_runs_and_count_refusals() {
     // Three permits refilled 50 ms apart after the first two.
     let span = u(&v, "launch_span_ns");
     assert!(span >= 140_000_000, "launch span {span}");
+}
 
+#[test]
+fn cycle_limiter_schedules_runs_a_permit_per_cycle() {
     // One permit at the start of each 100 ms cycle; runs wait for theirs.
     let v = exec_json(&[
         "--limiter",

@@ -250,8 +250,19 @@ fn json_numbers_agree_with_the_text_report() {
     let arrivals = u(&v, "arrivals");
     assert_eq!(arrivals, 90);
     let limiters = v["limiters"].as_array().expect("limiters");
+    summary_agrees_with_the_json(&text, limiters, arrivals);
+    timelines_agree_with_the_json(&text, limiters);
+    // The cycle limiter (10 permits per 500 ms cycle, waits up to 500 ms) is
+    // offered 20 ops at 0 s: 10 go at once, 10 at 500 ms, the rest would wait
+    // longer and are refused; the other limiters refuse none.
+    assert!(u(&limiters[4], "refused") > 0, "{}", limiters[4]);
+    assert!(limiters[..4].iter().all(|l| u(l, "refused") == 0));
+}
 
-    // The summary table: one line per limiter after its header.
+/// The summary table of `text`: one line per limiter after its header, each
+/// cell as in the JSON `limiters` (of `arrivals` arrivals), and the JSON
+/// consistent with itself.
+fn summary_agrees_with_the_json(text: &str, limiters: &[Value], arrivals: u64) {
     let summary: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.starts_with("limiter "))
@@ -293,8 +304,11 @@ fn json_numbers_agree_with_the_text_report() {
         assert!(u(w, "p50") <= u(w, "p90") && u(w, "p90") <= u(w, "p99"));
         assert!(u(w, "p99") <= u(w, "p999") && u(w, "p999") <= u(w, "max"));
     }
+}
 
-    // Every timeline row, exact in both: seconds with 6 or 9 decimals.
+/// Every timeline row of `text`, exact in both it (seconds with 6 or 9
+/// decimals) and the JSON `limiters`.
+fn timelines_agree_with_the_json(text: &str, limiters: &[Value]) {
     for l in limiters {
         let name = l["limiter"].as_str().unwrap();
         let rows: Vec<&str> = text
@@ -322,11 +336,6 @@ fn json_numbers_agree_with_the_text_report() {
             assert_eq!(cells[3] == "refused", r["refused"] == true);
         }
     }
-    // The cycle limiter (10 permits per 500 ms cycle, waits up to 500 ms) is
-    // offered 20 ops at 0 s: 10 go at once, 10 at 500 ms, the rest would wait
-    // longer and are refused; the other limiters refuse none.
-    assert!(u(&limiters[4], "refused") > 0, "{}", limiters[4]);
-    assert!(limiters[..4].iter().all(|l| u(l, "refused") == 0));
 }
 
 #[test]

@@ -16,7 +16,7 @@ use super::{
     parse_cold_factor, parse_duration, parse_max_burst, parse_permits, parse_shards,
     parse_strictness, parse_timeout, parse_warmup,
 };
-use crate::UsageError;
+use crate::error::UsageError;
 
 /// How long `--precise` spins before each op's ready time (after sleeping
 /// until then): longer than a sleep's typical overshoot (~85 µs on Linux).

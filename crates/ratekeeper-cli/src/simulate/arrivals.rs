@@ -21,7 +21,8 @@
 //! 60 from 0s to 2.95s, and 10 at 5s.
 
 use std::fmt;
-use std::time::Duration;
+
+use crate::report::fmt_duration;
 
 /// The most arrivals a pattern may produce.
 pub const MAX_ARRIVALS: u64 = 1_000_000;
@@ -167,17 +168,6 @@ impl fmt::Display for ArrivalsError {
 }
 
 impl std::error::Error for ArrivalsError {}
-
-/// Formats nanoseconds as one word that [`parse_duration`] reads back:
-/// `0s`, `50ms`, `1m30s`, `1s 500ms` written `1s500ms`.
-pub fn fmt_duration(nanos: u64) -> String {
-    if nanos == 0 {
-        return "0s".to_owned();
-    }
-    humantime::format_duration(Duration::from_nanos(nanos))
-        .to_string()
-        .replace(' ', "")
-}
 
 /// A duration word: `0s`, `50ms`, `2s`, `1m30s`.
 fn parse_duration(token: &str) -> Option<u64> {

@@ -1,0 +1,351 @@
+//! `exec`'s dispatcher: it starts the workers, takes each run's permit from
+//! the limiter, hands the run to a free worker and tallies the runs as they
+//! finish; after the last run is started it waits for the running ones.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::Scope;
+use std::time::Duration;
+
+use anyhow::Context;
+use ratekeeper::config::LimiterRef;
+use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
+
+use super::slot::Slot;
+use super::summary::Tally;
+use super::worker::{work, Finished, Job, Spawner};
+use crate::limiter;
+use crate::progress::{self, Progress, Snapshot};
+use crate::report::duration_nanos;
+use crate::run::interrupt::{self, Interrupt};
+use crate::run::sleep_until_retry;
+
+/// How often the dispatcher, waiting for a run to end, checks for Ctrl-C.
+pub(super) const POLL: Duration = Duration::from_millis(20);
+
+/// What the progress line reads.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub(super) started: AtomicU64,
+    pub(super) finished: AtomicU64,
+    pub(super) failed: AtomicU64,
+}
+
+/// The next run's permit: `Some(grant)`, or `None` when the limiter refused
+/// it because its wait would exceed `max_wait` (Resilience4j's timeout):
+/// then the refusal is counted and the dispatcher sleeps until a permit
+/// could be granted within the timeout (not past `deadline` nor Ctrl-C),
+/// to ask again.
+pub(super) fn reserve_run(
+    limiter: &dyn RateLimiter,
+    max_wait: Option<Duration>,
+    deadline: Option<u64>,
+    interrupt: &Interrupt,
+    refused: &mut u64,
+) -> anyhow::Result<Option<Grant>> {
+    match limiter.reserve(1, max_wait) {
+        Ok(grant) => Ok(Some(grant)),
+        Err(AcquireError::WouldWait {
+            wait,
+            max_wait: max,
+        }) if max_wait.is_some() => {
+            *refused += 1;
+            sleep_until_retry(interrupt, limiter.clock(), wait, max, deadline);
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("the limiter refused a permit")),
+    }
+}
+
+/// Why the dispatcher stopped starting runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// The count was reached or the deadline passed.
+    Done,
+    /// Ctrl-C.
+    Interrupted,
+    /// A run failed, with --fail-fast.
+    FailFast,
+}
+
+/// How the runs are dispatched, whatever the limiter.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Plan<'a> {
+    /// The clock the limiter and the workers read.
+    pub(super) clock: DefaultClock,
+    /// How many runs may run at once: one worker thread each.
+    pub(super) concurrency: usize,
+    /// Duration mode: how long runs are started for.
+    pub(super) duration: Option<Duration>,
+    /// Count mode: how many runs are started.
+    pub(super) count: Option<u64>,
+    /// With --plot: the width of the time buckets runs are tallied into.
+    pub(super) bucket: Option<u64>,
+    /// The rate the run aims at (for the progress line).
+    pub(super) target_rate: f64,
+    /// The longest a permit may wait (Resilience4j's timeout).
+    pub(super) max_wait: Option<Duration>,
+    pub(super) fail_fast: bool,
+    pub(super) interrupt: &'a Interrupt,
+}
+
+/// What the dispatch did: the tally of the finished runs, and how it went.
+#[derive(Debug)]
+pub(super) struct Dispatched {
+    pub(super) tally: Tally,
+    /// Runs started.
+    pub(super) launched: u64,
+    pub(super) stop: Stop,
+    /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
+    pub(super) killed: Option<u64>,
+    /// Permits refused by the limiter's timeout (each asked for again).
+    pub(super) refused: u64,
+}
+
+/// Starts `plan.concurrency` workers running `spawner`'s command, then the
+/// limiter's schedule, and dispatches runs until the count, the deadline,
+/// Ctrl-C or (with --fail-fast) a failure; then waits for the running runs.
+///
+/// # Errors
+///
+/// A worker thread that cannot be started or stopped early, or a permit
+/// the limiter refused for good.
+pub(super) fn dispatch(
+    limiter: LimiterRef<'_, DefaultClock>,
+    spawner: &Spawner,
+    plan: &Plan<'_>,
+) -> anyhow::Result<Dispatched> {
+    let slots: Vec<Slot> = (0..plan.concurrency).map(|_| Slot::default()).collect();
+    let (done_tx, done_rx) = mpsc::channel::<Finished>();
+    let counters = Arc::new(Counters::default());
+    std::thread::scope(|scope| {
+        let jobs = start_workers(scope, &slots, done_tx, spawner, &plan.clock)?;
+        let t0 = limiter::start_schedules(&[limiter], &plan.clock);
+        let deadline = plan.duration.map(|d| t0.saturating_add(duration_nanos(d)));
+        let line = progress_line(&counters, plan.target_rate);
+        let mut d = Dispatcher {
+            limiter: limiter.as_dyn(),
+            plan,
+            deadline,
+            jobs,
+            done: done_rx,
+            counters: &counters,
+            tally: Tally::new(t0, plan.bucket),
+            idle: (0..plan.concurrency).rev().collect(),
+            launched: 0,
+            refused: 0,
+        };
+        let stop = d.dispatch()?;
+        let killed = d.wait_for_running(&slots);
+        if let Some(line) = line {
+            line.finish();
+        }
+        Ok(Dispatched {
+            tally: d.tally,
+            launched: d.launched,
+            stop,
+            killed,
+            refused: d.refused,
+        })
+    })
+}
+
+/// Starts a worker per slot, each reporting its finished runs to `done`;
+/// returns the channels that hand each its jobs.
+fn start_workers<'scope, 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    slots: &'env [Slot],
+    done: Sender<Finished>,
+    spawner: &'env Spawner,
+    clock: &'env DefaultClock,
+) -> anyhow::Result<Vec<Sender<Job>>> {
+    let concurrency = slots.len();
+    let mut jobs = Vec::with_capacity(concurrency);
+    for (i, slot) in slots.iter().enumerate() {
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let done = done.clone();
+        std::thread::Builder::new()
+            .name(format!("exec-{i}"))
+            .spawn_scoped(scope, move || work(i, job_rx, done, spawner, clock, slot))
+            .with_context(|| format!("starting worker thread {} of {concurrency}", i + 1))?;
+        jobs.push(job_tx);
+    }
+    Ok(jobs)
+}
+
+/// The progress line on a terminal: runs started, running and failed.
+fn progress_line(counters: &Arc<Counters>, target_rate: f64) -> Option<Progress> {
+    progress::enabled()
+        .then(|| {
+            let c = Arc::clone(counters);
+            Progress::start("runs started", target_rate, move || {
+                // Ordering: Relaxed; gauges.
+                let started = c.started.load(Ordering::Relaxed);
+                let finished = c.finished.load(Ordering::Relaxed);
+                Snapshot {
+                    ops: started,
+                    detail: progress::detail(&[
+                        (started.saturating_sub(finished), "running"),
+                        (c.failed.load(Ordering::Relaxed), "failed"),
+                    ]),
+                }
+            })
+        })
+        .flatten()
+}
+
+/// The dispatcher's state while it starts runs.
+struct Dispatcher<'a> {
+    limiter: &'a dyn RateLimiter,
+    plan: &'a Plan<'a>,
+    /// Duration mode: the clock reading after which no run starts.
+    deadline: Option<u64>,
+    /// Each worker's job channel.
+    jobs: Vec<Sender<Job>>,
+    /// The workers' finished runs.
+    done: Receiver<Finished>,
+    counters: &'a Counters,
+    tally: Tally,
+    /// The workers without a run, the next to use last.
+    idle: Vec<usize>,
+    launched: u64,
+    refused: u64,
+}
+
+impl Dispatcher<'_> {
+    /// Starts runs until a stop rule says otherwise; returns which.
+    fn dispatch(&mut self) -> anyhow::Result<Stop> {
+        let interrupt = self.plan.interrupt;
+        loop {
+            self.take_finished();
+            if let Some(stop) = self.stop_early() {
+                return Ok(stop);
+            }
+            if self.plan.count.is_some_and(|n| self.launched >= n) {
+                return Ok(Stop::Done);
+            }
+            let reserved = reserve_run(
+                self.limiter,
+                self.plan.max_wait,
+                self.deadline,
+                interrupt,
+                &mut self.refused,
+            )?;
+            let Some(grant) = reserved else {
+                if self
+                    .deadline
+                    .is_some_and(|d| self.plan.clock.now_nanos() >= d)
+                {
+                    return Ok(Stop::Done);
+                }
+                continue;
+            };
+            if self.deadline.is_some_and(|d| grant.ready_nanos() >= d) {
+                self.limiter.cancel(&grant);
+                return Ok(Stop::Done);
+            }
+            // Every limiter's long wait is slept on the interrupt, a token
+            // pool's too (the library's stoppable wait asks the pool what it
+            // waits for, so an inline pool's waiter still fills it).
+            let Some(grant) = interrupt::wait_for_grant(self.limiter, grant, interrupt) else {
+                return Ok(Stop::Interrupted);
+            };
+            match self.free_worker()? {
+                Ok(worker) => self.launch(worker, &grant)?,
+                Err(stop) => {
+                    self.limiter.cancel(&grant);
+                    return Ok(stop);
+                }
+            }
+        }
+    }
+
+    /// Ctrl-C, or with --fail-fast a failure, stops the dispatch.
+    fn stop_early(&self) -> Option<Stop> {
+        if self.plan.interrupt.is_set() {
+            Some(Stop::Interrupted)
+        } else if self.plan.fail_fast && self.tally.failed > 0 {
+            Some(Stop::FailFast)
+        } else {
+            None
+        }
+    }
+
+    /// A free worker, waited for; or why no run may start any more: no run
+    /// starts after Ctrl-C or, with --fail-fast, after a failure, even one
+    /// seen just now.
+    fn free_worker(&mut self) -> anyhow::Result<Result<usize, Stop>> {
+        loop {
+            self.take_finished();
+            if let Some(stop) = self.stop_early() {
+                return Ok(Err(stop));
+            }
+            if let Some(w) = self.idle.pop() {
+                return Ok(Ok(w));
+            }
+            match self.done.recv_timeout(POLL) {
+                Ok(f) => self.finish(f),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    anyhow::bail!("the worker threads stopped")
+                }
+            }
+        }
+    }
+
+    /// Hands the next run, due at `grant`'s scheduled time, to `worker`.
+    fn launch(&mut self, worker: usize, grant: &Grant) -> anyhow::Result<()> {
+        self.launched += 1;
+        let job = Job {
+            number: self.launched,
+            scheduled: grant.scheduled_nanos(),
+        };
+        if self.jobs[worker].send(job).is_err() {
+            anyhow::bail!("worker thread {} stopped", worker + 1);
+        }
+        // Ordering: Relaxed; a gauge for the progress line.
+        self.counters
+            .started
+            .store(self.launched, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Tallies the runs finished so far, without waiting.
+    fn take_finished(&mut self) {
+        while let Ok(f) = self.done.try_recv() {
+            self.finish(f);
+        }
+    }
+
+    /// Tallies a finished run; its worker is free again.
+    fn finish(&mut self, f: Finished) {
+        self.idle.push(f.worker);
+        self.tally.add(&f);
+        // Ordering: Relaxed; gauges for the progress line.
+        self.counters.finished.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .failed
+            .store(self.tally.failed, Ordering::Relaxed);
+    }
+
+    /// Waits for the running runs, with no more to start; a second Ctrl-C
+    /// kills them. Returns how many were killed, if a kill was sent.
+    fn wait_for_running(&mut self, slots: &[Slot]) -> Option<u64> {
+        // The workers stop once their job channels close.
+        self.jobs.clear();
+        let mut killed = None;
+        while self.idle.len() < self.plan.concurrency {
+            match self.done.recv_timeout(POLL) {
+                Ok(f) => self.finish(f),
+                Err(RecvTimeoutError::Timeout) => {
+                    if killed.is_none() && self.plan.interrupt.count() >= 2 {
+                        killed = Some(slots.iter().filter(|s| s.kill()).count() as u64);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        killed
+    }
+}

@@ -1,0 +1,166 @@
+//! `exec`'s help: the text above and below its options, with the JSON
+//! schema.
+
+/// `exec --help` text above the options.
+pub const LONG_ABOUT: &str = "\
+Run a command repeatedly at a rate, at most --concurrency runs at once, and \
+report each run's service time and response time, with counts by exit status.
+
+Each run takes a permit from the rate limiter, which says when the run was \
+scheduled: when it was due had every run kept the ideal schedule. The run \
+starts once its permit is ready and one of the --concurrency slots is free. \
+For every run:
+  wait       start - scheduled: how late it started (for the limiter or for a \
+free slot)
+  service    end - start: how long the command ran, its spawn included
+  response   end - scheduled = wait + service: what a user arriving on \
+schedule would have seen
+Response times are measured from the schedule, as wrk2 does: a run held up \
+because every slot was busy keeps its scheduled time, so the delay shows in \
+its response time instead of silently stretching the schedule (no \
+coordinated omission).
+
+The command is run directly (not through a shell: write sh -c '...' for one), \
+after --, with its standard input empty (/dev/null) and its standard error \
+shared with ratekeeper's. Its standard output is ratekeeper's (before the \
+report) unless --stdout FILE appends every run's output to FILE or \
+--discard-stdout discards it. With --json, use one of them to keep standard \
+output to the one line of JSON. A command that cannot be found is refused \
+before the run (exit status 2).
+
+A run that exits with a status other than 0, is killed by a signal, or cannot \
+be started (spawned) has failed: it is counted, and the run goes on, unless \
+--fail-fast: then no run is started after the first failure is seen, the \
+runs still running are waited for, the report is printed and the exit status \
+is 1.
+
+Limiters (--limiter), with the same options as pace's: pacer (the default; \
+ratekeeper's Pacer, the spec's burst ratio is its strictness unless \
+--strictness overrides it; --precise), pool (nosqlbench's token pool, filled \
+inline, or with --fill thread by a filler thread every --fill-interval), \
+bursty (Guava's SmoothBursty, --max-burst), warmup (Guava's SmoothWarmingUp, \
+--warmup required, --cold-factor), refill (Resilience4j's RefillLimiter: \
+rate x --refresh-period permits per period, a bucket of --capacity holding \
+--initial-permits at the start) and cycle (Resilience4j's CycleLimiter: that \
+many permits at the start of each period). Above 100000 runs/s bursty and \
+warmup keep their schedule in whole nanoseconds (JSON resolution \"nanos\"), \
+where Guava's whole microseconds would charge a run up to half too little \
+(above 1000000 runs/s, nothing: no limit at all); at or below, they are \
+Guava's arithmetic exactly. With refill and cycle a permit whose wait would \
+exceed --timeout (default 5s) is refused: the refusal is counted (refused) \
+and the dispatcher sleeps until a permit could be granted within the \
+timeout and asks again, so no run is dropped. Each limiter's options are \
+refused with the others. The schedule starts when the run does; the spec's \
+verb has no effect, and its scope must be the default (activity): one \
+dispatcher takes every permit.
+
+Run length: --duration DUR (default 5s) or --count N, not both. With \
+--duration, runs are started while their permits are ready before the \
+deadline; runs still running then are waited for.
+
+Ctrl-C: the first stops starting runs (a permit being waited for is given \
+back; with --limiter pool it is waited for) and waits for the running ones; a \
+second kills them (SIGKILL; on Linux, Android, macOS and FreeBSD). \
+Typed at a terminal, Ctrl-C also reaches the running commands themselves. \
+The report covers every run started, and the exit status is 130.
+
+Report:
+  runs            runs started (a run that could not be spawned included)
+  effective rate  the rate the limiter's integer arithmetic gives: the Pacer \
+and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
+1 ns, 1e9 runs/s); bursty and warmup charge a run whole microseconds \
+(nanoseconds above 100000 runs/s), truncated; refill refills a permit every \
+floor(refresh period / limit) ns; cycle is exact. More than 0.1% off the target, \
+the report says by how much and why, and a warning on standard error says so \
+before the first run
+  achieved rate   runs / launch span. The launch span is --duration, or, with \
+--count or after Ctrl-C, from the start of the schedule until the last run \
+started, plus one slot (1 / target rate)
+  elapsed         from the start of the schedule until the last run ended
+  refused         refill, cycle only: permits refused because their wait would \
+exceed --timeout (the dispatcher waited and asked again)
+  exit N          runs that exited with status N
+  signal N        runs killed by signal N (Unix)
+  spawn failed    runs that could not be started, with the first error
+  killed          runs killed by a second Ctrl-C
+  wait, service, response: p50, p90, p99, p99.9, max and mean over the runs \
+that started (HdrHistogram, 3 significant digits; max and mean exact)
+
+While the run goes on, a progress line on standard error shows the elapsed \
+time, the runs started, running and failed, and the rate over the last \
+second, if standard error is a terminal; otherwise ratekeeper writes nothing \
+to it but that warning.
+
+Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
+runs started per time bucket (--bucket) as a rate, against the target rate \
+(dashed); the lower panel shows the longest and the mean response time and \
+the mean service time of the runs started in each bucket.";
+
+/// Examples, shown by `exec -h` and `exec --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
+  ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
+  ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
+  ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
+  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh";
+
+/// `exec --help` text below the options: examples and the JSON schema.
+pub const AFTER_LONG_HELP: &str = "\
+Examples:
+  ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
+  ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
+  ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
+  ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
+  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
+
+JSON output (--json): one object on one line, after anything the runs wrote \
+to standard output. Durations are integer nanoseconds, rates are runs per \
+second (floating point). Fields marked with limiters in parentheses appear \
+only with those limiters:
+  command          array    the command and its arguments (lossy UTF-8)
+  spec             string   the rate spec in canonical form
+  limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
+  strictness       number   (pacer) the strictness used
+  strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
+  wait_policy      string   (pacer) \"default\" or \"precise\"
+  burst_ratio      number   (pool) the pool's burst ratio
+  filling          string   (pool) \"inline\" or \"thread\"
+  fill_interval_ns integer  (pool) the filler thread's interval; null for inline
+  max_burst_seconds number  (bursty) seconds of permits idle time may store
+  warmup_ns        integer  (warmup) the warm-up period
+  cold_factor      number   (warmup) how much slower a cold limiter is
+  resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
+(Guava's, at or below 100000 runs/s) or \"nanos\" (above)
+  limit_for_period integer  (refill, cycle) permits per refresh period: rate x refresh period
+  refresh_period_ns integer (refill, cycle) the refresh period
+  timeout_ns       integer  (refill, cycle) how long a permit may wait
+  capacity         integer  (refill) the most permits the bucket stores
+  initial_permits  integer  (refill) the permits in the bucket at the start
+  target_rate      number   runs/s the schedule aims at
+  effective_rate   number   runs/s the limiter's integer arithmetic gives (see \
+Report above); null for a limiter that does not limit at all
+  concurrency      integer  the most runs at once
+  mode             string   \"duration\" or \"count\"
+  duration_ns      integer  the requested duration (null in count mode)
+  count            integer  the requested count (null in duration mode)
+  stdout           string   \"inherit\", \"file\" or \"discard\": where the runs' output went
+  stdout_file      string   (--stdout) the file
+  runs             integer  runs started, spawn failures included
+  succeeded        integer  runs that exited with status 0
+  failed           integer  runs - succeeded
+  exit_codes       object   {\"STATUS\": runs}, e.g. {\"0\": 18, \"3\": 2}
+  signals          object   {\"SIGNAL\": runs} by signal number, e.g. {\"9\": 1}
+  spawn_failed     integer  runs that could not be started
+  spawn_error      string   the first spawn error, or null
+  killed           integer  runs killed by a second Ctrl-C
+  launch_span_ns   integer  see Report above
+  achieved_rate    number   runs / launch span
+  elapsed_ns       integer  from the start of the schedule to the end of the last run
+  wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}: start - scheduled
+  service_ns       object   the same percentiles of end - start
+  response_ns      object   the same percentiles of end - scheduled
+  refused          integer  (refill, cycle) permits refused by the timeout (each run asked again)
+  interrupted      boolean  whether Ctrl-C stopped the run (exit status 130)
+  fail_fast        boolean  whether --fail-fast was given
+  stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)";

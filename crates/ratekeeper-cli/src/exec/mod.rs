@@ -1,0 +1,274 @@
+//! `ratekeeper exec`: run a command repeatedly at a rate, at most
+//! `--concurrency` runs at once, and report each run's service time and its
+//! response time measured from when it was *scheduled* (free of coordinated
+//! omission, as wrk2 measures), with counts by exit status.
+//!
+//! The main thread dispatches: it takes a permit from the limiter (the
+//! [`Grant`](ratekeeper::Grant) says when the run was due), waits until the
+//! permit is ready and a worker is free, and hands the run to that worker.
+//! Each of the `--concurrency` worker threads spawns its runs and waits for
+//! them, reading the clock right before the spawn and right after the exit.
+//! A run's
+//!
+//! * **wait** is `start − scheduled`: how late it started, for the limiter or
+//!   for a free worker;
+//! * **service time** is `end − start`: how long the command ran (its spawn
+//!   included);
+//! * **response time** is `end − scheduled`, wait plus service: what a user
+//!   arriving on schedule would have seen.
+//!
+//! A run that could not start in time because every worker was busy keeps
+//! its scheduled time, so the delay shows in its response time instead of
+//! stretching the schedule (coordinated omission).
+//!
+//! `run` gathers: the dispatcher ([`dispatch`](mod@dispatch)) hands runs to
+//! the workers ([`worker`]) and tallies them as they finish; [`summary`]
+//! computes the report from the tally and [`render`] prints it and draws the
+//! plot.
+
+mod dispatch;
+mod help;
+mod render;
+mod slot;
+mod summary;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use ratekeeper::config::{Access, LimiterConfig};
+use ratekeeper::{DefaultClock, RateSpec, Scope};
+
+use crate::error::UsageError;
+use crate::flags::limiter::LimiterArgs;
+use crate::flags::{parse_count, parse_duration, parse_spec};
+use crate::limiter;
+use crate::plot::{self, PlotPath};
+use crate::run::interrupt::Interrupt;
+// The module only (`{self}`), not main.rs's `fn run` beside it.
+use crate::run::{self};
+
+use dispatch::{dispatch, Plan};
+pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+pub use render::write_plot;
+pub use summary::ExecReport;
+use summary::{report, Ran};
+use worker::{Output, Spawner};
+
+/// The most runs `--concurrency` lets run at once.
+const MAX_CONCURRENCY: u32 = 1024;
+
+/// Options of `ratekeeper exec`.
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// Runs started per second, as a rate spec: rate[,burst][,verb], e.g. 5,
+    /// 0.5, 100,1.5.
+    #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
+    pub rate: RateSpec,
+
+    // The rate limiter that schedules the runs, and its options.
+    #[command(flatten)]
+    pub limiter: LimiterArgs,
+
+    /// How many runs may run at once (1 to 1024).
+    #[arg(long, short = 'c', value_name = "N", default_value = "1", value_parser = parse_concurrency)]
+    pub concurrency: u32,
+
+    /// Start exactly this many runs.
+    #[arg(long, short = 'n', value_name = "N", value_parser = parse_count)]
+    pub count: Option<u64>,
+
+    /// Start runs for this long, e.g. 10s, 1m [default: 5s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "count")]
+    pub duration: Option<Duration>,
+
+    /// Append every run's standard output to FILE (created if missing)
+    /// [default: ratekeeper's standard output].
+    #[arg(long, value_name = "FILE", conflicts_with = "discard_stdout")]
+    pub stdout: Option<PathBuf>,
+
+    /// Discard every run's standard output.
+    #[arg(long)]
+    pub discard_stdout: bool,
+
+    /// Stop starting runs after the first failed one (a non-zero exit, a
+    /// signal, or a failed spawn); exit status 1 after the report.
+    #[arg(long)]
+    pub fail_fast: bool,
+
+    /// Draw the runs started per time bucket and their response and service
+    /// times to FILE, an SVG or a PNG (by its extension).
+    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
+    pub plot: Option<PlotPath>,
+
+    /// The plot's time bucket, e.g. 1s [default: about a hundredth of the
+    /// run, and at least 5 runs at the target rate].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
+    pub bucket: Option<Duration>,
+
+    /// Print the report as one JSON object (schema in --help).
+    #[arg(long)]
+    pub json: bool,
+
+    /// The command to run and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+fn parse_concurrency(s: &str) -> Result<u32, String> {
+    let expected = format!("expected a whole number of runs at once, from 1 to {MAX_CONCURRENCY}");
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        Ok(0) => Err(format!("at least 1 run at once is needed; {expected}")),
+        _ => Err(expected),
+    }
+}
+
+/// The limiter's configuration: the shared limiter flags (see
+/// [`LimiterArgs::config`]), from a spec without the thread scope (one
+/// dispatcher takes every permit).
+fn limiter_config(args: &ExecArgs) -> anyhow::Result<LimiterConfig> {
+    if args.rate.scope() == Scope::Thread {
+        return Err(UsageError(format!(
+            "the rate spec \"{}\" has the thread scope, which has no meaning for exec: one \
+             dispatcher takes every permit and --concurrency bounds the runs at once; give \
+             the rate without it (e.g. --rate {})",
+            args.rate,
+            args.rate.rate().get()
+        ))
+        .into());
+    }
+    args.limiter.config(&args.rate, Access::Exact)
+}
+
+/// Finds `program` as `Command::new` would (a path, or a name looked up in
+/// `PATH`), so that a misspelt command is refused before the run instead of
+/// failing every run.
+#[cfg(unix)]
+fn check_program(program: &OsStr) -> Result<(), UsageError> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let shown = program.to_string_lossy();
+    if program.is_empty() {
+        return Err(UsageError(
+            "the command to run is empty; expected a command after --, e.g. -- curl -s URL"
+                .to_owned(),
+        ));
+    }
+    let path = Path::new(program);
+    // A name with a slash is a path; a bare name is looked up in PATH.
+    if shown.contains('/') {
+        if runnable(path) {
+            return Ok(());
+        }
+        return Err(UsageError(format!(
+            "cannot run '{shown}': not an executable file"
+        )));
+    }
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| runnable(&dir.join(path))));
+    if found {
+        Ok(())
+    } else {
+        Err(UsageError(format!(
+            "cannot run '{shown}': command not found in PATH"
+        )))
+    }
+}
+
+/// Elsewhere the spawn itself tells (a failed spawn is counted).
+#[cfg(not(unix))]
+fn check_program(_program: &OsStr) -> Result<(), UsageError> {
+    Ok(())
+}
+
+/// Where the runs' standard output goes (`--stdout`, `--discard-stdout`).
+fn output(args: &ExecArgs) -> anyhow::Result<Output> {
+    Ok(match (&args.stdout, args.discard_stdout) {
+        (Some(path), _) => {
+            let file = File::options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the --stdout file {}", path.display()))?;
+            Output::File(file)
+        }
+        (None, true) => Output::Discard,
+        (None, false) => Output::Inherit,
+    })
+}
+
+/// Runs `exec` with `args` and returns its report.
+///
+/// # Errors
+///
+/// A [`UsageError`] for an option the limiter does not take, a command that
+/// cannot be found or a configuration the library refuses; an I/O error for
+/// a `--stdout` or `--plot` file that cannot be created or a worker thread
+/// that cannot be started.
+pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
+    let config = limiter_config(args)?;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| UsageError("expected a command after --".to_owned()))?;
+    check_program(program)?;
+    let clock = DefaultClock::new();
+    let limiter = config.build_with_clock(clock)?;
+    let effective = limiter::effective_rate(&[limiter.as_ref()], &config, "run");
+    effective.warn(
+        &format!("--limiter {}", args.limiter.kind().name()),
+        args.rate.rate().get(),
+        "ops",
+    );
+    let spawner = Spawner {
+        program: program.clone(),
+        args: rest.to_vec(),
+        output: output(args)?,
+    };
+    let target_rate = args.rate.rate().get();
+    let count = args.count;
+    let duration = run::duration(args.duration, count);
+    let bucket = plot::run_buckets(
+        args.plot.as_ref(),
+        args.bucket,
+        duration,
+        args.count,
+        target_rate,
+    )?;
+    let plan = Plan {
+        clock,
+        concurrency: args.concurrency as usize,
+        duration,
+        count,
+        bucket,
+        target_rate,
+        max_wait: config.kind().max_wait(),
+        fail_fast: args.fail_fast,
+        interrupt,
+    };
+    let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
+    Ok(report(
+        args,
+        &d.tally,
+        Ran {
+            launched: d.launched,
+            stop: d.stop,
+            killed: d.killed,
+            refused: d.refused,
+            config,
+            effective,
+            duration,
+            count,
+        },
+    ))
+}

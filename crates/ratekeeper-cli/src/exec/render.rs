@@ -1,0 +1,345 @@
+//! `exec`'s text report and its plot.
+
+use std::fmt;
+
+use super::summary::ExecReport;
+use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
+use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note};
+
+/// The most characters of a plot's title (its width, in the title's font).
+const TITLE_CHARS: usize = 95;
+
+/// Writes the `--plot` of `report` to `to`.
+///
+/// # Errors
+///
+/// A drawing error or the I/O error writing the file.
+pub fn write_plot(to: &PlotPath, report: &ExecReport) -> anyhow::Result<()> {
+    let Some((response, service)) = &report.buckets else {
+        return Ok(());
+    };
+    plot::write(to, &exec_plot(report, response, service))
+}
+
+/// The plot of a run: the runs started per bucket against the target, and
+/// the `response` and `service` times of the runs started in each bucket.
+fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot {
+    let span = report.launch_span_ns;
+    let end_secs = span as f64 / 1e9;
+    let series = |name: &str, color, width, points| Series {
+        name: name.to_owned(),
+        color,
+        dashed: false,
+        width,
+        points,
+    };
+    Plot {
+        title: plot_title(report),
+        end_secs,
+        rate: Panel {
+            title: format!(
+                "runs started per {} bucket, as a rate (target dashed)",
+                fmt_duration(response.width())
+            ),
+            quantity: "rate".to_owned(),
+            unit: Unit::Rate,
+            series: vec![
+                series(
+                    "started",
+                    plot::PALETTE[0],
+                    2,
+                    plot::rate_points(response, span),
+                ),
+                plot::target_series(
+                    format!("target {}", fmt_rate(report.target_rate)),
+                    plot::TARGET,
+                    report.target_rate,
+                    end_secs,
+                ),
+            ],
+        },
+        wait: Panel {
+            title: "response (end - scheduled) and service (end - start) times of the runs \
+                    started in each bucket"
+                .to_owned(),
+            quantity: "time".to_owned(),
+            unit: Unit::Nanos,
+            series: vec![
+                series(
+                    "longest response",
+                    plot::PALETTE[3],
+                    3,
+                    plot::wait_points(response, WaitStat::Max),
+                ),
+                series(
+                    "mean response",
+                    plot::PALETTE[0],
+                    2,
+                    plot::wait_points(response, WaitStat::Mean),
+                ),
+                series(
+                    "mean service",
+                    plot::PALETTE[2],
+                    1,
+                    plot::wait_points(service, WaitStat::Mean),
+                ),
+            ],
+        },
+    }
+}
+
+/// The plot's title: the command line, cut short to fit the plot's width.
+fn plot_title(report: &ExecReport) -> String {
+    let run = match (report.duration_ns, report.count) {
+        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, Some(n)) => format!("-n {n}"),
+        (None, None) => String::new(),
+    };
+    let head = format!(
+        "ratekeeper exec --limiter {} --rate {} --concurrency {} {run} -- ",
+        report.limiter, report.spec, report.concurrency
+    );
+    // The title fits the plot's width: a long command is cut short.
+    let command = shell_words(&report.command);
+    let room = TITLE_CHARS.saturating_sub(head.chars().count()).max(12);
+    let command = if command.chars().count() > room {
+        let cut: String = command.chars().take(room - 1).collect();
+        format!("{cut}…")
+    } else {
+        command
+    };
+    format!("{head}{command}")
+}
+
+/// A conventional name for signal `sig` (Unix numbering shared by Linux, the
+/// BSDs and macOS for these), or `None`.
+pub(super) fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// `9 (SIGKILL)`, or just the number.
+pub(super) fn signal_label(sig: i32) -> String {
+    match signal_name(sig) {
+        Some(name) => format!("{sig} ({name})"),
+        None => sig.to_string(),
+    }
+}
+
+/// The command as a shell would take it: words with anything but
+/// `[A-Za-z0-9_./:=@%+,-]` in single quotes.
+pub(super) fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./:=@%+,-".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl fmt::Display for ExecReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "command         {}", shell_words(&self.command))?;
+        writeln!(f, "spec            {}", self.spec)?;
+        writeln!(f, "limiter         {}", self.limiter_description())?;
+        writeln!(f, "concurrency     {}", self.concurrency)?;
+        self.fmt_runs(f)?;
+        self.fmt_rates(f)?;
+        self.fmt_statuses(f)?;
+        self.fmt_times(f)
+    }
+}
+
+impl ExecReport {
+    /// The limiter and its parameters, on one line.
+    fn limiter_description(&self) -> String {
+        let fields = &self.fields;
+        let d = |nanos: Option<u64>| fmt_duration(nanos.unwrap_or_default());
+        match self.limiter {
+            "pool" => {
+                let filling = match self.fill_interval_ns {
+                    Some(Some(i)) => format!(", filled by a thread every {}", fmt_duration(i)),
+                    _ => String::new(),
+                };
+                format!(
+                    "token pool (burst ratio {}{filling})",
+                    fields.burst_ratio.unwrap_or_default()
+                )
+            }
+            "bursty" => format!(
+                "Guava SmoothBursty (max burst {}s{})",
+                fields.max_burst_seconds.unwrap_or_default(),
+                resolution_note(fields.resolution)
+            ),
+            "warmup" => format!(
+                "Guava SmoothWarmingUp (warm-up {}, cold factor {}{})",
+                d(fields.warmup_ns),
+                fields.cold_factor.unwrap_or_default(),
+                resolution_note(fields.resolution)
+            ),
+            "refill" => format!(
+                "Resilience4j RefillLimiter ({} permits per {}, refilled one by one; capacity \
+                 {}, {} initial permits; timeout {})",
+                fields.limit_for_period.unwrap_or_default(),
+                d(fields.refresh_period_ns),
+                fields.capacity.unwrap_or_default(),
+                fields.initial_permits.unwrap_or_default(),
+                d(fields.timeout_ns)
+            ),
+            "cycle" => format!(
+                "Resilience4j CycleLimiter ({} permits at the start of each {} cycle; timeout \
+                 {})",
+                fields.limit_for_period.unwrap_or_default(),
+                d(fields.refresh_period_ns),
+                d(fields.timeout_ns)
+            ),
+            _ => format!(
+                "pacer (strictness {}, {}{})",
+                fields.strictness.unwrap_or_default(),
+                fields.strictness_mode.unwrap_or_default().replace('_', " "),
+                if self.wait_policy == Some("precise") {
+                    "; precise: sleep, then spin 150µs"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+
+    /// How many runs, of what, and whether Ctrl-C or --fail-fast stopped
+    /// them.
+    fn fmt_runs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let run = match (self.duration_ns, self.count) {
+            (Some(d), _) => format!("duration {}", fmt_duration(d)),
+            (None, Some(n)) => format!("count {n}"),
+            (None, None) => String::new(),
+        };
+        let output = match (self.stdout, &self.stdout_file) {
+            (_, Some(file)) => format!("appended to {file}"),
+            ("discard", _) => "discarded".to_owned(),
+            _ => "ratekeeper's".to_owned(),
+        };
+        writeln!(f, "runs            {} ({run}; stdout {output})", self.runs)?;
+        if self.interrupted {
+            writeln!(
+                f,
+                "interrupted     by Ctrl-C: no run was started after it{}",
+                if self.killed > 0 {
+                    format!("; {} running runs killed", self.killed)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        if self.stopped_by_fail_fast {
+            writeln!(
+                f,
+                "stopped         by --fail-fast: {}",
+                self.first_failure.as_deref().unwrap_or("a run failed")
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The target, effective and achieved rates, the time until the last
+    /// run ended, and the permits refused by the timeout.
+    fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
+        writeln!(
+            f,
+            "effective rate  {}",
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
+        )?;
+        writeln!(
+            f,
+            "achieved rate   {} (runs over {})",
+            fmt_rate(self.achieved_rate),
+            fmt_nanos(self.launch_span_ns)
+        )?;
+        writeln!(
+            f,
+            "elapsed         {} (until the last run ended)",
+            fmt_nanos(self.elapsed_ns)
+        )?;
+        if let Some(refused) = self.refused {
+            writeln!(
+                f,
+                "refused         {refused} (permits whose wait would exceed the {} timeout; the \
+                 run waited and asked again)",
+                fmt_duration(self.fields.timeout_ns.unwrap_or_default())
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The runs by how they ended.
+    fn fmt_statuses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
+        writeln!(f, "failed          {}", self.failed)?;
+        for (code, n) in &self.exit_codes {
+            writeln!(f, "{:<16}{n}", format!("exit {code}"))?;
+        }
+        for (sig, n) in &self.signals {
+            let name = signal_name(*sig)
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            writeln!(f, "{:<16}{n}{name}", format!("signal {sig}"))?;
+        }
+        if self.spawn_failed > 0 {
+            writeln!(
+                f,
+                "spawn failed    {} ({})",
+                self.spawn_failed,
+                self.spawn_error.as_deref().unwrap_or("")
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The wait, service and response times' table.
+    fn fmt_times(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            "", "p50", "p90", "p99", "p99.9", "max", "mean"
+        )?;
+        for (name, s) in [
+            ("wait", &self.wait_ns),
+            ("service", &self.service_ns),
+            ("response", &self.response_ns),
+        ] {
+            writeln!(
+                f,
+                "{name:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+                fmt_nanos(s.p50),
+                fmt_nanos(s.p90),
+                fmt_nanos(s.p99),
+                fmt_nanos(s.p999),
+                fmt_nanos(s.max),
+                fmt_nanos(s.mean)
+            )?;
+        }
+        Ok(())
+    }
+}

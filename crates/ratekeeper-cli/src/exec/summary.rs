@@ -1,0 +1,264 @@
+//! `exec`'s report: the dispatcher's tally of the finished runs, and the
+//! report computed from it; [`render`](super::render) prints it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ratekeeper::config::{KindConfig, LimiterConfig, LimiterKind};
+use ratekeeper::pool::Filling;
+use serde::Serialize;
+
+use super::dispatch::Stop;
+use super::render::signal_label;
+use super::worker::{Ended, Finished};
+use super::ExecArgs;
+use crate::limiter::{wait_policy_name, LimiterFields};
+use crate::plot::Buckets;
+use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::run::{self, schedule_span};
+
+/// What the dispatcher has seen of the finished runs.
+#[derive(Debug)]
+pub(super) struct Tally {
+    pub(super) t0: u64,
+    pub(super) wait: WaitRecorder,
+    pub(super) service: WaitRecorder,
+    pub(super) response: WaitRecorder,
+    pub(super) exit_codes: BTreeMap<i32, u64>,
+    pub(super) signals: BTreeMap<i32, u64>,
+    pub(super) spawn_failed: u64,
+    pub(super) spawn_error: Option<String>,
+    pub(super) failed: u64,
+    /// The first failure seen, for --fail-fast's message.
+    pub(super) first_failure: Option<String>,
+    pub(super) last_start: Option<u64>,
+    pub(super) last_end: Option<u64>,
+    /// With --plot: response and service times by start time.
+    pub(super) plot: Option<(Buckets, Buckets)>,
+}
+
+impl Tally {
+    pub(super) fn new(t0: u64, bucket: Option<u64>) -> Tally {
+        Tally {
+            t0,
+            wait: WaitRecorder::new(),
+            service: WaitRecorder::new(),
+            response: WaitRecorder::new(),
+            exit_codes: BTreeMap::new(),
+            signals: BTreeMap::new(),
+            spawn_failed: 0,
+            spawn_error: None,
+            failed: 0,
+            first_failure: None,
+            last_start: None,
+            last_end: None,
+            plot: bucket.map(|w| (Buckets::new(w), Buckets::new(w))),
+        }
+    }
+
+    pub(super) fn add(&mut self, f: &Finished) {
+        self.last_start = self.last_start.max(Some(f.start));
+        let failure = match &f.ended {
+            Ended::Exited(code) => {
+                *self.exit_codes.entry(*code).or_default() += 1;
+                (*code != 0).then(|| format!("exited with status {code}"))
+            }
+            Ended::Signaled(sig) => {
+                *self.signals.entry(*sig).or_default() += 1;
+                Some(format!("was killed by signal {}", signal_label(*sig)))
+            }
+            Ended::SpawnFailed(e) => {
+                self.spawn_failed += 1;
+                self.spawn_error.get_or_insert_with(|| e.clone());
+                Some(format!("could not be started: {e}"))
+            }
+        };
+        if let Some(why) = failure {
+            self.failed += 1;
+            self.first_failure
+                .get_or_insert_with(|| format!("run {} {why}", f.number));
+        }
+        if matches!(f.ended, Ended::SpawnFailed(_)) {
+            return;
+        }
+        // response = wait + service, also for a run let go before its
+        // scheduled time (wait 0): never below its own service time.
+        let wait = f.start.saturating_sub(f.scheduled);
+        let service = f.end.saturating_sub(f.start);
+        let response = wait.saturating_add(service);
+        self.wait.record(wait);
+        self.service.record(service);
+        self.response.record(response);
+        self.last_end = self.last_end.max(Some(f.end));
+        if let Some((resp, serv)) = &mut self.plot {
+            let t = f.start.saturating_sub(self.t0);
+            resp.record(t, response);
+            serv.record(t, service);
+        }
+    }
+}
+
+/// How the dispatch went, besides the tally.
+#[derive(Debug, Clone)]
+pub(super) struct Ran {
+    pub(super) launched: u64,
+    pub(super) stop: Stop,
+    /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
+    pub(super) killed: Option<u64>,
+    /// Permits refused by the limiter's timeout (each asked for again).
+    pub(super) refused: u64,
+    pub(super) config: LimiterConfig,
+    pub(super) effective: EffectiveRate,
+    pub(super) duration: Option<Duration>,
+    pub(super) count: Option<u64>,
+}
+
+/// The result of an `exec` run; `Display` is the text report, `Serialize`
+/// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecReport {
+    pub(super) command: Vec<String>,
+    pub(super) spec: String,
+    pub(super) limiter: &'static str,
+    /// The limiter's own parameters.
+    #[serde(flatten)]
+    pub(super) fields: LimiterFields,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) wait_policy: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) filling: Option<&'static str>,
+    /// `Some(None)` (JSON null) for a pool filled inline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) fill_interval_ns: Option<Option<u64>>,
+    pub(super) target_rate: f64,
+    /// What the limiter's integer arithmetic gives (null: no limit).
+    pub(super) effective_rate: Option<f64>,
+    /// The text report's note when the effective rate is off the target.
+    #[serde(skip)]
+    pub(super) effective_note: Option<String>,
+    pub(super) concurrency: u32,
+    pub(super) mode: &'static str,
+    pub(super) duration_ns: Option<u64>,
+    pub(super) count: Option<u64>,
+    pub(super) stdout: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stdout_file: Option<String>,
+    pub(super) runs: u64,
+    pub(super) succeeded: u64,
+    pub(super) failed: u64,
+    pub(super) exit_codes: BTreeMap<i32, u64>,
+    pub(super) signals: BTreeMap<i32, u64>,
+    pub(super) spawn_failed: u64,
+    pub(super) spawn_error: Option<String>,
+    pub(super) killed: u64,
+    pub(super) launch_span_ns: u64,
+    pub(super) achieved_rate: f64,
+    pub(super) elapsed_ns: u64,
+    pub(super) wait_ns: WaitSummary,
+    pub(super) service_ns: WaitSummary,
+    pub(super) response_ns: WaitSummary,
+    /// Resilience4j's limiters: permits refused by the timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) refused: Option<u64>,
+    pub(super) interrupted: bool,
+    pub(super) fail_fast: bool,
+    pub(super) stopped_by_fail_fast: bool,
+    /// The first failure, for --fail-fast's message (not in the JSON, which
+    /// has the counts).
+    #[serde(skip)]
+    pub(super) first_failure: Option<String>,
+    /// With --plot: runs started, and their response and service times, per
+    /// time bucket.
+    #[serde(skip)]
+    pub(super) buckets: Option<(Buckets, Buckets)>,
+}
+
+impl ExecReport {
+    /// Whether Ctrl-C stopped the run.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    /// With --fail-fast, the failure that stopped the run, if one did.
+    pub fn fail_fast_failure(&self) -> Option<String> {
+        if !self.stopped_by_fail_fast {
+            return None;
+        }
+        let why = self
+            .first_failure
+            .clone()
+            .unwrap_or_else(|| "a run failed".to_owned());
+        Some(format!("{why}; stopped by --fail-fast"))
+    }
+}
+
+pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
+    let target_rate = args.rate.rate().get();
+    let kind = ran.config.kind().limiter_kind();
+    let (filling, fill_interval_ns) = match ran.config.kind() {
+        KindConfig::Pool {
+            filling: Filling::Thread(i),
+            ..
+        } => (Some("thread"), Some(Some(duration_nanos(i)))),
+        KindConfig::Pool { .. } => (Some("inline"), Some(None)),
+        _ => (None, None),
+    };
+    let interrupted = ran.stop == Stop::Interrupted || ran.killed.is_some();
+    let launch_span_ns = match ran.duration {
+        Some(d) if ran.stop == Stop::Done => duration_nanos(d),
+        _ => schedule_span(tally.t0, tally.last_start, target_rate),
+    };
+    let achieved_rate = per_second(ran.launched, launch_span_ns);
+    let (stdout, stdout_file) = match (&args.stdout, args.discard_stdout) {
+        (Some(p), _) => ("file", Some(p.display().to_string())),
+        (None, true) => ("discard", None),
+        (None, false) => ("inherit", None),
+    };
+    let succeeded = tally.exit_codes.get(&0).copied().unwrap_or(0);
+    ExecReport {
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        spec: args.rate.to_string(),
+        limiter: kind.name(),
+        fields: LimiterFields::of(&ran.config),
+        wait_policy: (kind == LimiterKind::Pacer).then(|| wait_policy_name(&ran.config)),
+        filling,
+        fill_interval_ns,
+        target_rate,
+        effective_rate: ran.effective.json(),
+        effective_note: ran.effective.note(target_rate),
+        concurrency: args.concurrency,
+        mode: run::mode_name(ran.duration),
+        duration_ns: ran.duration.map(duration_nanos),
+        count: ran.count,
+        stdout,
+        stdout_file,
+        runs: ran.launched,
+        succeeded,
+        failed: ran.launched.saturating_sub(succeeded),
+        exit_codes: tally.exit_codes.clone(),
+        signals: tally.signals.clone(),
+        spawn_failed: tally.spawn_failed,
+        spawn_error: tally.spawn_error.clone(),
+        killed: ran.killed.unwrap_or(0),
+        launch_span_ns,
+        achieved_rate,
+        elapsed_ns: tally
+            .last_end
+            .max(tally.last_start)
+            .unwrap_or(tally.t0)
+            .saturating_sub(tally.t0),
+        wait_ns: tally.wait.summary(),
+        service_ns: tally.service.summary(),
+        response_ns: tally.response.summary(),
+        refused: ran.config.kind().max_wait().map(|_| ran.refused),
+        interrupted,
+        fail_fast: args.fail_fast,
+        stopped_by_fail_fast: ran.stop == Stop::FailFast,
+        first_failure: tally.first_failure.clone(),
+        buckets: tally.plot.clone(),
+    }
+}

@@ -1,0 +1,224 @@
+//! `exec`'s unit tests: flag checks, the tally, and the text and JSON
+//! reports agreeing.
+
+use std::collections::BTreeMap;
+
+use super::dispatch::Stop;
+use super::render::{shell_words, signal_label};
+use super::summary::Tally;
+use super::worker::{Ended, Finished};
+use super::*;
+use crate::report::EffectiveRate;
+
+#[test]
+fn concurrency_is_checked() {
+    assert_eq!(parse_concurrency("4"), Ok(4));
+    assert!(parse_concurrency("0").unwrap_err().contains("at least 1"));
+    assert!(parse_concurrency("many").unwrap_err().contains("1 to 1024"));
+    assert!(parse_concurrency("2000").is_err());
+}
+
+#[test]
+fn words_are_quoted_as_a_shell_would_take_them() {
+    let w = |v: &[&str]| shell_words(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        w(&["curl", "-s", "http://127.0.0.1:8080/"]),
+        "curl -s http://127.0.0.1:8080/"
+    );
+    assert_eq!(w(&["sh", "-c", "exit 3"]), "sh -c 'exit 3'");
+    assert_eq!(w(&["echo", "it's", ""]), r"echo 'it'\''s' ''");
+}
+
+#[test]
+fn signals_are_named() {
+    assert_eq!(signal_label(9), "9 (SIGKILL)");
+    assert_eq!(signal_label(64), "64");
+}
+
+#[cfg(unix)]
+#[test]
+fn programs_are_found_in_path_or_refused() {
+    assert!(check_program(OsStr::new("sh")).is_ok());
+    assert!(check_program(OsStr::new("/bin/sh")).is_ok());
+    let e = check_program(OsStr::new("no-such-command-xyz")).unwrap_err();
+    assert!(e.0.contains("'no-such-command-xyz'"), "{e}");
+    assert!(e.0.contains("not found in PATH"), "{e}");
+    let e = check_program(OsStr::new("/etc/passwd")).unwrap_err();
+    assert!(e.0.contains("not an executable file"), "{e}");
+    assert!(check_program(OsStr::new("")).is_err());
+}
+
+/// A finished run for the tally.
+fn finished(number: u64, scheduled: u64, start: u64, end: u64, ended: Ended) -> Finished {
+    Finished {
+        worker: 0,
+        number,
+        scheduled,
+        start,
+        end,
+        ended,
+    }
+}
+
+#[test]
+fn the_tally_counts_statuses_and_measures_from_the_schedule() {
+    let mut t = Tally::new(1_000, Some(1_000_000));
+    t.add(&finished(1, 1_000, 1_500, 11_500, Ended::Exited(0)));
+    t.add(&finished(2, 2_000, 12_000, 14_000, Ended::Exited(3)));
+    t.add(&finished(
+        3,
+        3_000,
+        14_000,
+        14_000,
+        Ended::SpawnFailed("boom".to_owned()),
+    ));
+    t.add(&finished(4, 4_000, 14_100, 20_000, Ended::Signaled(9)));
+    assert_eq!(t.exit_codes, BTreeMap::from([(0, 1), (3, 1)]));
+    assert_eq!(t.signals, BTreeMap::from([(9, 1)]));
+    assert_eq!((t.spawn_failed, t.failed), (1, 3));
+    assert_eq!(t.spawn_error.as_deref(), Some("boom"));
+    assert_eq!(
+        t.first_failure.as_deref(),
+        Some("run 2 exited with status 3")
+    );
+    // The spawn failure has no times.
+    assert_eq!(t.response.count(), 3);
+    let response = t.response.summary();
+    assert_eq!(response.max, 16_000);
+    assert_eq!(t.service.summary().max, 10_000);
+    assert_eq!(t.wait.summary().max, 10_100);
+    assert_eq!((t.last_start, t.last_end), (Some(14_100), Some(20_000)));
+}
+
+#[test]
+fn a_run_let_go_before_its_schedule_responds_no_faster_than_it_served() {
+    // Scheduled at 10 µs, let go at 9.6 µs (early), ran 511 ns: its
+    // response is its service time, not 111 ns.
+    let mut t = Tally::new(0, None);
+    t.add(&finished(1, 10_000, 9_600, 10_111, Ended::Exited(0)));
+    assert_eq!(t.wait.summary().max, 0);
+    assert_eq!(t.service.summary().max, 511);
+    assert_eq!(t.response.summary().max, 511);
+}
+
+fn sample_args(extra: &[&str]) -> ExecArgs {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: ExecArgs,
+    }
+    let mut argv = vec!["exec", "--rate", "10", "-n", "4", "-c", "2"];
+    argv.extend(extra);
+    argv.extend(["--", "sh", "-c", "exit 3"]);
+    Wrap::parse_from(argv).args
+}
+
+/// Parses a duration the text report prints back into nanoseconds.
+fn text_nanos(s: &str) -> f64 {
+    let (number, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("µs") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        panic!("not a duration: {s}")
+    };
+    number.parse::<f64>().expect("a number") * scale
+}
+
+/// The report of four runs of `sh -c 'exit 3'` (as [`sample_args`] gives):
+/// one exits 0, two exit 3 and one is killed by SIGKILL.
+fn sample_report() -> ExecReport {
+    let args = sample_args(&[]);
+    let mut t = Tally::new(0, None);
+    for (i, (service, ended)) in [
+        (5_000_000, Ended::Exited(0)),
+        (7_000_000, Ended::Exited(3)),
+        (9_000_000, Ended::Exited(3)),
+        (250_000_000, Ended::Signaled(9)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let i = i as u64;
+        let scheduled = i * 100_000_000;
+        let start = scheduled + 1_000 * (i + 1);
+        t.add(&finished(i + 1, scheduled, start, start + service, ended));
+    }
+    let ran = Ran {
+        launched: 4,
+        stop: Stop::Done,
+        killed: None,
+        refused: 0,
+        config: "pacer:10".parse().unwrap(),
+        effective: EffectiveRate::pacer(10.0, 100_000_000, "run"),
+        duration: None,
+        count: Some(4),
+    };
+    report(&args, &t, ran)
+}
+
+#[test]
+fn text_and_json_reports_say_the_same() {
+    let r = sample_report();
+    let text = r.to_string();
+    let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+    let line = |label: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line in {text}"))[label.len()..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(json["runs"], 4);
+    assert_eq!(line("runs")[0], "4");
+    assert_eq!(json["succeeded"], 1);
+    assert_eq!(line("succeeded")[0], "1");
+    assert_eq!(json["failed"], 3);
+    assert_eq!(line("failed")[0], "3");
+    assert_eq!(json["exit_codes"]["3"], 2);
+    assert_eq!(line("exit 3"), ["2"]);
+    assert_eq!(json["exit_codes"]["0"], 1);
+    assert_eq!(line("exit 0"), ["1"]);
+    assert_eq!(json["signals"]["9"], 1);
+    assert_eq!(line("signal 9"), ["1", "(SIGKILL)"]);
+    assert_eq!(json["concurrency"], 2);
+    assert_eq!(line("concurrency"), ["2"]);
+    assert_eq!(json["command"], serde_json::json!(["sh", "-c", "exit 3"]));
+    assert_eq!(line("command").join(" "), "sh -c 'exit 3'");
+    // 4 runs, the last started 300 ms + 4 µs in, plus a 100 ms slot.
+    assert_eq!(json["launch_span_ns"], 400_004_000u64);
+    assert_eq!(json["elapsed_ns"], 550_004_000u64);
+    let achieved = json["achieved_rate"].as_f64().unwrap();
+    assert!((achieved - 4e9 / 400_004_000.0).abs() < 1e-9);
+    for (row, key) in [
+        ("wait ", "wait_ns"),
+        ("service ", "service_ns"),
+        ("response ", "response_ns"),
+    ] {
+        let cells = line(row);
+        assert_eq!(cells.len(), 6, "{row}: {cells:?}");
+        for (cell, stat) in cells
+            .iter()
+            .zip(["p50", "p90", "p99", "p999", "max", "mean"])
+        {
+            let exact = json[key][stat].as_u64().unwrap() as f64;
+            let shown = text_nanos(cell);
+            assert!(
+                (shown - exact).abs() <= exact * 0.005 + 0.5,
+                "{key}.{stat}: text {cell} vs JSON {exact}"
+            );
+        }
+    }
+    // The killed run: scheduled at 300 ms, started 4 µs late, ran 250 ms.
+    assert_eq!(json["response_ns"]["max"], 250_004_000u64);
+    assert_eq!(json["interrupted"], false);
+    assert_eq!(json["stopped_by_fail_fast"], false);
+    assert!(json.get("max_burst_seconds").is_none());
+    assert_eq!(json["strictness_mode"], "burst_ratio");
+}

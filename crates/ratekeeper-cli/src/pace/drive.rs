@@ -1,0 +1,228 @@
+//! Driving a `pace` run, whatever the limiter: the worker threads behind
+//! the start gate, the backlog sampling and the progress line while they
+//! run, and the CPU time they took.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::Duration;
+
+use ratekeeper::{Clock, DefaultClock};
+
+use super::gate::{open_gate, Gate, Go, Stop};
+use super::worker::{Ctx, OpCounter, WorkerResult};
+use crate::progress::{self, Progress, Snapshot};
+use crate::report::{duration_nanos, process_cpu_nanos, thread_cpu_nanos};
+use crate::run::interrupt::Interrupt;
+
+/// How often a token-pool run samples the backlog (the waiting pool) for its
+/// maximum.
+pub(super) const BACKLOG_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// What [`drive`] measured, whatever the limiter.
+#[derive(Debug)]
+pub(super) struct Outcome {
+    pub(super) results: Vec<WorkerResult>,
+    /// Clock reading when the schedule started.
+    pub(super) t0: u64,
+    /// Clock reading when the last worker stopped.
+    pub(super) t_end: u64,
+    /// Process CPU time during the run, less the reporting thread's.
+    pub(super) cpu_ns: Option<u64>,
+    /// The largest backlog sampled (0 when not sampled).
+    pub(super) max_backlog_ns: u64,
+}
+
+/// How the run is driven, whatever the limiter.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RunPlan<'a> {
+    pub(super) clock: DefaultClock,
+    pub(super) threads: u32,
+    pub(super) duration: Option<Duration>,
+    pub(super) count: Option<u64>,
+    /// With --plot: the width of the time buckets workers aggregate ops into.
+    pub(super) bucket: Option<u64>,
+    /// The rate the run aims at (for the progress line).
+    pub(super) target_rate: f64,
+    pub(super) interrupt: &'a Interrupt,
+    /// See [`Ctx::max_wait`].
+    pub(super) max_wait: Option<Duration>,
+}
+
+/// The loop a worker thread runs.
+pub(super) trait Work<L>: Fn(&L, &Ctx<'_>) -> WorkerResult + Sync {}
+
+impl<L, W: Fn(&L, &Ctx<'_>) -> WorkerResult + Sync> Work<L> for W {}
+
+/// Runs `plan.threads` workers over `limiters` (worker `i` uses limiter
+/// `i % len`), each running `work`. `start` starts every schedule and
+/// returns the run's start time; `backlog`, if given, is sampled every
+/// [`BACKLOG_SAMPLE_INTERVAL`] while the workers run, and once more after
+/// they stopped. With standard error a terminal, a progress line shows the
+/// ops so far while the workers run.
+pub(super) fn drive<L: Sync>(
+    limiters: &[L],
+    plan: RunPlan<'_>,
+    start: impl FnOnce(&[L]) -> u64,
+    backlog: Option<fn(&[L]) -> u64>,
+    work: impl Work<L>,
+) -> anyhow::Result<Outcome> {
+    let remaining = AtomicU64::new(plan.count.unwrap_or(0));
+    let gate: Gate = (Mutex::new(None), Condvar::new());
+    // Counters only when there is a line to show them on.
+    let counters: Option<Arc<[OpCounter]>> =
+        progress::enabled().then(|| (0..plan.threads).map(|_| OpCounter::default()).collect());
+    // Every worker holds a sender; the channel disconnects when all are gone
+    // (returned or panicked), which ends the sampling without polling.
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let ctx = |i: u32| Ctx {
+        clock: &plan.clock,
+        gate: &gate,
+        remaining: &remaining,
+        interrupt: plan.interrupt,
+        max_wait: plan.max_wait,
+        progress: counters.as_deref().map(|c| &c[i as usize]),
+    };
+
+    std::thread::scope(|scope| {
+        let handles = spawn_workers(scope, limiters, plan.threads, ctx, done_tx, &work)?;
+        let t0 = start(limiters);
+        let stop = match plan.duration {
+            Some(d) => Stop::Deadline(t0.saturating_add(duration_nanos(d))),
+            None => Stop::Count,
+        };
+        let cpu = CpuTime::start();
+        let go = Go {
+            stop,
+            t0,
+            bucket: plan.bucket,
+        };
+        open_gate(&gate, Ok(go));
+        let line = counters
+            .clone()
+            .and_then(|c| progress_line(c, plan.target_rate));
+        let mut max_backlog_ns = 0;
+        if let Some(sample) = backlog {
+            while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(BACKLOG_SAMPLE_INTERVAL)
+            {
+                max_backlog_ns = max_backlog_ns.max(sample(limiters));
+            }
+        }
+        let (results, panicked) = join_all(handles);
+        let cpu_ns = cpu.stop();
+        if let Some(line) = line {
+            line.finish();
+        }
+        if panicked {
+            anyhow::bail!("a worker thread panicked");
+        }
+        if let Some(sample) = backlog {
+            max_backlog_ns = max_backlog_ns.max(sample(limiters));
+        }
+        let t_end = results
+            .iter()
+            .map(|r| r.finished)
+            .max()
+            .unwrap_or_else(|| plan.clock.now_nanos());
+        Ok(Outcome {
+            results,
+            t0,
+            t_end,
+            cpu_ns,
+            max_backlog_ns,
+        })
+    })
+}
+
+/// Starts `threads` workers in `scope`, worker `i` running `work` on
+/// limiter `i % len` with `ctx(i)`; each holds a clone of `done` until it
+/// returns. If a thread cannot be started, the gate is called off and the
+/// workers already started are joined.
+fn spawn_workers<'scope, 'env, L: Sync, W: Work<L>>(
+    scope: &'scope Scope<'scope, 'env>,
+    limiters: &'env [L],
+    threads: u32,
+    ctx: impl Fn(u32) -> Ctx<'env>,
+    done: Sender<()>,
+    work: &'env W,
+) -> anyhow::Result<Vec<ScopedJoinHandle<'scope, WorkerResult>>> {
+    let mut handles = Vec::with_capacity(threads as usize);
+    for i in 0..threads {
+        let limiter = &limiters[i as usize % limiters.len()];
+        let ctx = ctx(i);
+        let done = done.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("pace-{i}"))
+            .spawn_scoped(scope, move || {
+                let _done = done;
+                work(limiter, &ctx)
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                open_gate(ctx.gate, Err(()));
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(anyhow::Error::new(e)
+                    .context(format!("starting worker thread {} of {threads}", i + 1)));
+            }
+        }
+    }
+    Ok(handles)
+}
+
+/// The progress line on a terminal: the ops the workers' `counters` add up
+/// to.
+fn progress_line(counters: Arc<[OpCounter]>, target_rate: f64) -> Option<Progress> {
+    Progress::start("ops", target_rate, move || Snapshot {
+        // Ordering: Relaxed; gauges.
+        ops: counters.iter().map(|n| n.0.load(Ordering::Relaxed)).sum(),
+        detail: String::new(),
+    })
+}
+
+/// Joins the workers: their results, and whether any panicked.
+fn join_all(handles: Vec<ScopedJoinHandle<'_, WorkerResult>>) -> (Vec<WorkerResult>, bool) {
+    let mut results = Vec::with_capacity(handles.len());
+    let mut panicked = false;
+    for h in handles {
+        match h.join() {
+            Ok(r) => results.push(r),
+            Err(_) => panicked = true,
+        }
+    }
+    (results, panicked)
+}
+
+/// The process's CPU time from [`start`](Self::start) to
+/// [`stop`](Self::stop), less the reporting thread's own (its sampling is
+/// not the limiter's).
+struct CpuTime {
+    process: Option<u64>,
+    own: Option<u64>,
+}
+
+impl CpuTime {
+    fn start() -> CpuTime {
+        CpuTime {
+            process: process_cpu_nanos(),
+            own: thread_cpu_nanos(),
+        }
+    }
+
+    /// `None` where the platform has no per-process CPU clock.
+    fn stop(self) -> Option<u64> {
+        let (process, own) = (process_cpu_nanos(), thread_cpu_nanos());
+        // The reporting thread's own CPU time (sampling) is not the limiter's.
+        let own = match (self.own, own) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        match (self.process, process) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).saturating_sub(own)),
+            _ => None,
+        }
+    }
+}

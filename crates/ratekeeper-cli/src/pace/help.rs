@@ -1,0 +1,235 @@
+//! `pace`'s help: the text above and below its options, with the JSON
+//! schema.
+
+/// `pace --help` text above the options.
+pub const LONG_ABOUT: &str = "\
+Pace worker threads through one shared rate limiter and report the achieved \
+rate, the ops' wait times and the CPU cost per permit.
+
+Each of --threads workers loops: acquire one permit (sleeping until its slot), \
+then read the limiter's clock and record the op's wait time, now minus the op's \
+scheduled time (when it was due had every op kept the ideal schedule). Waits \
+are measured from the scheduled time, so a worker that falls behind shows its \
+lateness in every later op instead of hiding it (no coordinated omission). \
+There is no work between permits: the report shows the limiter's own precision \
+and cost.
+
+Limiters (--limiter):
+  pacer   the default: ratekeeper's Pacer, a virtual schedule. The spec's burst \
+ratio is its strictness unless --strictness overrides it; --precise sets its \
+wait policy; --shards N splits it into N shards with work stealing.
+  pool    nosqlbench's token-pool (hybrid) limiter: a pool of nanosecond tokens \
+with active, burst and waiting pools. The spec's burst ratio is the pool's \
+burst ratio (at least 1.0): a backlog drains at (burst - 1) x rate. --fill \
+chooses where its tokens come from: inline (the default; callers refill it \
+from the clock when it runs short, no thread) or thread (a filler thread \
+refills it every --fill-interval, default 1ms).
+  bursty  Guava's RateLimiter.create(rate), SmoothBursty: idle time stores up \
+to --max-burst seconds of permits (default 1), which are then granted at once. \
+A request waits only for the permits before it and charges its own to the \
+next caller.
+  warmup  Guava's RateLimiter.create(rate, warmupPeriod), SmoothWarmingUp: a \
+limiter idle for --warmup (required) is cold: its permits are spaced \
+--cold-factor (default 3) times the stable interval, speeding up to the rate \
+over the warm-up period. A fresh limiter starts cold.
+  bursty and warmup keep Guava's whole-microsecond arithmetic exactly at or \
+below 100000 ops/s per limiter. Above, they keep their schedule in whole \
+nanoseconds (JSON resolution \"nanos\"): whole microseconds would charge a \
+permit up to half too little, and above 1000000 ops/s nothing at all.
+  refill  Resilience4j's interface on a token bucket (refill-rate-limiter's \
+RefillLimiter): limit-for-period permits per --refresh-period (default 1s), \
+refilled one by one, up to --capacity (default: the limit) stored permits; it \
+starts with --initial-permits (default: the limit).
+  cycle   Resilience4j's default AtomicRateLimiter (CycleLimiter): \
+limit-for-period permits at the start of each --refresh-period cycle \
+(default 1s), counted from the limiter's creation; unused permits do not \
+carry over.
+Each limiter's options are refused with the others: --strictness, \
+--precise and --shards (pacer), --fill and --fill-interval (pool), --max-burst (bursty), \
+--warmup and --cold-factor (warmup), --refresh-period and --timeout (refill, \
+cycle), --capacity and --initial-permits (refill).
+
+--batch, with any limiter, gives each worker a batching handle of its own, \
+which takes a block of the shared limiter at once and grants it from the \
+worker's own memory: far fewer trips to the shared state at high rates, at \
+the cost of the lease slack (what a worker leased and has not used yet is \
+nobody else's, and is dropped when the run ends). The pacer's handle \
+(Pacer::handle) leases up to 100µs of the schedule with one atomic add and \
+grants each slot at its own time; it needs a strictness below 1 (average or \
+burst compensation). The other limiters' handle (BatchHandle) leases about \
+100µs of the worker's own grants, at most 1024 permits, with one \
+reservation, and grants them together, when the limiter readies the lease. \
+Refill and cycle acquires stay bounded by --timeout, so there a handle \
+leases only permits ready at once and otherwise asks the limiter for its one \
+permit. --batch is refused with --shards.
+
+Resilience4j's limiters (refill, cycle) take their rate from --rate: the limit \
+for period is rate x refresh period, which must be a whole number of permits, \
+at least 1 (--rate 1000 --refresh-period 100ms: 100 permits per 100ms; --rate \
+0.5 needs --refresh-period 2s or a multiple). Each acquire may wait up to \
+--timeout (default 5s, Resilience4j's): an acquire whose wait would exceed it \
+is refused at once. A refused acquire is counted (refused) and is not an op: \
+its worker sleeps until a permit could be granted within the timeout and asks \
+again.
+
+Guava's and Resilience4j's limiters take only the spec's rate: a burst ratio \
+other than the default 1.1 is refused (a spec that spells out 1.1 cannot be \
+told from one that gives none, so it is accepted and ignored). They have no \
+schedule to be late against: an op's scheduled time is the moment the limiter \
+lets it go, so its wait is only how late its worker woke up, and time nobody \
+used becomes stored permits (up to what the limiter keeps), never a backlog to \
+catch up. Their time starts when they are built, just before the workers are \
+started.
+
+The schedule starts when the workers are released, whatever the spec's verb (a \
+fresh limiter has no earlier schedule to configure, restart or stop; for \
+Guava's limiters see above). A spec \
+with the `thread` scope gives every worker its own limiter at the spec's rate, \
+so the target rate is rate x threads; otherwise all workers share one limiter \
+and the rate is their total.
+
+Run length: --duration DUR (default 5s) or --count N, not both.
+  --duration: workers stop once the clock passes the deadline (checked after \
+each grant). An op whose grant is ready at or after the deadline is not \
+counted; its worker still slept until it, so the run can overrun the deadline \
+by up to about threads / rate.
+  --count: exactly N ops in total, shared by all workers.
+  Ctrl-C ends the run early: each worker stops after its current op (a wait \
+for a permit longer than 20ms is cut short and the permit given back; a token \
+pool's waiting claim is waited for), the report covers the ops so far, with \
+elapsed counted as in count mode, and the exit status is 130.
+
+Before the run, a warning on standard error says when the limiter's integer \
+arithmetic gives a rate more than 0.1% off the target (see effective rate \
+below). While the run goes on, a progress line on standard error shows the \
+elapsed time, the ops so far and the rate over the last second, if standard \
+error is a terminal; otherwise nothing else is written to it.
+
+Report:
+  target rate     the spec's rate (x threads for the thread scope)
+  effective rate  the rate the limiter's integer arithmetic gives, summed over \
+limiters: the Pacer and the pool give each op floor(1e9 / rate) whole \
+nanoseconds, so they run at 1e9 / that (--rate 510M: 1 ns, 1e9 ops/s; \
+--shards N: floor(1e9 x N / rate) per shard); bursty and warmup charge a \
+permit whole microseconds (nanoseconds above 100000 ops/s), truncated per \
+request (so this is what one-permit requests get; --batch leases of many \
+permits lose less); refill refills a permit every floor(refresh period / \
+limit) ns; cycle is exact. More than 0.1% off the target, the report says by \
+how much and why, and a warning says so before the run
+  achieved rate   ops / elapsed
+  elapsed         --duration: the duration. --count (or Ctrl-C): from the \
+start of the schedule until the last op was granted, plus one slot (1 / target \
+rate): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
+the target rate
+  wall            from the start until every worker had stopped
+  wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
+(HdrHistogram, 3 significant digits; max and mean exact)
+  backlog         how far the schedule is behind the clock at the end \
+(RateLimiter::wait_stats; summed over limiters with the thread scope). For the \
+token pool this is its waiting pool: time that arrived while the active pool \
+was full and that ops have not caught up yet. For Guava's limiters it is how \
+far their next free time is ahead of the clock: what the next op would wait. \
+For Resilience4j's it is the time permits are reserved ahead of the clock
+  max backlog     token pool only: the largest backlog seen during the run, \
+sampled every 1ms (and at the end) by the reporting thread
+  total wait      all wait the limiter accumulated during the run (same \
+source; not shown for Guava's and Resilience4j's limiters, which keep no total)
+  refused         refill, cycle only: acquires refused because their wait \
+would exceed --timeout (not counted in ops)
+  fills           token pool only: how many times the pool was refilled \
+(pre-fills included)
+  cpu per op      the process's user + system CPU time during the run, less \
+the reporting thread's, divided by ops (a filler thread's CPU time counts, and \
+so does the progress line's on a terminal)
+
+Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
+ops per time bucket (--bucket) as a rate, against the target rate (dashed); \
+the lower panel shows the longest and the mean wait of the ops in each \
+bucket, placed by when each op started. Each worker adds its ops to its own \
+buckets (a comparison and a few additions per op); without --plot nothing is \
+recorded.";
+
+/// Examples, shown by `pace -h` and `pace --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --rate 2000 --count 200 --json
+  ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
+  ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
+  ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
+  ratekeeper pace --limiter pool --rate 10M --batch --threads 2 --duration 2s
+  ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
+  ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
+  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
+  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
+  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg";
+
+/// `pace --help` text below the options: examples and the JSON schema.
+pub const AFTER_LONG_HELP: &str = "\
+Examples:
+  ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --rate 2000 --count 200 --json
+  ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
+  ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
+  ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
+  ratekeeper pace --limiter pool --rate 10M --batch --threads 2 --duration 2s
+  ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
+  ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
+  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
+  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
+  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
+
+JSON output (--json): one object on one line. Durations are integer \
+nanoseconds, rates are ops per second (floating point). Fields marked with \
+limiters in parentheses appear only with those limiters (--limiter):
+  spec             string   the rate spec in canonical form, rate,burst,verb,scope
+  limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
+  target_rate      number   ops/s the run aimed at
+  effective_rate   number   ops/s the limiters' integer arithmetic gives (see Report above); \
+null for a limiter that does not limit at all
+  strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
+  strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
+  wait_policy      string   (pacer) \"default\" or \"precise\"
+  access           string   \"exact\" (every acquire goes to the shared limiter, the default), \
+\"batched\" (--batch: a handle per worker) or \"sharded\" (pacer with --shards)
+  shards           integer  (pacer with --shards) the shard count
+  burst_ratio      number   (pool) the pool's burst ratio (the spec's)
+  filling          string   (pool) \"inline\" or \"thread\" (the filling in effect)
+  fill_interval_ns integer  (pool) the filler thread's interval; null for inline
+  max_burst_seconds number  (bursty) seconds of permits idle time may store
+  warmup_ns        integer  (warmup) the warm-up period
+  cold_factor      number   (warmup) how much slower than the rate a cold limiter is
+  resolution       string   (bursty, warmup) the schedule's unit: \"micros\" \
+(Guava's, at or below 100000 ops/s per limiter) or \"nanos\" (above)
+  limit_for_period integer  (refill, cycle) permits per refresh period: rate x refresh period
+  refresh_period_ns integer (refill, cycle) the refresh period
+  timeout_ns       integer  (refill, cycle) how long an acquire may wait
+  capacity         integer  (refill) the most permits the bucket stores
+  initial_permits  integer  (refill) the permits in the bucket when it is built
+  threads          integer  worker threads
+  pacers           integer  (pacer) 1, or threads for the thread scope
+  pools            integer  (pool) 1, or threads for the thread scope
+  limiters         integer  (bursty, warmup, refill, cycle) 1, or threads for the thread scope
+  mode             string   \"duration\" or \"count\"
+  duration_ns      integer  the requested duration (null in count mode)
+  count            integer  the requested count (null in duration mode)
+  ops              integer  ops counted
+  elapsed_ns       integer  see Report above
+  wall_ns          integer  see Report above
+  achieved_rate    number   ops / elapsed
+  wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
+  backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting \
+pool; bursty, warmup: how far the next free time is ahead of the clock; refill, \
+cycle: the time reserved ahead of the clock)
+  max_backlog_ns   integer  (pool) the largest backlog sampled during the run
+  total_wait_ns    integer  the limiter's total wait at the end (bursty, warmup, \
+refill, cycle: equal to backlog_ns, as they keep no total)
+  refused          integer  (refill, cycle) acquires refused by the timeout
+  fills            integer  (pool) refills during the run, pre-fills included
+  cpu_ns           integer  process CPU time (user + system) during the run, or null
+  cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
+  interrupted      boolean  whether Ctrl-C ended the run (exit status 130)";

@@ -1,0 +1,171 @@
+//! `ratekeeper pace`: worker threads pacing through one shared rate limiter,
+//! a [`Pacer`](ratekeeper::Pacer) (the default), a
+//! [`TokenPool`](ratekeeper::TokenPool) (`--limiter pool`), one of Guava's
+//! smooth limiters ([`SmoothBursty`](ratekeeper::SmoothBursty), `--limiter
+//! bursty`; [`SmoothWarmingUp`](ratekeeper::SmoothWarmingUp), `--limiter
+//! warmup`) or one of Resilience4j's
+//! ([`RefillLimiter`](ratekeeper::RefillLimiter), `--limiter refill`;
+//! [`CycleLimiter`](ratekeeper::CycleLimiter), `--limiter cycle`).
+//!
+//! Each worker loops `limiter.acquire()` (Resilience4j's limiters:
+//! `acquire_permission`, which may refuse) and records the op's wait time,
+//! measured free of coordinated omission: the shared clock read right after
+//! the grant returns, minus the op's *scheduled* time. (The grant's own
+//! `wait_nanos()` is a lower bound when the limiter answered from its cached
+//! last-seen clock.) With `--batch` each worker goes through a handle of its
+//! own: the Pacer's [`PacerHandle`](ratekeeper::PacerHandle), or a
+//! [`BatchHandle`](ratekeeper::BatchHandle) on any other limiter.
+//!
+//! `run` gathers: [`visit`] builds the workers' loop for the limiter type,
+//! [`drive`](mod@drive) starts the workers ([`worker`]) behind a start
+//! [`gate`] and collects what they measured; [`summary`] computes the
+//! report and [`render`] prints it and draws the plot.
+
+mod drive;
+mod gate;
+mod help;
+mod render;
+mod summary;
+mod visit;
+mod worker;
+
+use std::time::Duration;
+
+use clap::Args;
+use ratekeeper::{DefaultClock, RateSpec, Scope};
+
+use crate::error::UsageError;
+use crate::flags::limiter::{AccessArgs, LimiterArgs};
+use crate::flags::{parse_count, parse_duration, parse_spec};
+use crate::plot::{self, PlotPath};
+use crate::run::interrupt::Interrupt;
+// The module only (`{self}`), not main.rs's `fn run` beside it.
+use crate::run::{self};
+
+use drive::RunPlan;
+pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+use render::write_plot;
+use summary::summarize;
+pub use summary::PaceReport;
+use visit::Pace;
+
+/// The most worker threads `--threads` accepts.
+const MAX_THREADS: u32 = 4096;
+
+/// Options of `ratekeeper pace`.
+#[derive(Debug, Clone, Args)]
+pub struct PaceArgs {
+    /// Rate spec: rate[,burst][,verb][,scope], e.g. 10k, 10k,1.1, 500,1.5,thread.
+    #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
+    pub rate: RateSpec,
+
+    // The limiter and its options.
+    #[command(flatten)]
+    pub limiter: LimiterArgs,
+
+    // How the workers reach the limiter: batching handles or shards.
+    #[command(flatten)]
+    pub access: AccessArgs,
+
+    /// Worker threads (at least 1).
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
+    pub threads: u32,
+
+    /// Run for this long, e.g. 5s, 500ms, 1m30s [default: 5s].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "count")]
+    pub duration: Option<Duration>,
+
+    /// Run exactly this many ops in total, across all threads.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub count: Option<u64>,
+
+    /// Draw the achieved rate and the waits over time to FILE, an SVG or a
+    /// PNG (by its extension).
+    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
+    pub plot: Option<PlotPath>,
+
+    /// The plot's time bucket, e.g. 100ms [default: about a hundredth of the
+    /// run, and at least 5 ops at the target rate, rounded to 1, 2 or 5
+    /// units].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
+    pub bucket: Option<Duration>,
+
+    /// Print the report as one JSON object (schema in --help).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    let expected = format!("expected a whole number of threads from 1 to {MAX_THREADS}");
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        Ok(0) => Err(format!("at least 1 thread is needed; {expected}")),
+        _ => Err(expected),
+    }
+}
+
+/// Runs `pace` with `args` and returns its report.
+///
+/// # Errors
+///
+/// A [`UsageError`] for an option the limiter does not take or a
+/// configuration the library refuses; an I/O error if a worker thread cannot
+/// be started; an error if a worker panicked.
+pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
+    let spec = args.rate;
+    let config = args.limiter.config(&spec, args.access.access())?;
+    let limiter_count = if spec.scope() == Scope::Thread {
+        args.threads
+    } else {
+        1
+    };
+    // clap rejects --duration together with --count.
+    let count = args.count;
+    let duration = run::duration(args.duration, count);
+    let target_rate = spec.rate().get() * f64::from(limiter_count);
+    // One clock for every limiter, so their readings compare.
+    let plan = RunPlan {
+        clock: DefaultClock::new(),
+        threads: args.threads,
+        duration,
+        count,
+        bucket: plot::run_buckets(
+            args.plot.as_ref(),
+            args.bucket,
+            duration,
+            args.count,
+            target_rate,
+        )?,
+        target_rate,
+        interrupt,
+        max_wait: config.kind().max_wait(),
+    };
+    let visitor = Pace {
+        plan,
+        config: &config,
+    };
+    let (mut outcome, stats, effective) = config
+        .visit_with_clock(plan.clock, limiter_count as usize, visitor)
+        .map_err(|e| {
+            anyhow::Error::new(e).context(UsageError("cannot build the limiter".into()))
+        })??;
+    if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
+        return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
+    }
+    let report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {
+        write_plot(to, &report, &outcome.results, width)?;
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_are_checked() {
+        assert!(parse_threads("0").unwrap_err().contains("at least 1"));
+        assert_eq!(parse_threads("3"), Ok(3));
+    }
+}

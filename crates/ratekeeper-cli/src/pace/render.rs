@@ -1,0 +1,350 @@
+//! `pace`'s text report and its plot.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::drive::BACKLOG_SAMPLE_INTERVAL;
+use super::summary::PaceReport;
+use super::worker::WorkerResult;
+use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
+use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note};
+
+impl fmt::Display for PaceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let run = match (self.duration_ns, self.count) {
+            (Some(d), _) => format!("duration {}", fmt_nanos(d)),
+            (None, Some(n)) => format!("count {n}"),
+            (None, None) => String::new(),
+        };
+        writeln!(f, "spec            {}", self.spec)?;
+        let limiters = match self.limiter {
+            "pool" => self.fmt_pool(f)?,
+            "bursty" | "warmup" => self.fmt_guava(f)?,
+            "refill" | "cycle" => self.fmt_resilience4j(f)?,
+            _ => self.fmt_pacer(f)?,
+        };
+        self.fmt_access(f)?;
+        writeln!(f, "threads         {} ({limiters}), {run}", self.threads)?;
+        self.fmt_rates(f)?;
+        self.fmt_waits(f)?;
+        self.fmt_backlog(f)?;
+        self.fmt_costs(f)
+    }
+}
+
+impl PaceReport {
+    /// The token pool's lines; returns how many pools the threads share.
+    fn fmt_pool(&self, f: &mut fmt::Formatter<'_>) -> Result<String, fmt::Error> {
+        let burst = self.fields.burst_ratio.unwrap_or_default();
+        writeln!(f, "limiter         token pool (burst ratio {burst})")?;
+        let filling = match self.fill_interval_ns {
+            Some(Some(i)) => format!(
+                "thread (a filler thread refills every {})",
+                humantime::format_duration(Duration::from_nanos(i))
+            ),
+            _ => "inline (callers refill the pool when it runs short)".to_owned(),
+        };
+        writeln!(f, "filling         {filling}")?;
+        Ok(match self.pools {
+            Some(1) | None => "1 shared pool".to_owned(),
+            Some(n) => format!("{n} pools, one per thread"),
+        })
+    }
+
+    /// Guava's limiters' line; returns how many limiters the threads share.
+    fn fmt_guava(&self, f: &mut fmt::Formatter<'_>) -> Result<String, fmt::Error> {
+        let per_limiter = self.target_rate / f64::from(self.limiters.unwrap_or(1));
+        if self.limiter == "bursty" {
+            let burst = self.fields.max_burst_seconds.unwrap_or_default();
+            writeln!(
+                f,
+                "limiter         Guava SmoothBursty (max burst {burst}s: up to {} \
+                 permits stored while idle{})",
+                burst * per_limiter,
+                resolution_note(self.fields.resolution)
+            )?;
+        } else if self.fields.warmup_ns == Some(0) {
+            writeln!(
+                f,
+                "limiter         Guava SmoothWarmingUp (warm-up 0s: no warm-up, \
+                 permits at the rate{})",
+                resolution_note(self.fields.resolution)
+            )?;
+        } else {
+            let warmup = Duration::from_nanos(self.fields.warmup_ns.unwrap_or_default());
+            writeln!(
+                f,
+                "limiter         Guava SmoothWarmingUp (warm-up {}, cold factor {}: a \
+                 cold limiter runs at {}{})",
+                humantime::format_duration(warmup),
+                self.fields.cold_factor.unwrap_or_default(),
+                fmt_rate(per_limiter / self.fields.cold_factor.unwrap_or(1.0)),
+                resolution_note(self.fields.resolution)
+            )?;
+        }
+        Ok(match self.limiters {
+            Some(1) | None => "1 shared limiter".to_owned(),
+            Some(n) => format!("{n} limiters, one per thread"),
+        })
+    }
+
+    /// Resilience4j's limiters' line; returns how many limiters the threads
+    /// share.
+    fn fmt_resilience4j(&self, f: &mut fmt::Formatter<'_>) -> Result<String, fmt::Error> {
+        let limit = self.fields.limit_for_period.unwrap_or_default();
+        let period = humantime::format_duration(Duration::from_nanos(
+            self.fields.refresh_period_ns.unwrap_or_default(),
+        ));
+        let timeout = humantime::format_duration(Duration::from_nanos(
+            self.fields.timeout_ns.unwrap_or_default(),
+        ));
+        if self.limiter == "refill" {
+            writeln!(
+                f,
+                "limiter         Resilience4j RefillLimiter ({limit} permits per {period}, \
+                 refilled one by one; capacity {}, {} initial permits; timeout {timeout})",
+                self.fields.capacity.unwrap_or_default(),
+                self.fields.initial_permits.unwrap_or_default(),
+            )?;
+        } else {
+            writeln!(
+                f,
+                "limiter         Resilience4j CycleLimiter ({limit} permits at the start \
+                 of each {period} cycle; timeout {timeout})"
+            )?;
+        }
+        Ok(match self.limiters {
+            Some(1) | None => "1 shared limiter".to_owned(),
+            Some(n) => format!("{n} limiters, one per thread"),
+        })
+    }
+
+    /// The pacer's lines; returns how many pacers the threads share.
+    fn fmt_pacer(&self, f: &mut fmt::Formatter<'_>) -> Result<String, fmt::Error> {
+        let strictness = self.fields.strictness.unwrap_or_default();
+        let mode = self.fields.strictness_mode.unwrap_or_default();
+        writeln!(
+            f,
+            "strictness      {strictness} ({})",
+            mode.replace('_', " ")
+        )?;
+        let policy = match self.wait_policy {
+            Some("precise") => "precise (sleep, then spin 150µs)",
+            _ => "default (early only when a sleep cannot reach the op; grouped at high rates)",
+        };
+        writeln!(f, "wait policy     {policy}")?;
+        Ok(match self.pacers {
+            Some(1) | None => "1 shared pacer".to_owned(),
+            Some(n) => format!("{n} pacers, one per thread"),
+        })
+    }
+
+    /// How the workers reach the limiter, unless each acquire goes to it.
+    fn fmt_access(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.access, self.shards) {
+            ("batched", _) => {
+                // The Pacer's handle leases slots of its schedule.
+                let what = if self.limiter == "pacer" {
+                    "slots"
+                } else {
+                    "permits"
+                };
+                writeln!(
+                    f,
+                    "access          batched: a handle per thread leases {what}"
+                )?;
+            }
+            ("sharded", Some(n)) => writeln!(
+                f,
+                "access          sharded: {n} shards of rate/{n}, work stealing"
+            )?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The target, effective and achieved rates, the ops and the time.
+    fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
+        writeln!(
+            f,
+            "effective rate  {}",
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
+        )?;
+        writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
+        writeln!(f, "ops             {}", self.ops)?;
+        if self.interrupted {
+            writeln!(
+                f,
+                "interrupted     by Ctrl-C: the report covers the ops granted before it"
+            )?;
+        }
+        writeln!(
+            f,
+            "elapsed         {} (wall {})",
+            fmt_nanos(self.elapsed_ns),
+            fmt_nanos(self.wall_ns)
+        )?;
+        Ok(())
+    }
+
+    /// The ops' wait percentiles.
+    fn fmt_waits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = &self.wait_ns;
+        writeln!(f, "wait p50        {}", fmt_nanos(w.p50))?;
+        writeln!(f, "wait p90        {}", fmt_nanos(w.p90))?;
+        writeln!(f, "wait p99        {}", fmt_nanos(w.p99))?;
+        writeln!(f, "wait p99.9      {}", fmt_nanos(w.p999))?;
+        writeln!(f, "wait max        {}", fmt_nanos(w.max))?;
+        writeln!(f, "wait mean       {}", fmt_nanos(w.mean))?;
+        Ok(())
+    }
+
+    /// The limiter's backlog at the end (and the largest sampled), and its
+    /// total wait.
+    fn fmt_backlog(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(max) = self.max_backlog_ns {
+            writeln!(
+                f,
+                "backlog         {} (waiting pool at the end)",
+                fmt_nanos(self.backlog_ns)
+            )?;
+            writeln!(
+                f,
+                "max backlog     {} (sampled every {})",
+                fmt_nanos(max),
+                humantime::format_duration(BACKLOG_SAMPLE_INTERVAL)
+            )?;
+        } else if self.refused.is_some() {
+            writeln!(
+                f,
+                "backlog         {} (time reserved ahead of the clock at the end)",
+                fmt_nanos(self.backlog_ns)
+            )?;
+        } else if self.limiters.is_some() {
+            writeln!(
+                f,
+                "backlog         {} (next free time ahead of the clock at the end)",
+                fmt_nanos(self.backlog_ns)
+            )?;
+        } else {
+            writeln!(f, "backlog         {}", fmt_nanos(self.backlog_ns))?;
+        }
+        // Guava's and Resilience4j's limiters keep no wait total (theirs
+        // equals the backlog).
+        if self.limiters.is_none() {
+            writeln!(f, "total wait      {}", fmt_nanos(self.total_wait_ns))?;
+        }
+        Ok(())
+    }
+
+    /// Refused acquires, a pool's fills and the CPU time per op.
+    fn fmt_costs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(refused) = self.refused {
+            let timeout = humantime::format_duration(Duration::from_nanos(
+                self.fields.timeout_ns.unwrap_or_default(),
+            ));
+            writeln!(
+                f,
+                "refused         {refused} (acquires whose wait would exceed the {timeout} \
+                 timeout; not counted in ops)"
+            )?;
+        }
+        if let Some(fills) = self.fills {
+            writeln!(f, "fills           {fills}")?;
+        }
+        match (self.cpu_ns_per_op, self.cpu_ns) {
+            (Some(per_op), Some(total)) => writeln!(
+                f,
+                "cpu per op      {} ({} in all)",
+                fmt_nanos(per_op),
+                fmt_nanos(total)
+            ),
+            (None, Some(total)) => writeln!(f, "cpu per op      - ({} in all)", fmt_nanos(total)),
+            _ => writeln!(f, "cpu per op      unavailable on this platform"),
+        }
+    }
+}
+
+/// Writes the `--plot` of `report` to `to`: the workers' `results`' time
+/// buckets, `width` ns wide, merged.
+///
+/// # Errors
+///
+/// A drawing error or the I/O error writing the file.
+pub(super) fn write_plot(
+    to: &PlotPath,
+    report: &PaceReport,
+    results: &[WorkerResult],
+    width: u64,
+) -> anyhow::Result<()> {
+    let mut buckets = Buckets::new(width);
+    for b in results.iter().filter_map(|r| r.buckets.as_ref()) {
+        buckets.merge(b);
+    }
+    plot::write(to, &pace_plot(report, &buckets))
+}
+
+/// The `--plot` of a run: the achieved rate per bucket against the target,
+/// and the longest and mean wait per bucket.
+fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
+    let span = report.elapsed_ns;
+    let end_secs = span as f64 / 1e9;
+    let run = match (report.duration_ns, report.count) {
+        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, Some(n)) => format!("--count {n}"),
+        (None, None) => String::new(),
+    };
+    let series = |name: &str, color, points| Series {
+        name: name.to_owned(),
+        color,
+        dashed: false,
+        width: 2,
+        points,
+    };
+    Plot {
+        title: format!(
+            "ratekeeper pace --limiter {} --rate {} --threads {} {run}",
+            report.limiter, report.spec, report.threads
+        ),
+        end_secs,
+        rate: Panel {
+            title: format!(
+                "ops per {} bucket, as a rate (target dashed)",
+                fmt_duration(buckets.width())
+            ),
+            quantity: "rate".to_owned(),
+            unit: Unit::Rate,
+            series: vec![
+                series(
+                    "achieved",
+                    plot::PALETTE[0],
+                    plot::rate_points(buckets, span),
+                ),
+                plot::target_series(
+                    format!("target {}", fmt_rate(report.target_rate)),
+                    plot::TARGET,
+                    report.target_rate,
+                    end_secs,
+                ),
+            ],
+        },
+        wait: Panel {
+            title: "wait (start - scheduled) of the ops in each bucket".to_owned(),
+            quantity: "wait".to_owned(),
+            unit: Unit::Nanos,
+            series: vec![
+                series(
+                    "longest wait",
+                    plot::PALETTE[3],
+                    plot::wait_points(buckets, WaitStat::Max),
+                ),
+                series(
+                    "mean wait",
+                    plot::PALETTE[0],
+                    plot::wait_points(buckets, WaitStat::Mean),
+                ),
+            ],
+        },
+    }
+}

@@ -1,0 +1,195 @@
+//! `pace`'s report, computed from what the run measured;
+//! [`render`](super::render) prints it.
+
+use ratekeeper::config::{Access, LimiterConfig, LimiterKind};
+use ratekeeper::pool::Filling;
+use ratekeeper::Scope;
+use serde::Serialize;
+
+use super::drive::{Outcome, RunPlan};
+use super::visit::LimiterStats;
+use super::worker::WorkerResult;
+use super::PaceArgs;
+use crate::limiter::{wait_policy_name, LimiterFields};
+use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::run::{self, schedule_span};
+
+/// The name the JSON report gives `access`.
+fn access_name(access: Access) -> &'static str {
+    match access {
+        Access::Batched => "batched",
+        Access::Sharded(_) => "sharded",
+        _ => "exact",
+    }
+}
+
+/// The result of a `pace` run; `Display` is the text report, `Serialize` the
+/// JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)). Fields that apply to one limiter
+/// only are `None` for the other and left out of the JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct PaceReport {
+    pub(super) spec: String,
+    pub(super) limiter: &'static str,
+    pub(super) target_rate: f64,
+    /// What the limiters' integer arithmetic gives (null: no limit).
+    pub(super) effective_rate: Option<f64>,
+    /// The text report's note when the effective rate is off the target.
+    #[serde(skip)]
+    pub(super) effective_note: Option<String>,
+    /// The limiter's own parameters.
+    #[serde(flatten)]
+    pub(super) fields: LimiterFields,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) wait_policy: Option<&'static str>,
+    /// How the workers reach the limiter: "exact", "batched" or "sharded".
+    pub(super) access: &'static str,
+    /// The sharded pacer's shard count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) shards: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) filling: Option<&'static str>,
+    /// `Some(None)` (JSON null) for a pool filled inline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) fill_interval_ns: Option<Option<u64>>,
+    pub(super) threads: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) pacers: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) pools: Option<u32>,
+    /// Guava's and Resilience4j's limiters: how many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) limiters: Option<u32>,
+    pub(super) mode: &'static str,
+    pub(super) duration_ns: Option<u64>,
+    pub(super) count: Option<u64>,
+    pub(super) ops: u64,
+    pub(super) elapsed_ns: u64,
+    pub(super) wall_ns: u64,
+    pub(super) achieved_rate: f64,
+    pub(super) wait_ns: WaitSummary,
+    pub(super) backlog_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) max_backlog_ns: Option<u64>,
+    pub(super) total_wait_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) fills: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) refused: Option<u64>,
+    pub(super) cpu_ns: Option<u64>,
+    pub(super) cpu_ns_per_op: Option<u64>,
+    pub(super) interrupted: bool,
+}
+
+impl PaceReport {
+    /// Whether Ctrl-C ended the run.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+}
+
+/// The run's report from what it measured.
+pub(super) fn summarize(
+    args: &PaceArgs,
+    config: &LimiterConfig,
+    plan: &RunPlan<'_>,
+    outcome: &Outcome,
+    stats: LimiterStats,
+    effective: &EffectiveRate,
+) -> PaceReport {
+    let interrupted = outcome.results.iter().any(|r| r.interrupted);
+    let waits = merged_waits(&outcome.results);
+    let ops = waits.count();
+    let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
+    let t0 = outcome.t0;
+    let target_rate = plan.target_rate;
+    let elapsed_ns = match plan.duration {
+        Some(d) if !interrupted => duration_nanos(d),
+        _ => schedule_span(t0, last_start, target_rate),
+    };
+    let achieved_rate = per_second(ops, elapsed_ns);
+    let cpu_ns = outcome.cpu_ns;
+    let kind = config.kind().limiter_kind();
+    let limiters = Some(if args.rate.scope() == Scope::Thread {
+        args.threads
+    } else {
+        1
+    });
+    let (filling, fill_interval_ns, max_backlog_ns, fills) = pool_fields(stats.pool);
+    PaceReport {
+        spec: args.rate.to_string(),
+        limiter: kind.name(),
+        target_rate,
+        effective_rate: effective.json(),
+        effective_note: effective.note(target_rate),
+        fields: LimiterFields::of(config),
+        wait_policy: (kind == LimiterKind::Pacer).then_some(wait_policy_name(config)),
+        access: access_name(config.access()),
+        shards: match config.access() {
+            Access::Sharded(n) => Some(n),
+            _ => None,
+        },
+        filling,
+        fill_interval_ns,
+        threads: args.threads,
+        pacers: limiters.filter(|_| kind == LimiterKind::Pacer),
+        pools: limiters.filter(|_| kind == LimiterKind::Pool),
+        limiters: limiters.filter(|_| !matches!(kind, LimiterKind::Pacer | LimiterKind::Pool)),
+        mode: run::mode_name(plan.duration),
+        duration_ns: plan.duration.map(duration_nanos),
+        count: plan.count,
+        ops,
+        elapsed_ns,
+        wall_ns: outcome.t_end.saturating_sub(t0),
+        achieved_rate,
+        wait_ns: waits.summary(),
+        backlog_ns: stats.backlog_ns,
+        max_backlog_ns,
+        total_wait_ns: stats.total_wait_ns,
+        fills,
+        refused: config
+            .kind()
+            .max_wait()
+            .map(|_| outcome.results.iter().map(|r| r.refused).sum()),
+        cpu_ns,
+        cpu_ns_per_op: match cpu_ns {
+            Some(c) if ops > 0 => Some((c as f64 / ops as f64).round() as u64),
+            _ => None,
+        },
+        interrupted,
+    }
+}
+
+/// The workers' waits, merged.
+fn merged_waits(results: &[WorkerResult]) -> WaitRecorder {
+    let mut waits = WaitRecorder::new();
+    for r in results {
+        waits.merge(&r.waits);
+    }
+    waits
+}
+
+/// A token pool's report fields: its filling ("thread" or "inline"), its
+/// fill interval (JSON null for inline filling), its largest sampled backlog
+/// and its fills; all `None` for the other limiters.
+type PoolFields = (
+    Option<&'static str>,
+    Option<Option<u64>>,
+    Option<u64>,
+    Option<u64>,
+);
+
+/// The [`PoolFields`] of what the run measured of its pools, if any.
+fn pool_fields(pool: Option<(u64, u64, Filling)>) -> PoolFields {
+    match pool {
+        Some((max_backlog, fills, Filling::Thread(i))) => (
+            Some("thread"),
+            Some(Some(duration_nanos(i))),
+            Some(max_backlog),
+            Some(fills),
+        ),
+        Some((max_backlog, fills, _)) => {
+            (Some("inline"), Some(None), Some(max_backlog), Some(fills))
+        }
+        None => (None, None, None, None),
+    }
+}

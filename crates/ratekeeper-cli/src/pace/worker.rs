@@ -1,0 +1,234 @@
+//! One `pace` worker's loop: take a permit, record the op's wait, until
+//! the stop rule, Ctrl-C or a refusal for good.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
+
+use super::gate::{wait_at_gate, Gate, Go, Stop};
+use crate::plot::Buckets;
+use crate::report::WaitRecorder;
+use crate::run::interrupt::{self, Interrupt, LONG_WAIT_NANOS};
+use crate::run::sleep_until_retry;
+
+/// A worker's ops per time bucket, for --plot: a few additions per op, in
+/// the worker's own memory.
+struct Timeline {
+    buckets: Buckets,
+    t0: u64,
+    /// The last time recorded as itself; later ones (an op granted before the
+    /// deadline but measured after it) count in the run's last bucket.
+    last: u64,
+}
+
+impl Timeline {
+    fn new(go: &Go) -> Option<Timeline> {
+        go.bucket.map(|width| Timeline {
+            buckets: Buckets::new(width),
+            t0: go.t0,
+            last: match go.stop {
+                Stop::Deadline(d) => d.saturating_sub(go.t0).saturating_sub(1),
+                Stop::Count => u64::MAX,
+            },
+        })
+    }
+
+    #[inline]
+    fn record(&mut self, now: u64, wait: u64) {
+        let t = now.saturating_sub(self.t0).min(self.last);
+        self.buckets.record(t, wait);
+    }
+}
+
+/// What one worker measured.
+#[derive(Debug)]
+pub(super) struct WorkerResult {
+    pub(super) waits: WaitRecorder,
+    /// Clock reading when its last counted op was granted.
+    pub(super) last_start: Option<u64>,
+    /// Clock reading when the worker stopped.
+    pub(super) finished: u64,
+    /// Resilience4j's limiters: acquires refused by the timeout.
+    pub(super) refused: u64,
+    /// Why the worker stopped early, if a limiter refused it a permit for
+    /// good.
+    pub(super) error: Option<anyhow::Error>,
+    /// Whether it stopped for Ctrl-C.
+    pub(super) interrupted: bool,
+    /// With --plot: its ops per time bucket.
+    pub(super) buckets: Option<Buckets>,
+}
+
+/// A worker's count of its ops, for the progress line, on a cache line of
+/// its own: the worker stores to it after each op, the progress thread reads.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(super) struct OpCounter(pub(super) AtomicU64);
+
+/// What a worker is handed besides its limiter.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ctx<'a> {
+    /// The clock every limiter of the run reads.
+    pub(super) clock: &'a DefaultClock,
+    pub(super) gate: &'a Gate,
+    /// Count mode: the ops still to hand out.
+    pub(super) remaining: &'a AtomicU64,
+    pub(super) interrupt: &'a Interrupt,
+    /// The longest a request may wait (Resilience4j's timeout): a request
+    /// that would wait longer is refused, counted, and asked again later.
+    pub(super) max_wait: Option<Duration>,
+    /// With a progress line: this worker's op counter.
+    pub(super) progress: Option<&'a OpCounter>,
+}
+
+impl Ctx<'_> {
+    /// Count mode: takes one op from the countdown, if any is left.
+    #[inline]
+    fn take_one(&self) -> bool {
+        // Ordering: Relaxed; the countdown only hands out a number of ops.
+        self.remaining
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// Counts one more op for the progress line, if there is one.
+    #[inline]
+    fn count_op(&self, ops: &mut u64) {
+        if let Some(c) = self.progress {
+            *ops += 1;
+            // Ordering: Relaxed; a gauge for the progress line.
+            c.0.store(*ops, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A wait for a permit long enough to sleep on the interrupt first (see
+/// [`interrupt::wait_for_grant`]); out of line, off the workers' hot path.
+#[cold]
+#[inline(never)]
+fn long_wait<L: RateLimiter>(limiter: &L, grant: Grant, interrupt: &Interrupt) -> Option<Grant> {
+    interrupt::wait_for_grant(limiter, grant, interrupt)
+}
+
+/// What a worker counts besides its ops.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Requests refused by the maximum wait (not ops).
+    refused: u64,
+    /// A refusal for good, which stopped the worker.
+    refusal: Option<AcquireError>,
+    /// Whether Ctrl-C stopped the worker.
+    interrupted: bool,
+}
+
+/// One op's permit: `Some(grant)` once it may go, `None` to stop (Ctrl-C, a
+/// refusal for good, or the deadline passing while a refused request waits
+/// to ask again). The checks beyond `acquire`'s are a load and a
+/// predictable branch or two; a wait long enough to be cut short by Ctrl-C,
+/// and a refusal, are taken out of line.
+#[inline]
+fn next_grant<L: RateLimiter>(
+    limiter: &L,
+    ctx: &Ctx<'_>,
+    deadline: Option<u64>,
+    tally: &mut Tally,
+) -> Option<Grant> {
+    loop {
+        if ctx.interrupt.is_set() {
+            tally.interrupted = true;
+            return None;
+        }
+        limiter.wait_turn();
+        match limiter.reserve(1, ctx.max_wait) {
+            Ok(g) if g.delay_nanos() > LONG_WAIT_NANOS => {
+                let g = long_wait(limiter, g, ctx.interrupt);
+                tally.interrupted = g.is_none();
+                return g;
+            }
+            Ok(g) => return Some(limiter.wait_for(g)),
+            Err(e) => {
+                if !ask_again(e, ctx, deadline, tally) {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// A refused request. Refused by the maximum wait (Resilience4j's
+/// timeout), it is counted, and the worker sleeps until a permit could be
+/// granted within the timeout, but not past the deadline or Ctrl-C: `true`
+/// to ask again, unless the deadline passed. Any other refusal is for good.
+#[cold]
+#[inline(never)]
+fn ask_again(e: AcquireError, ctx: &Ctx<'_>, deadline: Option<u64>, tally: &mut Tally) -> bool {
+    match (e, ctx.max_wait) {
+        (AcquireError::WouldWait { wait, .. }, Some(max)) => {
+            tally.refused += 1;
+            sleep_until_retry(ctx.interrupt, ctx.clock, wait, max, deadline);
+            deadline.is_none_or(|d| ctx.clock.now_nanos() < d)
+        }
+        (e, _) => {
+            tally.refusal = Some(e);
+            false
+        }
+    }
+}
+
+/// One worker's loop on `limiter` (the shared limiter, or the worker's own
+/// handle on it), until the run's stop rule, Ctrl-C or a refusal for good.
+pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult {
+    let clock = ctx.clock;
+    let mut waits = WaitRecorder::new();
+    let mut last_start = None;
+    let mut timeline = None;
+    let mut tally = Tally::default();
+    let mut ops = 0u64;
+    if let Ok(go) = wait_at_gate(ctx.gate) {
+        timeline = Timeline::new(&go);
+        // An op that started at `now`, measured from its scheduled time.
+        let mut record = |now: u64, g: &Grant| {
+            let wait = now.saturating_sub(g.scheduled_nanos());
+            waits.record(wait);
+            if let Some(t) = &mut timeline {
+                t.record(now, wait);
+            }
+            last_start = Some(now);
+            ctx.count_op(&mut ops);
+        };
+        match go.stop {
+            Stop::Deadline(deadline) => {
+                while let Some(g) = next_grant(limiter, ctx, Some(deadline), &mut tally) {
+                    let now = clock.now_nanos();
+                    if g.ready_nanos() >= deadline {
+                        break;
+                    }
+                    record(now, &g);
+                    if now >= deadline {
+                        break;
+                    }
+                }
+            }
+            Stop::Count => {
+                while ctx.take_one() {
+                    let Some(g) = next_grant(limiter, ctx, None, &mut tally) else {
+                        break;
+                    };
+                    record(clock.now_nanos(), &g);
+                }
+            }
+        }
+    }
+    WorkerResult {
+        waits,
+        last_start,
+        finished: clock.now_nanos(),
+        refused: tally.refused,
+        error: tally
+            .refusal
+            .map(|e| anyhow::Error::new(e).context("the limiter refused a permit")),
+        interrupted: tally.interrupted,
+        buckets: timeline.map(|t| t.buckets),
+    }
+}

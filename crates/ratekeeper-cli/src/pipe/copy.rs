@@ -1,0 +1,187 @@
+//! `pipe`'s copy loop: the next line (or chunk) of the input, its permits
+//! from the Pacer, and its write; output goes out before every wait.
+
+use std::io;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ratekeeper::{DefaultClock, Grant, Pacer, RateLimiter};
+
+use super::input::{next_item, wait_for_input, Input, Next};
+use super::output::{Output, MAX_BATCH};
+use crate::run::interrupt::{self, Interrupt};
+
+/// The copy: the input not yet written, the output, and what was measured.
+pub(super) struct Copy {
+    /// `--bytes` mode's chunk size.
+    chunk: Option<usize>,
+    /// `--max-line`.
+    max_line: Option<usize>,
+    pub(super) output: Output,
+    /// Input read and not yet written, from `pos`.
+    input: Vec<u8>,
+    pos: usize,
+    /// Bytes from `pos` known to hold no newline.
+    scanned: usize,
+    /// Whether standard input has ended.
+    eof: bool,
+    /// The schedule's start: the first input's first slot.
+    pub(super) t0: Option<u64>,
+    /// Permits taken: lines, or bytes with `--bytes`.
+    pub(super) units: u64,
+    /// When the last write's permits were granted (ready), and how many.
+    pub(super) last_start: u64,
+    pub(super) last_permits: u32,
+    /// Time spent waiting for permits, and for input after the first.
+    pub(super) rate_wait: Duration,
+    pub(super) input_wait: Duration,
+    /// Whether Ctrl-C ended the copy.
+    pub(super) interrupted: bool,
+}
+
+impl Copy {
+    /// A copy in `--bytes` chunks of `chunk` bytes, or by lines of at most
+    /// `max_line` bytes.
+    pub(super) fn new(chunk: Option<usize>, max_line: Option<usize>) -> Copy {
+        Copy {
+            chunk,
+            max_line,
+            output: Output::new(),
+            input: Vec::new(),
+            pos: 0,
+            scanned: 0,
+            eof: false,
+            t0: None,
+            units: 0,
+            last_start: 0,
+            last_permits: 0,
+            rate_wait: Duration::ZERO,
+            input_wait: Duration::ZERO,
+            interrupted: false,
+        }
+    }
+
+    /// Copies the reader's `blocks` through `pacer` until the input ends,
+    /// the output is closed or Ctrl-C, then writes out what was let
+    /// through.
+    pub(super) fn run(
+        &mut self,
+        pacer: &Pacer<DefaultClock>,
+        blocks: &Receiver<io::Result<Vec<u8>>>,
+        interrupt: &Interrupt,
+    ) -> anyhow::Result<()> {
+        while !self.output.closed {
+            let next = next_item(
+                &self.input[self.pos..],
+                self.scanned,
+                self.chunk,
+                self.max_line,
+                self.eof,
+            );
+            let len = match next {
+                Next::Item(len) => len,
+                Next::More { scanned } => {
+                    self.scanned = scanned;
+                    if self.eof || !self.read_more(blocks, interrupt)? {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            if interrupt.is_set() {
+                self.interrupted = true;
+                break;
+            }
+            let permits = match self.chunk {
+                // At most MAX_CHUNK bytes.
+                Some(_) => u32::try_from(len).unwrap_or(u32::MAX),
+                None => 1,
+            };
+            let Some(grant) = self.permits(pacer, permits, interrupt)? else {
+                break;
+            };
+            self.write(len, permits, &grant)?;
+        }
+        self.output.flush()
+    }
+
+    /// Appends the next block of input to the buffer (dropping what was
+    /// written from it), or notes the end of the input; waits for it if
+    /// none is there, writing out what was let through first. `false` if
+    /// Ctrl-C came first.
+    fn read_more(
+        &mut self,
+        blocks: &Receiver<io::Result<Vec<u8>>>,
+        interrupt: &Interrupt,
+    ) -> anyhow::Result<bool> {
+        self.input.drain(..self.pos);
+        self.pos = 0;
+        let next = match blocks.try_recv() {
+            Ok(block) => Input::Block(block.context("reading standard input")?),
+            Err(TryRecvError::Disconnected) => Input::Eof,
+            Err(TryRecvError::Empty) => {
+                // Nothing to read now: out with what was let through.
+                self.output.flush()?;
+                let waited = Instant::now();
+                let next = wait_for_input(blocks, interrupt)?;
+                if self.t0.is_some() {
+                    self.input_wait += waited.elapsed();
+                }
+                next
+            }
+        };
+        match next {
+            Input::Block(block) => self.input.extend_from_slice(&block),
+            Input::Eof => self.eof = true,
+            Input::Interrupted => {
+                self.interrupted = true;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `permits` from `pacer`, waited for (after writing out what was let
+    /// through, if there is a wait); `None` if Ctrl-C ended the wait. The
+    /// first request starts the schedule.
+    fn permits(
+        &mut self,
+        pacer: &Pacer<DefaultClock>,
+        permits: u32,
+        interrupt: &Interrupt,
+    ) -> anyhow::Result<Option<Grant>> {
+        if self.t0.is_none() {
+            // The schedule starts with the first input.
+            pacer.restart();
+            self.t0 = Some(pacer.next_slot_nanos());
+        }
+        let grant = pacer
+            .reserve(permits, None)
+            .context("the pacer refused a permit")?;
+        if grant.delay_nanos() == 0 {
+            return Ok(Some(grant));
+        }
+        self.output.flush()?;
+        let waited = Instant::now();
+        let grant = interrupt::wait_for_grant(pacer, grant, interrupt);
+        self.rate_wait += waited.elapsed();
+        self.interrupted = grant.is_none();
+        Ok(grant)
+    }
+
+    /// Lets the next `len` bytes of input (`permits` permits, granted by
+    /// `grant`) through to the output.
+    fn write(&mut self, len: usize, permits: u32, grant: &Grant) -> anyhow::Result<()> {
+        self.output.push(&self.input[self.pos..self.pos + len]);
+        self.pos += len;
+        self.scanned = 0;
+        self.units += u64::from(permits);
+        self.last_start = grant.started_nanos().max(grant.ready_nanos());
+        self.last_permits = permits;
+        if self.output.batch.len() >= MAX_BATCH {
+            self.output.flush()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,83 @@
+//! `pipe`'s help: the text above and below its options, with the JSON
+//! schema.
+
+/// `pipe --help` text above the options.
+pub const LONG_ABOUT: &str = "\
+Copy standard input to standard output at a rate: lines per second (the \
+default) or, with --bytes, bytes per second, like pv -L.
+
+Each line (or chunk of bytes) takes its permits from a Pacer and is written \
+when they are ready. Output is written out before every wait, for a permit \
+or for more input, so nothing is held back while the pipe is idle; lines \
+that may go at once are written together. A last line without a newline is \
+copied as it is. Line ends are found in time linear in the input; memory \
+holds the longest line, or with --max-line BYTES at most that much of one \
+(a longer line goes out in pieces of BYTES, each taking a permit).
+
+--bytes: the rate is in bytes per second (e.g. --rate 1M); each write takes \
+as many permits as it has bytes, at most a hundredth of a second's worth \
+(at least 1 byte, at most 64 KiB), so the output flows evenly.
+
+The rate spec's burst ratio is not used (give the rate alone); how the output \
+catches up after the input stalled is --strictness: 1, the default, never \
+goes faster than the rate (time without input is not made up), 0 lets the \
+unused time go at once, a value above 1 catches up at that multiple of the \
+rate. The schedule starts with the first input.
+
+A closed standard output (the reader went away, e.g. | head -1) ends the copy \
+quietly with exit status 0. Ctrl-C ends it too, writing what was let through, \
+with exit status 130.
+
+Report (--report, or --json for one JSON object; both go to standard error, \
+as standard output carries the data):
+  target rate     the rate, in lines/s or bytes/s
+  effective rate  the rate the Pacer's whole-nanosecond slots give: each line \
+(byte) is floor(1e9 / rate) ns of the schedule, so the copy runs at 1e9 / that \
+(--rate 510M: 1 ns, 1e9/s). More than 0.1% off the target, the report says by \
+how much and why, and a warning on standard error says so before the copy \
+(whether or not --report is given)
+  achieved rate   lines (or bytes) / elapsed
+  elapsed         from the first input until the last write, plus the last \
+write's share of the schedule (its permits / rate): N lines on a perfect \
+schedule take N slots
+  lines, bytes    what was written (a last line without a newline counts; \
+what the reader did not take when it closed the pipe does not)
+  writes          permit requests written: one per line, or per chunk with \
+--bytes
+  waited for rate time spent waiting for permits
+  waited for input time spent waiting for standard input, after the first \
+input";
+
+/// Examples, shown by `pipe -h` and `pipe --help`.
+pub const AFTER_HELP: &str = "\
+Examples:
+  seq 1000 | ratekeeper pipe --rate 100
+  tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
+  cat big.bin | ratekeeper pipe --bytes --rate 1M --report > copy.bin
+  yes | ratekeeper pipe --rate 10 --json | head -5";
+
+/// `pipe --help` text below the options: examples and the JSON schema.
+pub const AFTER_LONG_HELP: &str = "\
+Examples:
+  seq 1000 | ratekeeper pipe --rate 100
+  tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
+  cat big.bin | ratekeeper pipe --bytes --rate 1M --report > copy.bin
+  yes | ratekeeper pipe --rate 10 --json | head -5
+
+JSON report (--json, on standard error): one object on one line. Durations \
+are integer nanoseconds, rates per second (floating point):
+  spec             string   the rate spec in canonical form
+  unit             string   \"lines\" or \"bytes\": what the rate counts
+  strictness       number   the Pacer's strictness (--strictness, default 1)
+  strictness_mode  string   \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
+  target_rate      number   units per second
+  effective_rate   number   units per second the Pacer's slots give (see Report above)
+  lines            integer  lines written
+  bytes            integer  bytes written
+  writes           integer  permit requests (lines, or chunks with --bytes)
+  elapsed_ns       integer  see Report above
+  achieved_rate    number   units / elapsed
+  rate_wait_ns     integer  time spent waiting for permits
+  input_wait_ns    integer  time spent waiting for input after the first
+  output_closed    boolean  whether standard output was closed by its reader
+  interrupted      boolean  whether Ctrl-C ended the copy (exit status 130)";

@@ -1,0 +1,208 @@
+//! `ratekeeper pipe`: copy standard input to standard output at a rate, by
+//! lines or by bytes, like `pv -L`.
+//!
+//! A reader thread reads standard input in blocks and hands them over a
+//! small channel; the main thread cuts them into lines (or chunks of bytes),
+//! takes a permit for each from a [`Pacer`], and writes. Output is batched
+//! while permits are ready at once and written out (flushed) before any
+//! wait, for a permit or for input, so nothing sits in a buffer while the
+//! pipe is idle. Reading on a thread of its own also lets Ctrl-C end the
+//! copy while standard input has nothing to read.
+//!
+//! `run` gathers: it checks the options, builds the Pacer, starts the reader
+//! ([`input`]) and runs the [`copy`] loop, which writes through [`output`];
+//! [`summary`] computes the report from what the copy measured and
+//! [`render`] prints it.
+
+mod copy;
+mod help;
+mod input;
+mod output;
+mod render;
+mod summary;
+
+use clap::Args;
+use ratekeeper::{DefaultClock, Pacer, RateSpec, Scope};
+
+use crate::error::UsageError;
+use crate::flags::{parse_spec, parse_strictness};
+use crate::report::EffectiveRate;
+use crate::run::interrupt::Interrupt;
+
+use copy::Copy;
+pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+pub use summary::PipeReport;
+
+/// The strictness when --strictness is not given: never faster than the rate.
+const DEFAULT_STRICTNESS: f64 = 1.0;
+
+/// The most bytes one permit request (one write) covers in `--bytes` mode.
+const MAX_CHUNK: u64 = 64 * 1024;
+
+/// Options of `ratekeeper pipe`.
+#[derive(Debug, Clone, Args)]
+pub struct PipeArgs {
+    /// Lines per second (with --bytes, bytes per second), e.g. 100, 2.5k, 1M.
+    #[arg(long, value_name = "RATE", value_parser = parse_spec)]
+    pub rate: RateSpec,
+
+    /// Limit bytes per second instead of lines.
+    #[arg(long)]
+    pub bytes: bool,
+
+    /// How the output catches up after the input stalled: 1 never faster
+    /// than the rate, 0 at once, >1 at that multiple of the rate [default: 1].
+    #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
+    pub strictness: Option<f64>,
+
+    /// The longest line held whole, in bytes: a longer line goes out in
+    /// pieces of this size, each taking a permit (without it, memory grows
+    /// with the longest line). Lines mode only.
+    #[arg(long, value_name = "BYTES", value_parser = parse_max_line)]
+    pub max_line: Option<usize>,
+    /// Print a report to standard error at the end.
+    #[arg(long)]
+    pub report: bool,
+
+    /// Print the report to standard error as one JSON object (schema in
+    /// --help).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn check_options(args: &PipeArgs) -> Result<(), UsageError> {
+    let spec = args.rate;
+    let rate = spec.rate().get();
+    if spec.burst_ratio() != RateSpec::DEFAULT_BURST_RATIO {
+        return Err(UsageError(format!(
+            "pipe does not use the rate spec's burst ratio {}: give the rate alone (e.g. \
+             --rate {rate}); how the output catches up after the input stalled is \
+             --strictness (e.g. --strictness {})",
+            spec.burst_ratio(),
+            spec.burst_ratio()
+        )));
+    }
+    if let (true, Some(n)) = (args.bytes, args.max_line) {
+        return Err(UsageError(format!(
+            "--max-line {n} applies to lines; with --bytes each write is already at most \
+             64 KiB: give one or the other"
+        )));
+    }
+    if spec.scope() == Scope::Thread {
+        return Err(UsageError(format!(
+            "the rate spec \"{spec}\" has the thread scope, which has no meaning for pipe (one \
+             writer); give the rate alone (e.g. --rate {rate})"
+        )));
+    }
+    Ok(())
+}
+
+/// `--max-line`: a whole number of bytes, at least 1.
+fn parse_max_line(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "\"{s}\" is not a line length: give a whole number of bytes, at least 1 (e.g. \
+             --max-line 1048576)"
+        )),
+    }
+}
+
+/// Bytes per write in `--bytes` mode at `rate` bytes per second: a
+/// hundredth of a second's worth, from 1 byte to [`MAX_CHUNK`].
+fn chunk_size(rate: f64) -> usize {
+    (rate / 100.0).floor().clamp(1.0, MAX_CHUNK as f64) as usize
+}
+
+/// Runs `pipe` with `args` and returns its report.
+///
+/// # Errors
+///
+/// A [`UsageError`] for a rate spec pipe does not take; an I/O error reading
+/// standard input or writing standard output (other than a closed pipe).
+pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport> {
+    check_options(args)?;
+    let rate = args.rate.rate().get();
+    let strictness = args.strictness.unwrap_or(DEFAULT_STRICTNESS);
+    let clock = DefaultClock::new();
+    let pacer = Pacer::builder(args.rate.rate())
+        .strictness(strictness)
+        .build_with_clock(clock)
+        .map_err(|e| {
+            anyhow::Error::new(e).context(UsageError(format!(
+                "cannot pace at rate {rate} with strictness {strictness}"
+            )))
+        })?;
+    let unit = if args.bytes { "bytes" } else { "lines" };
+    let effective = EffectiveRate::pacer(
+        pacer.effective_rate(),
+        pacer.nanos_per_op(),
+        unit.trim_end_matches('s'),
+    );
+    effective.warn("pipe", rate, unit);
+    let chunk = args.bytes.then(|| chunk_size(rate));
+
+    let blocks = input::spawn_reader()?;
+    let mut copy = Copy::new(chunk, args.max_line);
+    copy.run(&pacer, &blocks, interrupt)?;
+    Ok(summary::report(args, unit, strictness, &effective, &copy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::input::{next_item, Next};
+    use super::*;
+    use crate::report::fmt_unit_rate;
+
+    #[test]
+    fn items_are_lines_or_chunks() {
+        use Next::{Item, More};
+        assert_eq!(next_item(b"ab\ncd\n", 0, None, None, false), Item(3));
+        assert_eq!(next_item(b"abc", 0, None, None, false), More { scanned: 3 });
+        assert_eq!(next_item(b"abc", 0, None, None, true), Item(3));
+        assert_eq!(next_item(b"", 0, None, None, true), More { scanned: 0 });
+        assert_eq!(next_item(b"abcdef", 0, Some(4), None, false), Item(4));
+        assert_eq!(next_item(b"ab", 0, Some(4), None, false), Item(2));
+        assert_eq!(next_item(b"", 0, Some(4), None, false), More { scanned: 0 });
+    }
+
+    #[test]
+    fn a_search_starts_after_what_was_scanned() {
+        use Next::{Item, More};
+        // The newline is found after the scanned prefix.
+        assert_eq!(next_item(b"abcd\nx", 4, None, None, false), Item(5));
+        // A prefix claimed newline-free is not searched again.
+        assert_eq!(
+            next_item(b"a\ncd", 3, None, None, false),
+            More { scanned: 4 }
+        );
+    }
+
+    #[test]
+    fn lines_longer_than_the_cap_go_in_pieces() {
+        use Next::{Item, More};
+        assert_eq!(next_item(b"abcdef\n", 0, None, Some(4), false), Item(4));
+        assert_eq!(next_item(b"ab\ncdef", 0, None, Some(4), false), Item(3));
+        assert_eq!(
+            next_item(b"abc", 0, None, Some(4), false),
+            More { scanned: 3 }
+        );
+        assert_eq!(next_item(b"abcd", 3, None, Some(4), false), Item(4));
+        assert!(parse_max_line("0").is_err());
+        assert!(parse_max_line("-1").is_err());
+        assert_eq!(parse_max_line("4096"), Ok(4096));
+    }
+
+    #[test]
+    fn chunks_are_a_hundredth_of_a_second() {
+        assert_eq!(chunk_size(1e6), 10_000);
+        assert_eq!(chunk_size(50.0), 1);
+        assert_eq!(chunk_size(1e9), 65_536);
+    }
+
+    #[test]
+    fn rates_are_in_the_unit() {
+        assert_eq!(fmt_unit_rate(100.0, "lines"), "100 lines/s");
+        assert_eq!(fmt_unit_rate(1e6, "bytes"), "1000000 bytes/s");
+    }
+}

@@ -1,0 +1,50 @@
+//! `pipe`'s text report.
+
+use std::fmt;
+
+use super::summary::PipeReport;
+use crate::report::{fmt_effective, fmt_nanos, fmt_unit_rate};
+
+impl fmt::Display for PipeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "spec            {}", self.spec)?;
+        writeln!(
+            f,
+            "strictness      {} ({})",
+            self.strictness,
+            self.strictness_mode.replace('_', " ")
+        )?;
+        writeln!(
+            f,
+            "target rate     {}",
+            fmt_unit_rate(self.target_rate, self.unit)
+        )?;
+        writeln!(
+            f,
+            "effective rate  {}",
+            fmt_effective(
+                self.effective_rate,
+                self.effective_note.as_deref(),
+                self.unit
+            )
+        )?;
+        writeln!(
+            f,
+            "achieved rate   {}",
+            fmt_unit_rate(self.achieved_rate, self.unit)
+        )?;
+        writeln!(f, "lines           {}", self.lines)?;
+        writeln!(f, "bytes           {}", self.bytes)?;
+        writeln!(f, "writes          {}", self.writes)?;
+        writeln!(f, "elapsed         {}", fmt_nanos(self.elapsed_ns))?;
+        writeln!(f, "waited for rate {}", fmt_nanos(self.rate_wait_ns))?;
+        writeln!(f, "waited for input {}", fmt_nanos(self.input_wait_ns))?;
+        if self.output_closed {
+            writeln!(f, "output closed   by its reader: the copy stopped there")?;
+        }
+        if self.interrupted {
+            writeln!(f, "interrupted     by Ctrl-C: the copy stopped there")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,81 @@
+//! `pipe`'s report, computed from what the copy measured;
+//! [`render`](super::render) prints it.
+
+use serde::Serialize;
+
+use super::copy::Copy;
+use super::PipeArgs;
+use crate::limiter::strictness_mode_name;
+use crate::report::{duration_nanos, per_second, EffectiveRate};
+
+/// The result of a `pipe` run; `Display` is the text report, `Serialize`
+/// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
+#[derive(Debug, Clone, Serialize)]
+pub struct PipeReport {
+    pub(super) spec: String,
+    pub(super) unit: &'static str,
+    pub(super) strictness: f64,
+    pub(super) strictness_mode: &'static str,
+    pub(super) target_rate: f64,
+    /// What the Pacer's whole-nanosecond slots give (see `pace`).
+    pub(super) effective_rate: Option<f64>,
+    /// The text report's note when the effective rate is off the target.
+    #[serde(skip)]
+    pub(super) effective_note: Option<String>,
+    pub(super) lines: u64,
+    pub(super) bytes: u64,
+    pub(super) writes: u64,
+    pub(super) elapsed_ns: u64,
+    pub(super) achieved_rate: f64,
+    pub(super) rate_wait_ns: u64,
+    pub(super) input_wait_ns: u64,
+    pub(super) output_closed: bool,
+    pub(super) interrupted: bool,
+}
+
+impl PipeReport {
+    /// Whether Ctrl-C ended the copy.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+}
+
+/// The report of a copy in `unit`s ("lines" or "bytes") with `args`, at
+/// `strictness`, on a Pacer whose arithmetic gives `effective`.
+pub(super) fn report(
+    args: &PipeArgs,
+    unit: &'static str,
+    strictness: f64,
+    effective: &EffectiveRate,
+    copy: &Copy,
+) -> PipeReport {
+    let rate = args.rate.rate().get();
+    let elapsed_ns = match copy.t0 {
+        None => 0,
+        Some(t0) => {
+            // The last write's share of the schedule: its permits' slots.
+            let share = (f64::from(copy.last_permits) * 1e9 / rate).round() as u64;
+            copy.last_start.saturating_sub(t0).saturating_add(share)
+        }
+    };
+    let achieved_rate = per_second(copy.units, elapsed_ns);
+    let output = &copy.output;
+    PipeReport {
+        spec: args.rate.to_string(),
+        unit,
+        strictness,
+        strictness_mode: strictness_mode_name(strictness),
+        target_rate: rate,
+        effective_rate: effective.json(),
+        effective_note: effective.note(rate),
+        lines: output.lines(),
+        bytes: output.bytes,
+        writes: output.writes,
+        elapsed_ns,
+        achieved_rate,
+        rate_wait_ns: duration_nanos(copy.rate_wait),
+        input_wait_ns: duration_nanos(copy.input_wait),
+        output_closed: output.closed,
+        interrupted: copy.interrupted,
+    }
+}
