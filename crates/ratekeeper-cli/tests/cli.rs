@@ -1287,6 +1287,31 @@ fn bad_rate_specs_exit_2() {
     rejects(&["pace", "--rate", "2B"], &["'2B'", "2G"]);
     rejects(&["pace", "--rate", "2G"], &["'2G'", "1e9"]);
     rejects(&["pace"], &["--rate"]);
+    // The traps of nosqlbench's suffixes, each with what to write.
+    rejects(&["pace", "--rate", "1m"], &["'1m'", "1M", "1/m"]);
+    rejects(&["pace", "--rate", "1e"], &["'1e'", "unknown suffix \"e\""]);
+    rejects(&["pace", "--rate", "5/week"], &["not a unit of time"]);
+    // Negative values reach our own message, not clap's "unexpected argument".
+    rejects(&["pace", "--rate", "-5"], &["'-5'", "greater than zero"]);
+    rejects(
+        &["exec", "--rate", "-5", "--", "true"],
+        &["'-5'", "greater than zero"],
+    );
+    // Durations beyond what a nanosecond clock counts are refused, not cut.
+    rejects(
+        &["pace", "--rate", "10", "--duration", "1000y"],
+        &["'1000y'", "584 years"],
+    );
+}
+
+#[test]
+fn rates_are_read_as_people_type_them() {
+    // 1e3, 1E3, 1k and 60k/min are the same rate; the spec prints it plainly.
+    for rate in ["1e3", "1E3", "1k", "60k/min", "3.6M/h"] {
+        let (stdout, _) = run_both(&["pace", "--rate", rate, "--count", "3", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("json");
+        assert_eq!(v["target_rate"], 1000.0, "{rate}: {v}");
+    }
 }
 
 #[test]

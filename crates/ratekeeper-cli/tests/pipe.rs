@@ -91,7 +91,7 @@ fn bytes_are_copied_in_chunks_at_the_rate() {
     // 30 kB at 100 kB/s: 30 writes of 1000 bytes (a hundredth of a second
     // each), about 0.3 s.
     let input: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
-    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "100k", "--json"], &input);
+    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "100kB", "--json"], &input);
     assert!(out == input, "the bytes are copied as they are");
     let v = json(&stderr);
     assert_eq!(v["unit"], "bytes");
@@ -104,9 +104,10 @@ fn bytes_are_copied_in_chunks_at_the_rate() {
     assert!(took >= Duration::from_millis(250), "{took:?}");
     assert!(took < Duration::from_secs(10), "{took:?}");
 
-    // A megabyte at 1M bytes/s takes about a second, not a permit per byte.
+    // A mebibyte at 1 MiB/s (pv -L 1M) takes about a second, not a permit
+    // per byte.
     let big = vec![b'x'; 1 << 20];
-    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "1M", "--json"], &big);
+    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "1MiB", "--json"], &big);
     assert_eq!(out.len(), big.len());
     let v = json(&stderr);
     let writes = u(&v, "writes");
@@ -196,7 +197,7 @@ fn a_closed_output_ends_the_copy_quietly() {
         .spawn()
         .expect("spawn yes");
     let mut child = ratekeeper_std()
-        .args(["pipe", "--bytes", "--rate", "10k"])
+        .args(["pipe", "--bytes", "--rate", "10kB"])
         .stdin(yes.stdout.take().unwrap())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -314,6 +315,20 @@ fn a_line_longer_than_max_line_goes_in_pieces_and_stays_one_line() {
 
 #[test]
 fn bad_input_exits_2_naming_the_value() {
+    // Bytes need a unit that says decimal or binary; bare suffixes are
+    // ambiguous there.
+    rejects(
+        &["pipe", "--bytes", "--rate", "1M"],
+        &["'1M'", "--rate", "1MB", "1MiB"],
+    );
+    rejects(
+        &["pipe", "--bytes", "--rate", "5XB"],
+        &["unknown byte unit"],
+    );
+    // Lines take count suffixes, not byte units.
+    rejects(&["pipe", "--rate", "1MiB"], &["unknown suffix \"MiB\""]);
+    // A negative rate reaches our own message, not clap's.
+    rejects(&["pipe", "--rate", "-5"], &["'-5'", "greater than zero"]);
     rejects(&["pipe", "--rate", "abc"], &["'abc'", "--rate"]);
     rejects(&["pipe", "--rate", "0"], &["'0'", "greater than zero"]);
     rejects(&["pipe", "--rate", "2G"], &["'2G'", "1e9"]);
@@ -348,7 +363,7 @@ fn help_has_examples_and_the_json_schema() {
                     "seq 1000 | ratekeeper pipe --rate 100",
                 ))
                 .and(predicate::str::contains(
-                    "ratekeeper pipe --bytes --rate 1M",
+                    "ratekeeper pipe --bytes --rate 1MiB",
                 )),
         );
     }
@@ -385,8 +400,8 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
         ),
         "{stderr}"
     );
-    // 1M bytes/s: 1000 ns a byte, exact: the report's line, no warning.
-    let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "1M", "--report"], input.as_bytes());
+    // 1 MB/s: 1000 ns a byte, exact: the report's line, no warning.
+    let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "1MB", "--report"], input.as_bytes());
     assert!(!stderr.contains("warning"), "{stderr}");
     assert_eq!(fields(&stderr, "effective rate"), ["1000000", "bytes/s"]);
 }

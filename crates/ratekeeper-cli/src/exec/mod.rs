@@ -69,7 +69,7 @@ const MAX_CONCURRENCY: u32 = 1024;
 pub struct ExecArgs {
     /// Runs started per second, as a rate spec: rate[,burst][,verb], e.g. 5,
     /// 0.5, 100,1.5.
-    #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
+    #[arg(long, value_name = "SPEC", value_parser = parse_spec, allow_hyphen_values = true)]
     pub rate: RateSpec,
 
     // The rate limiter that schedules the runs, and its options.

@@ -56,7 +56,7 @@ const MAX_THREADS: u32 = 4096;
 #[derive(Debug, Clone, Args)]
 pub struct PaceArgs {
     /// Rate spec: rate[,burst][,verb][,scope], e.g. 10k, 10k,1.1, 500,1.5,thread.
-    #[arg(long, value_name = "SPEC", value_parser = parse_spec)]
+    #[arg(long, value_name = "SPEC", value_parser = parse_spec, allow_hyphen_values = true)]
     pub rate: RateSpec,
 
     // The limiter and its options.

@@ -14,7 +14,12 @@ copied as it is. Line ends are found in time linear in the input; memory \
 holds the longest line, or with --max-line BYTES at most that much of one \
 (a longer line goes out in pieces of BYTES, each taking a permit).
 
---bytes: the rate is in bytes per second (e.g. --rate 1M); each write takes \
+Rates: a number (100, 2.5, 1e6), with k, M or G (2.5k), or per another unit \
+of time (600/min, 36k/h). With --bytes the rate is in bytes per second, in \
+byte units: decimal kB, MB, GB or binary KiB, MiB, GiB (--rate 1MiB is pv -L \
+1M); a bare 1M is refused as ambiguous there.
+
+--bytes: each write takes \
 as many permits as it has bytes, at most a hundredth of a second's worth \
 (at least 1 byte, at most 64 KiB), so the output flows evenly.
 
@@ -53,7 +58,7 @@ pub const AFTER_HELP: &str = "\
 Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
-  cat big.bin | ratekeeper pipe --bytes --rate 1M --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
   yes | ratekeeper pipe --rate 10 --json | head -5";
 
 /// `pipe --help` text below the options: examples and the JSON schema.
@@ -61,7 +66,7 @@ pub const AFTER_LONG_HELP: &str = "\
 Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
-  cat big.bin | ratekeeper pipe --bytes --rate 1M --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
   yes | ratekeeper pipe --rate 10 --json | head -5
 
 JSON report (--json, on standard error): one object on one line. Durations \

@@ -25,7 +25,8 @@ use clap::Args;
 use ratekeeper::{DefaultClock, Pacer, RateSpec, Scope};
 
 use crate::error::UsageError;
-use crate::flags::{parse_spec, parse_strictness};
+use crate::flags::parse_strictness;
+use crate::flags::rate::{parse_rate_spec, Counting};
 use crate::report::EffectiveRate;
 use crate::run::interrupt::Interrupt;
 
@@ -42,9 +43,10 @@ const MAX_CHUNK: u64 = 64 * 1024;
 /// Options of `ratekeeper pipe`.
 #[derive(Debug, Clone, Args)]
 pub struct PipeArgs {
-    /// Lines per second (with --bytes, bytes per second), e.g. 100, 2.5k, 1M.
-    #[arg(long, value_name = "RATE", value_parser = parse_spec)]
-    pub rate: RateSpec,
+    /// Lines per second, e.g. 100, 2.5k, 1e6, 600/min; with --bytes, bytes
+    /// per second in byte units, e.g. 512KiB, 1MiB (as pv -L 1M), 10MB.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub rate: String,
 
     /// Limit bytes per second instead of lines.
     #[arg(long)]
@@ -70,8 +72,31 @@ pub struct PipeArgs {
     pub json: bool,
 }
 
-fn check_options(args: &PipeArgs) -> Result<(), UsageError> {
-    let spec = args.rate;
+impl PipeArgs {
+    /// The rate spec, its rate read in lines or, with `--bytes`, in byte
+    /// units (see [`crate::flags::rate`]).
+    ///
+    /// # Errors
+    ///
+    /// A [`UsageError`] worded as clap words a refused value.
+    pub fn spec(&self) -> Result<RateSpec, UsageError> {
+        let counting = if self.bytes {
+            Counting::Bytes
+        } else {
+            Counting::Ops
+        };
+        parse_rate_spec(&self.rate, counting).map_err(|e| {
+            UsageError(format!(
+                "invalid value '{}' for '--rate <RATE>': {e}",
+                self.rate
+            ))
+        })
+    }
+}
+
+/// The spec, if pipe takes it with the other options.
+fn check_options(args: &PipeArgs) -> Result<RateSpec, UsageError> {
+    let spec = args.spec()?;
     let rate = spec.rate().get();
     if spec.burst_ratio() != RateSpec::DEFAULT_BURST_RATIO {
         return Err(UsageError(format!(
@@ -94,7 +119,7 @@ fn check_options(args: &PipeArgs) -> Result<(), UsageError> {
              writer); give the rate alone (e.g. --rate {rate})"
         )));
     }
-    Ok(())
+    Ok(spec)
 }
 
 /// `--max-line`: a whole number of bytes, at least 1.
@@ -121,11 +146,11 @@ fn chunk_size(rate: f64) -> usize {
 /// A [`UsageError`] for a rate spec pipe does not take; an I/O error reading
 /// standard input or writing standard output (other than a closed pipe).
 pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport> {
-    check_options(args)?;
-    let rate = args.rate.rate().get();
+    let spec = check_options(args)?;
+    let rate = spec.rate().get();
     let strictness = args.strictness.unwrap_or(DEFAULT_STRICTNESS);
     let clock = DefaultClock::new();
-    let pacer = Pacer::builder(args.rate.rate())
+    let pacer = Pacer::builder(spec.rate())
         .strictness(strictness)
         .build_with_clock(clock)
         .map_err(|e| {
@@ -145,7 +170,7 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let blocks = input::spawn_reader()?;
     let mut copy = Copy::new(chunk, args.max_line);
     copy.run(&pacer, &blocks, interrupt)?;
-    Ok(summary::report(args, unit, strictness, &effective, &copy))
+    Ok(summary::report(&spec, unit, strictness, &effective, &copy))
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! `pipe`'s report, computed from what the copy measured;
 //! [`render`](super::render) prints it.
 
+use ratekeeper::RateSpec;
 use serde::Serialize;
 
 use super::copy::Copy;
-use super::PipeArgs;
 use crate::limiter::strictness_mode_name;
 use crate::report::{duration_nanos, per_second, EffectiveRate};
 
@@ -40,16 +40,16 @@ impl PipeReport {
     }
 }
 
-/// The report of a copy in `unit`s ("lines" or "bytes") with `args`, at
+/// The report of a copy in `unit`s ("lines" or "bytes") at `spec`, at
 /// `strictness`, on a Pacer whose arithmetic gives `effective`.
 pub(super) fn report(
-    args: &PipeArgs,
+    spec: &RateSpec,
     unit: &'static str,
     strictness: f64,
     effective: &EffectiveRate,
     copy: &Copy,
 ) -> PipeReport {
-    let rate = args.rate.rate().get();
+    let rate = spec.rate().get();
     let elapsed_ns = match copy.t0 {
         None => 0,
         Some(t0) => {
@@ -61,7 +61,7 @@ pub(super) fn report(
     let achieved_rate = per_second(copy.units, elapsed_ns);
     let output = &copy.output;
     PipeReport {
-        spec: args.rate.to_string(),
+        spec: spec.to_string(),
         unit,
         strictness,
         strictness_mode: strictness_mode_name(strictness),
