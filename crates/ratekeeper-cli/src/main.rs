@@ -110,8 +110,8 @@ enum Command {
 enum Outcome {
     /// Exit status 0.
     Done,
-    /// Ctrl-C ended it; exit status 130.
-    Interrupted,
+    /// SIGINT or SIGTERM ended it: exit status 128 + the signal (130, 143).
+    Interrupted(u8),
     /// It ran, but failed as a whole (`exec --fail-fast`): the message, and
     /// exit status 1.
     Failed(String),
@@ -130,7 +130,7 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
-        Ok(Outcome::Interrupted) => ExitCode::from(interrupt::EXIT_STATUS),
+        Ok(Outcome::Interrupted(status)) => ExitCode::from(status),
         Ok(Outcome::Failed(why)) => {
             let _ = writeln!(std::io::stderr(), "error: {why}");
             ExitCode::FAILURE
@@ -148,9 +148,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<Outcome> {
-    let interrupted = |yes: bool| {
+    let interrupted = |yes: bool, interrupt: &interrupt::Interrupt| {
         if yes {
-            Outcome::Interrupted
+            Outcome::Interrupted(interrupt.exit_status())
         } else {
             Outcome::Done
         }
@@ -160,7 +160,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let interrupt = interrupt::install();
             let report = pace::run(&args, interrupt)?;
             report::emit(&report, args.json)?;
-            Ok(interrupted(report.interrupted()))
+            Ok(interrupted(report.interrupted(), interrupt))
         }
         Command::Exec(args) => {
             let interrupt = interrupt::install();
@@ -170,7 +170,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             }
             report::emit(&report, args.json)?;
             if report.interrupted() {
-                return Ok(Outcome::Interrupted);
+                return Ok(Outcome::Interrupted(interrupt.exit_status()));
             }
             Ok(match report.fail_fast_failure() {
                 Some(why) => Outcome::Failed(why),
@@ -178,12 +178,12 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             })
         }
         Command::Pipe(args) => {
-            let interrupt = interrupt::install();
+            let interrupt = interrupt::install_with_rate_control();
             let report = pipe::run(&args, interrupt)?;
             if args.report || args.json {
                 report::emit_stderr(&report, args.json)?;
             }
-            Ok(interrupted(report.interrupted()))
+            Ok(interrupted(report.interrupted(), interrupt))
         }
         Command::Simulate(args) => {
             let report = simulate::run(&args)?;

@@ -3,7 +3,7 @@
 //! Runs are short (at most a few hundred milliseconds each) and real-clock
 //! assertions are generous: the tests share a noisy 2-core machine.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::Stdio;
 
 use predicates::prelude::*;
@@ -1550,12 +1550,20 @@ fn spawn_pace(args: &[&str]) -> std::process::Child {
 /// Sends `child` SIGINT, as Ctrl-C does, and returns its exit status, its
 /// standard output and how long it took to end after the signal.
 #[cfg(unix)]
-fn ctrl_c(
+fn ctrl_c(child: std::process::Child) -> (std::process::ExitStatus, String, std::time::Duration) {
+    signal(child, "INT")
+}
+
+/// Sends `child` the signal `name` (as `kill -NAME`) and returns its exit
+/// status, its standard output and how long it took to end after the signal.
+#[cfg(unix)]
+fn signal(
     mut child: std::process::Child,
+    name: &str,
 ) -> (std::process::ExitStatus, String, std::time::Duration) {
     let sent = std::time::Instant::now();
     let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{name}"), &child.id().to_string()])
         .status()
         .expect("run kill");
     assert!(kill.success());
@@ -1568,6 +1576,38 @@ fn ctrl_c(
         .unwrap();
     let status = child.wait().expect("wait");
     (status, out, sent.elapsed())
+}
+
+/// SIGTERM (`kill`, `timeout`, `docker stop`) ends a run as Ctrl-C does,
+/// with its report, and exit status 143 (128 + SIGTERM), for pace and pipe.
+#[cfg(unix)]
+#[test]
+fn sigterm_ends_the_run_with_its_report_and_status_143() {
+    let child = spawn_pace(&["pace", "--rate", "0.5", "--duration", "60s", "--json"]);
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (status, out, took) = signal(child, "TERM");
+    assert_eq!(status.code(), Some(143), "{status}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["ops"], 1, "{v}");
+
+    let mut pipe = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .args(["pipe", "--rate", "0.5", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper pipe");
+    let _watchdog = Watchdog::new(&pipe, PROCESS_LIMIT);
+    let mut stdin = pipe.stdin.take().unwrap();
+    stdin.write_all(b"one\ntwo\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (status, out, _) = signal(pipe, "TERM");
+    drop(stdin);
+    assert_eq!(status.code(), Some(143), "{status}");
+    assert_eq!(out, "one\n", "the first line went, the second waited");
 }
 
 /// Ctrl-C ends a run cleanly: the report for the ops so far, exit status 130.

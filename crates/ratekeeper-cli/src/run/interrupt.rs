@@ -1,28 +1,39 @@
-//! Ctrl-C (SIGINT): ends a run cleanly, so that it still prints its report.
+//! Ctrl-C (SIGINT) and SIGTERM: end a run cleanly, so that it still prints
+//! its report.
 //!
 //! [`install`] replaces the default action (the process dies at once) with a
-//! counter: the `ctrlc` crate's handler thread calls [`Interrupt::raise`],
-//! which counts the interrupt and wakes every [`Interrupt::sleep`]. Runs
-//! check the counter between their steps and sleep through it, so a long
-//! wait for a permit ends at once. What each subcommand does with the first
-//! and the second Ctrl-C is in its `--help`; all of them then print their
-//! report and exit with status [`EXIT_STATUS`].
+//! counter: a handler thread (signal-hook's iterator; `ctrlc` where there are
+//! no Unix signals) calls [`Interrupt::raise_signal`], which records the
+//! first signal, counts it and wakes every [`Interrupt::sleep`]. Runs check
+//! the counter between their steps and sleep through it, so a long wait for
+//! a permit ends at once. What each subcommand does with the first and the
+//! second signal is in its `--help`; all of them then print their report and
+//! exit with [`Interrupt::exit_status`]: 128 + the first signal, as a shell
+//! reports a command killed by it (130 for SIGINT, 143 for SIGTERM: `kill`,
+//! `timeout`, `docker stop`, a CI cancel).
 //!
-//! The handler is not inherited: a command `exec` runs starts with SIGINT's
-//! default action (a signal handler is reset by `exec(2)`). Where Ctrl-C is
-//! typed at a terminal, the commands receive it themselves, as members of the
-//! terminal's foreground process group.
+//! [`install_with_rate_control`] also takes SIGUSR1 and SIGUSR2 as requests
+//! to double or halve the rate (`pipe`), counted in
+//! [`Interrupt::take_rate_steps`].
+//!
+//! The handlers are not inherited: a command `exec` runs starts with the
+//! default actions (a signal handler is reset by `exec(2)`), in its own
+//! process group, so a terminal's Ctrl-C reaches ratekeeper only.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ratekeeper::wait::Stop;
 use ratekeeper::{Grant, RateLimiter};
 
+/// SIGINT's number, the signal a run is taken to have ended by where the
+/// signal is not known.
+pub const SIGINT: i32 = 2;
+
 /// The exit status of a run ended by Ctrl-C: 128 + SIGINT, as a shell
 /// reports a command killed by it.
-pub const EXIT_STATUS: u8 = 130;
+pub const EXIT_STATUS: u8 = 128 + SIGINT as u8;
 
 /// The process's Ctrl-C handler, once [`install`]ed.
 static INTERRUPT: Interrupt = Interrupt::new();
@@ -31,6 +42,10 @@ static INTERRUPT: Interrupt = Interrupt::new();
 #[derive(Debug)]
 pub struct Interrupt {
     count: AtomicU32,
+    /// The first stop signal's number; 0 before one.
+    signal: AtomicI32,
+    /// Rate doublings (SIGUSR1) less halvings (SIGUSR2) not yet taken.
+    rate_steps: AtomicI32,
     lock: Mutex<()>,
     wake: Condvar,
 }
@@ -40,6 +55,8 @@ impl Interrupt {
     pub const fn new() -> Interrupt {
         Interrupt {
             count: AtomicU32::new(0),
+            signal: AtomicI32::new(0),
+            rate_steps: AtomicI32::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
         }
@@ -57,6 +74,45 @@ impl Interrupt {
     #[inline]
     pub fn is_set(&self) -> bool {
         self.count() > 0
+    }
+
+    /// The exit status of a run this ended: 128 + the first signal
+    /// ([`EXIT_STATUS`], SIGINT's, where none was recorded).
+    pub fn exit_status(&self) -> u8 {
+        // Ordering: Relaxed; read after the run saw `count` (the handler
+        // stores the signal first, under no lock, then counts under `lock`).
+        match self.signal.load(Ordering::Relaxed) {
+            s @ 1..=127 => 128 + s as u8,
+            _ => EXIT_STATUS,
+        }
+    }
+
+    /// Records `signal` if it is the first, then [`raise`](Self::raise)s.
+    pub fn raise_signal(&self, signal: i32) {
+        // Ordering: Relaxed; the store is ordered before the count by
+        // `raise`'s lock, which every reader of the count takes or follows.
+        let _ = self
+            .signal
+            .compare_exchange(0, signal, Ordering::Relaxed, Ordering::Relaxed);
+        self.raise();
+    }
+
+    /// Asks for the rate to be doubled (`up`) or halved, and wakes every
+    /// sleeper so that a long wait ends and the new rate is seen.
+    pub fn step_rate(&self, up: bool) {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        // Ordering: Relaxed; a request count, read with `swap`.
+        self.rate_steps
+            .fetch_add(if up { 1 } else { -1 }, Ordering::Relaxed);
+        self.wake.notify_all();
+    }
+
+    /// The rate steps asked for since the last call: doublings less
+    /// halvings.
+    #[allow(dead_code)] // pipe's --rate changes come next
+    pub fn take_rate_steps(&self) -> i32 {
+        // Ordering: Relaxed; see `step_rate`.
+        self.rate_steps.swap(0, Ordering::Relaxed)
     }
 
     /// Counts one interrupt and wakes every sleeper.
@@ -115,8 +171,49 @@ impl Default for Interrupt {
 /// with `&`) stays ignored, as the convention goes. The interrupt returned
 /// is then never raised. So is it if the handler cannot be installed.
 pub fn install() -> &'static Interrupt {
-    let _ = ctrlc::try_set_handler(|| INTERRUPT.raise());
+    listen(false);
     &INTERRUPT
+}
+
+/// [`install`], and SIGUSR1 / SIGUSR2 as requests to double / halve the rate
+/// ([`Interrupt::take_rate_steps`]).
+pub fn install_with_rate_control() -> &'static Interrupt {
+    listen(true);
+    &INTERRUPT
+}
+
+/// Starts the handler thread, once per process.
+#[cfg(unix)]
+fn listen(rate_control: bool) {
+    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
+    use signal_hook::iterator::Signals;
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let mut wanted = vec![SIGINT, SIGTERM];
+        if rate_control {
+            wanted.extend([SIGUSR1, SIGUSR2]);
+        }
+        // Registration fails only for a forbidden signal (SIGKILL, SIGSTOP);
+        // then the default actions stay, as before `install`.
+        let Ok(mut signals) = Signals::new(&wanted) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                match signal {
+                    SIGUSR1 => INTERRUPT.step_rate(true),
+                    SIGUSR2 => INTERRUPT.step_rate(false),
+                    s => INTERRUPT.raise_signal(s),
+                }
+            }
+        });
+    });
+}
+
+/// Starts Ctrl-C's handler, where there are no Unix signals.
+#[cfg(not(unix))]
+fn listen(_rate_control: bool) {
+    let _ = ctrlc::try_set_handler(|| INTERRUPT.raise_signal(SIGINT));
 }
 
 /// A wait for a permit longer than this many nanoseconds (20 ms, the
@@ -158,6 +255,26 @@ pub fn wait_for_grant<L: RateLimiter + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_signal_sets_the_exit_status() {
+        let i = Interrupt::new();
+        assert_eq!(i.exit_status(), 130, "SIGINT's where none was recorded");
+        i.raise_signal(15);
+        i.raise_signal(2);
+        assert_eq!((i.exit_status(), i.count()), (143, 2));
+    }
+
+    #[test]
+    fn rate_steps_are_counted_until_taken() {
+        let i = Interrupt::new();
+        i.step_rate(true);
+        i.step_rate(true);
+        i.step_rate(false);
+        assert_eq!(i.take_rate_steps(), 1);
+        assert_eq!(i.take_rate_steps(), 0);
+        assert!(!i.is_set(), "a rate step is not a stop");
+    }
 
     #[test]
     fn sleep_runs_its_course_without_an_interrupt() {
