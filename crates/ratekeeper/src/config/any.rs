@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use super::LimiterKind;
 use crate::clock::{Clock, DefaultClock};
+use crate::error::ConfigError;
 use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::pacer::{Pacer, ShardedPacer};
 use crate::pool::TokenPool;
-use crate::refill::{CycleLimiter, RefillLimiter};
+use crate::rate::Rate;
+use crate::refill::{CycleLimiter, PermitConfigError, PermitLimiter, RefillLimiter};
 use crate::smooth::{SmoothBursty, SmoothWarmingUp};
 use crate::wait::WaitPolicy;
 
@@ -138,6 +140,87 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
             LimiterRef::WarmingUp(l) => l.effective_rate(),
             LimiterRef::Refill(l) => l.effective_rate(),
             LimiterRef::Cycle(l) => l.effective_rate(),
+        }
+    }
+
+    /// The rate it was configured for (or last changed to), in permits per
+    /// second: the target, where [`effective_rate`](Self::effective_rate) is
+    /// what the arithmetic gives.
+    ///
+    /// ```
+    /// use ratekeeper::config::LimiterConfig;
+    /// use ratekeeper::ManualClock;
+    ///
+    /// let cycle = "cycle:20,100ms".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
+    /// assert_eq!(cycle.as_ref().rate(), 20.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rate(self) -> f64 {
+        let per_period = |limit: i64, period: Duration| limit as f64 / period.as_secs_f64();
+        match self {
+            LimiterRef::Pacer(l) => l.rate().get(),
+            LimiterRef::ShardedPacer(l) => l.rate().get(),
+            LimiterRef::Pool(l) => l.rate().get(),
+            LimiterRef::Bursty(l) => l.rate(),
+            LimiterRef::WarmingUp(l) => l.rate(),
+            LimiterRef::Refill(l) => {
+                let c = l.config();
+                per_period(c.limit_for_period(), c.limit_refresh_period())
+            }
+            LimiterRef::Cycle(l) => {
+                let c = l.config();
+                per_period(c.limit_for_period(), c.limit_refresh_period())
+            }
+        }
+    }
+
+    /// Changes the rate while callers keep going, through each kind's own
+    /// runtime change: [`Pacer::set_rate`] (and the sharded pacer's),
+    /// [`TokenPool::configure`] with its burst ratio, the smooth limiters'
+    /// `set_rate`, and for Resilience4j's limiters
+    /// [`change_limit_for_period`](crate::refill::PermitLimiter::change_limit_for_period)
+    /// with `rate × period` rounded to a whole number of permits, at least 1
+    /// (their rates are whole permits per period). Each keeps what it has
+    /// already granted; see each kind's method for how the schedule carries
+    /// over.
+    ///
+    /// # Errors
+    ///
+    /// The kind's [`ConfigError`] (a rate its schedule cannot keep); the
+    /// limiter is then unchanged.
+    ///
+    /// ```
+    /// use ratekeeper::config::LimiterConfig;
+    /// use ratekeeper::{ManualClock, Rate};
+    ///
+    /// for text in ["pacer:10", "pool:10", "bursty:10", "refill:10", "cycle:10,100ms"] {
+    ///     let limiter = text.parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
+    ///     limiter.as_ref().set_rate(Rate::new(40.0)?)?;
+    ///     assert_eq!(limiter.as_ref().rate(), 40.0, "{text}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_rate(self, rate: Rate) -> Result<(), ConfigError> {
+        let whole = |period: Duration| {
+            let limit = (rate.get() * period.as_secs_f64()).round().max(1.0);
+            if limit > f64::from(u32::MAX) {
+                Err(PermitConfigError::LimitForPeriodTooLarge(limit as i64))
+            } else {
+                Ok(limit as u32)
+            }
+        };
+        match self {
+            LimiterRef::Pacer(l) => l.set_rate(rate),
+            LimiterRef::ShardedPacer(l) => l.set_rate(rate),
+            LimiterRef::Pool(l) => l.configure(rate, l.burst_ratio()),
+            LimiterRef::Bursty(l) => l.set_rate(rate.get()),
+            LimiterRef::WarmingUp(l) => l.set_rate(rate.get()),
+            LimiterRef::Refill(l) => {
+                l.change_limit_for_period(whole(l.config().limit_refresh_period())?)
+            }
+            LimiterRef::Cycle(l) => {
+                l.change_limit_for_period(whole(l.config().limit_refresh_period())?)
+            }
         }
     }
 

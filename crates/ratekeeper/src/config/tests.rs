@@ -369,3 +369,20 @@ fn serde_writes_the_string() {
     let e = serde_json::from_str::<LimiterConfig>(r#""pool:10,0.5""#).unwrap_err();
     assert!(e.to_string().contains("burst ratio"), "{e}");
 }
+
+#[test]
+fn a_refused_rate_change_leaves_the_limiter_as_it_was() {
+    // (A cycle limiter takes 2e9 a second: a cycle holds any whole count.)
+    for text in ["pacer:10", "pacer:10,shards=2", "pool:10", "refill:10"] {
+        let limiter = parse(text).build_with_clock(ManualClock::new(0)).unwrap();
+        let err = limiter.as_ref().set_rate(rate(2e9)).expect_err(text);
+        assert_eq!(err.kind(), ConfigErrorKind::Rate, "{text}: {err}");
+        assert_eq!(limiter.as_ref().rate(), 10.0, "{text}");
+    }
+    // A Resilience4j rate is whole permits per period: 12.4/s over 1 s is 12.
+    let refill = parse("refill:10")
+        .build_with_clock(ManualClock::new(0))
+        .unwrap();
+    refill.as_ref().set_rate(rate(12.4)).unwrap();
+    assert_eq!(refill.as_ref().rate(), 12.0);
+}
