@@ -178,6 +178,20 @@
 //!   deadline passes while it waits, its claim is withdrawn and the tokens it
 //!   had received go to the claims behind it.
 //!
+//! **Who decides, who waits.** As for every limiter,
+//! [`poll_grant`](crate::RateLimiter::poll_grant) is what decides whether a
+//! claim may go (`Pending` until a fill completes it), and the async waiter
+//! and [`wait_for_or_stop`](crate::RateLimiter::wait_for_or_stop) drive it. A
+//! *blocking* waiter of an inline pool is more than a waiter, though: it is
+//! the pool's filler while it sleeps (one at a time, the others parked until
+//! a fill completes their claims), and it holds its claim against
+//! cancellation while it does. So [`wait_for`](crate::RateLimiter::wait_for)
+//! and [`acquire_timeout`](crate::RateLimiter::acquire_timeout) keep a loop
+//! of their own under the pool's lock. Driven through `poll_grant` instead,
+//! every blocked thread would sleep to its own tokens' due time and fill,
+//! N sleeping fillers where one suffices; the sleep itself is still the
+//! waiting module's formula (`wait::refill_nap_nanos`).
+//!
 //! Tokens come from one of three [`Filling`]s, always as elapsed time
 //! measured on the pool's clock since the previous fill:
 //!
