@@ -20,6 +20,7 @@
 mod error;
 mod exec;
 mod flags;
+mod hdr_log;
 mod limiter;
 mod pace;
 mod pipe;

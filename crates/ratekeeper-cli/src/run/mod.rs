@@ -4,6 +4,8 @@
 //! a limiter's timeout refused, and Ctrl-C ([`interrupt`]).
 
 pub mod interrupt;
+pub mod stages;
+pub mod verdict;
 
 use std::time::Duration;
 
