@@ -12,6 +12,7 @@ use anyhow::Context;
 use ratekeeper::config::LimiterRef;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
 
+use super::shutdown::Shutdown;
 use super::slot::Slot;
 use super::summary::Tally;
 use super::worker::{work, Finished, Job, Spawner};
@@ -21,7 +22,8 @@ use crate::report::duration_nanos;
 use crate::run::interrupt::{self, Interrupt};
 use crate::run::sleep_until_retry;
 
-/// How often the dispatcher, waiting for a run to end, checks for Ctrl-C.
+/// How often the dispatcher, waiting for a run to end, checks for a signal
+/// (and, at a stop, whether the grace period is over).
 pub(super) const POLL: Duration = Duration::from_millis(20);
 
 /// What the progress line reads.
@@ -63,7 +65,7 @@ pub(super) fn reserve_run(
 pub(super) enum Stop {
     /// The count was reached or the deadline passed.
     Done,
-    /// Ctrl-C.
+    /// SIGINT (Ctrl-C) or SIGTERM.
     Interrupted,
     /// A run failed, with --fail-fast.
     FailFast,
@@ -86,6 +88,9 @@ pub(super) struct Plan<'a> {
     pub(super) target_rate: f64,
     /// The longest a permit may wait (Resilience4j's timeout).
     pub(super) max_wait: Option<Duration>,
+    /// How long the runs still running at a stop have between SIGTERM and
+    /// SIGKILL (`--grace`).
+    pub(super) grace: Duration,
     pub(super) fail_fast: bool,
     pub(super) interrupt: &'a Interrupt,
 }
@@ -97,15 +102,17 @@ pub(super) struct Dispatched {
     /// Runs started.
     pub(super) launched: u64,
     pub(super) stop: Stop,
-    /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
-    pub(super) killed: Option<u64>,
+    /// Whether a signal (SIGINT, SIGTERM) arrived, before the stop or while
+    /// the runs still running were waited for.
+    pub(super) interrupted: bool,
     /// Permits refused by the limiter's timeout (each asked for again).
     pub(super) refused: u64,
 }
 
 /// Starts `plan.concurrency` workers running `spawner`'s command, then the
 /// limiter's schedule, and dispatches runs until the count, the deadline,
-/// Ctrl-C or (with --fail-fast) a failure; then waits for the running runs.
+/// a signal or (with --fail-fast) a failure; then waits for the running
+/// runs, ending them at a signal (see [`Shutdown`]).
 ///
 /// # Errors
 ///
@@ -137,7 +144,7 @@ pub(super) fn dispatch(
             refused: 0,
         };
         let stop = d.dispatch()?;
-        let killed = d.wait_for_running(&slots);
+        d.wait_for_running(&slots, stop);
         if let Some(line) = line {
             line.finish();
         }
@@ -145,7 +152,7 @@ pub(super) fn dispatch(
             tally: d.tally,
             launched: d.launched,
             stop,
-            killed,
+            interrupted: plan.interrupt.is_set(),
             refused: d.refused,
         })
     })
@@ -261,7 +268,7 @@ impl Dispatcher<'_> {
         }
     }
 
-    /// Ctrl-C, or with --fail-fast a failure, stops the dispatch.
+    /// A signal, or with --fail-fast a failure, stops the dispatch.
     fn stop_early(&self) -> Option<Stop> {
         if self.plan.interrupt.is_set() {
             Some(Stop::Interrupted)
@@ -273,7 +280,7 @@ impl Dispatcher<'_> {
     }
 
     /// A free worker, waited for; or why no run may start any more: no run
-    /// starts after Ctrl-C or, with --fail-fast, after a failure, even one
+    /// starts after a signal or, with --fail-fast, after a failure, even one
     /// seen just now.
     fn free_worker(&mut self) -> anyhow::Result<Result<usize, Stop>> {
         loop {
@@ -329,23 +336,24 @@ impl Dispatcher<'_> {
             .store(self.tally.failed, Ordering::Relaxed);
     }
 
-    /// Waits for the running runs, with no more to start; a second Ctrl-C
-    /// kills them. Returns how many were killed, if a kill was sent.
-    fn wait_for_running(&mut self, slots: &[Slot]) -> Option<u64> {
+    /// Waits for the running runs, with no more to start. After a signal
+    /// (the stop's, or one that arrives meanwhile) they are ended: SIGTERM
+    /// to their process groups, SIGKILL after the grace period or at a
+    /// further signal.
+    fn wait_for_running(&mut self, slots: &[Slot], stop: Stop) {
         // The workers stop once their job channels close.
         self.jobs.clear();
-        let mut killed = None;
+        let mut shutdown = Shutdown::new(slots, self.plan.grace, self.plan.interrupt);
+        if stop == Stop::Interrupted {
+            shutdown.terminate();
+        }
         while self.idle.len() < self.plan.concurrency {
             match self.done.recv_timeout(POLL) {
                 Ok(f) => self.finish(f),
-                Err(RecvTimeoutError::Timeout) => {
-                    if killed.is_none() && self.plan.interrupt.count() >= 2 {
-                        killed = Some(slots.iter().filter(|s| s.kill()).count() as u64);
-                    }
-                }
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
+            shutdown.tick();
         }
-        killed
     }
 }

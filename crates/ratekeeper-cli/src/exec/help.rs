@@ -58,11 +58,28 @@ Run length: --duration DUR (default 5s) or --count N, not both. With \
 --duration, runs are started while their permits are ready before the \
 deadline; runs still running then are waited for.
 
-Ctrl-C: the first stops starting runs (a permit being waited for is given \
-back; with --limiter pool it is waited for) and waits for the running ones; a \
-second kills them (SIGKILL; on Linux, Android, macOS and FreeBSD). \
-Typed at a terminal, Ctrl-C also reaches the running commands themselves. \
-The report covers every run started, and the exit status is 130.
+Signals (Ctrl-C, SIGINT, and SIGTERM, as from kill, timeout or docker \
+stop): the first stops starting runs (a permit being waited for is given \
+back; with --limiter pool it is waited for) and ends the runs still \
+running: each run is its own process group (its command is the group's \
+leader), which ratekeeper sends SIGTERM, then SIGKILL if the command is \
+still running --grace (default 5s) later; a further signal sends SIGKILL at \
+once. When a run ratekeeper sent SIGTERM exits, what it left running in its \
+group is given the rest of the grace period (on Linux; elsewhere it is \
+killed at once) and then SIGKILL, so no process of the run is left; a \
+process that moved to a group of its own is not followed. A signal that \
+comes after the last run was started (with --count, or after the deadline) \
+ends the runs still running the same way. A run sent SIGTERM that then ends \
+by a signal or with a status other than 0 counts as interrupted, not \
+failed, and is not timed; one that exits 0 counts as succeeded. Because \
+each run is its own process group, a terminal's Ctrl-C reaches ratekeeper \
+only, never the runs directly. (So on Linux, Android, macOS and FreeBSD; \
+elsewhere runs stay in ratekeeper's process group, where a terminal's Ctrl-C \
+reaches them too, and ratekeeper waits for them instead of signalling \
+them.) A run that reads the terminal itself (/dev/tty) is \
+stopped by it, as a background job is. The report covers every run \
+started, and the exit status is 128 + the first signal: 130 for SIGINT, \
+143 for SIGTERM.
 
 Report:
   runs            runs started (a run that could not be spawned included)
@@ -74,17 +91,22 @@ floor(refresh period / limit) ns; cycle is exact. More than 0.1% off the target,
 the report says by how much and why, and a warning on standard error says so \
 before the first run
   achieved rate   runs / launch span. The launch span is --duration, or, with \
---count or after Ctrl-C, from the start of the schedule until the last run \
+--count or after a signal, from the start of the schedule until the last run \
 started, plus one slot (1 / target rate)
   elapsed         from the start of the schedule until the last run ended
   refused         refill, cycle only: permits refused because their wait would \
 exceed --timeout (the dispatcher waited and asked again)
+  stopped         by SIGINT or SIGTERM (see Signals above), with how many \
+runs still running were sent SIGTERM and how many of them SIGKILL; or by \
+--fail-fast
   exit N          runs that exited with status N
-  signal N        runs killed by signal N (Unix)
+  signal N        runs killed by signal N (Unix), but for interrupted ones
   spawn failed    runs that could not be started, with the first error
-  killed          runs killed by a second Ctrl-C
+  interrupted     runs ratekeeper sent SIGTERM at a stop that then ended by \
+a signal or with a status other than 0 (shown after a signal)
   wait, service, response: p50, p90, p99, p99.9, max and mean over the runs \
-that started (HdrHistogram, 3 significant digits; max and mean exact)
+that ran to their end: not those that could not be spawned or were \
+interrupted (HdrHistogram, 3 significant digits; max and mean exact)
 
 While the run goes on, a progress line on standard error shows the elapsed \
 time, the runs started, running and failed, and the rate over the last \
@@ -148,12 +170,19 @@ Report above); null for a limiter that does not limit at all
   stdout_file      string   (--stdout) the file
   runs             integer  runs started, spawn failures included
   succeeded        integer  runs that exited with status 0
-  failed           integer  runs - succeeded
-  exit_codes       object   {\"STATUS\": runs}, e.g. {\"0\": 18, \"3\": 2}
-  signals          object   {\"SIGNAL\": runs} by signal number, e.g. {\"9\": 1}
+  failed           integer  runs - succeeded - interrupted_runs
+  exit_codes       object   {\"STATUS\": runs}, e.g. {\"0\": 18, \"3\": 2}, \
+interrupted runs apart
+  signals          object   {\"SIGNAL\": runs} by signal number, e.g. {\"9\": 1}, \
+interrupted runs apart
   spawn_failed     integer  runs that could not be started
   spawn_error      string   the first spawn error, or null
-  killed           integer  runs killed by a second Ctrl-C
+  interrupted_runs integer  runs sent SIGTERM at a stop that then ended by a \
+signal or with a status other than 0: not failed
+  terminated       integer  runs still running at a stop, sent SIGTERM
+  killed           integer  of those, runs whose group was also sent SIGKILL \
+(after the grace, or at a further signal)
+  grace_ns         integer  --grace: from SIGTERM to SIGKILL
   launch_span_ns   integer  see Report above
   achieved_rate    number   runs / launch span
   elapsed_ns       integer  from the start of the schedule to the end of the last run
@@ -161,6 +190,8 @@ Report above); null for a limiter that does not limit at all
   service_ns       object   the same percentiles of end - start
   response_ns      object   the same percentiles of end - scheduled
   refused          integer  (refill, cycle) permits refused by the timeout (each run asked again)
-  interrupted      boolean  whether Ctrl-C stopped the run (exit status 130)
+  interrupted      boolean  whether SIGINT or SIGTERM stopped the run (exit \
+status 130 or 143)
+  signal           string   the signal that did: \"SIGINT\" or \"SIGTERM\"; null
   fail_fast        boolean  whether --fail-fast was given
   stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)";

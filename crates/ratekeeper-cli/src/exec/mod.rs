@@ -29,6 +29,7 @@
 mod dispatch;
 mod help;
 mod render;
+mod shutdown;
 mod slot;
 mod summary;
 #[cfg(test)]
@@ -47,7 +48,7 @@ use ratekeeper::{DefaultClock, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
-use crate::flags::{parse_count, parse_duration, parse_spec};
+use crate::flags::{parse_count, parse_duration, parse_spec, parse_timeout};
 use crate::limiter;
 use crate::plot::{self, PlotPath};
 use crate::run::interrupt::Interrupt;
@@ -101,6 +102,12 @@ pub struct ExecArgs {
     /// signal, or a failed spawn); exit status 1 after the report.
     #[arg(long)]
     pub fail_fast: bool,
+
+    /// At a stop (SIGINT, SIGTERM), how long the runs still running have
+    /// to end after SIGTERM before their process groups get SIGKILL, e.g.
+    /// 500ms; 0s kills them at once.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_timeout)]
+    pub grace: Duration,
 
     /// Draw the runs started per time bucket and their response and service
     /// times to FILE, an SVG or a PNG (by its extension).
@@ -253,6 +260,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         bucket,
         target_rate,
         max_wait: config.kind().max_wait(),
+        grace: args.grace,
         fail_fast: args.fail_fast,
         interrupt,
     };
@@ -263,8 +271,11 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         Ran {
             launched: d.launched,
             stop: d.stop,
-            killed: d.killed,
+            signal: d
+                .interrupted
+                .then(|| i32::from(interrupt.exit_status()) - 128),
             refused: d.refused,
+            grace: args.grace,
             config,
             effective,
             duration,

@@ -227,7 +227,7 @@ impl ExecReport {
         }
     }
 
-    /// How many runs, of what, and whether Ctrl-C or --fail-fast stopped
+    /// How many runs, of what, and whether a signal or --fail-fast stopped
     /// them.
     fn fmt_runs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let run = match (self.duration_ns, self.count) {
@@ -241,16 +241,8 @@ impl ExecReport {
             _ => "ratekeeper's".to_owned(),
         };
         writeln!(f, "runs            {} ({run}; stdout {output})", self.runs)?;
-        if self.interrupted {
-            writeln!(
-                f,
-                "interrupted     by Ctrl-C: no run was started after it{}",
-                if self.killed > 0 {
-                    format!("; {} running runs killed", self.killed)
-                } else {
-                    String::new()
-                }
-            )?;
+        if let Some(signal) = self.signal {
+            writeln!(f, "stopped         by {signal}{}", self.fmt_ending())?;
         }
         if self.stopped_by_fail_fast {
             writeln!(
@@ -260,6 +252,26 @@ impl ExecReport {
             )?;
         }
         Ok(())
+    }
+
+    /// When the stop's signal came, and what the runs still running were
+    /// sent.
+    fn fmt_ending(&self) -> String {
+        let when = if self.signal_stopped_starts {
+            ": no run was started after it"
+        } else {
+            " while the last runs were running"
+        };
+        let sent = match (self.terminated, self.killed) {
+            (0, _) => String::new(),
+            (t, 0) => format!("; {t} running runs were sent SIGTERM"),
+            (t, k) => format!(
+                "; {t} running runs were sent SIGTERM, {k} of them SIGKILL (after the {} grace \
+                 or at a further signal)",
+                fmt_duration(self.grace_ns)
+            ),
+        };
+        format!("{when}{sent}")
     }
 
     /// The target, effective and achieved rates, the time until the last
@@ -297,6 +309,14 @@ impl ExecReport {
     fn fmt_statuses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
         writeln!(f, "failed          {}", self.failed)?;
+        if self.interrupted || self.interrupted_runs > 0 {
+            writeln!(
+                f,
+                "interrupted     {} (running at the stop and ended by ratekeeper's SIGTERM or \
+                 SIGKILL; not failed)",
+                self.interrupted_runs
+            )?;
+        }
         for (code, n) in &self.exit_codes {
             writeln!(f, "{:<16}{n}", format!("exit {code}"))?;
         }

@@ -9,7 +9,8 @@ use ratekeeper::pool::Filling;
 use serde::Serialize;
 
 use super::dispatch::Stop;
-use super::render::signal_label;
+use super::render::{signal_label, signal_name};
+use super::slot::Sent;
 use super::worker::{Ended, Finished};
 use super::ExecArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
@@ -29,6 +30,13 @@ pub(super) struct Tally {
     pub(super) spawn_failed: u64,
     pub(super) spawn_error: Option<String>,
     pub(super) failed: u64,
+    /// Runs still running at a stop that ratekeeper sent SIGTERM.
+    pub(super) terminated: u64,
+    /// Of those, runs whose process group was also sent SIGKILL.
+    pub(super) killed: u64,
+    /// Runs ratekeeper sent SIGTERM that then ended by a signal or with a
+    /// status other than 0: interrupted, not failed.
+    pub(super) interrupted: u64,
     /// The first failure seen, for --fail-fast's message.
     pub(super) first_failure: Option<String>,
     pub(super) last_start: Option<u64>,
@@ -49,6 +57,9 @@ impl Tally {
             spawn_failed: 0,
             spawn_error: None,
             failed: 0,
+            terminated: 0,
+            killed: 0,
+            interrupted: 0,
             first_failure: None,
             last_start: None,
             last_end: None,
@@ -58,6 +69,9 @@ impl Tally {
 
     pub(super) fn add(&mut self, f: &Finished) {
         self.last_start = self.last_start.max(Some(f.start));
+        if self.stopped(f) {
+            return;
+        }
         let failure = match &f.ended {
             Ended::Exited(code) => {
                 *self.exit_codes.entry(*code).or_default() += 1;
@@ -81,6 +95,29 @@ impl Tally {
         if matches!(f.ended, Ended::SpawnFailed(_)) {
             return;
         }
+        self.record_times(f);
+    }
+
+    /// Counts what a run was sent at a stop; returns whether it is an
+    /// interrupted run (sent SIGTERM, and did not exit 0), which is neither
+    /// a failure nor timed: it did not run to its end.
+    fn stopped(&mut self, f: &Finished) -> bool {
+        if f.sent >= Sent::Term {
+            self.terminated += 1;
+        }
+        if f.sent == Sent::Kill {
+            self.killed += 1;
+        }
+        let interrupted = f.sent >= Sent::Term && f.ended != Ended::Exited(0);
+        if interrupted {
+            self.interrupted += 1;
+            self.last_end = self.last_end.max(Some(f.end));
+        }
+        interrupted
+    }
+
+    /// Records a run's wait, service and response times.
+    fn record_times(&mut self, f: &Finished) {
         // response = wait + service, also for a run let go before its
         // scheduled time (wait 0): never below its own service time.
         let wait = f.start.saturating_sub(f.scheduled);
@@ -103,10 +140,11 @@ impl Tally {
 pub(super) struct Ran {
     pub(super) launched: u64,
     pub(super) stop: Stop,
-    /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
-    pub(super) killed: Option<u64>,
+    /// The signal that interrupted the run (SIGINT, SIGTERM), if one did.
+    pub(super) signal: Option<i32>,
     /// Permits refused by the limiter's timeout (each asked for again).
     pub(super) refused: u64,
+    pub(super) grace: Duration,
     pub(super) config: LimiterConfig,
     pub(super) effective: EffectiveRate,
     pub(super) duration: Option<Duration>,
@@ -150,7 +188,10 @@ pub struct ExecReport {
     pub(super) signals: BTreeMap<i32, u64>,
     pub(super) spawn_failed: u64,
     pub(super) spawn_error: Option<String>,
+    pub(super) interrupted_runs: u64,
+    pub(super) terminated: u64,
     pub(super) killed: u64,
+    pub(super) grace_ns: u64,
     pub(super) launch_span_ns: u64,
     pub(super) achieved_rate: f64,
     pub(super) elapsed_ns: u64,
@@ -161,6 +202,12 @@ pub struct ExecReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) refused: Option<u64>,
     pub(super) interrupted: bool,
+    /// The signal that interrupted the run: "SIGINT", "SIGTERM", or null.
+    pub(super) signal: Option<&'static str>,
+    /// Whether the signal stopped the starting of runs (else it came while
+    /// the last runs were running).
+    #[serde(skip)]
+    pub(super) signal_stopped_starts: bool,
     pub(super) fail_fast: bool,
     pub(super) stopped_by_fail_fast: bool,
     /// The first failure, for --fail-fast's message (not in the JSON, which
@@ -174,7 +221,7 @@ pub struct ExecReport {
 }
 
 impl ExecReport {
-    /// Whether Ctrl-C stopped the run.
+    /// Whether a signal (SIGINT, SIGTERM) interrupted the run.
     pub fn interrupted(&self) -> bool {
         self.interrupted
     }
@@ -203,7 +250,6 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         KindConfig::Pool { .. } => (Some("inline"), Some(None)),
         _ => (None, None),
     };
-    let interrupted = ran.stop == Stop::Interrupted || ran.killed.is_some();
     let launch_span_ns = match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
         _ => schedule_span(tally.t0, tally.last_start, target_rate),
@@ -238,12 +284,18 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         stdout_file,
         runs: ran.launched,
         succeeded,
-        failed: ran.launched.saturating_sub(succeeded),
+        failed: ran
+            .launched
+            .saturating_sub(succeeded)
+            .saturating_sub(tally.interrupted),
         exit_codes: tally.exit_codes.clone(),
         signals: tally.signals.clone(),
         spawn_failed: tally.spawn_failed,
         spawn_error: tally.spawn_error.clone(),
-        killed: ran.killed.unwrap_or(0),
+        interrupted_runs: tally.interrupted,
+        terminated: tally.terminated,
+        killed: tally.killed,
+        grace_ns: duration_nanos(ran.grace),
         launch_span_ns,
         achieved_rate,
         elapsed_ns: tally
@@ -255,7 +307,9 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         service_ns: tally.service.summary(),
         response_ns: tally.response.summary(),
         refused: ran.config.kind().max_wait().map(|_| ran.refused),
-        interrupted,
+        interrupted: ran.signal.is_some(),
+        signal: ran.signal.map(|s| signal_name(s).unwrap_or("SIGINT")),
+        signal_stopped_starts: ran.stop == Stop::Interrupted,
         fail_fast: args.fail_fast,
         stopped_by_fail_fast: ran.stop == Stop::FailFast,
         first_failure: tally.first_failure.clone(),

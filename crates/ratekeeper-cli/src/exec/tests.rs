@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::dispatch::Stop;
 use super::render::{shell_words, signal_label};
+use super::slot::Sent;
 use super::summary::Tally;
 use super::worker::{Ended, Finished};
 use super::*;
@@ -57,6 +58,7 @@ fn finished(number: u64, scheduled: u64, start: u64, end: u64, ended: Ended) -> 
         start,
         end,
         ended,
+        sent: Sent::Nothing,
     }
 }
 
@@ -152,8 +154,9 @@ fn sample_report() -> ExecReport {
     let ran = Ran {
         launched: 4,
         stop: Stop::Done,
-        killed: None,
+        signal: None,
         refused: 0,
+        grace: Duration::from_secs(5),
         config: "pacer:10".parse().unwrap(),
         effective: EffectiveRate::pacer(10.0, 100_000_000, "run"),
         duration: None,
@@ -218,7 +221,47 @@ fn text_and_json_reports_say_the_same() {
     // The killed run: scheduled at 300 ms, started 4 µs late, ran 250 ms.
     assert_eq!(json["response_ns"]["max"], 250_004_000u64);
     assert_eq!(json["interrupted"], false);
+    assert_eq!(json["interrupted_runs"], 0);
+    assert!(json["signal"].is_null());
+    assert!(!text.contains("interrupted"), "{text}");
     assert_eq!(json["stopped_by_fail_fast"], false);
     assert!(json.get("max_burst_seconds").is_none());
     assert_eq!(json["strictness_mode"], "burst_ratio");
+}
+
+#[test]
+fn runs_ended_at_a_stop_are_interrupted_not_failed() {
+    let mut t = Tally::new(0, None);
+    let stopped = |n, ended, sent| Finished {
+        sent,
+        ..finished(n, 0, 10, 1_000, ended)
+    };
+    // Sent SIGTERM: killed by it, or exiting 143 from a trap.
+    t.add(&stopped(1, Ended::Signaled(15), Sent::Term));
+    t.add(&stopped(2, Ended::Exited(143), Sent::Term));
+    // Sent SIGKILL after the grace.
+    t.add(&stopped(3, Ended::Signaled(9), Sent::Kill));
+    // Exited 0 though sent SIGTERM (it was ending anyway, or cleaned up).
+    t.add(&stopped(4, Ended::Exited(0), Sent::Term));
+    // Not sent anything: a failure as ever.
+    t.add(&stopped(5, Ended::Signaled(2), Sent::Nothing));
+    assert_eq!((t.terminated, t.killed, t.interrupted), (4, 1, 3));
+    assert_eq!(t.failed, 1);
+    assert_eq!(t.signals, BTreeMap::from([(2, 1)]));
+    assert_eq!(t.exit_codes, BTreeMap::from([(0, 1)]));
+    // Only the runs that ran to their end are timed.
+    assert_eq!(t.service.count(), 2);
+    assert_eq!((t.last_start, t.last_end), (Some(10), Some(1_000)));
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn proc_stat_lines_tell_live_group_members() {
+    use super::slot::live_member;
+    let line = |state: &str, pgrp: i32| format!("4242 (sh) x) {state} 100 {pgrp} 100 0 -1 4194304");
+    assert!(live_member(&line("S", 77), 77));
+    assert!(live_member(&line("R", 77), 77));
+    assert!(!live_member(&line("Z", 77), 77), "a zombie is not live");
+    assert!(!live_member(&line("S", 78), 77), "another group");
+    assert!(!live_member("garbage", 77));
 }
