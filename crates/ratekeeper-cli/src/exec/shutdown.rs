@@ -1,8 +1,9 @@
-//! Ending the runs still running when `exec` stops early: SIGTERM to each
-//! run's process group at the stop, then SIGKILL to the groups of the runs
-//! still going after the grace period (`--grace`), or at once at a further
-//! signal. The workers count what their runs were sent (see
-//! [`Sent`](super::slot::Sent)); this only decides when.
+//! Ending the runs still running when `exec` stops early (a signal,
+//! `--max-behind`): SIGTERM to each run's process group at the stop, then
+//! SIGKILL to the groups of the runs still going after the grace period
+//! (`--grace`), or at once at a further signal. The workers count what
+//! their runs were sent (see [`Sent`](super::slot::Sent)); this only
+//! decides when.
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
 //! The slot a worker's running run is listed in, so that the dispatcher can
-//! end the runs still running when it stops (a signal): SIGTERM to each
-//! run's process group, then SIGKILL (`killable`). Where that cannot be
-//! done without racing the run's reaping, runs are waited for until they
-//! end (`waited`).
+//! end the runs still running when it stops (a signal, `--max-behind`):
+//! SIGTERM to each run's process group, then SIGKILL (`killable`). Where
+//! that cannot be done without racing the run's reaping, runs are waited
+//! for until they end (`waited`).
 //!
 //! Each run is started in a process group of its own (the command is its
 //! leader, so the group's id is the command's pid): a terminal's Ctrl-C,

@@ -9,13 +9,17 @@ use ratekeeper::pool::Filling;
 use serde::Serialize;
 
 use super::dispatch::Stop;
+use super::lag::{below_target, Lag};
 use super::render::{signal_label, signal_name};
 use super::slot::Sent;
 use super::worker::{Ended, Finished};
 use super::ExecArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::plot::Buckets;
-use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::report::{
+    duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate,
+    WaitRecorder, WaitSummary,
+};
 use crate::run::{self, schedule_span};
 
 /// What the dispatcher has seen of the finished runs.
@@ -145,6 +149,11 @@ pub(super) struct Ran {
     /// Permits refused by the limiter's timeout (each asked for again).
     pub(super) refused: u64,
     pub(super) grace: Duration,
+    /// When the dispatch stopped starting runs (see [`lag`](super::lag)).
+    pub(super) end: u64,
+    /// How far behind its schedule it was then.
+    pub(super) lag: Lag,
+    pub(super) max_behind: Option<Duration>,
     pub(super) config: LimiterConfig,
     pub(super) effective: EffectiveRate,
     pub(super) duration: Option<Duration>,
@@ -194,6 +203,13 @@ pub struct ExecReport {
     pub(super) grace_ns: u64,
     pub(super) launch_span_ns: u64,
     pub(super) achieved_rate: f64,
+    /// Runs due before the end that never started (see [`lag`](super::lag)).
+    pub(super) due_not_started: u64,
+    /// How late the schedule was at the end.
+    pub(super) behind_ns: u64,
+    /// Whether the achieved rate fell short of the target (by more than
+    /// 1 %, and by at least one run).
+    pub(super) below_target: bool,
     pub(super) elapsed_ns: u64,
     pub(super) wait_ns: WaitSummary,
     pub(super) service_ns: WaitSummary,
@@ -210,6 +226,9 @@ pub struct ExecReport {
     pub(super) signal_stopped_starts: bool,
     pub(super) fail_fast: bool,
     pub(super) stopped_by_fail_fast: bool,
+    /// --max-behind, if given.
+    pub(super) max_behind_ns: Option<u64>,
+    pub(super) stopped_by_max_behind: bool,
     /// The first failure, for --fail-fast's message (not in the JSON, which
     /// has the counts).
     #[serde(skip)]
@@ -237,24 +256,73 @@ impl ExecReport {
             .unwrap_or_else(|| "a run failed".to_owned());
         Some(format!("{why}; stopped by --fail-fast"))
     }
+
+    /// With --max-behind, why it stopped the run, if it did.
+    pub fn max_behind_failure(&self) -> Option<String> {
+        let max = self.max_behind_ns.filter(|_| self.stopped_by_max_behind)?;
+        Some(format!(
+            "the run fell {} behind its schedule; stopped by --max-behind {}",
+            fmt_nanos(self.behind_ns),
+            fmt_duration(max)
+        ))
+    }
+
+    /// The warning for an achieved rate below the target, if it was.
+    pub(super) fn below_target_warning(&self) -> Option<String> {
+        if !self.below_target {
+            return None;
+        }
+        let short = (1.0 - self.achieved_rate / self.target_rate) * 100.0;
+        let slot = 1e9 / self.target_rate;
+        // Short, though no run was waiting by the limiter's schedule.
+        let kept_up = self.due_not_started == 0 && (self.behind_ns as f64) < slot;
+        Some(format!(
+            "achieved {}, {short:.1} % below the target {}: {} runs due but not started, behind \
+             by {} at the end{}",
+            fmt_unit_rate(self.achieved_rate, "runs"),
+            fmt_unit_rate(self.target_rate, "runs"),
+            self.due_not_started,
+            fmt_nanos(self.behind_ns),
+            if kept_up {
+                " (none by the limiter's schedule: it warms up, or lets permits not taken in \
+                 time go)"
+            } else {
+                ""
+            }
+        ))
+    }
 }
 
-pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
-    let target_rate = args.rate.rate().get();
-    let kind = ran.config.kind().limiter_kind();
-    let (filling, fill_interval_ns) = match ran.config.kind() {
+/// The pool's `filling` and `fill_interval_ns` (`None` for other
+/// limiters; an inline pool's interval is JSON null).
+fn filling(config: &LimiterConfig) -> (Option<&'static str>, Option<Option<u64>>) {
+    match config.kind() {
         KindConfig::Pool {
             filling: Filling::Thread(i),
             ..
         } => (Some("thread"), Some(Some(duration_nanos(i)))),
         KindConfig::Pool { .. } => (Some("inline"), Some(None)),
         _ => (None, None),
-    };
-    let launch_span_ns = match ran.duration {
+    }
+}
+
+/// The span the achieved rate is over: --duration for a run that reached
+/// its deadline; else from the start of the schedule until the last run
+/// started plus one slot, or until the dispatch stopped if that is later
+/// (a run stalled before a signal is over the time it actually ran).
+fn launch_span(tally: &Tally, ran: &Ran, target_rate: f64) -> u64 {
+    match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
-        _ => schedule_span(tally.t0, tally.last_start, target_rate),
-    };
-    let achieved_rate = per_second(ran.launched, launch_span_ns);
+        _ => schedule_span(tally.t0, tally.last_start, target_rate)
+            .max(ran.end.saturating_sub(tally.t0)),
+    }
+}
+
+pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
+    let target_rate = args.rate.rate().get();
+    let kind = ran.config.kind().limiter_kind();
+    let (filling, fill_interval_ns) = filling(&ran.config);
+    let launch_span_ns = launch_span(tally, &ran, target_rate);
     let (stdout, stdout_file) = match (&args.stdout, args.discard_stdout) {
         (Some(p), _) => ("file", Some(p.display().to_string())),
         (None, true) => ("discard", None),
@@ -297,7 +365,10 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         killed: tally.killed,
         grace_ns: duration_nanos(ran.grace),
         launch_span_ns,
-        achieved_rate,
+        achieved_rate: per_second(ran.launched, launch_span_ns),
+        due_not_started: ran.lag.due_not_started,
+        behind_ns: ran.lag.behind_ns,
+        below_target: below_target(ran.launched, launch_span_ns, target_rate),
         elapsed_ns: tally
             .last_end
             .max(tally.last_start)
@@ -312,6 +383,8 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         signal_stopped_starts: ran.stop == Stop::Interrupted,
         fail_fast: args.fail_fast,
         stopped_by_fail_fast: ran.stop == Stop::FailFast,
+        max_behind_ns: ran.max_behind.map(duration_nanos),
+        stopped_by_max_behind: ran.stop == Stop::MaxBehind,
         first_failure: tally.first_failure.clone(),
         buckets: tally.plot.clone(),
     }

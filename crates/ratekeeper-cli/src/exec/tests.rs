@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::dispatch::Stop;
+use super::lag::{below_target, lag, Lag};
 use super::render::{shell_words, signal_label};
 use super::slot::Sent;
 use super::summary::Tally;
@@ -157,6 +158,12 @@ fn sample_report() -> ExecReport {
         signal: None,
         refused: 0,
         grace: Duration::from_secs(5),
+        end: 300_004_000,
+        lag: Lag {
+            due_not_started: 0,
+            behind_ns: 4_000,
+        },
+        max_behind: None,
         config: "pacer:10".parse().unwrap(),
         effective: EffectiveRate::pacer(10.0, 100_000_000, "run"),
         duration: None,
@@ -225,6 +232,15 @@ fn text_and_json_reports_say_the_same() {
     assert!(json["signal"].is_null());
     assert!(!text.contains("interrupted"), "{text}");
     assert_eq!(json["stopped_by_fail_fast"], false);
+    assert_eq!(json["stopped_by_max_behind"], false);
+    assert!(json["max_behind_ns"].is_null());
+    assert_eq!(json["due_not_started"], 0);
+    assert_eq!(line("not started")[0], "0");
+    assert_eq!(json["behind_ns"], 4_000);
+    assert_eq!(line("behind")[0], "4.00µs");
+    // 4 runs over 400 ms at 10/s: on target, no warning.
+    assert_eq!(json["below_target"], false);
+    assert_eq!(r.below_target_warning(), None);
     assert!(json.get("max_burst_seconds").is_none());
     assert_eq!(json["strictness_mode"], "burst_ratio");
 }
@@ -264,4 +280,96 @@ fn proc_stat_lines_tell_live_group_members() {
     assert!(!live_member(&line("Z", 77), 77), "a zombie is not live");
     assert!(!live_member(&line("S", 78), 77), "another group");
     assert!(!live_member("garbage", 77));
+}
+
+#[test]
+fn lag_counts_the_runs_due_before_the_end() {
+    // 20 runs/s: a slot of 50 ms. The next run was due 750 ms before the
+    // end: it and the 14 after it (at 800 ms ... 1.45 s) were due.
+    let ms = 1_000_000;
+    assert_eq!(
+        lag(1_000 * ms, Some(250 * ms), 0, 20.0, u64::MAX),
+        Lag {
+            due_not_started: 15,
+            behind_ns: 750 * ms
+        }
+    );
+    // A run due exactly at the end is not due before it; one due 1 ns
+    // before is.
+    assert_eq!(
+        lag(1_000 * ms, Some(950 * ms), 0, 20.0, u64::MAX).due_not_started,
+        1
+    );
+    assert_eq!(
+        lag(1_000 * ms, Some(1_000 * ms), 0, 20.0, u64::MAX).due_not_started,
+        0
+    );
+    assert_eq!(
+        lag(1_000 * ms, Some(1_000 * ms - 1), 0, 20.0, u64::MAX).due_not_started,
+        1
+    );
+    // Not yet due: not behind.
+    assert_eq!(
+        lag(1_000 * ms, Some(1_200 * ms), 0, 20.0, u64::MAX),
+        Lag::default()
+    );
+    // --count: at most the runs left; once all started, the last's delay.
+    assert_eq!(lag(1_000 * ms, Some(0), 0, 20.0, 3).due_not_started, 3);
+    assert_eq!(
+        lag(1_000 * ms, None, 600 * ms, 20.0, 0),
+        Lag {
+            due_not_started: 0,
+            behind_ns: 600 * ms
+        }
+    );
+}
+
+#[test]
+fn below_target_is_more_than_one_percent_and_a_whole_run() {
+    let s = 1_000_000_000;
+    assert!(below_target(5, s, 20.0));
+    assert!(!below_target(20, s, 20.0));
+    // 1 % short of 1000: 10 runs, and more than 1 %.
+    assert!(!below_target(990, s, 1000.0));
+    assert!(below_target(989, s, 1000.0));
+    // 5 runs at 50/s whose last started 1 ms late: 2 % short, but not by
+    // a whole run.
+    assert!(!below_target(5, 101_000_000, 50.0));
+    assert!(!below_target(0, 0, 50.0));
+}
+
+#[test]
+fn the_warning_says_how_far_below_and_behind() {
+    let mut r = sample_report();
+    r.achieved_rate = 5.0;
+    r.target_rate = 20.0;
+    r.below_target = true;
+    r.due_not_started = 15;
+    r.behind_ns = 750_000_000;
+    assert_eq!(
+        r.below_target_warning().as_deref(),
+        Some(
+            "achieved 5 runs/s, 75.0 % below the target 20 runs/s: 15 runs due but not \
+             started, behind by 750ms at the end"
+        )
+    );
+    r.due_not_started = 0;
+    r.behind_ns = 0;
+    let w = r.below_target_warning().unwrap();
+    assert!(
+        w.ends_with(
+            "(none by the limiter's schedule: it warms up, or lets permits not taken in time go)"
+        ),
+        "{w}"
+    );
+    r.stopped_by_max_behind = true;
+    r.max_behind_ns = Some(2_000_000_000);
+    r.behind_ns = 2_010_000_000;
+    assert_eq!(
+        r.max_behind_failure().as_deref(),
+        Some("the run fell 2.01s behind its schedule; stopped by --max-behind 2s")
+    );
+    assert!(r
+        .to_string()
+        .contains("stopped         by --max-behind 2s: 2.01s behind the schedule\n"));
 }
