@@ -104,9 +104,12 @@ each run is its own process group, a terminal's Ctrl-C reaches ratekeeper \
 only, never the runs directly. (So on Linux, Android, macOS and FreeBSD; \
 elsewhere runs stay in ratekeeper's process group, where a terminal's Ctrl-C \
 reaches them too, and ratekeeper waits for them instead of signalling \
-them.) A run that reads the terminal itself (/dev/tty) is \
-stopped by it, as a background job is. The report covers every run \
-started, and the exit status is 128 + the first signal: 130 for SIGINT, \
+them.) As a background job of the terminal, a run that reads it \
+(/dev/tty), or writes to it after stty tostop, is stopped by it; the \
+terminal's other keys (Ctrl-Z, Ctrl-\\) and its hangup reach ratekeeper \
+only, and only SIGINT and SIGTERM make it end the runs: a hangup or \
+Ctrl-\\ ends ratekeeper and leaves them running. The report covers every \
+run started, and the exit status is 128 + the first signal: 130 for SIGINT, \
 143 for SIGTERM.
 
 Report:
