@@ -12,6 +12,7 @@
 //! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count,
 //!   an arrival pattern or limiter spec that does not parse, an option the
 //!   chosen limiter does not take, or a command `exec` cannot find;
+//! * `3`: an `exec` run stopped by `--max-behind` (after its report);
 //! * `130`: Ctrl-C ended a `pace`, `exec` or `pipe` run (after its report).
 //!
 //! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
@@ -116,6 +117,9 @@ enum Outcome {
     /// It ran, but failed as a whole (`exec --fail-fast`): the message, and
     /// exit status 1.
     Failed(String),
+    /// It fell too far behind its schedule (`exec --max-behind`): the
+    /// message, and exit status 3 ([`run::EXIT_BEHIND`]).
+    Behind(String),
 }
 
 fn main() -> ExitCode {
@@ -135,6 +139,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Failed(why)) => {
             let _ = writeln!(std::io::stderr(), "error: {why}");
             ExitCode::FAILURE
+        }
+        Ok(Outcome::Behind(why)) => {
+            let _ = writeln!(std::io::stderr(), "error: {why}");
+            ExitCode::from(run::EXIT_BEHIND)
         }
         Err(e) if report::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -173,8 +181,11 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             if report.interrupted() {
                 return Ok(Outcome::Interrupted(interrupt.exit_status()));
             }
-            Ok(match report.fail_fast_failure() {
-                Some(why) => Outcome::Failed(why),
+            if let Some(why) = report.fail_fast_failure() {
+                return Ok(Outcome::Failed(why));
+            }
+            Ok(match report.max_behind_failure() {
+                Some(why) => Outcome::Behind(why),
                 None => Outcome::Done,
             })
         }

@@ -33,14 +33,25 @@ fn exec_run(args: &[&str], code: i32) -> (String, String) {
     )
 }
 
-/// Runs `ratekeeper exec ARGS --json` (exit status 0, nothing on stderr)
-/// and parses the report.
+/// Runs `ratekeeper exec ARGS --json` (exit status 0, nothing on stderr
+/// but the achieved rate's warning) and parses the report.
 fn exec_json(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.insert(0, "--json");
     let (stdout, stderr) = exec_run(&all, 0);
-    assert!(stderr.is_empty(), "stderr: {stderr}");
+    assert!(quiet(&stderr).is_empty(), "stderr: {stderr}");
     json(&stdout)
+}
+
+/// Standard error without the achieved rate's warning, which a loaded
+/// machine can earn any short run: a last run that started a slot late
+/// (20 ms at 50 runs/s) leaves the rate a whole run short.
+fn quiet(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("warning: achieved "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The `{"STATUS": runs}` object of a report as pairs.
@@ -117,19 +128,30 @@ fn response_time_is_measured_from_the_schedule() {
     // (from 0) cannot start before k x 200 ms, though it was due at k x 50 ms.
     // Its response time counts that delay: for the fifth, at least 600 ms of
     // wait plus 200 ms of service.
-    let v = exec_json(&[
-        "--rate",
-        "20",
-        "-c",
-        "1",
-        "-n",
-        "5",
-        "--discard-stdout",
-        "--",
-        "sleep",
-        "0.2",
-    ]);
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-c",
+            "1",
+            "-n",
+            "5",
+            "--discard-stdout",
+            "--",
+            "sleep",
+            "0.2",
+        ],
+        0,
+    );
+    let v = json(&stdout);
     assert_eq!(u(&v, "succeeded"), 5);
+    // Every run started, late: none is due but not started, and the last
+    // started at least 600 ms behind its schedule; the rate is short.
+    assert_eq!(u(&v, "due_not_started"), 0);
+    assert!(u(&v, "behind_ns") >= 600_000_000, "{v}");
+    assert_eq!(v["below_target"], true);
+    assert!(stderr.contains("0 runs due but not started"), "{stderr}");
     let (w, s, r) = (&v["wait_ns"], &v["service_ns"], &v["response_ns"]);
     for stat in ["p50", "p90", "p99", "p999", "max", "mean"] {
         // Response = wait + service for every run, so for every statistic.
@@ -159,7 +181,7 @@ fn text_report_agrees_with_json() {
         "--rate", "50", "-c", "2", "-n", "6", "--", "sh", "-c", "exit 3",
     ];
     let (text, stderr) = exec_run(&args, 0);
-    assert!(stderr.is_empty(), "stderr: {stderr}");
+    assert!(quiet(&stderr).is_empty(), "stderr: {stderr}");
     let v = exec_json(&args);
     assert_eq!(fields(&text, "command").join(" "), "sh -c 'exit 3'");
     assert_eq!(fields(&text, "spec"), [v["spec"].as_str().unwrap()]);
@@ -268,18 +290,31 @@ fn limiters_and_their_options() {
     assert_eq!(f(&v, "max_burst_seconds"), 0.5);
     assert_eq!(v["resolution"], "micros");
     assert!(v.get("strictness").is_none());
-    let v = exec_json(&[
-        "--limiter",
-        "warmup",
-        "--warmup",
-        "200ms",
-        "--rate",
-        "40",
-        "-n",
-        "4",
-        "--",
-        "true",
-    ]);
+    // Warming up, the limiter starts runs at a third of the rate: below
+    // the target, and said so, though no run was held up.
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--limiter",
+            "warmup",
+            "--warmup",
+            "200ms",
+            "--rate",
+            "40",
+            "-n",
+            "4",
+            "--",
+            "true",
+        ],
+        0,
+    );
+    let v = json(&stdout);
+    assert_eq!(v["below_target"], true, "{v}");
+    assert_eq!(u(&v, "due_not_started"), 0, "{v}");
+    assert!(
+        stderr.starts_with("warning: achieved ") && stderr.contains("below the target 40 runs/s"),
+        "{stderr}"
+    );
     assert_eq!(v["limiter"], "warmup");
     assert_eq!(u(&v, "warmup_ns"), 200_000_000);
     assert_eq!(f(&v, "cold_factor"), 3.0);
@@ -459,6 +494,172 @@ fn duration_runs_stop_starting_at_the_deadline() {
 }
 
 #[test]
+fn runs_due_but_not_started_are_counted_and_warned_about() {
+    // 20 runs a second for 1 s, one at a time, each taking 200 ms: about 5
+    // start; the other runs due before the deadline never do.
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-c",
+            "1",
+            "--duration",
+            "1s",
+            "--discard-stdout",
+            "--",
+            "sleep",
+            "0.2",
+        ],
+        0,
+    );
+    let v = json(&stdout);
+    let (runs, not_started) = (u(&v, "runs"), u(&v, "due_not_started"));
+    assert!((2..=6).contains(&runs), "{v}");
+    assert!(not_started >= 5, "{v}");
+    // The schedule continued at the target rate: every run due in the
+    // second either started or is counted.
+    assert!((19..=21).contains(&(runs + not_started)), "{v}");
+    // The next run due (the 6th, due at 250 ms, or later) was at least
+    // 500 ms late at the deadline.
+    assert!(u(&v, "behind_ns") >= 500_000_000, "{v}");
+    assert_eq!(v["below_target"], true);
+    assert_eq!(u(&v, "launch_span_ns"), 1_000_000_000);
+    let warning = format!(
+        " % below the target 20 runs/s: {not_started} runs due but not started, behind by "
+    );
+    assert!(stderr.starts_with("warning: achieved "), "{stderr}");
+    assert!(stderr.contains(&warning), "{stderr}");
+    assert!(stderr.ends_with(" at the end\n"), "{stderr}");
+
+    // Room for every run: none is due but not started, and no warning.
+    let v = exec_json(&[
+        "--rate",
+        "20",
+        "-c",
+        "8",
+        "--duration",
+        "500ms",
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    assert_eq!(u(&v, "due_not_started"), 0, "{v}");
+    assert_eq!(v["below_target"], false, "{v}");
+}
+
+#[test]
+fn the_text_report_says_how_far_behind() {
+    let args = [
+        "--rate",
+        "20",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "--discard-stdout",
+        "--",
+        "sleep",
+        "0.1",
+    ];
+    let (text, stderr) = exec_run(&args, 0);
+    assert_eq!(fields(&text, "not started")[0], "0", "{text}");
+    // Run 3, due at 100 ms, cannot start before 200 ms.
+    let behind = text_nanos(&fields(&text, "behind")[0]);
+    assert!(behind >= 90e6, "{text}");
+    assert!(stderr.contains("below the target 20 runs/s"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_runs_rate_is_over_the_time_it_ran() {
+    // One run at a time, stalled for 30 s, interrupted after about 1 s:
+    // 1 run over the second it ran, not over one slot.
+    let log = scratch("exec-tests", "stalled.log");
+    let mut child = ratekeeper_std()
+        .args(["exec", "--rate", "5", "--duration", "60s", "--json"])
+        .args(["--stdout", log.to_str().unwrap()])
+        .args(["--", "sh", "-c", "echo started; exec sleep 30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    wait_until(Duration::from_secs(20), "the first run", || {
+        lines_of(&log) >= 1
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    let v = json(&read_all(child.stdout.take()));
+    assert_eq!((u(&v, "runs"), u(&v, "interrupted_runs")), (1, 1), "{v}");
+    assert!(u(&v, "launch_span_ns") >= 1_000_000_000, "{v}");
+    assert!(f(&v, "achieved_rate") <= 1.0, "{v}");
+    // Due at 200 ms, 400 ms, ... before the signal.
+    assert!(u(&v, "due_not_started") >= 4, "{v}");
+    assert!(u(&v, "behind_ns") >= 800_000_000, "{v}");
+    assert_eq!(v["below_target"], true);
+    let stderr = read_all(child.stderr.take());
+    assert!(stderr.contains("runs due but not started"), "{stderr}");
+}
+
+#[test]
+fn max_behind_ends_the_run_with_status_3() {
+    let t = Instant::now();
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-c",
+            "1",
+            "--duration",
+            "30s",
+            "--max-behind",
+            "300ms",
+            "--discard-stdout",
+            "--",
+            "sleep",
+            "0.2",
+        ],
+        3,
+    );
+    // Runs take 200 ms against 50 ms slots: 300 ms behind well within 2 s.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let v = json(&stdout);
+    assert_eq!(v["stopped_by_max_behind"], true, "{v}");
+    assert_eq!(u(&v, "max_behind_ns"), 300_000_000);
+    assert!(u(&v, "behind_ns") >= 300_000_000, "{v}");
+    assert_eq!(v["interrupted"], false);
+    // The run still running was sent SIGTERM: interrupted, not failed.
+    assert_eq!(u(&v, "failed"), 0, "{v}");
+    assert_eq!(
+        u(&v, "succeeded") + u(&v, "interrupted_runs"),
+        u(&v, "runs"),
+        "{v}"
+    );
+    assert!(
+        stderr.contains("error: the run fell ")
+            && stderr.contains("behind its schedule; stopped by --max-behind 300ms"),
+        "{stderr}"
+    );
+    // Kept up with: --max-behind changes nothing.
+    let v = exec_json(&[
+        "--rate",
+        "50",
+        "-n",
+        "3",
+        "--max-behind",
+        "1s",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["stopped_by_max_behind"], false);
+    assert_eq!(u(&v, "runs"), 3);
+}
+
+#[test]
 fn bad_input_exits_2_naming_the_value() {
     let cmd = ["--", "true"];
     let with = |args: &[&'static str]| -> Vec<&'static str> {
@@ -481,6 +682,14 @@ fn bad_input_exits_2_naming_the_value() {
     rejects(
         &with(&["--rate", "5", "--duration", "soon"]),
         &["'soon'", "--duration", "500ms"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--max-behind", "0s"]),
+        &["'0s'", "--max-behind", "greater than zero"],
+    );
+    rejects(
+        &with(&["--rate", "5", "--grace", "soon"]),
+        &["'soon'", "--grace"],
     );
     rejects(
         &with(&["--rate", "5", "--duration", "1s", "-n", "3"]),
@@ -584,12 +793,8 @@ fn plots_the_runs_started_and_their_times_in_svg_and_png() {
 
 #[test]
 fn no_progress_line_without_a_terminal() {
-    ratekeeper()
-        .args(["exec", "--rate", "50", "-n", "3", "--", "true"])
-        .timeout(Duration::from_secs(30))
-        .assert()
-        .success()
-        .stderr(predicate::str::is_empty());
+    let (_, stderr) = exec_run(&["--rate", "50", "-n", "3", "--", "true"], 0);
+    assert!(quiet(&stderr).is_empty(), "stderr: {stderr}");
 }
 
 /// `script` runs the command on a pseudo-terminal: standard error is then a
@@ -618,8 +823,13 @@ fn progress_line_on_a_terminal() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("runs started"), "{shown}");
     assert!(shown.contains("(target 20 ops/s)"), "{shown}");
-    // Cleared before the report: the last thing drawn erases the line.
-    assert!(shown.trim_end().ends_with("\x1b[2K"), "{shown:?}");
+    // Cleared before the report: the last thing drawn erases the line
+    // (before the achieved rate's warning, if a loaded machine earned it).
+    let drawn = shown.trim_end();
+    let drawn = drawn
+        .rfind("warning: achieved ")
+        .map_or(drawn, |w| &drawn[..w]);
+    assert!(drawn.trim_end().ends_with("\x1b[2K"), "{shown:?}");
 }
 
 #[test]
@@ -641,7 +851,7 @@ fn closed_stdout_is_not_an_error() {
         .expect("read stderr");
     let status = wait_with_limit(&mut child, Duration::from_secs(30));
     assert!(status.success(), "status {status}, stderr {stderr}");
-    assert!(stderr.is_empty(), "stderr: {stderr}");
+    assert!(quiet(&stderr).is_empty(), "stderr: {stderr}");
 }
 
 #[cfg(unix)]
@@ -682,89 +892,329 @@ fn ctrl_c_stops_starting_runs_and_reports_what_ran() {
         "{:?}",
         sent.elapsed()
     );
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let v = json(&out);
+    let v = json(&read_all(child.stdout.take()));
     assert_eq!(v["interrupted"], true);
+    assert_eq!(v["signal"], "SIGINT");
     assert_eq!(u(&v, "killed"), 0);
     let runs = u(&v, "runs");
     assert!((2..600).contains(&runs), "runs {runs}");
-    assert_eq!(u(&v, "succeeded"), runs, "every run finished: {v}");
-    assert_eq!(lines_of(&log) as u64, runs);
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(stderr.is_empty(), "stderr: {stderr}");
+    // A run still running at the signal was sent SIGTERM: interrupted.
+    let interrupted = u(&v, "interrupted_runs");
+    assert!(interrupted <= 1, "{v}");
+    assert_eq!(u(&v, "succeeded") + interrupted, runs, "{v}");
+    assert_eq!(u(&v, "failed"), 0, "{v}");
+    let echoed = lines_of(&log) as u64;
+    assert!(echoed == runs || echoed + 1 == runs, "{echoed} of {runs}");
 }
 
-#[cfg(unix)]
-#[test]
-fn a_second_ctrl_c_kills_the_running_runs() {
-    let log = scratch("exec-tests", "ctrl-c-twice.log");
-    let mut child = ratekeeper_std()
-        .args([
-            "exec",
-            "--rate",
-            "20",
-            "-c",
-            "2",
-            "-n",
-            "10",
-            "--stdout",
-            log.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo started; exec sleep 30",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ratekeeper");
-    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
-    wait_until(Duration::from_secs(20), "two runs", || lines_of(&log) >= 2);
-    interrupt(&child);
-    // The first stops starting runs; both keep running (30 s) until the
-    // second.
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "still waiting for runs"
-    );
-    let sent = Instant::now();
-    interrupt(&child);
-    let status = wait_with_limit(&mut child, Duration::from_secs(20));
-    assert_eq!(status.code(), Some(130), "{status}");
-    assert!(
-        sent.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        sent.elapsed()
-    );
+/// Reads what a child wrote to a pipe, to its end.
+fn read_all(pipe: Option<impl Read>) -> String {
     let mut text = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
+    pipe.expect("a piped stream")
         .read_to_string(&mut text)
-        .unwrap();
-    assert_eq!(fields(&text, "runs")[0], "2", "{text}");
-    assert!(
-        text.contains(
-            "interrupted     by Ctrl-C: no run was started after it; 2 running runs killed"
-        ),
-        "{text}"
-    );
-    assert_eq!(fields(&text, "signal 9"), ["2", "(SIGKILL)"]);
-    assert_eq!(fields(&text, "failed"), ["2"]);
+        .expect("read the child's output");
+    text
+}
+
+/// Signals sent to `ratekeeper exec` and what becomes of its runs: each
+/// run is a tree of processes (a shell and its children) in a process group
+/// of its own, which records its group's id (the shell's pid, `$$`) to a
+/// file as it starts.
+#[cfg(any(target_os = "linux", target_os = "macos", target_os = "freebsd"))]
+mod signals {
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Stdio};
+    use std::time::{Duration, Instant};
+
+    use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+    use serde_json::Value;
+
+    use super::common::*;
+    use super::read_all;
+
+    /// A running `ratekeeper exec --json` whose runs are `sh -c 'echo $$ >>
+    /// PIDS; SCRIPT' PIDS MARKS`: the script finds the marks file as `$1`.
+    struct Tree {
+        child: Child,
+        pids: PathBuf,
+        marks: PathBuf,
+        _watchdog: Watchdog,
+    }
+
+    impl Tree {
+        /// Starts 20 runs a second for 60 s, two at a time, with `extra`
+        /// options; with `own_group`, ratekeeper leads a process group of
+        /// its own, as a shell's job does on a terminal.
+        fn start(name: &str, extra: &[&str], script: &str, own_group: bool) -> Tree {
+            let pids = scratch("exec-signals", &format!("{name}.pids"));
+            let marks = scratch("exec-signals", &format!("{name}.marks"));
+            let mut command = ratekeeper_std();
+            command
+                .args(["exec", "--rate", "20", "-c", "2", "--duration", "60s"])
+                .args(["--json", "--discard-stdout"])
+                .args(extra)
+                .args(["--", "sh", "-c", &format!("echo $$ >> \"$0\"; {script}")])
+                .args([&pids, &marks])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if own_group {
+                use std::os::unix::process::CommandExt;
+                command.process_group(0);
+            }
+            let child = command.spawn().expect("spawn ratekeeper");
+            let watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+            Tree {
+                child,
+                pids,
+                marks,
+                _watchdog: watchdog,
+            }
+        }
+
+        /// Waits for both runs to have started; returns their groups' ids.
+        fn running(&self) -> Vec<i32> {
+            wait_until(Duration::from_secs(20), "two runs", || {
+                groups(&self.pids).len() >= 2
+            });
+            // The shell's children have started too.
+            std::thread::sleep(Duration::from_millis(200));
+            let groups = groups(&self.pids);
+            assert_eq!(groups.len(), 2, "-c 2: {groups:?}");
+            groups
+        }
+
+        /// Waits for ratekeeper's exit: its status and its JSON report.
+        fn finish(mut self) -> (Option<i32>, Value, String) {
+            let status = wait_with_limit(&mut self.child, Duration::from_secs(30));
+            let report = json(&read_all(self.child.stdout.take()));
+            let marks = std::fs::read_to_string(&self.marks).unwrap_or_default();
+            (status.code(), report, marks)
+        }
+
+        fn pid(&self) -> Pid {
+            Pid::from_raw(self.child.id() as i32).expect("a pid")
+        }
+    }
+
+    /// A failed test leaves nothing running: ratekeeper and its runs'
+    /// groups are killed (the watchdog, disarmed as the test unwinds, would
+    /// not).
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                return;
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            for g in groups(&self.pids) {
+                if let Some(pid) = Pid::from_raw(g) {
+                    let _ = kill_process_group(pid, Signal::KILL);
+                }
+            }
+        }
+    }
+
+    /// The process groups' ids the runs wrote to `pids`.
+    fn groups(pids: &Path) -> Vec<i32> {
+        std::fs::read_to_string(pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// The live processes (not zombies) in process group `group`, from
+    /// `/proc`.
+    #[cfg(target_os = "linux")]
+    fn group_members(group: i32) -> Vec<i32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let Some((_, rest)) = stat.rsplit_once(')') else {
+                    return false;
+                };
+                let f: Vec<&str> = rest.split_whitespace().take(3).collect();
+                f.len() == 3 && f[0] != "Z" && f[0] != "X" && f[2] == group.to_string()
+            })
+            .collect()
+    }
+
+    /// Elsewhere: the group's leader, if a signal can reach the group.
+    #[cfg(not(target_os = "linux"))]
+    fn group_members(group: i32) -> Vec<i32> {
+        let pid = Pid::from_raw(group).expect("a pid");
+        match rustix::process::test_kill_process_group(pid) {
+            Ok(()) => vec![group],
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Every run led its own group, with its children in it, while it ran.
+    fn assert_trees(groups: &[i32], own: i32) {
+        for &g in groups {
+            assert_ne!(g, own, "a run in ratekeeper's group");
+            let members = group_members(g);
+            assert!(members.contains(&g), "{g} leads its group: {members:?}");
+            #[cfg(target_os = "linux")]
+            assert!(
+                members.len() >= 2,
+                "{g}: the shell and its children: {members:?}"
+            );
+        }
+    }
+
+    /// No process of any run is left.
+    fn assert_gone(groups: &[i32]) {
+        for &g in groups {
+            let t = Instant::now();
+            while !group_members(g).is_empty() {
+                assert!(
+                    t.elapsed() < Duration::from_secs(5),
+                    "process group {g} is left: {:?}",
+                    group_members(g)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// Interrupted runs: sent SIGTERM, not failed, not counted by status.
+    fn assert_interrupted(v: &Value, signal: &str, killed: u64) {
+        assert_eq!(v["interrupted"], true, "{v}");
+        assert_eq!(v["signal"], signal, "{v}");
+        assert_eq!(u(v, "runs"), 2, "{v}");
+        assert_eq!(u(v, "interrupted_runs"), 2, "{v}");
+        assert_eq!(u(v, "terminated"), 2, "{v}");
+        assert_eq!(u(v, "killed"), killed, "{v}");
+        assert_eq!((u(v, "succeeded"), u(v, "failed")), (0, 0), "{v}");
+        assert_eq!(v["signals"], serde_json::json!({}), "{v}");
+        assert_eq!(v["exit_codes"], serde_json::json!({}), "{v}");
+    }
+
+    /// `signal` to ratekeeper ends it with `status`, and its runs, trees of
+    /// three processes, with SIGTERM: none is left.
+    fn a_tree_of_runs_ends_with(signal: Signal, name: &str, status: i32) {
+        let tree = Tree::start(name, &[], "sleep 300 & sleep 300; wait", false);
+        let groups = tree.running();
+        assert_trees(&groups, tree.child.id() as i32);
+        let sent = Instant::now();
+        kill_process(tree.pid(), signal).expect("signal ratekeeper");
+        let (code, v, _) = tree.finish();
+        assert_eq!(code, Some(status), "{v}");
+        // SIGTERM ends the runs at once: no wait for the 5 s grace.
+        assert!(
+            sent.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            sent.elapsed()
+        );
+        assert_interrupted(&v, name, 0);
+        assert_eq!(u(&v, "grace_ns"), 5_000_000_000);
+        assert_gone(&groups);
+    }
+
+    #[test]
+    fn sigint_ends_the_runs_process_trees_with_sigterm() {
+        a_tree_of_runs_ends_with(Signal::INT, "SIGINT", 130);
+    }
+
+    #[test]
+    fn sigterm_ends_the_runs_process_trees_with_sigterm() {
+        a_tree_of_runs_ends_with(Signal::TERM, "SIGTERM", 143);
+    }
+
+    #[test]
+    fn a_run_ignoring_sigterm_is_killed_after_the_grace() {
+        // The ignored SIGTERM is inherited by sleep: the whole tree stays.
+        let script = "trap '' TERM; sleep 300 & sleep 300; wait";
+        let tree = Tree::start("SIGKILL", &["--grace", "300ms"], script, false);
+        let groups = tree.running();
+        let sent = Instant::now();
+        kill_process(tree.pid(), Signal::TERM).expect("signal ratekeeper");
+        let (code, v, _) = tree.finish();
+        assert_eq!(code, Some(143), "{v}");
+        let took = sent.elapsed();
+        assert!(
+            took >= Duration::from_millis(300),
+            "before the grace: {took:?}"
+        );
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        assert_interrupted(&v, "SIGTERM", 2);
+        assert_eq!(u(&v, "grace_ns"), 300_000_000);
+        assert_gone(&groups);
+    }
+
+    #[test]
+    fn what_a_run_leaves_in_its_group_is_killed_after_the_grace() {
+        // The shell dies of SIGTERM; its child, which ignores it, stays in
+        // the group until the grace is over.
+        let script = "(trap '' TERM; exec sleep 300) & wait";
+        let tree = Tree::start("leftover", &["--grace", "300ms"], script, false);
+        let groups = tree.running();
+        let sent = Instant::now();
+        kill_process(tree.pid(), Signal::TERM).expect("signal ratekeeper");
+        let (code, v, _) = tree.finish();
+        assert_eq!(code, Some(143), "{v}");
+        let took = sent.elapsed();
+        // Where the group's members can be listed, the leftover gets the
+        // grace; elsewhere it is killed as soon as the shell is gone.
+        #[cfg(target_os = "linux")]
+        assert!(
+            took >= Duration::from_millis(300),
+            "before the grace: {took:?}"
+        );
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        #[cfg(target_os = "linux")]
+        assert_interrupted(&v, "SIGTERM", 2);
+        assert_gone(&groups);
+    }
+
+    #[test]
+    fn a_second_signal_kills_the_runs_at_once() {
+        let script = "trap '' TERM; sleep 300";
+        let tree = Tree::start("twice", &[], script, false);
+        let groups = tree.running();
+        kill_process(tree.pid(), Signal::INT).expect("signal ratekeeper");
+        // SIGTERM is ignored, and the grace is 5 s: still running.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut tree = tree;
+        assert!(tree.child.try_wait().unwrap().is_none(), "waiting for runs");
+        let sent = Instant::now();
+        kill_process(tree.pid(), Signal::INT).expect("signal ratekeeper");
+        let (code, v, _) = tree.finish();
+        assert_eq!(code, Some(130), "{v}");
+        assert!(
+            sent.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            sent.elapsed()
+        );
+        assert_interrupted(&v, "SIGINT", 2);
+        assert_gone(&groups);
+    }
+
+    #[test]
+    fn a_terminals_ctrl_c_reaches_ratekeeper_only() {
+        // Each run notes the signals it gets; SIGINT must not be one.
+        let script = "trap 'echo INT >> \"$1\"; exit 130' INT; \
+                      trap 'echo TERM >> \"$1\"; exit 143' TERM; sleep 300 & wait";
+        let tree = Tree::start("terminal", &[], script, true);
+        let groups = tree.running();
+        // As a terminal does: SIGINT to ratekeeper's (foreground) group.
+        kill_process_group(tree.pid(), Signal::INT).expect("signal the group");
+        let (code, v, marks) = tree.finish();
+        assert_eq!(code, Some(130), "{v}");
+        assert_eq!(
+            marks, "TERM\nTERM\n",
+            "only ratekeeper's SIGTERM reached the runs"
+        );
+        // Ended by our SIGTERM (exit 143 from the trap): interrupted, not a
+        // "signal 2" failure.
+        assert_interrupted(&v, "SIGINT", 0);
+        assert_gone(&groups);
+    }
 }
 
 #[test]
@@ -787,7 +1237,13 @@ fn help_has_examples_and_the_json_schema() {
                 .and(predicate::str::contains("coordinated omission"))
                 .and(predicate::str::contains("--concurrency <N>"))
                 .and(predicate::str::contains("--fail-fast"))
-                .and(predicate::str::contains("Ctrl-C")),
+                .and(predicate::str::contains("Ctrl-C"))
+                .and(predicate::str::contains("--grace <DUR>"))
+                .and(predicate::str::contains("--max-behind <DUR>"))
+                .and(predicate::str::contains("interrupted_runs"))
+                .and(predicate::str::contains("due_not_started"))
+                .and(predicate::str::contains("stopped_by_max_behind"))
+                .and(predicate::str::contains("process group")),
         );
     ratekeeper()
         .arg("--help")
@@ -800,10 +1256,18 @@ fn help_has_examples_and_the_json_schema() {
 fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     // 510M runs/s: a 1.96 ns slot truncated to 1 ns, 1e9 runs/s.
     let (stdout, stderr) = exec_run(&["--json", "--rate", "510M", "-n", "2", "--", "true"], 0);
-    assert_eq!(
-        stderr,
-        "warning: --limiter pacer runs at 1000000000 ops/s, not the target 510000000 ops/s \
-         (+96.08 %): one run's slot is floor(1e9 / rate) = 1 ns\n"
+    assert!(
+        stderr.starts_with(
+            "warning: --limiter pacer runs at 1000000000 ops/s, not the target 510000000 ops/s \
+             (+96.08 %): one run's slot is floor(1e9 / rate) = 1 ns\n"
+        ),
+        "{stderr}"
+    );
+    // Two spawns take far longer than 2 ns: the achieved rate's warning.
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+    assert!(
+        stderr.contains("below the target 510000000 runs/s"),
+        "{stderr}"
     );
     let v = json(&stdout);
     assert_eq!(f(&v, "effective_rate"), 1e9);

@@ -12,6 +12,8 @@ use anyhow::Context;
 use ratekeeper::config::LimiterRef;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
 
+use super::lag::{lag, Lag};
+use super::shutdown::Shutdown;
 use super::slot::Slot;
 use super::summary::Tally;
 use super::worker::{work, Finished, Job, Spawner};
@@ -21,7 +23,8 @@ use crate::report::duration_nanos;
 use crate::run::interrupt::{self, Interrupt};
 use crate::run::sleep_until_retry;
 
-/// How often the dispatcher, waiting for a run to end, checks for Ctrl-C.
+/// How often the dispatcher, waiting for a run to end, checks for a signal
+/// (and, at a stop, whether the grace period is over).
 pub(super) const POLL: Duration = Duration::from_millis(20);
 
 /// What the progress line reads.
@@ -63,10 +66,12 @@ pub(super) fn reserve_run(
 pub(super) enum Stop {
     /// The count was reached or the deadline passed.
     Done,
-    /// Ctrl-C.
+    /// SIGINT (Ctrl-C) or SIGTERM.
     Interrupted,
     /// A run failed, with --fail-fast.
     FailFast,
+    /// The schedule fell --max-behind behind.
+    MaxBehind,
 }
 
 /// How the runs are dispatched, whatever the limiter.
@@ -86,6 +91,12 @@ pub(super) struct Plan<'a> {
     pub(super) target_rate: f64,
     /// The longest a permit may wait (Resilience4j's timeout).
     pub(super) max_wait: Option<Duration>,
+    /// How long the runs still running at a stop have between SIGTERM and
+    /// SIGKILL (`--grace`).
+    pub(super) grace: Duration,
+    /// `--max-behind`, in nanoseconds: how far behind its schedule the
+    /// dispatch may fall before it stops.
+    pub(super) max_behind: Option<u64>,
     pub(super) fail_fast: bool,
     pub(super) interrupt: &'a Interrupt,
 }
@@ -97,15 +108,21 @@ pub(super) struct Dispatched {
     /// Runs started.
     pub(super) launched: u64,
     pub(super) stop: Stop,
-    /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
-    pub(super) killed: Option<u64>,
+    /// Whether a signal (SIGINT, SIGTERM) arrived, before the stop or while
+    /// the runs still running were waited for.
+    pub(super) interrupted: bool,
     /// Permits refused by the limiter's timeout (each asked for again).
     pub(super) refused: u64,
+    /// When the dispatch stopped starting runs (see [`lag`](super::lag)).
+    pub(super) end: u64,
+    /// How far behind its schedule it was then.
+    pub(super) lag: Lag,
 }
 
 /// Starts `plan.concurrency` workers running `spawner`'s command, then the
 /// limiter's schedule, and dispatches runs until the count, the deadline,
-/// Ctrl-C or (with --fail-fast) a failure; then waits for the running runs.
+/// a signal or (with --fail-fast) a failure; then waits for the running
+/// runs, ending them at a signal (see [`Shutdown`]).
 ///
 /// # Errors
 ///
@@ -135,18 +152,24 @@ pub(super) fn dispatch(
             idle: (0..plan.concurrency).rev().collect(),
             launched: 0,
             refused: 0,
+            last: None,
+            end: t0,
+            next_due: None,
         };
         let stop = d.dispatch()?;
-        let killed = d.wait_for_running(&slots);
+        d.wait_for_running(&slots, stop);
         if let Some(line) = line {
             line.finish();
         }
+        let lag = d.lag();
         Ok(Dispatched {
             tally: d.tally,
             launched: d.launched,
             stop,
-            killed,
+            interrupted: plan.interrupt.is_set(),
             refused: d.refused,
+            end: d.end,
+            lag,
         })
     })
 }
@@ -211,6 +234,14 @@ struct Dispatcher<'a> {
     idle: Vec<usize>,
     launched: u64,
     refused: u64,
+    /// The last run started: its scheduled time, and when it was handed to
+    /// its worker.
+    last: Option<(u64, u64)>,
+    /// When the dispatch stopped starting runs (see [`lag`](super::lag)).
+    end: u64,
+    /// The scheduled time of the first run not started; `None` when every
+    /// run of --count was started.
+    next_due: Option<u64>,
 }
 
 impl Dispatcher<'_> {
@@ -220,10 +251,10 @@ impl Dispatcher<'_> {
         loop {
             self.take_finished();
             if let Some(stop) = self.stop_early() {
-                return Ok(stop);
+                return Ok(self.stop(stop, None));
             }
             if self.plan.count.is_some_and(|n| self.launched >= n) {
-                return Ok(Stop::Done);
+                return Ok(self.stop(Stop::Done, None));
             }
             let reserved = reserve_run(
                 self.limiter,
@@ -233,35 +264,88 @@ impl Dispatcher<'_> {
                 &mut self.refused,
             )?;
             let Some(grant) = reserved else {
-                if self
-                    .deadline
-                    .is_some_and(|d| self.plan.clock.now_nanos() >= d)
-                {
-                    return Ok(Stop::Done);
+                if self.past_deadline() {
+                    return Ok(self.stop(Stop::Done, None));
                 }
                 continue;
             };
-            if self.deadline.is_some_and(|d| grant.ready_nanos() >= d) {
+            let due = grant.scheduled_nanos();
+            let stop = if self.deadline.is_some_and(|d| grant.ready_nanos() >= d) {
+                Some(Stop::Done)
+            } else {
+                self.too_far_behind(due).then_some(Stop::MaxBehind)
+            };
+            if let Some(stop) = stop {
                 self.limiter.cancel(&grant);
-                return Ok(Stop::Done);
+                return Ok(self.stop(stop, Some(due)));
             }
             // Every limiter's long wait is slept on the interrupt, a token
             // pool's too (the library's stoppable wait asks the pool what it
-            // waits for, so an inline pool's waiter still fills it).
+            // waits for, so an inline pool's waiter still fills it). A
+            // grant not waited for to the end is given back.
             let Some(grant) = interrupt::wait_for_grant(self.limiter, grant, interrupt) else {
-                return Ok(Stop::Interrupted);
+                return Ok(self.stop(Stop::Interrupted, Some(due)));
             };
-            match self.free_worker()? {
+            match self.free_worker(due)? {
                 Ok(worker) => self.launch(worker, &grant)?,
                 Err(stop) => {
                     self.limiter.cancel(&grant);
-                    return Ok(stop);
+                    return Ok(self.stop(stop, Some(due)));
                 }
             }
         }
     }
 
-    /// Ctrl-C, or with --fail-fast a failure, stops the dispatch.
+    /// Records where the dispatch stood at `stop`: its end, and the
+    /// scheduled time of the next run due, `held` if the dispatcher held
+    /// that run's permit (see [`lag`](super::lag)).
+    fn stop(&mut self, stop: Stop, held: Option<u64>) -> Stop {
+        self.end = match (stop, self.deadline) {
+            (Stop::Done, Some(deadline)) => deadline,
+            _ => self.plan.clock.now_nanos(),
+        };
+        let slot = (1e9 / self.plan.target_rate).round() as u64;
+        self.next_due = match held {
+            Some(due) => Some(due),
+            None if self.plan.count.is_some_and(|n| self.launched >= n) => None,
+            None => Some(
+                self.last
+                    .map_or(self.tally.t0, |(due, _)| due.saturating_add(slot)),
+            ),
+        };
+        stop
+    }
+
+    /// How far behind its schedule the dispatch was at its end.
+    fn lag(&self) -> Lag {
+        let last_late = self.last.map_or(0, |(due, at)| at.saturating_sub(due));
+        let left = self
+            .plan
+            .count
+            .map_or(u64::MAX, |n| n.saturating_sub(self.launched));
+        lag(
+            self.end,
+            self.next_due,
+            last_late,
+            self.plan.target_rate,
+            left,
+        )
+    }
+
+    /// With --max-behind: whether the run due at `due` is that late now.
+    fn too_far_behind(&self, due: u64) -> bool {
+        self.plan
+            .max_behind
+            .is_some_and(|max| self.plan.clock.now_nanos().saturating_sub(due) >= max)
+    }
+
+    /// Duration mode: whether the deadline has passed.
+    fn past_deadline(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| self.plan.clock.now_nanos() >= d)
+    }
+
+    /// A signal, or with --fail-fast a failure, stops the dispatch.
     fn stop_early(&self) -> Option<Stop> {
         if self.plan.interrupt.is_set() {
             Some(Stop::Interrupted)
@@ -272,17 +356,25 @@ impl Dispatcher<'_> {
         }
     }
 
-    /// A free worker, waited for; or why no run may start any more: no run
-    /// starts after Ctrl-C or, with --fail-fast, after a failure, even one
-    /// seen just now.
-    fn free_worker(&mut self) -> anyhow::Result<Result<usize, Stop>> {
+    /// A free worker for the run due at `due`, waited for; or why no run
+    /// may start any more: no run starts after a signal or, with
+    /// --fail-fast, after a failure, even one seen just now; with
+    /// --max-behind, once the run is that late; in duration mode, after
+    /// the deadline (the run was due, but is not started).
+    fn free_worker(&mut self, due: u64) -> anyhow::Result<Result<usize, Stop>> {
         loop {
             self.take_finished();
             if let Some(stop) = self.stop_early() {
                 return Ok(Err(stop));
             }
+            if self.too_far_behind(due) {
+                return Ok(Err(Stop::MaxBehind));
+            }
             if let Some(w) = self.idle.pop() {
                 return Ok(Ok(w));
+            }
+            if self.past_deadline() {
+                return Ok(Err(Stop::Done));
             }
             match self.done.recv_timeout(POLL) {
                 Ok(f) => self.finish(f),
@@ -304,6 +396,7 @@ impl Dispatcher<'_> {
         if self.jobs[worker].send(job).is_err() {
             anyhow::bail!("worker thread {} stopped", worker + 1);
         }
+        self.last = Some((grant.scheduled_nanos(), self.plan.clock.now_nanos()));
         // Ordering: Relaxed; a gauge for the progress line.
         self.counters
             .started
@@ -329,23 +422,24 @@ impl Dispatcher<'_> {
             .store(self.tally.failed, Ordering::Relaxed);
     }
 
-    /// Waits for the running runs, with no more to start; a second Ctrl-C
-    /// kills them. Returns how many were killed, if a kill was sent.
-    fn wait_for_running(&mut self, slots: &[Slot]) -> Option<u64> {
+    /// Waits for the running runs, with no more to start. After a signal
+    /// (the stop's, or one that arrives meanwhile) or --max-behind they are
+    /// ended: SIGTERM to their process groups, SIGKILL after the grace
+    /// period or at a further signal.
+    fn wait_for_running(&mut self, slots: &[Slot], stop: Stop) {
         // The workers stop once their job channels close.
         self.jobs.clear();
-        let mut killed = None;
+        let mut shutdown = Shutdown::new(slots, self.plan.grace, self.plan.interrupt);
+        if matches!(stop, Stop::Interrupted | Stop::MaxBehind) {
+            shutdown.terminate();
+        }
         while self.idle.len() < self.plan.concurrency {
             match self.done.recv_timeout(POLL) {
                 Ok(f) => self.finish(f),
-                Err(RecvTimeoutError::Timeout) => {
-                    if killed.is_none() && self.plan.interrupt.count() >= 2 {
-                        killed = Some(slots.iter().filter(|s| s.kill()).count() as u64);
-                    }
-                }
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
+            shutdown.tick();
         }
-        killed
     }
 }

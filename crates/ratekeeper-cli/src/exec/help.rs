@@ -58,11 +58,59 @@ Run length: --duration DUR (default 5s) or --count N, not both. With \
 --duration, runs are started while their permits are ready before the \
 deadline; runs still running then are waited for.
 
-Ctrl-C: the first stops starting runs (a permit being waited for is given \
-back; with --limiter pool it is waited for) and waits for the running ones; a \
-second kills them (SIGKILL; on Linux, Android, macOS and FreeBSD). \
-Typed at a terminal, Ctrl-C also reaches the running commands themselves. \
-The report covers every run started, and the exit status is 130.
+Falling behind: a run is due at its scheduled time; when every slot is busy \
+(the command is slower than --concurrency / rate allows), runs start late, \
+and in the end some that were due never start. At the end (the deadline, \
+or the stop: a signal, --fail-fast, --max-behind, the count), the next run \
+due is the first one not started: the one whose permit the dispatcher held \
+(waiting for the permit or for a free slot; the permit is given back), else \
+the one a slot (1 / target rate) after the last run started. Behind is the \
+end minus that run's scheduled time (0 if it is not past; with --count, \
+once every run started, how late the last one started). Due but not \
+started are the runs scheduled before the end, from the next run due on, \
+one slot apart (the schedule continued at the target rate), that never \
+started (with --count, at most the runs left). With --duration a run whose \
+permit was ready before the deadline but found no free slot by then is not \
+started. Scheduled times are the limiter's: the Pacer and the pool keep \
+every run that could not start due (their schedule does not move), so the \
+count is every run the target rate had due; bursty and warmup (Guava) and \
+refill and cycle (Resilience4j) let permits that were not taken in time go \
+(beyond what they store), so with them it counts only the runs their \
+schedule still held due, and the achieved rate tells the rest. When the achieved rate is more than 1% below the target (and by \
+at least one whole run), a warning on standard error says so: \
+\"warning: achieved X runs/s, Y % below the target Z runs/s: N runs due but \
+not started, behind by D at the end\". --max-behind DUR ends the run once \
+the next run due is DUR late (checked when its permit is taken and every \
+20 ms while it waits for a free slot): no run is started after it, the \
+runs still running are ended as at a signal (SIGTERM, SIGKILL after \
+--grace) and count as interrupted, the report is printed, and the exit \
+status is 3 (a signal's status wins if one came too).
+
+Signals (Ctrl-C, SIGINT, and SIGTERM, as from kill, timeout or docker \
+stop): the first stops starting runs (a permit being waited for is given \
+back; with --limiter pool it is waited for) and ends the runs still \
+running: each run is its own process group (its command is the group's \
+leader), which ratekeeper sends SIGTERM, then SIGKILL if the command is \
+still running --grace (default 5s) later; a further signal sends SIGKILL at \
+once. When a run ratekeeper sent SIGTERM exits, what it left running in its \
+group is given the rest of the grace period (on Linux; elsewhere it is \
+killed at once) and then SIGKILL, so no process of the run is left; a \
+process that moved to a group of its own is not followed. A signal that \
+comes after the last run was started (with --count, or after the deadline) \
+ends the runs still running the same way. A run sent SIGTERM that then ends \
+by a signal or with a status other than 0 counts as interrupted, not \
+failed, and is not timed; one that exits 0 counts as succeeded. Because \
+each run is its own process group, a terminal's Ctrl-C reaches ratekeeper \
+only, never the runs directly. (So on Linux, Android, macOS and FreeBSD; \
+elsewhere runs stay in ratekeeper's process group, where a terminal's Ctrl-C \
+reaches them too, and ratekeeper waits for them instead of signalling \
+them.) As a background job of the terminal, a run that reads it \
+(/dev/tty), or writes to it after stty tostop, is stopped by it; the \
+terminal's other keys (Ctrl-Z, Ctrl-\\) and its hangup reach ratekeeper \
+only, and only SIGINT and SIGTERM make it end the runs: a hangup or \
+Ctrl-\\ ends ratekeeper and leaves them running. The report covers every \
+run started, and the exit status is 128 + the first signal: 130 for SIGINT, \
+143 for SIGTERM.
 
 Report:
   runs            runs started (a run that could not be spawned included)
@@ -73,23 +121,35 @@ and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
 floor(refresh period / limit) ns; cycle is exact. More than 0.1% off the target, \
 the report says by how much and why, and a warning on standard error says so \
 before the first run
-  achieved rate   runs / launch span. The launch span is --duration, or, with \
---count or after Ctrl-C, from the start of the schedule until the last run \
-started, plus one slot (1 / target rate)
+  achieved rate   runs / launch span. The launch span is --duration for a run \
+that reached its deadline; otherwise (--count, or a run stopped early) from \
+the start of the schedule until the last run started plus one slot (1 / \
+target rate), or until the stop if that is later: a run stalled before a \
+signal is measured over the time it actually ran
+  not started     runs due before the end that never started (see Falling \
+behind above)
+  behind          how late the next run due was at the end (see Falling behind)
   elapsed         from the start of the schedule until the last run ended
   refused         refill, cycle only: permits refused because their wait would \
 exceed --timeout (the dispatcher waited and asked again)
+  stopped         by --max-behind (how far behind), by SIGINT or SIGTERM \
+(see Signals above), with how many runs still running were sent SIGTERM \
+and how many of them SIGKILL; or by --fail-fast
   exit N          runs that exited with status N
-  signal N        runs killed by signal N (Unix)
+  signal N        runs killed by signal N (Unix), but for interrupted ones
   spawn failed    runs that could not be started, with the first error
-  killed          runs killed by a second Ctrl-C
+  interrupted     runs ratekeeper sent SIGTERM at a stop that then ended by \
+a signal or with a status other than 0 (shown after a signal)
   wait, service, response: p50, p90, p99, p99.9, max and mean over the runs \
-that started (HdrHistogram, 3 significant digits; max and mean exact)
+that ran to their end: not those that could not be spawned or were \
+interrupted (HdrHistogram, 3 significant digits; max and mean exact)
 
 While the run goes on, a progress line on standard error shows the elapsed \
 time, the runs started, running and failed, and the rate over the last \
 second, if standard error is a terminal; otherwise ratekeeper writes nothing \
-to it but that warning.
+to it but the warnings (the effective rate's, before the first run; the \
+achieved rate's, after the last) and the error of --fail-fast or \
+--max-behind.
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 runs started per time bucket (--bucket) as a rate, against the target rate \
@@ -148,19 +208,36 @@ Report above); null for a limiter that does not limit at all
   stdout_file      string   (--stdout) the file
   runs             integer  runs started, spawn failures included
   succeeded        integer  runs that exited with status 0
-  failed           integer  runs - succeeded
-  exit_codes       object   {\"STATUS\": runs}, e.g. {\"0\": 18, \"3\": 2}
-  signals          object   {\"SIGNAL\": runs} by signal number, e.g. {\"9\": 1}
+  failed           integer  runs - succeeded - interrupted_runs
+  exit_codes       object   {\"STATUS\": runs}, e.g. {\"0\": 18, \"3\": 2}, \
+interrupted runs apart
+  signals          object   {\"SIGNAL\": runs} by signal number, e.g. {\"9\": 1}, \
+interrupted runs apart
   spawn_failed     integer  runs that could not be started
   spawn_error      string   the first spawn error, or null
-  killed           integer  runs killed by a second Ctrl-C
+  interrupted_runs integer  runs sent SIGTERM at a stop that then ended by a \
+signal or with a status other than 0: not failed
+  terminated       integer  runs still running at a stop, sent SIGTERM
+  killed           integer  of those, runs whose group was also sent SIGKILL \
+(after the grace, or at a further signal)
+  grace_ns         integer  --grace: from SIGTERM to SIGKILL
   launch_span_ns   integer  see Report above
   achieved_rate    number   runs / launch span
+  due_not_started  integer  runs due before the end that never started (see \
+Falling behind above)
+  behind_ns        integer  how late the next run due was at the end
+  below_target     boolean  whether the achieved rate was more than 1% (and \
+at least one run) below the target: the warning
   elapsed_ns       integer  from the start of the schedule to the end of the last run
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}: start - scheduled
   service_ns       object   the same percentiles of end - start
   response_ns      object   the same percentiles of end - scheduled
   refused          integer  (refill, cycle) permits refused by the timeout (each run asked again)
-  interrupted      boolean  whether Ctrl-C stopped the run (exit status 130)
+  interrupted      boolean  whether SIGINT or SIGTERM stopped the run (exit \
+status 130 or 143)
+  signal           string   the signal that did: \"SIGINT\" or \"SIGTERM\"; null
   fail_fast        boolean  whether --fail-fast was given
-  stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)";
+  stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)
+  max_behind_ns    integer  --max-behind, or null
+  stopped_by_max_behind boolean  whether --max-behind stopped the run (exit \
+status 3)";

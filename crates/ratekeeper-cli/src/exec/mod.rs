@@ -28,7 +28,9 @@
 
 mod dispatch;
 mod help;
+mod lag;
 mod render;
+mod shutdown;
 mod slot;
 mod summary;
 #[cfg(test)]
@@ -47,9 +49,10 @@ use ratekeeper::{DefaultClock, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
-use crate::flags::{parse_count, parse_duration, parse_spec};
+use crate::flags::{parse_count, parse_duration, parse_spec, parse_timeout};
 use crate::limiter;
 use crate::plot::{self, PlotPath};
+use crate::report::duration_nanos;
 use crate::run::interrupt::Interrupt;
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
@@ -101,6 +104,18 @@ pub struct ExecArgs {
     /// signal, or a failed spawn); exit status 1 after the report.
     #[arg(long)]
     pub fail_fast: bool,
+
+    /// At a stop (SIGINT, SIGTERM, --max-behind), how long the runs still
+    /// running have to end after SIGTERM before their process groups get
+    /// SIGKILL, e.g. 500ms; 0s kills them at once.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_timeout)]
+    pub grace: Duration,
+
+    /// End the run once it falls this far behind its schedule, e.g. 2s:
+    /// stop starting runs, end the running ones as at a signal, print the
+    /// report and exit with status 3.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub max_behind: Option<Duration>,
 
     /// Draw the runs started per time bucket and their response and service
     /// times to FILE, an SVG or a PNG (by its extension).
@@ -253,22 +268,31 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         bucket,
         target_rate,
         max_wait: config.kind().max_wait(),
+        grace: args.grace,
+        max_behind: args.max_behind.map(duration_nanos),
         fail_fast: args.fail_fast,
         interrupt,
     };
     let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
-    Ok(report(
-        args,
-        &d.tally,
-        Ran {
-            launched: d.launched,
-            stop: d.stop,
-            killed: d.killed,
-            refused: d.refused,
-            config,
-            effective,
-            duration,
-            count,
-        },
-    ))
+    let ran = Ran {
+        launched: d.launched,
+        stop: d.stop,
+        signal: d
+            .interrupted
+            .then(|| i32::from(interrupt.exit_status()) - 128),
+        refused: d.refused,
+        grace: args.grace,
+        end: d.end,
+        lag: d.lag,
+        max_behind: args.max_behind,
+        config,
+        effective,
+        duration,
+        count,
+    };
+    let report = report(args, &d.tally, ran);
+    if let Some(warning) = report.below_target_warning() {
+        crate::report::warn(&warning);
+    }
+    Ok(report)
 }

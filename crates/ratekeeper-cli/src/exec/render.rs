@@ -227,8 +227,8 @@ impl ExecReport {
         }
     }
 
-    /// How many runs, of what, and whether Ctrl-C or --fail-fast stopped
-    /// them.
+    /// How many runs, of what, and whether a signal, --max-behind or
+    /// --fail-fast stopped them.
     fn fmt_runs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let run = match (self.duration_ns, self.count) {
             (Some(d), _) => format!("duration {}", fmt_duration(d)),
@@ -241,16 +241,28 @@ impl ExecReport {
             _ => "ratekeeper's".to_owned(),
         };
         writeln!(f, "runs            {} ({run}; stdout {output})", self.runs)?;
-        if self.interrupted {
+        if let Some(max) = self.max_behind_ns.filter(|_| self.stopped_by_max_behind) {
             writeln!(
                 f,
-                "interrupted     by Ctrl-C: no run was started after it{}",
-                if self.killed > 0 {
-                    format!("; {} running runs killed", self.killed)
-                } else {
-                    String::new()
-                }
+                "stopped         by --max-behind {}: {} behind the schedule{}",
+                fmt_duration(max),
+                fmt_nanos(self.behind_ns),
+                self.fmt_sent()
             )?;
+        }
+        if let Some(signal) = self.signal {
+            let when = if self.signal_stopped_starts {
+                ": no run was started after it"
+            } else {
+                " while the last runs were running"
+            };
+            // What the runs were sent is told once, with the first stop.
+            let sent = if self.stopped_by_max_behind {
+                String::new()
+            } else {
+                self.fmt_sent()
+            };
+            writeln!(f, "stopped         by {signal}{when}{sent}")?;
         }
         if self.stopped_by_fail_fast {
             writeln!(
@@ -262,8 +274,27 @@ impl ExecReport {
         Ok(())
     }
 
-    /// The target, effective and achieved rates, the time until the last
-    /// run ended, and the permits refused by the timeout.
+    /// What the runs still running at the stop were sent.
+    fn fmt_sent(&self) -> String {
+        let runs = |n: u64| match n {
+            1 => "1 running run was".to_owned(),
+            n => format!("{n} running runs were"),
+        };
+        match (self.terminated, self.killed) {
+            (0, _) => String::new(),
+            (t, 0) => format!("; {} sent SIGTERM", runs(t)),
+            (t, k) => format!(
+                "; {} sent SIGTERM, {k} of them SIGKILL (after the {} grace or at a further \
+                 signal)",
+                runs(t),
+                fmt_duration(self.grace_ns)
+            ),
+        }
+    }
+
+    /// The target, effective and achieved rates, the runs due but not
+    /// started and how far behind the schedule was, the time until the
+    /// last run ended, and the permits refused by the timeout.
     fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
         writeln!(
@@ -276,6 +307,21 @@ impl ExecReport {
             "achieved rate   {} (runs over {})",
             fmt_rate(self.achieved_rate),
             fmt_nanos(self.launch_span_ns)
+        )?;
+        writeln!(
+            f,
+            "not started     {} (runs due before the end that never started)",
+            self.due_not_started
+        )?;
+        writeln!(
+            f,
+            "behind          {} (at the end, how late the next run due was{})",
+            fmt_nanos(self.behind_ns),
+            if self.count.is_some() {
+                "; once every run started, the last one"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             f,
@@ -297,6 +343,14 @@ impl ExecReport {
     fn fmt_statuses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
         writeln!(f, "failed          {}", self.failed)?;
+        if self.interrupted || self.interrupted_runs > 0 {
+            writeln!(
+                f,
+                "interrupted     {} (running at the stop and ended by ratekeeper's SIGTERM or \
+                 SIGKILL; not failed)",
+                self.interrupted_runs
+            )?;
+        }
         for (code, n) in &self.exit_codes {
             writeln!(f, "{:<16}{n}", format!("exit {code}"))?;
         }

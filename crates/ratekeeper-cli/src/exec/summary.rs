@@ -9,12 +9,17 @@ use ratekeeper::pool::Filling;
 use serde::Serialize;
 
 use super::dispatch::Stop;
-use super::render::signal_label;
+use super::lag::{below_target, Lag};
+use super::render::{signal_label, signal_name};
+use super::slot::Sent;
 use super::worker::{Ended, Finished};
 use super::ExecArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::plot::Buckets;
-use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::report::{
+    duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate,
+    WaitRecorder, WaitSummary,
+};
 use crate::run::{self, schedule_span};
 
 /// What the dispatcher has seen of the finished runs.
@@ -29,6 +34,13 @@ pub(super) struct Tally {
     pub(super) spawn_failed: u64,
     pub(super) spawn_error: Option<String>,
     pub(super) failed: u64,
+    /// Runs still running at a stop that ratekeeper sent SIGTERM.
+    pub(super) terminated: u64,
+    /// Of those, runs whose process group was also sent SIGKILL.
+    pub(super) killed: u64,
+    /// Runs ratekeeper sent SIGTERM that then ended by a signal or with a
+    /// status other than 0: interrupted, not failed.
+    pub(super) interrupted: u64,
     /// The first failure seen, for --fail-fast's message.
     pub(super) first_failure: Option<String>,
     pub(super) last_start: Option<u64>,
@@ -49,6 +61,9 @@ impl Tally {
             spawn_failed: 0,
             spawn_error: None,
             failed: 0,
+            terminated: 0,
+            killed: 0,
+            interrupted: 0,
             first_failure: None,
             last_start: None,
             last_end: None,
@@ -58,6 +73,9 @@ impl Tally {
 
     pub(super) fn add(&mut self, f: &Finished) {
         self.last_start = self.last_start.max(Some(f.start));
+        if self.stopped(f) {
+            return;
+        }
         let failure = match &f.ended {
             Ended::Exited(code) => {
                 *self.exit_codes.entry(*code).or_default() += 1;
@@ -81,6 +99,29 @@ impl Tally {
         if matches!(f.ended, Ended::SpawnFailed(_)) {
             return;
         }
+        self.record_times(f);
+    }
+
+    /// Counts what a run was sent at a stop; returns whether it is an
+    /// interrupted run (sent SIGTERM, and did not exit 0), which is neither
+    /// a failure nor timed: it did not run to its end.
+    fn stopped(&mut self, f: &Finished) -> bool {
+        if f.sent >= Sent::Term {
+            self.terminated += 1;
+        }
+        if f.sent == Sent::Kill {
+            self.killed += 1;
+        }
+        let interrupted = f.sent >= Sent::Term && f.ended != Ended::Exited(0);
+        if interrupted {
+            self.interrupted += 1;
+            self.last_end = self.last_end.max(Some(f.end));
+        }
+        interrupted
+    }
+
+    /// Records a run's wait, service and response times.
+    fn record_times(&mut self, f: &Finished) {
         // response = wait + service, also for a run let go before its
         // scheduled time (wait 0): never below its own service time.
         let wait = f.start.saturating_sub(f.scheduled);
@@ -103,10 +144,16 @@ impl Tally {
 pub(super) struct Ran {
     pub(super) launched: u64,
     pub(super) stop: Stop,
-    /// Runs killed by a second Ctrl-C; `None` if no kill was sent.
-    pub(super) killed: Option<u64>,
+    /// The signal that interrupted the run (SIGINT, SIGTERM), if one did.
+    pub(super) signal: Option<i32>,
     /// Permits refused by the limiter's timeout (each asked for again).
     pub(super) refused: u64,
+    pub(super) grace: Duration,
+    /// When the dispatch stopped starting runs (see [`lag`](super::lag)).
+    pub(super) end: u64,
+    /// How far behind its schedule it was then.
+    pub(super) lag: Lag,
+    pub(super) max_behind: Option<Duration>,
     pub(super) config: LimiterConfig,
     pub(super) effective: EffectiveRate,
     pub(super) duration: Option<Duration>,
@@ -150,9 +197,19 @@ pub struct ExecReport {
     pub(super) signals: BTreeMap<i32, u64>,
     pub(super) spawn_failed: u64,
     pub(super) spawn_error: Option<String>,
+    pub(super) interrupted_runs: u64,
+    pub(super) terminated: u64,
     pub(super) killed: u64,
+    pub(super) grace_ns: u64,
     pub(super) launch_span_ns: u64,
     pub(super) achieved_rate: f64,
+    /// Runs due before the end that never started (see [`lag`](super::lag)).
+    pub(super) due_not_started: u64,
+    /// How late the schedule was at the end.
+    pub(super) behind_ns: u64,
+    /// Whether the achieved rate fell short of the target (by more than
+    /// 1 %, and by at least one run).
+    pub(super) below_target: bool,
     pub(super) elapsed_ns: u64,
     pub(super) wait_ns: WaitSummary,
     pub(super) service_ns: WaitSummary,
@@ -161,8 +218,17 @@ pub struct ExecReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) refused: Option<u64>,
     pub(super) interrupted: bool,
+    /// The signal that interrupted the run: "SIGINT", "SIGTERM", or null.
+    pub(super) signal: Option<&'static str>,
+    /// Whether the signal stopped the starting of runs (else it came while
+    /// the last runs were running).
+    #[serde(skip)]
+    pub(super) signal_stopped_starts: bool,
     pub(super) fail_fast: bool,
     pub(super) stopped_by_fail_fast: bool,
+    /// --max-behind, if given.
+    pub(super) max_behind_ns: Option<u64>,
+    pub(super) stopped_by_max_behind: bool,
     /// The first failure, for --fail-fast's message (not in the JSON, which
     /// has the counts).
     #[serde(skip)]
@@ -174,7 +240,7 @@ pub struct ExecReport {
 }
 
 impl ExecReport {
-    /// Whether Ctrl-C stopped the run.
+    /// Whether a signal (SIGINT, SIGTERM) interrupted the run.
     pub fn interrupted(&self) -> bool {
         self.interrupted
     }
@@ -190,25 +256,73 @@ impl ExecReport {
             .unwrap_or_else(|| "a run failed".to_owned());
         Some(format!("{why}; stopped by --fail-fast"))
     }
+
+    /// With --max-behind, why it stopped the run, if it did.
+    pub fn max_behind_failure(&self) -> Option<String> {
+        let max = self.max_behind_ns.filter(|_| self.stopped_by_max_behind)?;
+        Some(format!(
+            "the run fell {} behind its schedule; stopped by --max-behind {}",
+            fmt_nanos(self.behind_ns),
+            fmt_duration(max)
+        ))
+    }
+
+    /// The warning for an achieved rate below the target, if it was.
+    pub(super) fn below_target_warning(&self) -> Option<String> {
+        if !self.below_target {
+            return None;
+        }
+        let short = (1.0 - self.achieved_rate / self.target_rate) * 100.0;
+        let slot = 1e9 / self.target_rate;
+        // Short, though no run was waiting by the limiter's schedule.
+        let kept_up = self.due_not_started == 0 && (self.behind_ns as f64) < slot;
+        Some(format!(
+            "achieved {}, {short:.1} % below the target {}: {} runs due but not started, behind \
+             by {} at the end{}",
+            fmt_unit_rate(self.achieved_rate, "runs"),
+            fmt_unit_rate(self.target_rate, "runs"),
+            self.due_not_started,
+            fmt_nanos(self.behind_ns),
+            if kept_up {
+                " (none by the limiter's schedule: it warms up, or lets permits not taken in \
+                 time go)"
+            } else {
+                ""
+            }
+        ))
+    }
 }
 
-pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
-    let target_rate = args.rate.rate().get();
-    let kind = ran.config.kind().limiter_kind();
-    let (filling, fill_interval_ns) = match ran.config.kind() {
+/// The pool's `filling` and `fill_interval_ns` (`None` for other
+/// limiters; an inline pool's interval is JSON null).
+fn filling(config: &LimiterConfig) -> (Option<&'static str>, Option<Option<u64>>) {
+    match config.kind() {
         KindConfig::Pool {
             filling: Filling::Thread(i),
             ..
         } => (Some("thread"), Some(Some(duration_nanos(i)))),
         KindConfig::Pool { .. } => (Some("inline"), Some(None)),
         _ => (None, None),
-    };
-    let interrupted = ran.stop == Stop::Interrupted || ran.killed.is_some();
-    let launch_span_ns = match ran.duration {
+    }
+}
+
+/// The span the achieved rate is over: --duration for a run that reached
+/// its deadline; else from the start of the schedule until the last run
+/// started plus one slot, or until the dispatch stopped if that is later
+/// (a run stalled before a signal is over the time it actually ran).
+fn launch_span(tally: &Tally, ran: &Ran, target_rate: f64) -> u64 {
+    match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
-        _ => schedule_span(tally.t0, tally.last_start, target_rate),
-    };
-    let achieved_rate = per_second(ran.launched, launch_span_ns);
+        _ => schedule_span(tally.t0, tally.last_start, target_rate)
+            .max(ran.end.saturating_sub(tally.t0)),
+    }
+}
+
+pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
+    let target_rate = args.rate.rate().get();
+    let kind = ran.config.kind().limiter_kind();
+    let (filling, fill_interval_ns) = filling(&ran.config);
+    let launch_span_ns = launch_span(tally, &ran, target_rate);
     let (stdout, stdout_file) = match (&args.stdout, args.discard_stdout) {
         (Some(p), _) => ("file", Some(p.display().to_string())),
         (None, true) => ("discard", None),
@@ -238,14 +352,23 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         stdout_file,
         runs: ran.launched,
         succeeded,
-        failed: ran.launched.saturating_sub(succeeded),
+        failed: ran
+            .launched
+            .saturating_sub(succeeded)
+            .saturating_sub(tally.interrupted),
         exit_codes: tally.exit_codes.clone(),
         signals: tally.signals.clone(),
         spawn_failed: tally.spawn_failed,
         spawn_error: tally.spawn_error.clone(),
-        killed: ran.killed.unwrap_or(0),
+        interrupted_runs: tally.interrupted,
+        terminated: tally.terminated,
+        killed: tally.killed,
+        grace_ns: duration_nanos(ran.grace),
         launch_span_ns,
-        achieved_rate,
+        achieved_rate: per_second(ran.launched, launch_span_ns),
+        due_not_started: ran.lag.due_not_started,
+        behind_ns: ran.lag.behind_ns,
+        below_target: below_target(ran.launched, launch_span_ns, target_rate),
         elapsed_ns: tally
             .last_end
             .max(tally.last_start)
@@ -255,9 +378,13 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         service_ns: tally.service.summary(),
         response_ns: tally.response.summary(),
         refused: ran.config.kind().max_wait().map(|_| ran.refused),
-        interrupted,
+        interrupted: ran.signal.is_some(),
+        signal: ran.signal.map(|s| signal_name(s).unwrap_or("SIGINT")),
+        signal_stopped_starts: ran.stop == Stop::Interrupted,
         fail_fast: args.fail_fast,
         stopped_by_fail_fast: ran.stop == Stop::FailFast,
+        max_behind_ns: ran.max_behind.map(duration_nanos),
+        stopped_by_max_behind: ran.stop == Stop::MaxBehind,
         first_failure: tally.first_failure.clone(),
         buckets: tally.plot.clone(),
     }

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::dispatch::Stop;
+use super::lag::{below_target, lag, Lag};
 use super::render::{shell_words, signal_label};
+use super::slot::Sent;
 use super::summary::Tally;
 use super::worker::{Ended, Finished};
 use super::*;
@@ -57,6 +59,7 @@ fn finished(number: u64, scheduled: u64, start: u64, end: u64, ended: Ended) -> 
         start,
         end,
         ended,
+        sent: Sent::Nothing,
     }
 }
 
@@ -152,8 +155,15 @@ fn sample_report() -> ExecReport {
     let ran = Ran {
         launched: 4,
         stop: Stop::Done,
-        killed: None,
+        signal: None,
         refused: 0,
+        grace: Duration::from_secs(5),
+        end: 300_004_000,
+        lag: Lag {
+            due_not_started: 0,
+            behind_ns: 4_000,
+        },
+        max_behind: None,
         config: "pacer:10".parse().unwrap(),
         effective: EffectiveRate::pacer(10.0, 100_000_000, "run"),
         duration: None,
@@ -218,7 +228,148 @@ fn text_and_json_reports_say_the_same() {
     // The killed run: scheduled at 300 ms, started 4 µs late, ran 250 ms.
     assert_eq!(json["response_ns"]["max"], 250_004_000u64);
     assert_eq!(json["interrupted"], false);
+    assert_eq!(json["interrupted_runs"], 0);
+    assert!(json["signal"].is_null());
+    assert!(!text.contains("interrupted"), "{text}");
     assert_eq!(json["stopped_by_fail_fast"], false);
+    assert_eq!(json["stopped_by_max_behind"], false);
+    assert!(json["max_behind_ns"].is_null());
+    assert_eq!(json["due_not_started"], 0);
+    assert_eq!(line("not started")[0], "0");
+    assert_eq!(json["behind_ns"], 4_000);
+    assert_eq!(line("behind")[0], "4.00µs");
+    // 4 runs over 400 ms at 10/s: on target, no warning.
+    assert_eq!(json["below_target"], false);
+    assert_eq!(r.below_target_warning(), None);
     assert!(json.get("max_burst_seconds").is_none());
     assert_eq!(json["strictness_mode"], "burst_ratio");
+}
+
+#[test]
+fn runs_ended_at_a_stop_are_interrupted_not_failed() {
+    let mut t = Tally::new(0, None);
+    let stopped = |n, ended, sent| Finished {
+        sent,
+        ..finished(n, 0, 10, 1_000, ended)
+    };
+    // Sent SIGTERM: killed by it, or exiting 143 from a trap.
+    t.add(&stopped(1, Ended::Signaled(15), Sent::Term));
+    t.add(&stopped(2, Ended::Exited(143), Sent::Term));
+    // Sent SIGKILL after the grace.
+    t.add(&stopped(3, Ended::Signaled(9), Sent::Kill));
+    // Exited 0 though sent SIGTERM (it was ending anyway, or cleaned up).
+    t.add(&stopped(4, Ended::Exited(0), Sent::Term));
+    // Not sent anything: a failure as ever.
+    t.add(&stopped(5, Ended::Signaled(2), Sent::Nothing));
+    assert_eq!((t.terminated, t.killed, t.interrupted), (4, 1, 3));
+    assert_eq!(t.failed, 1);
+    assert_eq!(t.signals, BTreeMap::from([(2, 1)]));
+    assert_eq!(t.exit_codes, BTreeMap::from([(0, 1)]));
+    // Only the runs that ran to their end are timed.
+    assert_eq!(t.service.count(), 2);
+    assert_eq!((t.last_start, t.last_end), (Some(10), Some(1_000)));
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn proc_stat_lines_tell_live_group_members() {
+    use super::slot::live_member;
+    let line = |state: &str, pgrp: i32| format!("4242 (sh) x) {state} 100 {pgrp} 100 0 -1 4194304");
+    assert!(live_member(&line("S", 77), 77));
+    assert!(live_member(&line("R", 77), 77));
+    assert!(!live_member(&line("Z", 77), 77), "a zombie is not live");
+    assert!(!live_member(&line("S", 78), 77), "another group");
+    assert!(!live_member("garbage", 77));
+}
+
+#[test]
+fn lag_counts_the_runs_due_before_the_end() {
+    // 20 runs/s: a slot of 50 ms. The next run was due 750 ms before the
+    // end: it and the 14 after it (at 800 ms ... 1.45 s) were due.
+    let ms = 1_000_000;
+    assert_eq!(
+        lag(1_000 * ms, Some(250 * ms), 0, 20.0, u64::MAX),
+        Lag {
+            due_not_started: 15,
+            behind_ns: 750 * ms
+        }
+    );
+    // A run due exactly at the end is not due before it; one due 1 ns
+    // before is.
+    assert_eq!(
+        lag(1_000 * ms, Some(950 * ms), 0, 20.0, u64::MAX).due_not_started,
+        1
+    );
+    assert_eq!(
+        lag(1_000 * ms, Some(1_000 * ms), 0, 20.0, u64::MAX).due_not_started,
+        0
+    );
+    assert_eq!(
+        lag(1_000 * ms, Some(1_000 * ms - 1), 0, 20.0, u64::MAX).due_not_started,
+        1
+    );
+    // Not yet due: not behind.
+    assert_eq!(
+        lag(1_000 * ms, Some(1_200 * ms), 0, 20.0, u64::MAX),
+        Lag::default()
+    );
+    // --count: at most the runs left; once all started, the last's delay.
+    assert_eq!(lag(1_000 * ms, Some(0), 0, 20.0, 3).due_not_started, 3);
+    assert_eq!(
+        lag(1_000 * ms, None, 600 * ms, 20.0, 0),
+        Lag {
+            due_not_started: 0,
+            behind_ns: 600 * ms
+        }
+    );
+}
+
+#[test]
+fn below_target_is_more_than_one_percent_and_a_whole_run() {
+    let s = 1_000_000_000;
+    assert!(below_target(5, s, 20.0));
+    assert!(!below_target(20, s, 20.0));
+    // 1 % short of 1000: 10 runs, and more than 1 %.
+    assert!(!below_target(990, s, 1000.0));
+    assert!(below_target(989, s, 1000.0));
+    // 5 runs at 50/s whose last started 1 ms late: 2 % short, but not by
+    // a whole run.
+    assert!(!below_target(5, 101_000_000, 50.0));
+    assert!(!below_target(0, 0, 50.0));
+}
+
+#[test]
+fn the_warning_says_how_far_below_and_behind() {
+    let mut r = sample_report();
+    r.achieved_rate = 5.0;
+    r.target_rate = 20.0;
+    r.below_target = true;
+    r.due_not_started = 15;
+    r.behind_ns = 750_000_000;
+    assert_eq!(
+        r.below_target_warning().as_deref(),
+        Some(
+            "achieved 5 runs/s, 75.0 % below the target 20 runs/s: 15 runs due but not \
+             started, behind by 750ms at the end"
+        )
+    );
+    r.due_not_started = 0;
+    r.behind_ns = 0;
+    let w = r.below_target_warning().unwrap();
+    assert!(
+        w.ends_with(
+            "(none by the limiter's schedule: it warms up, or lets permits not taken in time go)"
+        ),
+        "{w}"
+    );
+    r.stopped_by_max_behind = true;
+    r.max_behind_ns = Some(2_000_000_000);
+    r.behind_ns = 2_010_000_000;
+    assert_eq!(
+        r.max_behind_failure().as_deref(),
+        Some("the run fell 2.01s behind its schedule; stopped by --max-behind 2s")
+    );
+    assert!(r
+        .to_string()
+        .contains("stopped         by --max-behind 2s: 2.01s behind the schedule\n"));
 }

@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use ratekeeper::{Clock, DefaultClock};
 
-use super::slot::Slot;
+use super::slot::{Sent, Slot};
 
 /// Where the runs' standard output goes.
 #[derive(Debug)]
@@ -35,12 +35,15 @@ impl Spawner {
             Output::Discard => Stdio::null(),
             Output::File(f) => Stdio::from(f.try_clone()?),
         };
-        Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(stdout)
-            .stderr(Stdio::inherit())
-            .spawn()
+            .stderr(Stdio::inherit());
+        // Its own process group, where runs can be signalled.
+        Slot::prepare(&mut command);
+        command.spawn()
     }
 }
 
@@ -88,6 +91,8 @@ pub(super) struct Finished {
     pub(super) start: u64,
     pub(super) end: u64,
     pub(super) ended: Ended,
+    /// What the dispatcher sent it to end it (at a stop).
+    pub(super) sent: Sent,
 }
 
 /// One worker: runs the jobs it is handed, one at a time.
@@ -102,11 +107,14 @@ pub(super) fn work(
     for job in jobs {
         let start = clock.now_nanos();
         let mut end = start;
-        let ended = match spawner.spawn() {
-            Err(e) => Ended::SpawnFailed(e.to_string()),
+        let (ended, sent) = match spawner.spawn() {
+            Err(e) => (Ended::SpawnFailed(e.to_string()), Sent::Nothing),
             Ok(mut child) => match slot.wait(&mut child, || end = clock.now_nanos()) {
-                Ok(status) => Ended::from_status(status),
-                Err(e) => Ended::SpawnFailed(format!("waiting for the run: {e}")),
+                Ok((status, sent)) => (Ended::from_status(status), sent),
+                Err(e) => (
+                    Ended::SpawnFailed(format!("waiting for the run: {e}")),
+                    Sent::Nothing,
+                ),
             },
         };
         let finished = Finished {
@@ -116,6 +124,7 @@ pub(super) fn work(
             start,
             end,
             ended,
+            sent,
         };
         if done.send(finished).is_err() {
             return;

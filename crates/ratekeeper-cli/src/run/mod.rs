@@ -13,6 +13,11 @@ use ratekeeper::Clock;
 
 use interrupt::Interrupt;
 
+/// The exit status of a run that fell too far behind its schedule (`exec
+/// --max-behind`), after its report: apart from a failure (1), a usage
+/// error (2) and a signal (128 + the signal).
+pub const EXIT_BEHIND: u8 = 3;
+
 /// Run length when neither `--duration` nor `--count` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 
