@@ -1579,7 +1579,8 @@ fn signal(
 }
 
 /// SIGTERM (`kill`, `timeout`, `docker stop`) ends a run as Ctrl-C does,
-/// with its report, and exit status 143 (128 + SIGTERM), for pace and pipe.
+/// with its report, and exit status 143 (128 + SIGTERM), for pace and pipe;
+/// SIGHUP with 129.
 #[cfg(unix)]
 #[test]
 fn sigterm_ends_the_run_with_its_report_and_status_143() {
@@ -1592,6 +1593,15 @@ fn sigterm_ends_the_run_with_its_report_and_status_143() {
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["interrupted"], true);
     assert_eq!(v["ops"], 1, "{v}");
+
+    // SIGHUP, a closed terminal: the same, with 129.
+    let child = spawn_pace(&["pace", "--rate", "0.5", "--duration", "60s", "--json"]);
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (status, out, _) = signal(child, "HUP");
+    assert_eq!(status.code(), Some(129), "{status}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["interrupted"], true);
 
     let mut pipe = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
         .args(["pipe", "--rate", "0.5", "--json"])

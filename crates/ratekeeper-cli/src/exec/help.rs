@@ -107,10 +107,10 @@ reaches them too, and ratekeeper waits for them instead of signalling \
 them.) As a background job of the terminal, a run that reads it \
 (/dev/tty), or writes to it after stty tostop, is stopped by it; the \
 terminal's other keys (Ctrl-Z, Ctrl-\\) and its hangup reach ratekeeper \
-only, and only SIGINT and SIGTERM make it end the runs: a hangup or \
-Ctrl-\\ ends ratekeeper and leaves them running. The report covers every \
-run started, and the exit status is 128 + the first signal: 130 for SIGINT, \
-143 for SIGTERM.
+only. SIGINT, SIGTERM and SIGHUP (the terminal closed) make it end the runs \
+as above; Ctrl-\\ (SIGQUIT) ends ratekeeper at once and leaves them running. \
+The report covers every run started, and the exit status is 128 + the first \
+signal: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.
 
 Report:
   runs            runs started (a run that could not be spawned included)

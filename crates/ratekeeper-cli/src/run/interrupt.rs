@@ -1,5 +1,5 @@
-//! Ctrl-C (SIGINT) and SIGTERM: end a run cleanly, so that it still prints
-//! its report.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP: end a run cleanly, so that it still
+//! prints its report.
 //!
 //! [`install`] replaces the default action (the process dies at once) with a
 //! counter: a handler thread (signal-hook's iterator; `ctrlc` where there are
@@ -10,7 +10,8 @@
 //! second signal is in its `--help`; all of them then print their report and
 //! exit with [`Interrupt::exit_status`]: 128 + the first signal, as a shell
 //! reports a command killed by it (130 for SIGINT, 143 for SIGTERM: `kill`,
-//! `timeout`, `docker stop`, a CI cancel).
+//! `timeout`, `docker stop`, a CI cancel; 129 for SIGHUP, a closed
+//! terminal).
 //!
 //! [`install_with_rate_control`] also takes SIGUSR1 and SIGUSR2 as requests
 //! to double or halve the rate (`pipe`), counted in
@@ -185,11 +186,13 @@ pub fn install_with_rate_control() -> &'static Interrupt {
 /// Starts the handler thread, once per process.
 #[cfg(unix)]
 fn listen(rate_control: bool) {
-    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
     use signal_hook::iterator::Signals;
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
-        let mut wanted = vec![SIGINT, SIGTERM];
+        // SIGHUP too: a closed terminal ends the run as SIGTERM does (exec's
+        // runs, in their own process groups, no longer hear it themselves).
+        let mut wanted = vec![SIGINT, SIGTERM, SIGHUP];
         if rate_control {
             wanted.extend([SIGUSR1, SIGUSR2]);
         }
