@@ -1243,7 +1243,9 @@ fn help_has_examples_and_the_json_schema() {
                 .and(predicate::str::contains("interrupted_runs"))
                 .and(predicate::str::contains("due_not_started"))
                 .and(predicate::str::contains("stopped_by_max_behind"))
-                .and(predicate::str::contains("process group")),
+                .and(predicate::str::contains("process group"))
+                .and(predicate::str::contains("--stages <STAGES>"))
+                .and(predicate::str::contains("rate_changes")),
         );
     ratekeeper()
         .arg("--help")
@@ -1277,4 +1279,111 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     let (text, stderr) = exec_run(&["--rate", "50", "-n", "1", "--", "true"], 0);
     assert!(stderr.is_empty(), "{stderr}");
     assert_eq!(fields(&text, "effective rate"), ["50", "ops/s"]);
+}
+
+#[test]
+fn stages_ramp_the_rate_of_the_running_limiter() {
+    // From 5 runs/s up to 40/s over 1 s, then 40/s for 1 s: about 60 runs
+    // (the rates set every 100 ms sum to 60.75), where --rate 5 alone would
+    // start 10.
+    let t = Instant::now();
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "5",
+            "--stages",
+            "1s:40,1s:40",
+            "--discard-stdout",
+            "--",
+            "true",
+        ],
+        0,
+    );
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(quiet(&stderr).is_empty(), "stderr: {stderr}");
+    let v = json(&stdout);
+    let runs = u(&v, "runs");
+    assert!((35..=90).contains(&runs), "{runs} runs: {v}");
+    assert!(u(&v, "rate_changes") >= 5, "{v}");
+    assert_eq!(u(&v, "rate_changes_refused"), 0, "{v}");
+    assert_eq!(v["stages"], "1s:40,1s:40");
+    assert_eq!(f(&v, "start_rate"), 5.0);
+    assert_eq!(v["mode"], "duration");
+    assert_eq!(u(&v, "duration_ns"), 2_000_000_000);
+    // The target is the stages' mean over the run, not --rate.
+    let target = f(&v, "target_rate");
+    assert!((target - 30.375).abs() < 0.5, "{v}");
+    // The text report says the same.
+    let (text, _) = exec_run(&["--rate", "20", "--stages", "300ms:40", "--", "true"], 0);
+    let stages = fields(&text, "stages");
+    assert_eq!(stages[..3], ["300ms:40", "(from", "20"], "{text}");
+    assert!(text.contains("rate changes)"), "{text}");
+    assert!(
+        text.contains("(the stages' mean over the launch span)"),
+        "{text}"
+    );
+    // Without --stages: null.
+    let v = exec_json(&["--rate", "50", "-n", "1", "--", "true"]);
+    assert!(v["stages"].is_null() && v["rate_changes"].is_null(), "{v}");
+}
+
+#[test]
+fn a_rate_the_limiter_refuses_is_warned_about_once_and_the_run_goes_on() {
+    // Refill counts whole permits per period in 32 bits: 100 s at more
+    // than 43M/s is too many.
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--limiter",
+            "refill",
+            "--rate",
+            "10",
+            "--refresh-period",
+            "100s",
+            "--stages",
+            "300ms:100M",
+            "--discard-stdout",
+            "--",
+            "true",
+        ],
+        0,
+    );
+    let v = json(&stdout);
+    assert!(u(&v, "rate_changes_refused") >= 1, "{v}");
+    assert!(u(&v, "rate_changes") >= 1, "{v}");
+    assert!(u(&v, "runs") >= 1, "{v}");
+    let refusals: Vec<_> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: --stages: the limiter refused the rate"))
+        .collect();
+    assert_eq!(refusals.len(), 1, "{stderr}");
+    assert!(refusals[0].contains("the run goes on"), "{stderr}");
+}
+
+#[test]
+fn bad_stages_exit_2_with_the_parsers_message() {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["exec", "--rate", "5"];
+        v.extend(extra);
+        v.extend(["--", "true"]);
+        v
+    };
+    rejects(
+        &with(&["--stages", "10s:fast"]),
+        &["'10s:fast'", "--stages", "not a rate"],
+    );
+    rejects(
+        &with(&["--stages", "10s"]),
+        &["--stages", "expected DURATION:RATE"],
+    );
+    rejects(&with(&["--stages", "0s:5"]), &["lasts no time"]);
+    rejects(
+        &with(&["--stages", "1s:5", "--duration", "1s"]),
+        &["--stages", "--duration"],
+    );
+    rejects(
+        &with(&["--stages", "1s:5", "-n", "3"]),
+        &["--stages", "--count"],
+    );
 }

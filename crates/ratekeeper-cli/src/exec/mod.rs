@@ -24,11 +24,13 @@
 //! `run` gathers: the dispatcher ([`dispatch`](mod@dispatch)) hands runs to
 //! the workers ([`worker`]) and tallies them as they finish; [`summary`]
 //! computes the report from the tally and [`render`] prints it and draws the
-//! plot.
+//! plot. With `--stages`, [`ramp`] changes the running limiter's rate from
+//! a thread of its own and says what target that sets.
 
 mod dispatch;
 mod help;
 mod lag;
+mod ramp;
 mod render;
 mod shutdown;
 mod slot;
@@ -59,6 +61,7 @@ use crate::run::{self};
 
 use dispatch::{dispatch, Plan};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+use ramp::{Ramp, StagesArg};
 pub use render::write_plot;
 pub use summary::ExecReport;
 use summary::{report, Ran};
@@ -90,6 +93,17 @@ pub struct ExecArgs {
     /// Start runs for this long, e.g. 10s, 1m [default: 5s].
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "count")]
     pub duration: Option<Duration>,
+
+    /// Ramp the rate through stages, as k6 does: DUR:RATE,... ramps in a
+    /// straight line from --rate's rate to each RATE over its DUR, e.g.
+    /// 10s:1k,30s:10k,10s:0; the run lasts the stages' total.
+    #[arg(
+        long,
+        value_name = "STAGES",
+        value_parser = ramp::parse_stages_arg,
+        conflicts_with_all = ["duration", "count"]
+    )]
+    pub stages: Option<StagesArg>,
 
     /// Append every run's standard output to FILE (created if missing)
     /// [default: ratekeeper's standard output].
@@ -222,6 +236,21 @@ fn output(args: &ExecArgs) -> anyhow::Result<Output> {
     })
 }
 
+/// The command's spawner: the command after `--`, found before the run,
+/// and where its output goes.
+fn spawner(args: &ExecArgs) -> anyhow::Result<Spawner> {
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or_else(|| UsageError("expected a command after --".to_owned()))?;
+    check_program(program)?;
+    Ok(Spawner {
+        program: program.clone(),
+        args: rest.to_vec(),
+        output: output(args)?,
+    })
+}
+
 /// Runs `exec` with `args` and returns its report.
 ///
 /// # Errors
@@ -232,11 +261,7 @@ fn output(args: &ExecArgs) -> anyhow::Result<Output> {
 /// that cannot be started.
 pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
     let config = limiter_config(args)?;
-    let (program, rest) = args
-        .command
-        .split_first()
-        .ok_or_else(|| UsageError("expected a command after --".to_owned()))?;
-    check_program(program)?;
+    let spawner = spawner(args)?;
     let clock = DefaultClock::new();
     let limiter = config.build_with_clock(clock)?;
     let effective = limiter::effective_rate(&[limiter.as_ref()], &config, "run");
@@ -245,14 +270,21 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         args.rate.rate().get(),
         "ops",
     );
-    let spawner = Spawner {
-        program: program.clone(),
-        args: rest.to_vec(),
-        output: output(args)?,
-    };
-    let target_rate = args.rate.rate().get();
+    let ramp = args.stages.clone().map(|arg| Ramp {
+        arg,
+        start: args.rate.rate().get(),
+    });
     let count = args.count;
-    let duration = run::duration(args.duration, count);
+    let duration = match &ramp {
+        Some(r) => Some(r.arg.stages.total()),
+        None => run::duration(args.duration, count),
+    };
+    // With --stages, their mean over the run: the progress line's target,
+    // and the plot's bucket's.
+    let target_rate = match (&ramp, duration) {
+        (Some(r), Some(d)) => r.target_rate(duration_nanos(d)),
+        _ => args.rate.rate().get(),
+    };
     let bucket = plot::run_buckets(
         args.plot.as_ref(),
         args.bucket,
@@ -267,6 +299,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         count,
         bucket,
         target_rate,
+        ramp: ramp.as_ref(),
         max_wait: config.kind().max_wait(),
         grace: args.grace,
         max_behind: args.max_behind.map(duration_nanos),
@@ -289,6 +322,8 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         effective,
         duration,
         count,
+        ramp,
+        driven: d.driven,
     };
     let report = report(args, &d.tally, ran);
     if let Some(warning) = report.below_target_warning() {

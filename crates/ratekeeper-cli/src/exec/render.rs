@@ -50,12 +50,7 @@ fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot
                     2,
                     plot::rate_points(response, span),
                 ),
-                plot::target_series(
-                    format!("target {}", fmt_rate(report.target_rate)),
-                    plot::TARGET,
-                    report.target_rate,
-                    end_secs,
-                ),
+                target_series(report, end_secs),
             ],
         },
         wait: Panel {
@@ -88,12 +83,33 @@ fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot
     }
 }
 
+/// The target line: --rate's, or with --stages the staircase of rates the
+/// drive thread set.
+fn target_series(report: &ExecReport, end_secs: f64) -> Series {
+    match &report.staged.ramp {
+        Some(ramp) => Series {
+            name: format!("target: --stages {}", ramp.arg.text),
+            color: plot::TARGET,
+            dashed: true,
+            width: 1,
+            points: ramp.points(report.launch_span_ns),
+        },
+        None => plot::target_series(
+            format!("target {}", fmt_rate(report.target_rate)),
+            plot::TARGET,
+            report.target_rate,
+            end_secs,
+        ),
+    }
+}
+
 /// The plot's title: the command line, cut short to fit the plot's width.
 fn plot_title(report: &ExecReport) -> String {
-    let run = match (report.duration_ns, report.count) {
-        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
-        (None, Some(n)) => format!("-n {n}"),
-        (None, None) => String::new(),
+    let run = match (&report.staged.stages, report.duration_ns, report.count) {
+        (Some(stages), ..) => format!("--stages {stages}"),
+        (None, Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, None, Some(n)) => format!("-n {n}"),
+        (None, None, None) => String::new(),
     };
     let head = format!(
         "ratekeeper exec --limiter {} --rate {} --concurrency {} {run} -- ",
@@ -296,7 +312,7 @@ impl ExecReport {
     /// started and how far behind the schedule was, the time until the
     /// last run ended, and the permits refused by the timeout.
     fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
+        self.fmt_target(f)?;
         writeln!(
             f,
             "effective rate  {}",
@@ -337,6 +353,29 @@ impl ExecReport {
             )?;
         }
         Ok(())
+    }
+
+    /// The target rate, and with --stages the stages and the rate changes.
+    fn fmt_target(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.staged;
+        let (Some(stages), Some(start)) = (&s.stages, s.start_rate) else {
+            return writeln!(f, "target rate     {}", fmt_rate(self.target_rate));
+        };
+        writeln!(
+            f,
+            "stages          {stages} (from {}; {} rate changes{})",
+            fmt_rate(start),
+            s.rate_changes.unwrap_or_default(),
+            match s.rate_changes_refused {
+                Some(n @ 1..) => format!(", {n} refused by the limiter"),
+                _ => String::new(),
+            }
+        )?;
+        writeln!(
+            f,
+            "target rate     {} (the stages' mean over the launch span)",
+            fmt_rate(self.target_rate)
+        )
     }
 
     /// The runs by how they ended.

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::dispatch::Stop;
 use super::lag::{below_target, Lag};
+use super::ramp::{Driven, Ramp};
 use super::render::{signal_label, signal_name};
 use super::slot::Sent;
 use super::worker::{Ended, Finished};
@@ -158,6 +159,41 @@ pub(super) struct Ran {
     pub(super) effective: EffectiveRate,
     pub(super) duration: Option<Duration>,
     pub(super) count: Option<u64>,
+    /// With --stages: the rate the run followed.
+    pub(super) ramp: Option<Ramp>,
+    /// With --stages: the rate changes made.
+    pub(super) driven: Driven,
+}
+
+/// With --stages: what the report says of them (JSON null without).
+#[derive(Debug, Clone, Default, Serialize)]
+pub(super) struct Staged {
+    /// The stages as given.
+    pub(super) stages: Option<String>,
+    /// Rates set on the running limiter, the first (at the start) included.
+    pub(super) rate_changes: Option<u64>,
+    /// Rate changes the limiter refused.
+    pub(super) rate_changes_refused: Option<u64>,
+    /// `--rate`'s rate, where the ramp started.
+    pub(super) start_rate: Option<f64>,
+    /// The rate the drive thread set, for the plot's target line.
+    #[serde(skip)]
+    pub(super) ramp: Option<Ramp>,
+}
+
+impl Staged {
+    fn of(ran: &Ran) -> Staged {
+        let Some(ramp) = &ran.ramp else {
+            return Staged::default();
+        };
+        Staged {
+            stages: Some(ramp.arg.text.clone()),
+            rate_changes: Some(ran.driven.changes),
+            rate_changes_refused: Some(ran.driven.refused),
+            start_rate: Some(ramp.start),
+            ramp: Some(ramp.clone()),
+        }
+    }
 }
 
 /// The result of an `exec` run; `Display` is the text report, `Serialize`
@@ -177,7 +213,12 @@ pub struct ExecReport {
     /// `Some(None)` (JSON null) for a pool filled inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) fill_interval_ns: Option<Option<u64>>,
+    /// --rate's rate; with --stages, their mean over the launch span (see
+    /// [`ramp`](super::ramp)).
     pub(super) target_rate: f64,
+    /// With --stages: the stages and the rate changes.
+    #[serde(flatten)]
+    pub(super) staged: Staged,
     /// What the limiter's integer arithmetic gives (null: no limit).
     pub(super) effective_rate: Option<f64>,
     /// The text report's note when the effective rate is off the target.
@@ -283,11 +324,17 @@ impl ExecReport {
             fmt_unit_rate(self.target_rate, "runs"),
             self.due_not_started,
             fmt_nanos(self.behind_ns),
-            if kept_up {
-                " (none by the limiter's schedule: it warms up, or lets permits not taken in \
-                 time go)"
-            } else {
-                ""
+            match (kept_up, self.staged.stages.is_some()) {
+                (true, false) => {
+                    " (none by the limiter's schedule: it warms up, or lets permits not taken \
+                     in time go)"
+                }
+                (true, true) => {
+                    " (none by the limiter's schedule: it applies each --stages rate change \
+                     after the slots it already handed out, so it follows a ramp up a slot or \
+                     two late; it may also warm up, or let permits not taken in time go)"
+                }
+                (false, _) => "",
             }
         ))
     }
@@ -306,23 +353,30 @@ fn filling(config: &LimiterConfig) -> (Option<&'static str>, Option<Option<u64>>
     }
 }
 
-/// The span the achieved rate is over: --duration for a run that reached
-/// its deadline; else from the start of the schedule until the last run
-/// started plus one slot, or until the dispatch stopped if that is later
-/// (a run stalled before a signal is over the time it actually ran).
-fn launch_span(tally: &Tally, ran: &Ran, target_rate: f64) -> u64 {
+/// The span the achieved rate is over: --duration (or the stages' total)
+/// for a run that reached its deadline; else from the start of the
+/// schedule until the last run started plus one slot (at the rate then),
+/// or until the dispatch stopped if that is later (a run stalled before a
+/// signal is over the time it actually ran).
+fn launch_span(tally: &Tally, ran: &Ran, rate: f64) -> u64 {
+    let rate = match (&ran.ramp, tally.last_start) {
+        (Some(r), Some(last)) => r.rate_at_nanos(last.saturating_sub(tally.t0)),
+        _ => rate,
+    };
     match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
-        _ => schedule_span(tally.t0, tally.last_start, target_rate)
-            .max(ran.end.saturating_sub(tally.t0)),
+        _ => schedule_span(tally.t0, tally.last_start, rate).max(ran.end.saturating_sub(tally.t0)),
     }
 }
 
 pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
-    let target_rate = args.rate.rate().get();
     let kind = ran.config.kind().limiter_kind();
     let (filling, fill_interval_ns) = filling(&ran.config);
-    let launch_span_ns = launch_span(tally, &ran, target_rate);
+    let launch_span_ns = launch_span(tally, &ran, args.rate.rate().get());
+    let target_rate = match &ran.ramp {
+        Some(r) => r.target_rate(launch_span_ns),
+        None => args.rate.rate().get(),
+    };
     let (stdout, stdout_file) = match (&args.stdout, args.discard_stdout) {
         (Some(p), _) => ("file", Some(p.display().to_string())),
         (None, true) => ("discard", None),
@@ -342,8 +396,9 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         filling,
         fill_interval_ns,
         target_rate,
+        staged: Staged::of(&ran),
         effective_rate: ran.effective.json(),
-        effective_note: ran.effective.note(target_rate),
+        effective_note: ran.effective.note(args.rate.rate().get()),
         concurrency: args.concurrency,
         mode: run::mode_name(ran.duration),
         duration_ns: ran.duration.map(duration_nanos),
