@@ -1245,7 +1245,10 @@ fn help_has_examples_and_the_json_schema() {
                 .and(predicate::str::contains("stopped_by_max_behind"))
                 .and(predicate::str::contains("process group"))
                 .and(predicate::str::contains("--stages <STAGES>"))
-                .and(predicate::str::contains("rate_changes")),
+                .and(predicate::str::contains("rate_changes"))
+                .and(predicate::str::contains("--fail-if <COND>"))
+                .and(predicate::str::contains("failed_conditions"))
+                .and(predicate::str::contains("99")),
         );
     ratekeeper()
         .arg("--help")
@@ -1385,5 +1388,170 @@ fn bad_stages_exit_2_with_the_parsers_message() {
     rejects(
         &with(&["--stages", "1s:5", "-n", "3"]),
         &["--stages", "--count"],
+    );
+}
+
+#[test]
+fn a_fail_if_condition_that_holds_exits_99_after_the_report() {
+    // Runs of 50 ms: a service p99 over 1 ms.
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-n",
+            "5",
+            "--fail-if",
+            "service.p99>1ms",
+            "--fail-if",
+            "failures>0",
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        99,
+    );
+    let v = json(&stdout);
+    assert_eq!(u(&v, "runs"), 5);
+    assert_eq!(
+        v["fail_if"],
+        serde_json::json!(["service.p99>1ms", "failures>0"])
+    );
+    assert_eq!(
+        v["failed_conditions"],
+        serde_json::json!(["service.p99>1ms"])
+    );
+    let told: Vec<_> = quiet(&stderr).lines().map(str::to_owned).collect();
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].starts_with("error: --fail-if service.p99>1ms: failed, measured "),
+        "{stderr}"
+    );
+    // The text report says it too.
+    let (text, _) = exec_run(
+        &[
+            "--rate",
+            "20",
+            "-n",
+            "2",
+            "--fail-if",
+            "service>1ms",
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        99,
+    );
+    assert!(
+        text.contains("fail-if         1 of 1 condition held: service>1ms\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fail_if_conditions_that_do_not_hold_change_nothing() {
+    let v = exec_json(&[
+        "--rate",
+        "50",
+        "-n",
+        "3",
+        "--fail-if",
+        "failures>0",
+        "--fail-if",
+        "response.max>30s",
+        "--fail-if",
+        "rate<0.5",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["failed_conditions"], serde_json::json!([]));
+    assert_eq!(v["fail_if"].as_array().map(Vec::len), Some(3));
+    // Without --fail-if: empty.
+    let v = exec_json(&["--rate", "50", "-n", "1", "--", "true"]);
+    assert_eq!(v["fail_if"], serde_json::json!([]));
+    assert_eq!(v["failed_conditions"], serde_json::json!([]));
+}
+
+#[test]
+fn failed_runs_fail_a_failures_condition_and_a_stop_wins_over_99() {
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "50",
+            "-n",
+            "2",
+            "--fail-if",
+            "failures>=2",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+        99,
+    );
+    assert!(
+        stderr.contains("error: --fail-if failures>=2: failed, measured 2\n"),
+        "{stderr}"
+    );
+    // --fail-fast's 1 comes first; the condition is told all the same.
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "50",
+            "-n",
+            "3",
+            "--fail-fast",
+            "--fail-if",
+            "failures>0",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+        1,
+    );
+    assert!(stderr.contains("error: --fail-if failures>0"), "{stderr}");
+    assert!(stderr.contains("stopped by --fail-fast"), "{stderr}");
+    // So does --max-behind's 3.
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "20",
+            "--duration",
+            "30s",
+            "--max-behind",
+            "300ms",
+            "--fail-if",
+            "failures>=0",
+            "--discard-stdout",
+            "--",
+            "sleep",
+            "0.2",
+        ],
+        3,
+    );
+    assert!(stderr.contains("error: --fail-if failures>=0"), "{stderr}");
+    assert!(stderr.contains("stopped by --max-behind"), "{stderr}");
+}
+
+#[test]
+fn bad_fail_if_conditions_exit_2_before_the_run() {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["exec", "--rate", "5", "-n", "1"];
+        v.extend(extra);
+        v.extend(["--", "true"]);
+        v
+    };
+    rejects(
+        &with(&["--fail-if", "latency>5ms"]),
+        &["'latency>5ms'", "--fail-if", "not a figure"],
+    );
+    rejects(
+        &with(&["--fail-if", "response.p99"]),
+        &["--fail-if", "no comparison"],
+    );
+    rejects(
+        &with(&["--fail-if", "rate<fast"]),
+        &["--fail-if", "not a rate"],
     );
 }

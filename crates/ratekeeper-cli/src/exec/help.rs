@@ -135,6 +135,26 @@ as above; Ctrl-\\ (SIGQUIT) ends ratekeeper at once and leaves them running. \
 The report covers every run started, and the exit status is 128 + the first \
 signal: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.
 
+Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
+report, each condition that holds is told on standard error (\"error: \
+--fail-if response.p99>50ms: failed, measured 73ms\") and the exit status \
+is 99. COND is FIGURE OP VALUE: FIGURE is wait, service or response with a \
+statistic, .p50, .p90, .p99, .p99.9 (any .pNN from p0 to p100), .max or \
+.mean (alone, its .p99), over the runs timed (see Report); or rate (the \
+achieved rate, runs/s) or failures (failed runs, see Report); OP is >, >=, \
+< or <=; VALUE is a duration for a time (50ms, 1.5s, 250us), a rate for \
+rate (990, 1k, 60k/min) or a whole number for failures. The statistics \
+are the report's (p50, p90, p99, p99.9, max, mean; another percentile from \
+the same histogram). A condition that does not parse is refused before \
+the run (exit status 2); quote it for the shell (> and < redirect).
+
+Exit status: 0 when the run ended as planned (failed runs included: they \
+are counted); 1 when --fail-fast stopped it (or for a runtime error); 2 for \
+a usage error, before the run; 3 when --max-behind stopped it; 99 when a \
+--fail-if condition held; 128 + the first signal (130 SIGINT, 143 SIGTERM, \
+129 SIGHUP) when one stopped it. When several apply, the first of: the \
+signal's, 1, 3, 99 (the conditions that held are told all the same).
+
 Report:
   runs            runs started (a run that could not be spawned included)
   stages          (--stages) the stages, from --rate's rate, and the rate \
@@ -169,6 +189,7 @@ and how many of them SIGKILL; or by --fail-fast
   spawn failed    runs that could not be started, with the first error
   interrupted     runs ratekeeper sent SIGTERM at a stop that then ended by \
 a signal or with a status other than 0 (shown after a signal)
+  fail-if         (--fail-if) how many conditions held, and which
   wait, service, response: p50, p90, p99, p99.9, max and mean over the runs \
 that ran to their end: not those that could not be spawned or were \
 interrupted (HdrHistogram, 3 significant digits; max and mean exact)
@@ -280,4 +301,7 @@ status 130 or 143)
   stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)
   max_behind_ns    integer  --max-behind, or null
   stopped_by_max_behind boolean  whether --max-behind stopped the run (exit \
-status 3)";
+status 3)
+  fail_if          array    the --fail-if conditions as given (empty without)
+  failed_conditions array   those that held after the run, as given (empty \
+when none did; exit status 99)";

@@ -37,6 +37,7 @@ mod slot;
 mod summary;
 #[cfg(test)]
 mod tests;
+mod times;
 mod worker;
 
 use std::ffi::{OsStr, OsString};
@@ -56,6 +57,7 @@ use crate::limiter;
 use crate::plot::{self, PlotPath};
 use crate::report::duration_nanos;
 use crate::run::interrupt::Interrupt;
+use crate::run::verdict::{parse_condition, Condition, TimeFigure};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
@@ -140,6 +142,12 @@ pub struct ExecArgs {
     /// run, and at least 5 runs at the target rate].
     #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
     pub bucket: Option<Duration>,
+
+    /// Exit with status 99 after the report if COND holds, e.g.
+    /// 'response.p99>50ms', 'wait.max>=1s', 'rate<990', 'failures>0'
+    /// (repeatable; see Fail-if in --help).
+    #[arg(long, value_name = "COND", value_parser = parse_condition)]
+    pub fail_if: Vec<Condition>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -251,16 +259,48 @@ fn spawner(args: &ExecArgs) -> anyhow::Result<Spawner> {
     })
 }
 
+/// Refuses a `--fail-if` condition on a figure exec does not measure (it
+/// measures wait, service and response times, and has failed runs).
+fn check_conditions(conditions: &[Condition]) -> Result<(), UsageError> {
+    const MEASURED: [TimeFigure; 3] = [TimeFigure::Wait, TimeFigure::Service, TimeFigure::Response];
+    for c in conditions {
+        c.check_measured(&MEASURED, true).map_err(UsageError)?;
+    }
+    Ok(())
+}
+
+/// With `--stages`, the rate they ramp from `--rate`'s; how long the run
+/// lasts (`None`: count mode); and the rate it aims at (with `--stages`,
+/// their mean over the run: the progress line's target and the plot's
+/// bucket's).
+fn ramp_and_length(args: &ExecArgs) -> (Option<Ramp>, Option<Duration>, f64) {
+    let start = args.rate.rate().get();
+    match &args.stages {
+        Some(arg) => {
+            let ramp = Ramp {
+                arg: arg.clone(),
+                start,
+            };
+            let total = arg.stages.total();
+            let target = ramp.target_rate(duration_nanos(total));
+            (Some(ramp), Some(total), target)
+        }
+        None => (None, run::duration(args.duration, args.count), start),
+    }
+}
+
 /// Runs `exec` with `args` and returns its report.
 ///
 /// # Errors
 ///
 /// A [`UsageError`] for an option the limiter does not take, a command that
-/// cannot be found or a configuration the library refuses; an I/O error for
-/// a `--stdout` or `--plot` file that cannot be created or a worker thread
+/// cannot be found, a `--fail-if` condition on a figure exec does not
+/// measure or a configuration the library refuses; an I/O error for a
+/// `--stdout` or `--plot` file that cannot be created or a worker thread
 /// that cannot be started.
 pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
     let config = limiter_config(args)?;
+    check_conditions(&args.fail_if)?;
     let spawner = spawner(args)?;
     let clock = DefaultClock::new();
     let limiter = config.build_with_clock(clock)?;
@@ -270,26 +310,13 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         args.rate.rate().get(),
         "ops",
     );
-    let ramp = args.stages.clone().map(|arg| Ramp {
-        arg,
-        start: args.rate.rate().get(),
-    });
+    let (ramp, duration, target_rate) = ramp_and_length(args);
     let count = args.count;
-    let duration = match &ramp {
-        Some(r) => Some(r.arg.stages.total()),
-        None => run::duration(args.duration, count),
-    };
-    // With --stages, their mean over the run: the progress line's target,
-    // and the plot's bucket's.
-    let target_rate = match (&ramp, duration) {
-        (Some(r), Some(d)) => r.target_rate(duration_nanos(d)),
-        _ => args.rate.rate().get(),
-    };
     let bucket = plot::run_buckets(
         args.plot.as_ref(),
         args.bucket,
         duration,
-        args.count,
+        count,
         target_rate,
     )?;
     let plan = Plan {
@@ -325,7 +352,8 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         ramp,
         driven: d.driven,
     };
-    let report = report(args, &d.tally, ran);
+    let mut report = report(args, &d.tally, ran);
+    report.judge(&args.fail_if);
     if let Some(warning) = report.below_target_warning() {
         crate::report::warn(&warning);
     }

@@ -183,7 +183,8 @@ impl fmt::Display for ExecReport {
         self.fmt_runs(f)?;
         self.fmt_rates(f)?;
         self.fmt_statuses(f)?;
-        self.fmt_times(f)
+        self.fmt_times(f)?;
+        self.fmt_verdict(f)
     }
 }
 
@@ -408,6 +409,23 @@ impl ExecReport {
             )?;
         }
         Ok(())
+    }
+
+    /// With --fail-if: how many conditions held (each is told on standard
+    /// error after the report, with the value measured).
+    fn fmt_verdict(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = &self.verdict;
+        let n = v.fail_if.len();
+        let conditions = if n == 1 { "condition" } else { "conditions" };
+        match v.failed_conditions.len() {
+            _ if n == 0 => Ok(()),
+            0 => writeln!(f, "fail-if         {n} {conditions}, none held"),
+            k => writeln!(
+                f,
+                "fail-if         {k} of {n} {conditions} held: {}",
+                v.failed_conditions.join(", ")
+            ),
+        }
     }
 
     /// The wait, service and response times' table.

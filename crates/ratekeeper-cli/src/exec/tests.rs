@@ -433,3 +433,51 @@ fn the_drive_thread_sets_the_rate_until_the_stages_end_or_it_is_told() {
     assert_eq!(d.changes, 1);
     assert!((limiter.as_ref().rate() - 10.0).abs() < 0.01);
 }
+
+#[test]
+fn fail_if_reads_the_reports_figures() {
+    use crate::run::verdict::{parse_condition, Figures, Stat, TimeFigure};
+    let mut r = sample_report();
+    // Service times 5, 7, 9 and 250 ms; three runs failed.
+    let ms = |v: f64| v * 1e6;
+    let service = |stat| r.time(TimeFigure::Service, stat).unwrap();
+    assert_eq!(service(Stat::Max), ms(250.0));
+    assert_eq!(service(Stat::Percentile(99.0)), r.service_ns.p99 as f64);
+    assert_eq!(service(Stat::Percentile(99.9)), r.service_ns.p999 as f64);
+    // A percentile the report does not print: from the histogram.
+    let p75 = service(Stat::Percentile(75.0));
+    assert!((p75 - ms(9.0)).abs() <= ms(9.0) * 0.001, "{p75}");
+    assert_eq!(
+        r.time(TimeFigure::Wait, Stat::Mean),
+        Some(r.wait_ns.mean as f64)
+    );
+    assert_eq!(r.failures(), Some(3));
+    assert_eq!(r.rate(), r.achieved_rate);
+    let conditions: Vec<_> = [
+        "service.p75>8ms",
+        "service.p50>100ms",
+        "failures>=3",
+        "rate>1k",
+    ]
+    .iter()
+    .map(|c| parse_condition(c).unwrap())
+    .collect();
+    r.judge(&conditions);
+    assert_eq!(r.verdict.fail_if.len(), 4);
+    assert_eq!(
+        r.verdict.failed_conditions,
+        ["service.p75>8ms", "failures>=3"]
+    );
+    assert_eq!(
+        r.failed_conditions()[1].to_string(),
+        "--fail-if failures>=3: failed, measured 3"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json["failed_conditions"],
+        serde_json::json!(["service.p75>8ms", "failures>=3"])
+    );
+    assert!(r
+        .to_string()
+        .ends_with("fail-if         2 of 4 conditions held: service.p75>8ms, failures>=3\n"));
+}
