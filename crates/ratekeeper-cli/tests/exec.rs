@@ -742,19 +742,30 @@ fn bad_input_exits_2_naming_the_value() {
 #[test]
 fn plots_the_runs_started_and_their_times_in_svg_and_png() {
     let svg_path = scratch("exec-tests", "exec.svg");
-    let v = exec_json(&[
-        "--rate",
-        "20",
-        "-c",
-        "2",
-        "-n",
-        "10",
-        "--plot",
-        svg_path.to_str().unwrap(),
-        "--",
-        "sleep",
-        "0.05",
-    ]);
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--plot",
+            svg_path.to_str().unwrap(),
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        0,
+    );
+    // Where the plot went, and nothing else.
+    assert_eq!(
+        quiet(&stderr),
+        format!("wrote {}", svg_path.display()),
+        "{stderr}"
+    );
+    let v = json(&stdout);
     assert_eq!(u(&v, "runs"), 10);
     let svg = std::fs::read_to_string(&svg_path).expect("the SVG was written");
     let texts = svg_texts(&svg);
@@ -773,18 +784,21 @@ fn plots_the_runs_started_and_their_times_in_svg_and_png() {
     assert!(colors.len() >= 4, "{colors:?}");
 
     let png_path = scratch("exec-tests", "exec.png");
-    exec_json(&[
-        "--rate",
-        "20",
-        "-n",
-        "6",
-        "--plot",
-        png_path.to_str().unwrap(),
-        "--bucket",
-        "50ms",
-        "--",
-        "true",
-    ]);
+    exec_run(
+        &[
+            "--rate",
+            "20",
+            "-n",
+            "6",
+            "--plot",
+            png_path.to_str().unwrap(),
+            "--bucket",
+            "50ms",
+            "--",
+            "true",
+        ],
+        0,
+    );
     let (size, pixels) = png_pixels(&std::fs::read(&png_path).expect("the PNG was written"));
     assert_eq!(size, (1000, 760));
     let drawn = colors.iter().filter(|c| pixels.contains(*c)).count();
@@ -1247,6 +1261,7 @@ fn help_has_examples_and_the_json_schema() {
                 .and(predicate::str::contains("--stages <STAGES>"))
                 .and(predicate::str::contains("rate_changes"))
                 .and(predicate::str::contains("--fail-if <COND>"))
+                .and(predicate::str::contains("--hdr-out <FILE>"))
                 .and(predicate::str::contains("failed_conditions"))
                 .and(predicate::str::contains("99")),
         );
@@ -1554,4 +1569,57 @@ fn bad_fail_if_conditions_exit_2_before_the_run() {
         &with(&["--fail-if", "rate<fast"]),
         &["--fail-if", "not a rate"],
     );
+}
+
+#[test]
+fn hdr_out_writes_the_times_as_an_hdrhistogram_log() {
+    let path = scratch("exec-tests", "runs.hlog");
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "50",
+            "-n",
+            "4",
+            "--hdr-out",
+            path.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+        0,
+    );
+    assert_eq!(
+        quiet(&stderr),
+        format!("wrote {}", path.display()),
+        "{stderr}"
+    );
+    assert_eq!(u(&json(&stdout), "runs"), 4);
+    let log = std::fs::read_to_string(&path).expect("the log was written");
+    assert!(log.contains("#[StartTime: "), "{log}");
+    for tag in ["Tag=wait,", "Tag=service,", "Tag=response,"] {
+        let lines = log.lines().filter(|l| l.starts_with(tag)).count();
+        assert_eq!(lines, 1, "{tag}: {log}");
+    }
+    // A file that cannot be created is refused before the run.
+    let out = ratekeeper()
+        .args([
+            "exec",
+            "--rate",
+            "50",
+            "-n",
+            "1",
+            "--hdr-out",
+            "/no/such/dir/x.hlog",
+        ])
+        .args(["--", "true"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot create the --hdr-out file /no/such/dir/x.hlog"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }

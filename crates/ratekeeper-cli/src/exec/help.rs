@@ -197,14 +197,28 @@ interrupted (HdrHistogram, 3 significant digits; max and mean exact)
 While the run goes on, a progress line on standard error shows the elapsed \
 time, the runs started, running and failed, and the rate over the last \
 second, if standard error is a terminal; otherwise ratekeeper writes nothing \
-to it but the warnings (the effective rate's, before the first run; the \
-achieved rate's, after the last) and the error of --fail-fast or \
---max-behind.
+to it but the warnings (the effective rate's, before the first run; a rate \
+--stages' limiter refused, once; the achieved rate's, after the last), \
+\"wrote FILE\" for each file --plot and --hdr-out wrote (before the \
+report), and after the report the error of --fail-fast or --max-behind and \
+the --fail-if conditions that held.
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 runs started per time bucket (--bucket) as a rate, against the target rate \
-(dashed; with --stages, the staircase of rates set); the lower panel shows the longest and the mean response time and \
-the mean service time of the runs started in each bucket.";
+(dashed; with --stages, the staircase of rates set); the lower panel shows \
+the longest and the mean response time and the mean service time of the \
+runs started in each bucket.
+
+HdrHistogram log (--hdr-out FILE): the wait, service and response times of \
+the runs timed (see Report), the histograms the report's statistics come \
+from, in HdrHistogram's interval log format, which HistogramLogAnalyzer, \
+HistogramLogProcessor and other HdrHistogram tools read: a \
+#[StartTime: ...] header (when the schedule started), then one interval, \
+the whole run until the last run ended, as one line per figure tagged \
+Tag=wait, Tag=service and Tag=response, of values in nanoseconds (give such \
+a tool a divisor of 1e6 for milliseconds). The file is created before the \
+run (one that cannot be is an error, exit status 1) and written after it, \
+also when a signal or a stop ended it.";
 
 /// Examples, shown by `exec -h` and `exec --help`.
 pub const AFTER_HELP: &str = "\
@@ -214,7 +228,8 @@ Examples:
   ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
   ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
   ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
-  ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh";
+  ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
+  ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh";
 
 /// `exec --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -225,6 +240,7 @@ Examples:
   ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
   ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
   ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
+  ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh
 
 JSON output (--json): one object on one line, after anything the runs wrote \
 to standard output. Durations are integer nanoseconds, rates are runs per \

@@ -43,7 +43,7 @@ mod worker;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
@@ -54,7 +54,7 @@ use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec, parse_timeout};
 use crate::limiter;
-use crate::plot::{self, PlotPath};
+use crate::plot;
 use crate::report::duration_nanos;
 use crate::run::interrupt::Interrupt;
 use crate::run::verdict::{parse_condition, Condition, TimeFigure};
@@ -65,6 +65,7 @@ use dispatch::{dispatch, Plan};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use ramp::{Ramp, StagesArg};
 pub use render::write_plot;
+use render::{write_hdr_log, PlotArg};
 pub use summary::ExecReport;
 use summary::{report, Ran};
 use worker::{Output, Spawner};
@@ -135,8 +136,8 @@ pub struct ExecArgs {
 
     /// Draw the runs started per time bucket and their response and service
     /// times to FILE, an SVG or a PNG (by its extension).
-    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
-    pub plot: Option<PlotPath>,
+    #[arg(long, value_name = "FILE", value_parser = render::parse_plot_arg)]
+    pub plot: Option<PlotArg>,
 
     /// The plot's time bucket, e.g. 1s [default: about a hundredth of the
     /// run, and at least 5 runs at the target rate].
@@ -148,6 +149,12 @@ pub struct ExecArgs {
     /// (repeatable; see Fail-if in --help).
     #[arg(long, value_name = "COND", value_parser = parse_condition)]
     pub fail_if: Vec<Condition>,
+
+    /// Write the runs' wait, service and response times to FILE as
+    /// HdrHistogram's interval log (one interval, the whole run; tags wait,
+    /// service, response; nanoseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_out: Option<PathBuf>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -289,6 +296,15 @@ fn ramp_and_length(args: &ExecArgs) -> (Option<Ramp>, Option<Duration>, f64) {
     }
 }
 
+/// When the schedule started, `t0` on `clock`, by the system's clock (for
+/// `--hdr-out`'s start time).
+fn started_at(clock: &DefaultClock, t0: u64) -> SystemTime {
+    use ratekeeper::Clock;
+    let ago = Duration::from_nanos(clock.now_nanos().saturating_sub(t0));
+    let now = SystemTime::now();
+    now.checked_sub(ago).unwrap_or(now)
+}
+
 /// Runs `exec` with `args` and returns its report.
 ///
 /// # Errors
@@ -296,8 +312,8 @@ fn ramp_and_length(args: &ExecArgs) -> (Option<Ramp>, Option<Duration>, f64) {
 /// A [`UsageError`] for an option the limiter does not take, a command that
 /// cannot be found, a `--fail-if` condition on a figure exec does not
 /// measure or a configuration the library refuses; an I/O error for a
-/// `--stdout` or `--plot` file that cannot be created or a worker thread
-/// that cannot be started.
+/// `--stdout`, `--plot` or `--hdr-out` file that cannot be created or
+/// written, or a worker thread that cannot be started.
 pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
     let config = limiter_config(args)?;
     check_conditions(&args.fail_if)?;
@@ -313,7 +329,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
     let (ramp, duration, target_rate) = ramp_and_length(args);
     let count = args.count;
     let bucket = plot::run_buckets(
-        args.plot.as_ref(),
+        args.plot.as_ref().map(|p| &p.to),
         args.bucket,
         duration,
         count,
@@ -333,7 +349,12 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         fail_fast: args.fail_fast,
         interrupt,
     };
+    if let Some(path) = &args.hdr_out {
+        File::create(path)
+            .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
+    }
     let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
+    let started = started_at(&clock, d.tally.t0);
     let ran = Ran {
         launched: d.launched,
         stop: d.stop,
@@ -356,6 +377,9 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
     report.judge(&args.fail_if);
     if let Some(warning) = report.below_target_warning() {
         crate::report::warn(&warning);
+    }
+    if let Some(path) = &args.hdr_out {
+        write_hdr_log(path, &report, started)?;
     }
     Ok(report)
 }

@@ -1,6 +1,9 @@
 //! `exec`'s text report and its plot.
 
 use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use super::summary::ExecReport;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
@@ -9,16 +12,69 @@ use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution
 /// The most characters of a plot's title (its width, in the title's font).
 const TITLE_CHARS: usize = 95;
 
-/// Writes the `--plot` of `report` to `to`.
+/// `--plot FILE`: where to write the plot and in which format, with the
+/// file's name as given, to say where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlotArg {
+    /// The name as given.
+    pub shown: PathBuf,
+    pub to: PlotPath,
+}
+
+/// `--plot`'s value parser: [`plot::parse_plot_path`], keeping the name.
+///
+/// # Errors
+///
+/// The parser's message.
+pub(super) fn parse_plot_arg(s: &str) -> Result<PlotArg, String> {
+    Ok(PlotArg {
+        shown: PathBuf::from(s),
+        to: plot::parse_plot_path(s)?,
+    })
+}
+
+/// Writes the `--plot` of `report` to `to`, and says so on standard error.
 ///
 /// # Errors
 ///
 /// A drawing error or the I/O error writing the file.
-pub fn write_plot(to: &PlotPath, report: &ExecReport) -> anyhow::Result<()> {
+pub fn write_plot(to: &PlotArg, report: &ExecReport) -> anyhow::Result<()> {
     let Some((response, service)) = &report.buckets else {
         return Ok(());
     };
-    plot::write(to, &exec_plot(report, response, service))
+    plot::write(&to.to, &exec_plot(report, response, service))?;
+    wrote(&to.shown);
+    Ok(())
+}
+
+/// Writes `--hdr-out`: the runs' wait, service and response histograms as
+/// one interval of HdrHistogram's log, from `started` for the time until
+/// the last run ended; and says so on standard error.
+///
+/// # Errors
+///
+/// The I/O error creating or writing the file.
+pub(super) fn write_hdr_log(
+    path: &Path,
+    report: &ExecReport,
+    started: SystemTime,
+) -> anyhow::Result<()> {
+    let h = &report.histograms;
+    let tagged = [
+        ("wait", &h.wait),
+        ("service", &h.service),
+        ("response", &h.response),
+    ];
+    let elapsed = Duration::from_nanos(report.elapsed_ns);
+    crate::hdr_log::write(path, started, elapsed, &tagged)?;
+    wrote(path);
+    Ok(())
+}
+
+/// Tells on standard error where a file went.
+fn wrote(path: &Path) {
+    // Nobody to tell if standard error is closed.
+    let _ = writeln!(io::stderr().lock(), "wrote {}", path.display());
 }
 
 /// The plot of a run: the runs started per bucket against the target, and
