@@ -1,6 +1,6 @@
 //! End-to-end tests of `ratekeeper exec`: counts by exit status, response
 //! and service times, --fail-fast, where the runs' output goes, plots,
-//! Ctrl-C, the progress line and bad input.
+//! --stages, --fail-if, --hdr-out, Ctrl-C, the progress line and bad input.
 //!
 //! The commands are `sh` one-liners and `sleep`; runs are short and timing
 //! bounds generous, for a noisy 2-core machine.

@@ -1,5 +1,5 @@
-//! `exec`'s unit tests: flag checks, the tally, and the text and JSON
-//! reports agreeing.
+//! `exec`'s unit tests: flag checks, the tally, the text and JSON reports
+//! agreeing, --stages' target and drive thread, and --fail-if's figures.
 
 use std::collections::BTreeMap;
 
