@@ -10,9 +10,6 @@
 //! reader that expects another unit takes a max-value divisor, as
 //! HistogramLogProcessor's `-outputValueUnitRatio` does.
 
-// Wired into pace and exec in the commits that follow.
-#![allow(dead_code)]
-
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;

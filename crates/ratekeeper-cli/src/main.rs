@@ -13,6 +13,9 @@
 //!   an arrival pattern or limiter spec that does not parse, an option the
 //!   chosen limiter does not take, or a command `exec` cannot find;
 //! * `3`: an `exec` run stopped by `--max-behind` (after its report);
+//! * `99`: an `exec` run a `--fail-if` condition failed (after its report;
+//!   a signal's status, `--fail-fast`'s 1 and `--max-behind`'s 3 win over
+//!   it);
 //! * `130`: Ctrl-C ended a `pace`, `exec` or `pipe` run (after its report).
 //!
 //! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
@@ -120,6 +123,9 @@ enum Outcome {
     /// It fell too far behind its schedule (`exec --max-behind`): the
     /// message, and exit status 3 ([`run::EXIT_BEHIND`]).
     Behind(String),
+    /// A `--fail-if` condition held (`exec`; the conditions were printed
+    /// after the report): exit status 99 ([`run::verdict::EXIT_STATUS`]).
+    ConditionFailed,
 }
 
 fn main() -> ExitCode {
@@ -144,6 +150,7 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "error: {why}");
             ExitCode::from(run::EXIT_BEHIND)
         }
+        Ok(Outcome::ConditionFailed) => ExitCode::from(run::verdict::EXIT_STATUS),
         Err(e) if report::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e:#}");
@@ -178,6 +185,10 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
                 exec::write_plot(to, &report)?;
             }
             report::emit(&report, args.json)?;
+            // Every --fail-if condition that held, whatever the exit status.
+            for failed in report.failed_conditions() {
+                let _ = writeln!(std::io::stderr(), "error: {failed}");
+            }
             if report.interrupted() {
                 return Ok(Outcome::Interrupted(interrupt.exit_status()));
             }
@@ -186,6 +197,7 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             }
             Ok(match report.max_behind_failure() {
                 Some(why) => Outcome::Behind(why),
+                None if !report.failed_conditions().is_empty() => Outcome::ConditionFailed,
                 None => Outcome::Done,
             })
         }

@@ -1,6 +1,6 @@
 //! End-to-end tests of `ratekeeper exec`: counts by exit status, response
 //! and service times, --fail-fast, where the runs' output goes, plots,
-//! Ctrl-C, the progress line and bad input.
+//! --stages, --fail-if, --hdr-out, Ctrl-C, the progress line and bad input.
 //!
 //! The commands are `sh` one-liners and `sleep`; runs are short and timing
 //! bounds generous, for a noisy 2-core machine.
@@ -742,19 +742,30 @@ fn bad_input_exits_2_naming_the_value() {
 #[test]
 fn plots_the_runs_started_and_their_times_in_svg_and_png() {
     let svg_path = scratch("exec-tests", "exec.svg");
-    let v = exec_json(&[
-        "--rate",
-        "20",
-        "-c",
-        "2",
-        "-n",
-        "10",
-        "--plot",
-        svg_path.to_str().unwrap(),
-        "--",
-        "sleep",
-        "0.05",
-    ]);
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--plot",
+            svg_path.to_str().unwrap(),
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        0,
+    );
+    // Where the plot went, and nothing else.
+    assert_eq!(
+        quiet(&stderr),
+        format!("wrote {}", svg_path.display()),
+        "{stderr}"
+    );
+    let v = json(&stdout);
     assert_eq!(u(&v, "runs"), 10);
     let svg = std::fs::read_to_string(&svg_path).expect("the SVG was written");
     let texts = svg_texts(&svg);
@@ -773,18 +784,21 @@ fn plots_the_runs_started_and_their_times_in_svg_and_png() {
     assert!(colors.len() >= 4, "{colors:?}");
 
     let png_path = scratch("exec-tests", "exec.png");
-    exec_json(&[
-        "--rate",
-        "20",
-        "-n",
-        "6",
-        "--plot",
-        png_path.to_str().unwrap(),
-        "--bucket",
-        "50ms",
-        "--",
-        "true",
-    ]);
+    exec_run(
+        &[
+            "--rate",
+            "20",
+            "-n",
+            "6",
+            "--plot",
+            png_path.to_str().unwrap(),
+            "--bucket",
+            "50ms",
+            "--",
+            "true",
+        ],
+        0,
+    );
     let (size, pixels) = png_pixels(&std::fs::read(&png_path).expect("the PNG was written"));
     assert_eq!(size, (1000, 760));
     let drawn = colors.iter().filter(|c| pixels.contains(*c)).count();
@@ -1243,7 +1257,13 @@ fn help_has_examples_and_the_json_schema() {
                 .and(predicate::str::contains("interrupted_runs"))
                 .and(predicate::str::contains("due_not_started"))
                 .and(predicate::str::contains("stopped_by_max_behind"))
-                .and(predicate::str::contains("process group")),
+                .and(predicate::str::contains("process group"))
+                .and(predicate::str::contains("--stages <STAGES>"))
+                .and(predicate::str::contains("rate_changes"))
+                .and(predicate::str::contains("--fail-if <COND>"))
+                .and(predicate::str::contains("--hdr-out <FILE>"))
+                .and(predicate::str::contains("failed_conditions"))
+                .and(predicate::str::contains("99")),
         );
     ratekeeper()
         .arg("--help")
@@ -1277,4 +1297,329 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     let (text, stderr) = exec_run(&["--rate", "50", "-n", "1", "--", "true"], 0);
     assert!(stderr.is_empty(), "{stderr}");
     assert_eq!(fields(&text, "effective rate"), ["50", "ops/s"]);
+}
+
+#[test]
+fn stages_ramp_the_rate_of_the_running_limiter() {
+    // From 5 runs/s up to 40/s over 1 s, then 40/s for 1 s: about 60 runs
+    // (the rates set every 100 ms sum to 60.75), where --rate 5 alone would
+    // start 10.
+    let t = Instant::now();
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "5",
+            "--stages",
+            "1s:40,1s:40",
+            "--discard-stdout",
+            "--",
+            "true",
+        ],
+        0,
+    );
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(quiet(&stderr).is_empty(), "stderr: {stderr}");
+    let v = json(&stdout);
+    let runs = u(&v, "runs");
+    assert!((35..=90).contains(&runs), "{runs} runs: {v}");
+    assert!(u(&v, "rate_changes") >= 5, "{v}");
+    assert_eq!(u(&v, "rate_changes_refused"), 0, "{v}");
+    assert_eq!(v["stages"], "1s:40,1s:40");
+    assert_eq!(f(&v, "start_rate"), 5.0);
+    assert_eq!(v["mode"], "duration");
+    assert_eq!(u(&v, "duration_ns"), 2_000_000_000);
+    // The target is the stages' mean over the run, not --rate.
+    let target = f(&v, "target_rate");
+    assert!((target - 30.375).abs() < 0.5, "{v}");
+    // The text report says the same.
+    let (text, _) = exec_run(&["--rate", "20", "--stages", "300ms:40", "--", "true"], 0);
+    let stages = fields(&text, "stages");
+    assert_eq!(stages[..3], ["300ms:40", "(from", "20"], "{text}");
+    assert!(text.contains("rate changes)"), "{text}");
+    assert!(
+        text.contains("(the stages' mean over the launch span)"),
+        "{text}"
+    );
+    // Without --stages: null.
+    let v = exec_json(&["--rate", "50", "-n", "1", "--", "true"]);
+    assert!(v["stages"].is_null() && v["rate_changes"].is_null(), "{v}");
+}
+
+#[test]
+fn a_rate_the_limiter_refuses_is_warned_about_once_and_the_run_goes_on() {
+    // Refill counts whole permits per period in 32 bits: 100 s at more
+    // than 43M/s is too many.
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--limiter",
+            "refill",
+            "--rate",
+            "10",
+            "--refresh-period",
+            "100s",
+            "--stages",
+            "300ms:100M",
+            "--discard-stdout",
+            "--",
+            "true",
+        ],
+        0,
+    );
+    let v = json(&stdout);
+    assert!(u(&v, "rate_changes_refused") >= 1, "{v}");
+    assert!(u(&v, "rate_changes") >= 1, "{v}");
+    assert!(u(&v, "runs") >= 1, "{v}");
+    let refusals: Vec<_> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: --stages: the limiter refused the rate"))
+        .collect();
+    assert_eq!(refusals.len(), 1, "{stderr}");
+    assert!(refusals[0].contains("the run goes on"), "{stderr}");
+}
+
+#[test]
+fn bad_stages_exit_2_with_the_parsers_message() {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["exec", "--rate", "5"];
+        v.extend(extra);
+        v.extend(["--", "true"]);
+        v
+    };
+    rejects(
+        &with(&["--stages", "10s:fast"]),
+        &["'10s:fast'", "--stages", "not a rate"],
+    );
+    rejects(
+        &with(&["--stages", "10s"]),
+        &["--stages", "expected DURATION:RATE"],
+    );
+    rejects(&with(&["--stages", "0s:5"]), &["lasts no time"]);
+    rejects(
+        &with(&["--stages", "1s:5", "--duration", "1s"]),
+        &["--stages", "--duration"],
+    );
+    rejects(
+        &with(&["--stages", "1s:5", "-n", "3"]),
+        &["--stages", "--count"],
+    );
+}
+
+#[test]
+fn a_fail_if_condition_that_holds_exits_99_after_the_report() {
+    // Runs of 50 ms: a service p99 over 1 ms.
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "20",
+            "-n",
+            "5",
+            "--fail-if",
+            "service.p99>1ms",
+            "--fail-if",
+            "failures>0",
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        99,
+    );
+    let v = json(&stdout);
+    assert_eq!(u(&v, "runs"), 5);
+    assert_eq!(
+        v["fail_if"],
+        serde_json::json!(["service.p99>1ms", "failures>0"])
+    );
+    assert_eq!(
+        v["failed_conditions"],
+        serde_json::json!(["service.p99>1ms"])
+    );
+    let told: Vec<_> = quiet(&stderr).lines().map(str::to_owned).collect();
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].starts_with("error: --fail-if service.p99>1ms: failed, measured "),
+        "{stderr}"
+    );
+    // The text report says it too.
+    let (text, _) = exec_run(
+        &[
+            "--rate",
+            "20",
+            "-n",
+            "2",
+            "--fail-if",
+            "service>1ms",
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        99,
+    );
+    assert!(
+        text.contains("fail-if         1 of 1 condition held: service>1ms\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fail_if_conditions_that_do_not_hold_change_nothing() {
+    let v = exec_json(&[
+        "--rate",
+        "50",
+        "-n",
+        "3",
+        "--fail-if",
+        "failures>0",
+        "--fail-if",
+        "response.max>30s",
+        "--fail-if",
+        "rate<0.5",
+        "--",
+        "true",
+    ]);
+    assert_eq!(v["failed_conditions"], serde_json::json!([]));
+    assert_eq!(v["fail_if"].as_array().map(Vec::len), Some(3));
+    // Without --fail-if: empty.
+    let v = exec_json(&["--rate", "50", "-n", "1", "--", "true"]);
+    assert_eq!(v["fail_if"], serde_json::json!([]));
+    assert_eq!(v["failed_conditions"], serde_json::json!([]));
+}
+
+#[test]
+fn failed_runs_fail_a_failures_condition_and_a_stop_wins_over_99() {
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "50",
+            "-n",
+            "2",
+            "--fail-if",
+            "failures>=2",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+        99,
+    );
+    assert!(
+        stderr.contains("error: --fail-if failures>=2: failed, measured 2\n"),
+        "{stderr}"
+    );
+    // --fail-fast's 1 comes first; the condition is told all the same.
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "50",
+            "-n",
+            "3",
+            "--fail-fast",
+            "--fail-if",
+            "failures>0",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+        1,
+    );
+    assert!(stderr.contains("error: --fail-if failures>0"), "{stderr}");
+    assert!(stderr.contains("stopped by --fail-fast"), "{stderr}");
+    // So does --max-behind's 3.
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "20",
+            "--duration",
+            "30s",
+            "--max-behind",
+            "300ms",
+            "--fail-if",
+            "failures>=0",
+            "--discard-stdout",
+            "--",
+            "sleep",
+            "0.2",
+        ],
+        3,
+    );
+    assert!(stderr.contains("error: --fail-if failures>=0"), "{stderr}");
+    assert!(stderr.contains("stopped by --max-behind"), "{stderr}");
+}
+
+#[test]
+fn bad_fail_if_conditions_exit_2_before_the_run() {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["exec", "--rate", "5", "-n", "1"];
+        v.extend(extra);
+        v.extend(["--", "true"]);
+        v
+    };
+    rejects(
+        &with(&["--fail-if", "latency>5ms"]),
+        &["'latency>5ms'", "--fail-if", "not a figure"],
+    );
+    rejects(
+        &with(&["--fail-if", "response.p99"]),
+        &["--fail-if", "no comparison"],
+    );
+    rejects(
+        &with(&["--fail-if", "rate<fast"]),
+        &["--fail-if", "not a rate"],
+    );
+}
+
+#[test]
+fn hdr_out_writes_the_times_as_an_hdrhistogram_log() {
+    let path = scratch("exec-tests", "runs.hlog");
+    let (stdout, stderr) = exec_run(
+        &[
+            "--json",
+            "--rate",
+            "50",
+            "-n",
+            "4",
+            "--hdr-out",
+            path.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+        0,
+    );
+    assert_eq!(
+        quiet(&stderr),
+        format!("wrote {}", path.display()),
+        "{stderr}"
+    );
+    assert_eq!(u(&json(&stdout), "runs"), 4);
+    let log = std::fs::read_to_string(&path).expect("the log was written");
+    assert!(log.contains("#[StartTime: "), "{log}");
+    for tag in ["Tag=wait,", "Tag=service,", "Tag=response,"] {
+        let lines = log.lines().filter(|l| l.starts_with(tag)).count();
+        assert_eq!(lines, 1, "{tag}: {log}");
+    }
+    // A file that cannot be created is refused before the run.
+    let out = ratekeeper()
+        .args([
+            "exec",
+            "--rate",
+            "50",
+            "-n",
+            "1",
+            "--hdr-out",
+            "/no/such/dir/x.hlog",
+        ])
+        .args(["--", "true"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot create the --hdr-out file /no/such/dir/x.hlog"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }

@@ -2,10 +2,10 @@
 //! the limiter, hands the run to a free worker and tallies the runs as they
 //! finish; after the last run is started it waits for the running ones.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::thread::Scope;
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,6 +13,7 @@ use ratekeeper::config::LimiterRef;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
 
 use super::lag::{lag, Lag};
+use super::ramp::{self, Driven, Ramp};
 use super::shutdown::Shutdown;
 use super::slot::Slot;
 use super::summary::Tally;
@@ -87,8 +88,12 @@ pub(super) struct Plan<'a> {
     pub(super) count: Option<u64>,
     /// With --plot: the width of the time buckets runs are tallied into.
     pub(super) bucket: Option<u64>,
-    /// The rate the run aims at (for the progress line).
+    /// The rate the run aims at: --rate's, or with --stages their mean over
+    /// the run (for the progress line).
     pub(super) target_rate: f64,
+    /// With --stages: the rate the run follows, changed on the running
+    /// limiter by a thread of its own.
+    pub(super) ramp: Option<&'a Ramp>,
     /// The longest a permit may wait (Resilience4j's timeout).
     pub(super) max_wait: Option<Duration>,
     /// How long the runs still running at a stop have between SIGTERM and
@@ -117,6 +122,8 @@ pub(super) struct Dispatched {
     pub(super) end: u64,
     /// How far behind its schedule it was then.
     pub(super) lag: Lag,
+    /// With --stages: the rate changes made.
+    pub(super) driven: Driven,
 }
 
 /// Starts `plan.concurrency` workers running `spawner`'s command, then the
@@ -136,9 +143,12 @@ pub(super) fn dispatch(
     let slots: Vec<Slot> = (0..plan.concurrency).map(|_| Slot::default()).collect();
     let (done_tx, done_rx) = mpsc::channel::<Finished>();
     let counters = Arc::new(Counters::default());
+    // Set when the dispatcher stops starting runs: the drive thread stops.
+    let ended = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let jobs = start_workers(scope, &slots, done_tx, spawner, &plan.clock)?;
         let t0 = limiter::start_schedules(&[limiter], &plan.clock);
+        let driver = start_ramp(scope, limiter, plan, t0, &ended)?;
         let deadline = plan.duration.map(|d| t0.saturating_add(duration_nanos(d)));
         let line = progress_line(&counters, plan.target_rate);
         let mut d = Dispatcher {
@@ -156,12 +166,21 @@ pub(super) fn dispatch(
             end: t0,
             next_due: None,
         };
-        let stop = d.dispatch()?;
+        let stop = d.dispatch();
+        // Ordering: Relaxed; a stop request that carries no data.
+        ended.store(true, Ordering::Relaxed);
+        let stop = stop?;
         d.wait_for_running(&slots, stop);
         if let Some(line) = line {
             line.finish();
         }
         let lag = d.lag();
+        let driven = match driver {
+            Some(h) => h
+                .join()
+                .map_err(|_| anyhow::anyhow!("the --stages thread panicked"))?,
+            None => Driven::default(),
+        };
         Ok(Dispatched {
             tally: d.tally,
             launched: d.launched,
@@ -170,8 +189,30 @@ pub(super) fn dispatch(
             refused: d.refused,
             end: d.end,
             lag,
+            driven,
         })
     })
+}
+
+/// With --stages, starts the thread that ramps `limiter`'s rate from `t0`
+/// until `ended` is set (see [`ramp::drive`]).
+fn start_ramp<'scope, 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    limiter: LimiterRef<'env, DefaultClock>,
+    plan: &'env Plan<'env>,
+    t0: u64,
+    ended: &'env AtomicBool,
+) -> anyhow::Result<Option<ScopedJoinHandle<'scope, Driven>>> {
+    let Some(r) = plan.ramp else {
+        return Ok(None);
+    };
+    let handle = std::thread::Builder::new()
+        .name("exec-stages".to_owned())
+        .spawn_scoped(scope, move || {
+            ramp::drive(r, limiter, &plan.clock, t0, plan.interrupt, ended)
+        })
+        .context("starting the --stages thread")?;
+    Ok(Some(handle))
 }
 
 /// Starts a worker per slot, each reporting its finished runs to `done`;
@@ -304,14 +345,13 @@ impl Dispatcher<'_> {
             (Stop::Done, Some(deadline)) => deadline,
             _ => self.plan.clock.now_nanos(),
         };
-        let slot = (1e9 / self.plan.target_rate).round() as u64;
         self.next_due = match held {
             Some(due) => Some(due),
             None if self.plan.count.is_some_and(|n| self.launched >= n) => None,
-            None => Some(
-                self.last
-                    .map_or(self.tally.t0, |(due, _)| due.saturating_add(slot)),
-            ),
+            None => Some(self.last.map_or(self.tally.t0, |(due, _)| {
+                let slot = (1e9 / self.rate_at(due)).round() as u64;
+                due.saturating_add(slot)
+            })),
         };
         stop
     }
@@ -323,13 +363,24 @@ impl Dispatcher<'_> {
             .plan
             .count
             .map_or(u64::MAX, |n| n.saturating_sub(self.launched));
-        lag(
-            self.end,
-            self.next_due,
-            last_late,
-            self.plan.target_rate,
-            left,
-        )
+        // The rate the schedule went on at after the next run due.
+        let rate = match (self.plan.ramp, self.next_due) {
+            (Some(r), Some(next)) => r.rate_between(
+                next.saturating_sub(self.tally.t0),
+                self.end.saturating_sub(self.tally.t0),
+            ),
+            _ => self.plan.target_rate,
+        };
+        lag(self.end, self.next_due, last_late, rate, left)
+    }
+
+    /// The rate the schedule had at clock reading `at`: --rate's, or with
+    /// --stages the one set then.
+    fn rate_at(&self, at: u64) -> f64 {
+        match self.plan.ramp {
+            Some(r) => r.rate_at_nanos(at.saturating_sub(self.tally.t0)),
+            None => self.plan.target_rate,
+        }
     }
 
     /// With --max-behind: whether the run due at `due` is that late now.

@@ -54,9 +54,32 @@ refused with the others. The schedule starts when the run does; the spec's \
 verb has no effect, and its scope must be the default (activity): one \
 dispatcher takes every permit.
 
-Run length: --duration DUR (default 5s) or --count N, not both. With \
---duration, runs are started while their permits are ready before the \
-deadline; runs still running then are waited for.
+Run length: --duration DUR (default 5s), --count N or --stages, one of \
+them. With --duration, runs are started while their permits are ready \
+before the deadline; runs still running then are waited for.
+
+Stages (--stages DUR:RATE,...), as k6's ramping stages: the rate ramps in a \
+straight line from --rate's rate to the first stage's RATE over its DUR, \
+then from there to the next stage's, and so on (10s:1k,30s:10k,10s:0: up to \
+1000 runs/s over 10 s, up to 10000/s over 30 s, down over the last 10 s; \
+a stage of 0s steps at once; RATE takes the suffixes and /min of --rate's \
+rate). The run lasts the stages' total, as a --duration would. A thread \
+changes the rate on the running limiter (no restart: what it already \
+handed out stands) when the run starts and then every 100 ms while the \
+ramp moves by more than 0.5 %; the slowest it paces at is a thousandth of \
+the run's highest rate (a rate of 0 cannot be kept). A rate the limiter \
+refuses (e.g. more permits per refresh period than refill or cycle can \
+count) is warned about once on standard error; the limiter keeps the rate \
+it had and the run goes on; the report counts the refusals. A limiter \
+applies a change after the slots it already handed out, so on the way up \
+the runs follow the ramp a slot or two late. The target of a staged run \
+is the rate the thread set, a staircase that follows the ramp (below it on \
+the way up, above it on the way down): the runs due over a span from the start are the sum, over each 100 ms step, of the rate set \
+at its start times its length, and the target rate is those runs over the \
+launch span (see Report) divided by it: the mean rate asked for. The \
+achieved rate, its warning and the runs due but not started are measured \
+against that target, not --rate's (the next run due and the runs after it \
+are one slot apart at the rate the stages had set then).
 
 Falling behind: a run is due at its scheduled time; when every slot is busy \
 (the command is slower than --concurrency / rate allows), runs start late, \
@@ -112,9 +135,35 @@ as above; Ctrl-\\ (SIGQUIT) ends ratekeeper at once and leaves them running. \
 The report covers every run started, and the exit status is 128 + the first \
 signal: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.
 
+Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
+report, each condition that holds is told on standard error (\"error: \
+--fail-if response.p99>50ms: failed, measured 73ms\") and the exit status \
+is 99. COND is FIGURE OP VALUE: FIGURE is wait, service or response with a \
+statistic, .p50, .p90, .p99, .p99.9 (any .pNN from p0 to p100), .max or \
+.mean (alone, its .p99), over the runs timed (see Report); or rate (the \
+achieved rate, runs/s) or failures (failed runs, see Report); OP is >, >=, \
+< or <=; VALUE is a duration for a time (50ms, 1.5s, 250us), a rate for \
+rate (990, 1k, 60k/min) or a whole number for failures. The statistics \
+are the report's (p50, p90, p99, p99.9, max, mean; another percentile from \
+the same histogram). A condition that does not parse is refused before \
+the run (exit status 2); quote it for the shell (> and < redirect).
+
+Exit status: 0 when the run ended as planned (failed runs included: they \
+are counted); 1 when --fail-fast stopped it (or for a runtime error); 2 for \
+a usage error, before the run; 3 when --max-behind stopped it; 99 when a \
+--fail-if condition held; 128 + the first signal (130 SIGINT, 143 SIGTERM, \
+129 SIGHUP) when one stopped it. When several apply, the first of: the \
+signal's, 1, 3, 99 (the conditions that held are told all the same).
+
 Report:
   runs            runs started (a run that could not be spawned included)
-  effective rate  the rate the limiter's integer arithmetic gives: the Pacer \
+  stages          (--stages) the stages, from --rate's rate, and the rate \
+changes made on the running limiter (the first, at the start, included) and \
+those it refused
+  target rate     --rate's rate; with --stages the stages' mean over the \
+launch span (see Stages above)
+  effective rate  the rate the limiter's integer arithmetic gives (at \
+--rate's rate, where --stages start): the Pacer \
 and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
 1 ns, 1e9 runs/s); bursty and warmup charge a run whole microseconds \
 (nanoseconds above 100000 runs/s), truncated; refill refills a permit every \
@@ -140,6 +189,7 @@ and how many of them SIGKILL; or by --fail-fast
   spawn failed    runs that could not be started, with the first error
   interrupted     runs ratekeeper sent SIGTERM at a stop that then ended by \
 a signal or with a status other than 0 (shown after a signal)
+  fail-if         (--fail-if) how many conditions held, and which
   wait, service, response: p50, p90, p99, p99.9, max and mean over the runs \
 that ran to their end: not those that could not be spawned or were \
 interrupted (HdrHistogram, 3 significant digits; max and mean exact)
@@ -147,14 +197,28 @@ interrupted (HdrHistogram, 3 significant digits; max and mean exact)
 While the run goes on, a progress line on standard error shows the elapsed \
 time, the runs started, running and failed, and the rate over the last \
 second, if standard error is a terminal; otherwise ratekeeper writes nothing \
-to it but the warnings (the effective rate's, before the first run; the \
-achieved rate's, after the last) and the error of --fail-fast or \
---max-behind.
+to it but the warnings (the effective rate's, before the first run; a rate \
+--stages' limiter refused, once; the achieved rate's, after the last), \
+\"wrote FILE\" for each file --plot and --hdr-out wrote (before the \
+report), and after the report the error of --fail-fast or --max-behind and \
+the --fail-if conditions that held.
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 runs started per time bucket (--bucket) as a rate, against the target rate \
-(dashed); the lower panel shows the longest and the mean response time and \
-the mean service time of the runs started in each bucket.";
+(dashed; with --stages, the staircase of rates set); the lower panel shows \
+the longest and the mean response time and the mean service time of the \
+runs started in each bucket.
+
+HdrHistogram log (--hdr-out FILE): the wait, service and response times of \
+the runs timed (see Report), the histograms the report's statistics come \
+from, in HdrHistogram's interval log format, which HistogramLogAnalyzer, \
+HistogramLogProcessor and other HdrHistogram tools read: a \
+#[StartTime: ...] header (when the schedule started), then one interval, \
+the whole run until the last run ended, as one line per figure tagged \
+Tag=wait, Tag=service and Tag=response, of values in nanoseconds (give such \
+a tool a divisor of 1e6 for milliseconds). The file is created before the \
+run (one that cannot be is an error, exit status 1) and written after it, \
+also when a signal or a stop ended it.";
 
 /// Examples, shown by `exec -h` and `exec --help`.
 pub const AFTER_HELP: &str = "\
@@ -163,7 +227,9 @@ Examples:
   ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
   ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
   ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
-  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh";
+  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
+  ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
+  ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh";
 
 /// `exec --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -173,6 +239,8 @@ Examples:
   ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
   ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
   ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
+  ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
+  ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh
 
 JSON output (--json): one object on one line, after anything the runs wrote \
 to standard output. Durations are integer nanoseconds, rates are runs per \
@@ -197,12 +265,21 @@ only with those limiters:
   timeout_ns       integer  (refill, cycle) how long a permit may wait
   capacity         integer  (refill) the most permits the bucket stores
   initial_permits  integer  (refill) the permits in the bucket at the start
-  target_rate      number   runs/s the schedule aims at
-  effective_rate   number   runs/s the limiter's integer arithmetic gives (see \
-Report above); null for a limiter that does not limit at all
+  target_rate      number   runs/s the schedule aims at: --rate's, or with \
+--stages their mean over the launch span (see Stages above)
+  stages           string   --stages as given, or null
+  rate_changes     integer  (--stages) rates set on the running limiter, the \
+first (at the start) included; null without --stages
+  rate_changes_refused integer (--stages) rate changes the limiter refused; \
+null without --stages
+  start_rate       number   (--stages) --rate's rate, where the ramp starts; \
+null without --stages
+  effective_rate   number   runs/s the limiter's integer arithmetic gives at \
+--rate's rate (see Report above); null for a limiter that does not limit at all
   concurrency      integer  the most runs at once
-  mode             string   \"duration\" or \"count\"
-  duration_ns      integer  the requested duration (null in count mode)
+  mode             string   \"duration\" (also with --stages) or \"count\"
+  duration_ns      integer  the requested duration, or the stages' total \
+(null in count mode)
   count            integer  the requested count (null in duration mode)
   stdout           string   \"inherit\", \"file\" or \"discard\": where the runs' output went
   stdout_file      string   (--stdout) the file
@@ -240,4 +317,7 @@ status 130 or 143)
   stopped_by_fail_fast boolean  whether a failure stopped the run (exit status 1)
   max_behind_ns    integer  --max-behind, or null
   stopped_by_max_behind boolean  whether --max-behind stopped the run (exit \
-status 3)";
+status 3)
+  fail_if          array    the --fail-if conditions as given (empty without)
+  failed_conditions array   those that held after the run, as given (empty \
+when none did; exit status 99)";

@@ -24,23 +24,26 @@
 //! `run` gathers: the dispatcher ([`dispatch`](mod@dispatch)) hands runs to
 //! the workers ([`worker`]) and tallies them as they finish; [`summary`]
 //! computes the report from the tally and [`render`] prints it and draws the
-//! plot.
+//! plot. With `--stages`, [`ramp`] changes the running limiter's rate from
+//! a thread of its own and says what target that sets.
 
 mod dispatch;
 mod help;
 mod lag;
+mod ramp;
 mod render;
 mod shutdown;
 mod slot;
 mod summary;
 #[cfg(test)]
 mod tests;
+mod times;
 mod worker;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
@@ -51,15 +54,18 @@ use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec, parse_timeout};
 use crate::limiter;
-use crate::plot::{self, PlotPath};
+use crate::plot;
 use crate::report::duration_nanos;
 use crate::run::interrupt::Interrupt;
+use crate::run::verdict::{parse_condition, Condition, TimeFigure};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
 use dispatch::{dispatch, Plan};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+use ramp::{Ramp, StagesArg};
 pub use render::write_plot;
+use render::{write_hdr_log, PlotArg};
 pub use summary::ExecReport;
 use summary::{report, Ran};
 use worker::{Output, Spawner};
@@ -91,6 +97,17 @@ pub struct ExecArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "count")]
     pub duration: Option<Duration>,
 
+    /// Ramp the rate through stages, as k6 does: DUR:RATE,... ramps in a
+    /// straight line from --rate's rate to each RATE over its DUR, e.g.
+    /// 10s:1k,30s:10k,10s:0; the run lasts the stages' total.
+    #[arg(
+        long,
+        value_name = "STAGES",
+        value_parser = ramp::parse_stages_arg,
+        conflicts_with_all = ["duration", "count"]
+    )]
+    pub stages: Option<StagesArg>,
+
     /// Append every run's standard output to FILE (created if missing)
     /// [default: ratekeeper's standard output].
     #[arg(long, value_name = "FILE", conflicts_with = "discard_stdout")]
@@ -119,13 +136,25 @@ pub struct ExecArgs {
 
     /// Draw the runs started per time bucket and their response and service
     /// times to FILE, an SVG or a PNG (by its extension).
-    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
-    pub plot: Option<PlotPath>,
+    #[arg(long, value_name = "FILE", value_parser = render::parse_plot_arg)]
+    pub plot: Option<PlotArg>,
 
     /// The plot's time bucket, e.g. 1s [default: about a hundredth of the
     /// run, and at least 5 runs at the target rate].
     #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
     pub bucket: Option<Duration>,
+
+    /// Exit with status 99 after the report if COND holds, e.g.
+    /// 'response.p99>50ms', 'wait.max>=1s', 'rate<990', 'failures>0'
+    /// (repeatable; see Fail-if in --help).
+    #[arg(long, value_name = "COND", value_parser = parse_condition)]
+    pub fail_if: Vec<Condition>,
+
+    /// Write the runs' wait, service and response times to FILE as
+    /// HdrHistogram's interval log (one interval, the whole run; tags wait,
+    /// service, response; nanoseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_out: Option<PathBuf>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -222,21 +251,73 @@ fn output(args: &ExecArgs) -> anyhow::Result<Output> {
     })
 }
 
-/// Runs `exec` with `args` and returns its report.
-///
-/// # Errors
-///
-/// A [`UsageError`] for an option the limiter does not take, a command that
-/// cannot be found or a configuration the library refuses; an I/O error for
-/// a `--stdout` or `--plot` file that cannot be created or a worker thread
-/// that cannot be started.
-pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
-    let config = limiter_config(args)?;
+/// The command's spawner: the command after `--`, found before the run,
+/// and where its output goes.
+fn spawner(args: &ExecArgs) -> anyhow::Result<Spawner> {
     let (program, rest) = args
         .command
         .split_first()
         .ok_or_else(|| UsageError("expected a command after --".to_owned()))?;
     check_program(program)?;
+    Ok(Spawner {
+        program: program.clone(),
+        args: rest.to_vec(),
+        output: output(args)?,
+    })
+}
+
+/// Refuses a `--fail-if` condition on a figure exec does not measure (it
+/// measures wait, service and response times, and has failed runs).
+fn check_conditions(conditions: &[Condition]) -> Result<(), UsageError> {
+    const MEASURED: [TimeFigure; 3] = [TimeFigure::Wait, TimeFigure::Service, TimeFigure::Response];
+    for c in conditions {
+        c.check_measured(&MEASURED, true).map_err(UsageError)?;
+    }
+    Ok(())
+}
+
+/// With `--stages`, the rate they ramp from `--rate`'s; how long the run
+/// lasts (`None`: count mode); and the rate it aims at (with `--stages`,
+/// their mean over the run: the progress line's target and the plot's
+/// bucket's).
+fn ramp_and_length(args: &ExecArgs) -> (Option<Ramp>, Option<Duration>, f64) {
+    let start = args.rate.rate().get();
+    match &args.stages {
+        Some(arg) => {
+            let ramp = Ramp {
+                arg: arg.clone(),
+                start,
+            };
+            let total = arg.stages.total();
+            let target = ramp.target_rate(duration_nanos(total));
+            (Some(ramp), Some(total), target)
+        }
+        None => (None, run::duration(args.duration, args.count), start),
+    }
+}
+
+/// When the schedule started, `t0` on `clock`, by the system's clock (for
+/// `--hdr-out`'s start time).
+fn started_at(clock: &DefaultClock, t0: u64) -> SystemTime {
+    use ratekeeper::Clock;
+    let ago = Duration::from_nanos(clock.now_nanos().saturating_sub(t0));
+    let now = SystemTime::now();
+    now.checked_sub(ago).unwrap_or(now)
+}
+
+/// Runs `exec` with `args` and returns its report.
+///
+/// # Errors
+///
+/// A [`UsageError`] for an option the limiter does not take, a command that
+/// cannot be found, a `--fail-if` condition on a figure exec does not
+/// measure or a configuration the library refuses; an I/O error for a
+/// `--stdout`, `--plot` or `--hdr-out` file that cannot be created or
+/// written, or a worker thread that cannot be started.
+pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport> {
+    let config = limiter_config(args)?;
+    check_conditions(&args.fail_if)?;
+    let spawner = spawner(args)?;
     let clock = DefaultClock::new();
     let limiter = config.build_with_clock(clock)?;
     let effective = limiter::effective_rate(&[limiter.as_ref()], &config, "run");
@@ -245,19 +326,13 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         args.rate.rate().get(),
         "ops",
     );
-    let spawner = Spawner {
-        program: program.clone(),
-        args: rest.to_vec(),
-        output: output(args)?,
-    };
-    let target_rate = args.rate.rate().get();
+    let (ramp, duration, target_rate) = ramp_and_length(args);
     let count = args.count;
-    let duration = run::duration(args.duration, count);
     let bucket = plot::run_buckets(
-        args.plot.as_ref(),
+        args.plot.as_ref().map(|p| &p.to),
         args.bucket,
         duration,
-        args.count,
+        count,
         target_rate,
     )?;
     let plan = Plan {
@@ -267,13 +342,19 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         count,
         bucket,
         target_rate,
+        ramp: ramp.as_ref(),
         max_wait: config.kind().max_wait(),
         grace: args.grace,
         max_behind: args.max_behind.map(duration_nanos),
         fail_fast: args.fail_fast,
         interrupt,
     };
+    if let Some(path) = &args.hdr_out {
+        File::create(path)
+            .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
+    }
     let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
+    let started = started_at(&clock, d.tally.t0);
     let ran = Ran {
         launched: d.launched,
         stop: d.stop,
@@ -289,10 +370,16 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         effective,
         duration,
         count,
+        ramp,
+        driven: d.driven,
     };
-    let report = report(args, &d.tally, ran);
+    let mut report = report(args, &d.tally, ran);
+    report.judge(&args.fail_if);
     if let Some(warning) = report.below_target_warning() {
         crate::report::warn(&warning);
+    }
+    if let Some(path) = &args.hdr_out {
+        write_hdr_log(path, &report, started)?;
     }
     Ok(report)
 }

@@ -1,6 +1,9 @@
 //! `exec`'s text report and its plot.
 
 use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use super::summary::ExecReport;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
@@ -9,16 +12,69 @@ use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution
 /// The most characters of a plot's title (its width, in the title's font).
 const TITLE_CHARS: usize = 95;
 
-/// Writes the `--plot` of `report` to `to`.
+/// `--plot FILE`: where to write the plot and in which format, with the
+/// file's name as given, to say where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlotArg {
+    /// The name as given.
+    pub shown: PathBuf,
+    pub to: PlotPath,
+}
+
+/// `--plot`'s value parser: [`plot::parse_plot_path`], keeping the name.
+///
+/// # Errors
+///
+/// The parser's message.
+pub(super) fn parse_plot_arg(s: &str) -> Result<PlotArg, String> {
+    Ok(PlotArg {
+        shown: PathBuf::from(s),
+        to: plot::parse_plot_path(s)?,
+    })
+}
+
+/// Writes the `--plot` of `report` to `to`, and says so on standard error.
 ///
 /// # Errors
 ///
 /// A drawing error or the I/O error writing the file.
-pub fn write_plot(to: &PlotPath, report: &ExecReport) -> anyhow::Result<()> {
+pub fn write_plot(to: &PlotArg, report: &ExecReport) -> anyhow::Result<()> {
     let Some((response, service)) = &report.buckets else {
         return Ok(());
     };
-    plot::write(to, &exec_plot(report, response, service))
+    plot::write(&to.to, &exec_plot(report, response, service))?;
+    wrote(&to.shown);
+    Ok(())
+}
+
+/// Writes `--hdr-out`: the runs' wait, service and response histograms as
+/// one interval of HdrHistogram's log, from `started` for the time until
+/// the last run ended; and says so on standard error.
+///
+/// # Errors
+///
+/// The I/O error creating or writing the file.
+pub(super) fn write_hdr_log(
+    path: &Path,
+    report: &ExecReport,
+    started: SystemTime,
+) -> anyhow::Result<()> {
+    let h = &report.histograms;
+    let tagged = [
+        ("wait", &h.wait),
+        ("service", &h.service),
+        ("response", &h.response),
+    ];
+    let elapsed = Duration::from_nanos(report.elapsed_ns);
+    crate::hdr_log::write(path, started, elapsed, &tagged)?;
+    wrote(path);
+    Ok(())
+}
+
+/// Tells on standard error where a file went.
+fn wrote(path: &Path) {
+    // Nobody to tell if standard error is closed.
+    let _ = writeln!(io::stderr().lock(), "wrote {}", path.display());
 }
 
 /// The plot of a run: the runs started per bucket against the target, and
@@ -50,12 +106,7 @@ fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot
                     2,
                     plot::rate_points(response, span),
                 ),
-                plot::target_series(
-                    format!("target {}", fmt_rate(report.target_rate)),
-                    plot::TARGET,
-                    report.target_rate,
-                    end_secs,
-                ),
+                target_series(report, end_secs),
             ],
         },
         wait: Panel {
@@ -88,12 +139,33 @@ fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot
     }
 }
 
+/// The target line: --rate's, or with --stages the staircase of rates the
+/// drive thread set.
+fn target_series(report: &ExecReport, end_secs: f64) -> Series {
+    match &report.staged.ramp {
+        Some(ramp) => Series {
+            name: format!("target: --stages {}", ramp.arg.text),
+            color: plot::TARGET,
+            dashed: true,
+            width: 1,
+            points: ramp.points(report.launch_span_ns),
+        },
+        None => plot::target_series(
+            format!("target {}", fmt_rate(report.target_rate)),
+            plot::TARGET,
+            report.target_rate,
+            end_secs,
+        ),
+    }
+}
+
 /// The plot's title: the command line, cut short to fit the plot's width.
 fn plot_title(report: &ExecReport) -> String {
-    let run = match (report.duration_ns, report.count) {
-        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
-        (None, Some(n)) => format!("-n {n}"),
-        (None, None) => String::new(),
+    let run = match (&report.staged.stages, report.duration_ns, report.count) {
+        (Some(stages), ..) => format!("--stages {stages}"),
+        (None, Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, None, Some(n)) => format!("-n {n}"),
+        (None, None, None) => String::new(),
     };
     let head = format!(
         "ratekeeper exec --limiter {} --rate {} --concurrency {} {run} -- ",
@@ -167,7 +239,8 @@ impl fmt::Display for ExecReport {
         self.fmt_runs(f)?;
         self.fmt_rates(f)?;
         self.fmt_statuses(f)?;
-        self.fmt_times(f)
+        self.fmt_times(f)?;
+        self.fmt_verdict(f)
     }
 }
 
@@ -296,7 +369,7 @@ impl ExecReport {
     /// started and how far behind the schedule was, the time until the
     /// last run ended, and the permits refused by the timeout.
     fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
+        self.fmt_target(f)?;
         writeln!(
             f,
             "effective rate  {}",
@@ -339,6 +412,29 @@ impl ExecReport {
         Ok(())
     }
 
+    /// The target rate, and with --stages the stages and the rate changes.
+    fn fmt_target(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.staged;
+        let (Some(stages), Some(start)) = (&s.stages, s.start_rate) else {
+            return writeln!(f, "target rate     {}", fmt_rate(self.target_rate));
+        };
+        writeln!(
+            f,
+            "stages          {stages} (from {}; {} rate changes{})",
+            fmt_rate(start),
+            s.rate_changes.unwrap_or_default(),
+            match s.rate_changes_refused {
+                Some(n @ 1..) => format!(", {n} refused by the limiter"),
+                _ => String::new(),
+            }
+        )?;
+        writeln!(
+            f,
+            "target rate     {} (the stages' mean over the launch span)",
+            fmt_rate(self.target_rate)
+        )
+    }
+
     /// The runs by how they ended.
     fn fmt_statuses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
@@ -369,6 +465,23 @@ impl ExecReport {
             )?;
         }
         Ok(())
+    }
+
+    /// With --fail-if: how many conditions held (each is told on standard
+    /// error after the report, with the value measured).
+    fn fmt_verdict(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = &self.verdict;
+        let n = v.fail_if.len();
+        let conditions = if n == 1 { "condition" } else { "conditions" };
+        match v.failed_conditions.len() {
+            _ if n == 0 => Ok(()),
+            0 => writeln!(f, "fail-if         {n} {conditions}, none held"),
+            k => writeln!(
+                f,
+                "fail-if         {k} of {n} {conditions} held: {}",
+                v.failed_conditions.join(", ")
+            ),
+        }
     }
 
     /// The wait, service and response times' table.

@@ -4,31 +4,34 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use ratekeeper::config::{KindConfig, LimiterConfig, LimiterKind};
 use ratekeeper::pool::Filling;
 use serde::Serialize;
 
 use super::dispatch::Stop;
 use super::lag::{below_target, Lag};
+use super::ramp::{Driven, Ramp};
 use super::render::{signal_label, signal_name};
 use super::slot::Sent;
+use super::times::{percentile, Times};
 use super::worker::{Ended, Finished};
 use super::ExecArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::plot::Buckets;
 use crate::report::{
-    duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate,
-    WaitRecorder, WaitSummary,
+    duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate, WaitSummary,
 };
+use crate::run::verdict::{self, Condition, Failed, Figures, Stat, TimeFigure};
 use crate::run::{self, schedule_span};
 
 /// What the dispatcher has seen of the finished runs.
 #[derive(Debug)]
 pub(super) struct Tally {
     pub(super) t0: u64,
-    pub(super) wait: WaitRecorder,
-    pub(super) service: WaitRecorder,
-    pub(super) response: WaitRecorder,
+    pub(super) wait: Times,
+    pub(super) service: Times,
+    pub(super) response: Times,
     pub(super) exit_codes: BTreeMap<i32, u64>,
     pub(super) signals: BTreeMap<i32, u64>,
     pub(super) spawn_failed: u64,
@@ -53,9 +56,9 @@ impl Tally {
     pub(super) fn new(t0: u64, bucket: Option<u64>) -> Tally {
         Tally {
             t0,
-            wait: WaitRecorder::new(),
-            service: WaitRecorder::new(),
-            response: WaitRecorder::new(),
+            wait: Times::new(),
+            service: Times::new(),
+            response: Times::new(),
             exit_codes: BTreeMap::new(),
             signals: BTreeMap::new(),
             spawn_failed: 0,
@@ -158,6 +161,72 @@ pub(super) struct Ran {
     pub(super) effective: EffectiveRate,
     pub(super) duration: Option<Duration>,
     pub(super) count: Option<u64>,
+    /// With --stages: the rate the run followed.
+    pub(super) ramp: Option<Ramp>,
+    /// With --stages: the rate changes made.
+    pub(super) driven: Driven,
+}
+
+/// With --stages: what the report says of them (JSON null without).
+#[derive(Debug, Clone, Default, Serialize)]
+pub(super) struct Staged {
+    /// The stages as given.
+    pub(super) stages: Option<String>,
+    /// Rates set on the running limiter, the first (at the start) included.
+    pub(super) rate_changes: Option<u64>,
+    /// Rate changes the limiter refused.
+    pub(super) rate_changes_refused: Option<u64>,
+    /// `--rate`'s rate, where the ramp started.
+    pub(super) start_rate: Option<f64>,
+    /// The rate the drive thread set, for the plot's target line.
+    #[serde(skip)]
+    pub(super) ramp: Option<Ramp>,
+}
+
+impl Staged {
+    fn of(ran: &Ran) -> Staged {
+        let Some(ramp) = &ran.ramp else {
+            return Staged::default();
+        };
+        Staged {
+            stages: Some(ramp.arg.text.clone()),
+            rate_changes: Some(ran.driven.changes),
+            rate_changes_refused: Some(ran.driven.refused),
+            start_rate: Some(ramp.start),
+            ramp: Some(ramp.clone()),
+        }
+    }
+}
+
+/// The runs' wait, service and response times, for `--fail-if`'s
+/// percentiles and `--hdr-out`.
+#[derive(Debug, Clone)]
+pub(super) struct Histograms {
+    pub(super) wait: Histogram<u64>,
+    pub(super) service: Histogram<u64>,
+    pub(super) response: Histogram<u64>,
+}
+
+impl Histograms {
+    fn of(tally: &Tally) -> Histograms {
+        Histograms {
+            wait: tally.wait.histogram().clone(),
+            service: tally.service.histogram().clone(),
+            response: tally.response.histogram().clone(),
+        }
+    }
+}
+
+/// With --fail-if: the conditions, and those that held after the run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(super) struct Verdict {
+    /// The conditions as given.
+    pub(super) fail_if: Vec<String>,
+    /// Those that held, as given.
+    pub(super) failed_conditions: Vec<String>,
+    /// Those that held, with the value measured.
+    #[serde(skip)]
+    pub(super) failed: Vec<Failed>,
 }
 
 /// The result of an `exec` run; `Display` is the text report, `Serialize`
@@ -177,7 +246,12 @@ pub struct ExecReport {
     /// `Some(None)` (JSON null) for a pool filled inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) fill_interval_ns: Option<Option<u64>>,
+    /// --rate's rate; with --stages, their mean over the launch span (see
+    /// [`ramp`](super::ramp)).
     pub(super) target_rate: f64,
+    /// With --stages: the stages and the rate changes.
+    #[serde(flatten)]
+    pub(super) staged: Staged,
     /// What the limiter's integer arithmetic gives (null: no limit).
     pub(super) effective_rate: Option<f64>,
     /// The text report's note when the effective rate is off the target.
@@ -214,6 +288,9 @@ pub struct ExecReport {
     pub(super) wait_ns: WaitSummary,
     pub(super) service_ns: WaitSummary,
     pub(super) response_ns: WaitSummary,
+    /// The histograms of the times above.
+    #[serde(skip)]
+    pub(super) histograms: Histograms,
     /// Resilience4j's limiters: permits refused by the timeout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) refused: Option<u64>,
@@ -229,6 +306,9 @@ pub struct ExecReport {
     /// --max-behind, if given.
     pub(super) max_behind_ns: Option<u64>,
     pub(super) stopped_by_max_behind: bool,
+    /// With --fail-if: the conditions and those that held.
+    #[serde(flatten)]
+    pub(super) verdict: Verdict,
     /// The first failure, for --fail-fast's message (not in the JSON, which
     /// has the counts).
     #[serde(skip)]
@@ -267,6 +347,23 @@ impl ExecReport {
         ))
     }
 
+    /// The `--fail-if` conditions that held after the run, with the values
+    /// measured (empty when none did, or none was given).
+    pub fn failed_conditions(&self) -> &[Failed] {
+        &self.verdict.failed
+    }
+
+    /// Evaluates `conditions` on this report: records them, and those that
+    /// held.
+    pub(super) fn judge(&mut self, conditions: &[Condition]) {
+        let failed = verdict::failed(conditions, self);
+        self.verdict = Verdict {
+            fail_if: conditions.iter().map(|c| c.text().to_owned()).collect(),
+            failed_conditions: failed.iter().map(|f| f.condition.clone()).collect(),
+            failed,
+        };
+    }
+
     /// The warning for an achieved rate below the target, if it was.
     pub(super) fn below_target_warning(&self) -> Option<String> {
         if !self.below_target {
@@ -283,11 +380,17 @@ impl ExecReport {
             fmt_unit_rate(self.target_rate, "runs"),
             self.due_not_started,
             fmt_nanos(self.behind_ns),
-            if kept_up {
-                " (none by the limiter's schedule: it warms up, or lets permits not taken in \
-                 time go)"
-            } else {
-                ""
+            match (kept_up, self.staged.stages.is_some()) {
+                (true, false) => {
+                    " (none by the limiter's schedule: it warms up, or lets permits not taken \
+                     in time go)"
+                }
+                (true, true) => {
+                    " (none by the limiter's schedule: it applies each --stages rate change \
+                     after the slots it already handed out, so it follows a ramp up a slot or \
+                     two late; it may also warm up, or let permits not taken in time go)"
+                }
+                (false, _) => "",
             }
         ))
     }
@@ -306,28 +409,40 @@ fn filling(config: &LimiterConfig) -> (Option<&'static str>, Option<Option<u64>>
     }
 }
 
-/// The span the achieved rate is over: --duration for a run that reached
-/// its deadline; else from the start of the schedule until the last run
-/// started plus one slot, or until the dispatch stopped if that is later
-/// (a run stalled before a signal is over the time it actually ran).
-fn launch_span(tally: &Tally, ran: &Ran, target_rate: f64) -> u64 {
+/// The span the achieved rate is over: --duration (or the stages' total)
+/// for a run that reached its deadline; else from the start of the
+/// schedule until the last run started plus one slot (at the rate then),
+/// or until the dispatch stopped if that is later (a run stalled before a
+/// signal is over the time it actually ran).
+fn launch_span(tally: &Tally, ran: &Ran, rate: f64) -> u64 {
+    let rate = match (&ran.ramp, tally.last_start) {
+        (Some(r), Some(last)) => r.rate_at_nanos(last.saturating_sub(tally.t0)),
+        _ => rate,
+    };
     match ran.duration {
         Some(d) if ran.stop == Stop::Done => duration_nanos(d),
-        _ => schedule_span(tally.t0, tally.last_start, target_rate)
-            .max(ran.end.saturating_sub(tally.t0)),
+        _ => schedule_span(tally.t0, tally.last_start, rate).max(ran.end.saturating_sub(tally.t0)),
+    }
+}
+
+/// Where the runs' output went: `stdout` and `stdout_file`.
+fn stdout_of(args: &ExecArgs) -> (&'static str, Option<String>) {
+    match (&args.stdout, args.discard_stdout) {
+        (Some(p), _) => ("file", Some(p.display().to_string())),
+        (None, true) => ("discard", None),
+        (None, false) => ("inherit", None),
     }
 }
 
 pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
-    let target_rate = args.rate.rate().get();
     let kind = ran.config.kind().limiter_kind();
     let (filling, fill_interval_ns) = filling(&ran.config);
-    let launch_span_ns = launch_span(tally, &ran, target_rate);
-    let (stdout, stdout_file) = match (&args.stdout, args.discard_stdout) {
-        (Some(p), _) => ("file", Some(p.display().to_string())),
-        (None, true) => ("discard", None),
-        (None, false) => ("inherit", None),
+    let launch_span_ns = launch_span(tally, &ran, args.rate.rate().get());
+    let target_rate = match &ran.ramp {
+        Some(r) => r.target_rate(launch_span_ns),
+        None => args.rate.rate().get(),
     };
+    let (stdout, stdout_file) = stdout_of(args);
     let succeeded = tally.exit_codes.get(&0).copied().unwrap_or(0);
     ExecReport {
         command: args
@@ -342,8 +457,9 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         filling,
         fill_interval_ns,
         target_rate,
+        staged: Staged::of(&ran),
         effective_rate: ran.effective.json(),
-        effective_note: ran.effective.note(target_rate),
+        effective_note: ran.effective.note(args.rate.rate().get()),
         concurrency: args.concurrency,
         mode: run::mode_name(ran.duration),
         duration_ns: ran.duration.map(duration_nanos),
@@ -377,6 +493,8 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         wait_ns: tally.wait.summary(),
         service_ns: tally.service.summary(),
         response_ns: tally.response.summary(),
+        histograms: Histograms::of(tally),
+        verdict: Verdict::default(),
         refused: ran.config.kind().max_wait().map(|_| ran.refused),
         interrupted: ran.signal.is_some(),
         signal: ran.signal.map(|s| signal_name(s).unwrap_or("SIGINT")),
@@ -387,5 +505,36 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         stopped_by_max_behind: ran.stop == Stop::MaxBehind,
         first_failure: tally.first_failure.clone(),
         buckets: tally.plot.clone(),
+    }
+}
+
+/// `--fail-if`'s figures: the time statistics the report prints (a
+/// percentile it does not print from the histogram), the achieved rate and
+/// the failed runs.
+impl Figures for ExecReport {
+    fn time(&self, figure: TimeFigure, stat: Stat) -> Option<f64> {
+        let (summary, hist) = match figure {
+            TimeFigure::Wait => (&self.wait_ns, &self.histograms.wait),
+            TimeFigure::Service => (&self.service_ns, &self.histograms.service),
+            TimeFigure::Response => (&self.response_ns, &self.histograms.response),
+        };
+        let nanos = match stat {
+            Stat::Max => summary.max,
+            Stat::Mean => summary.mean,
+            Stat::Percentile(50.0) => summary.p50,
+            Stat::Percentile(90.0) => summary.p90,
+            Stat::Percentile(99.0) => summary.p99,
+            Stat::Percentile(99.9) => summary.p999,
+            Stat::Percentile(p) => percentile(hist, p, summary.max),
+        };
+        Some(nanos as f64)
+    }
+
+    fn rate(&self) -> f64 {
+        self.achieved_rate
+    }
+
+    fn failures(&self) -> Option<u64> {
+        Some(self.failed)
     }
 }

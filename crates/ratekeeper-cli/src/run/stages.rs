@@ -17,9 +17,6 @@
 //! the run: `10s:0` after `10k` ends at 10/s, whose ops wait at most 100 ms
 //! once the next stage ramps up.
 
-// Wired into pace and exec in the commits that follow.
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use crate::flags::rate::{parse_rate, Counting};

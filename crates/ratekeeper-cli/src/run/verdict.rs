@@ -18,9 +18,6 @@
 //! A condition on a figure the run does not measure (`service` without
 //! `pace --work`, `failures` on `pace`) is refused before the run starts.
 
-// Wired into pace and exec in the commits that follow.
-#![allow(dead_code)]
-
 use std::fmt;
 use std::time::Duration;
 
