@@ -11,6 +11,7 @@ use std::time::Duration;
 use ratekeeper::{Clock, DefaultClock};
 
 use super::gate::{open_gate, Gate, Go, Stop};
+use super::work::WorkSpec;
 use super::worker::{Ctx, OpCounter, WorkerResult};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{duration_nanos, process_cpu_nanos, thread_cpu_nanos};
@@ -48,6 +49,8 @@ pub(super) struct RunPlan<'a> {
     pub(super) interrupt: &'a Interrupt,
     /// See [`Ctx::max_wait`].
     pub(super) max_wait: Option<Duration>,
+    /// With --work: what each op does after its permit.
+    pub(super) work: Option<WorkSpec>,
 }
 
 /// The loop a worker thread runs.
@@ -83,6 +86,8 @@ pub(super) fn drive<L: Sync>(
         interrupt: plan.interrupt,
         max_wait: plan.max_wait,
         progress: counters.as_deref().map(|c| &c[i as usize]),
+        index: i,
+        work: plan.work,
     };
 
     std::thread::scope(|scope| {

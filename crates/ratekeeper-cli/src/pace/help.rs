@@ -4,15 +4,36 @@
 /// `pace --help` text above the options.
 pub const LONG_ABOUT: &str = "\
 Pace worker threads through one shared rate limiter and report the achieved \
-rate, the ops' wait times and the CPU cost per permit.
+rate, the ops' wait times (with --work, their service and response times) and \
+the CPU cost per permit.
 
 Each of --threads workers loops: acquire one permit (sleeping until its slot), \
 then read the limiter's clock and record the op's wait time, now minus the op's \
 scheduled time (when it was due had every op kept the ideal schedule). Waits \
 are measured from the scheduled time, so a worker that falls behind shows its \
 lateness in every later op instead of hiding it (no coordinated omission). \
-There is no work between permits: the report shows the limiter's own precision \
-and cost.
+Without --work there is no work between permits: the report shows the \
+limiter's own precision and cost.
+
+--work DUR[~JITTER] gives each op work to do after its permit: a sleep of DUR \
+(emulating I/O), or with --work-cpu a spin on the clock (compute); DUR~JITTER \
+draws each op's work uniformly from DUR - JITTER to DUR + JITTER (JITTER at \
+most DUR; e.g. 2ms~500us), from a generator seeded by the worker's index, so \
+runs draw the same durations. Each op then has three clock readings, \
+scheduled, start (after its permit) and end (after its work), and the report \
+gives, as wrk2 does:
+  wait       start - scheduled (0 for an op let go a little before its \
+scheduled time by the wait policy's early bound)
+  service    end - start: the work
+  response   end - scheduled = wait + service: what a caller arriving on \
+schedule would have seen
+A worker still busy with an earlier op's work starts its next op late; the \
+op keeps its scheduled time, so the delay shows in its response time \
+instead of silently stretching the schedule (no coordinated omission): with \
+--rate 1000 --threads 1 --work 5ms the service stays 5ms while the response \
+grows through the run. --work takes a duration greater than zero; \
+--work-cpu needs --work. Each worker keeps its own histograms, merged at \
+the end.
 
 Limiters (--limiter):
   pacer   the default: ratekeeper's Pacer, a virtual schedule. The spec's burst \
@@ -96,7 +117,8 @@ by up to about threads / rate.
   --count: exactly N ops in total, shared by all workers.
   Ctrl-C ends the run early: each worker stops after its current op (a wait \
 for a permit longer than 20ms is cut short and the permit given back; a token \
-pool's waiting claim is waited for), the report covers the ops so far, with \
+pool's waiting claim is waited for; --work longer than 20ms, and any \
+--work-cpu spin, is cut short, and that op counts in ops and wait only), the report covers the ops so far, with \
 elapsed counted as in count mode, and the exit status is 130.
 
 Before the run, a warning on standard error says when the limiter's integer \
@@ -124,6 +146,10 @@ the target rate
   wall            from the start until every worker had stopped
   wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
 (HdrHistogram, 3 significant digits; max and mean exact)
+  work            --work only: each op's work, then a table of the wait, \
+service and response times (the same figures, in place of the wait lines)
+  completed       --work only, when Ctrl-C cut some ops' work short: the ops \
+whose work ran to the end (the others count in ops and wait only)
   backlog         how far the schedule is behind the clock at the end \
 (RateLimiter::wait_stats; summed over limiters with the thread scope). For the \
 token pool this is its waiting pool: time that arrived while the active pool \
@@ -140,7 +166,8 @@ would exceed --timeout (not counted in ops)
 (pre-fills included)
   cpu per op      the process's user + system CPU time during the run, less \
 the reporting thread's, divided by ops (a filler thread's CPU time counts, and \
-so does the progress line's on a terminal)
+so does the progress line's on a terminal; with --work-cpu, so does the \
+work's spinning)
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 ops per time bucket (--bucket) as a rate, against the target rate (dashed); \
@@ -164,7 +191,8 @@ Examples:
   ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
-  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg";
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -182,6 +210,7 @@ Examples:
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
@@ -222,6 +251,15 @@ null for a limiter that does not limit at all
   wall_ns          integer  see Report above
   achieved_rate    number   ops / elapsed
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
+  work_ns          integer  (--work) each op's work, DUR
+  work_jitter_ns   integer  (--work) its jitter, JITTER (0 without)
+  work_cpu         boolean  (--work) whether the work spun (--work-cpu) or slept
+  completed        integer  (--work) ops whose work ran to the end (all but \
+those Ctrl-C cut short)
+  service_ns       object   (--work) the same percentiles of end - start, over \
+the completed ops
+  response_ns      object   (--work) the same percentiles of end - scheduled \
+(wait + service), over the completed ops
   backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting \
 pool; bursty, warmup: how far the next free time is ahead of the clock; refill, \
 cycle: the time reserved ahead of the clock)

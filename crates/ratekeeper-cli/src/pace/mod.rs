@@ -27,6 +27,7 @@ mod help;
 mod render;
 mod summary;
 mod visit;
+mod work;
 mod worker;
 
 use std::time::Duration;
@@ -48,6 +49,7 @@ use render::write_plot;
 use summary::summarize;
 pub use summary::PaceReport;
 use visit::Pace;
+use work::{parse_work, WorkSpec};
 
 /// The most worker threads `--threads` accepts.
 const MAX_THREADS: u32 = 4096;
@@ -90,9 +92,37 @@ pub struct PaceArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
     pub bucket: Option<Duration>,
 
+    /// What each op does after its permit: DUR, or DUR~JITTER for DUR ±
+    /// up to JITTER (uniform), e.g. 2ms or 2ms~500us. A sleep (I/O), or a
+    /// spin with --work-cpu; the report adds service and response times.
+    #[arg(long, value_name = "DUR[~JITTER]", value_parser = parse_work, allow_hyphen_values = true)]
+    pub work: Option<WorkSpec>,
+
+    /// Spin on the clock for --work instead of sleeping (compute, not I/O).
+    #[arg(long)]
+    pub work_cpu: bool,
+
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
     pub json: bool,
+}
+
+impl PaceArgs {
+    /// `--work`, spinning with `--work-cpu`.
+    ///
+    /// # Errors
+    ///
+    /// A [`UsageError`] for `--work-cpu` without `--work`.
+    fn work(&self) -> Result<Option<WorkSpec>, UsageError> {
+        match (self.work, self.work_cpu) {
+            (None, true) => Err(UsageError(
+                "--work-cpu spins for each op's --work, so it needs --work DUR \
+                 (e.g. --work 2ms --work-cpu)"
+                    .into(),
+            )),
+            (work, cpu) => Ok(work.map(|w| WorkSpec { cpu, ..w })),
+        }
+    }
 }
 
 fn parse_threads(s: &str) -> Result<u32, String> {
@@ -108,11 +138,12 @@ fn parse_threads(s: &str) -> Result<u32, String> {
 ///
 /// # Errors
 ///
-/// A [`UsageError`] for an option the limiter does not take or a
-/// configuration the library refuses; an I/O error if a worker thread cannot
+/// A [`UsageError`] for an option the limiter does not take, a
+/// configuration the library refuses or `--work-cpu` without `--work`; an I/O error if a worker thread cannot
 /// be started; an error if a worker panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     let spec = args.rate;
+    let work = args.work()?;
     let config = args.limiter.config(&spec, args.access.access())?;
     let limiter_count = if spec.scope() == Scope::Thread {
         args.threads
@@ -139,6 +170,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         target_rate,
         interrupt,
         max_wait: config.kind().max_wait(),
+        work,
     };
     let visitor = Pace {
         plan,

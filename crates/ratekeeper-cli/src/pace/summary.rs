@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::drive::{Outcome, RunPlan};
 use super::visit::LimiterStats;
+use super::work::WorkSpec;
 use super::worker::WorkerResult;
 use super::PaceArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
@@ -67,6 +68,9 @@ pub struct PaceReport {
     pub(super) wall_ns: u64,
     pub(super) achieved_rate: f64,
     pub(super) wait_ns: WaitSummary,
+    /// With --work: the work and the ops' service and response times.
+    #[serde(flatten)]
+    pub(super) work: Option<WorkReport>,
     pub(super) backlog_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_backlog_ns: Option<u64>,
@@ -78,6 +82,40 @@ pub struct PaceReport {
     pub(super) cpu_ns: Option<u64>,
     pub(super) cpu_ns_per_op: Option<u64>,
     pub(super) interrupted: bool,
+}
+
+/// With --work: the work each op did and the ops' service (end - start)
+/// and response (end - scheduled) times.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct WorkReport {
+    pub(super) work_ns: u64,
+    pub(super) work_jitter_ns: u64,
+    /// Whether the work spun on the clock (`--work-cpu`) or slept.
+    pub(super) work_cpu: bool,
+    /// Ops whose work ran to the end: all of them, unless Ctrl-C cut the
+    /// last ones' short (those count in `ops` and `wait_ns` only).
+    pub(super) completed: u64,
+    pub(super) service_ns: WaitSummary,
+    pub(super) response_ns: WaitSummary,
+}
+
+impl WorkReport {
+    /// The report of `spec` from the workers' `results`, merged.
+    fn of(spec: WorkSpec, results: &[WorkerResult]) -> WorkReport {
+        let (mut service, mut response) = (WaitRecorder::new(), WaitRecorder::new());
+        for w in results.iter().filter_map(|r| r.work.as_ref()) {
+            service.merge(&w.service);
+            response.merge(&w.response);
+        }
+        WorkReport {
+            work_ns: spec.nanos,
+            work_jitter_ns: spec.jitter_nanos,
+            work_cpu: spec.cpu,
+            completed: service.count(),
+            service_ns: service.summary(),
+            response_ns: response.summary(),
+        }
+    }
 }
 
 impl PaceReport {
@@ -142,6 +180,7 @@ pub(super) fn summarize(
         wall_ns: outcome.t_end.saturating_sub(t0),
         achieved_rate,
         wait_ns: waits.summary(),
+        work: plan.work.map(|spec| WorkReport::of(spec, &outcome.results)),
         backlog_ns: stats.backlog_ns,
         max_backlog_ns,
         total_wait_ns: stats.total_wait_ns,

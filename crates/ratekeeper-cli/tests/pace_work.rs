@@ -1,0 +1,336 @@
+//! End-to-end tests of `ratekeeper pace --work` (each op's work, and its
+//! service and response times) and of pace's overload accounting (how far
+//! behind its schedule a run ends, the below-target warning, --max-behind).
+//!
+//! Real clock, short runs (about a second at most), generous bounds: the
+//! tests share a noisy 2-core machine.
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+use common::{f, ratekeeper, rejects, u, Watchdog, PROCESS_LIMIT};
+
+const MS: u64 = 1_000_000;
+
+/// Runs `ratekeeper ARGS`, expects success; returns the JSON report on
+/// stdout and standard error.
+fn json_run(args: &[&str]) -> (Value, String) {
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    let v = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    (v, String::from_utf8(out.stderr).expect("utf-8 stderr"))
+}
+
+/// The percentiles of one of the report's time objects, p50 to max.
+fn quantiles(v: &Value, key: &str) -> [u64; 5] {
+    let o = &v[key];
+    ["p50", "p90", "p99", "p999", "max"].map(|q| u(o, q))
+}
+
+/// Every op's response is its wait plus its service: so each response
+/// percentile is at least the same service and wait percentile, and the
+/// mean response is the mean wait plus the mean service (each rounded
+/// down).
+fn assert_response_is_wait_plus_service(v: &Value) {
+    let (wait, service, response) = (
+        quantiles(v, "wait_ns"),
+        quantiles(v, "service_ns"),
+        quantiles(v, "response_ns"),
+    );
+    for i in 0..5 {
+        assert!(response[i] >= service[i], "response below service: {v}");
+        assert!(response[i] >= wait[i], "response below wait: {v}");
+    }
+    let sum = u(&v["wait_ns"], "mean") + u(&v["service_ns"], "mean");
+    let mean = u(&v["response_ns"], "mean");
+    assert!(
+        (sum..=sum + 1).contains(&mean),
+        "mean response {mean}, wait + service {sum}"
+    );
+    assert_eq!(u(v, "completed"), u(v, "ops"), "every op's work ran: {v}");
+}
+
+#[test]
+fn work_reports_service_and_response_times() {
+    let (v, stderr) = json_run(&[
+        "pace",
+        "--rate",
+        "100",
+        "--threads",
+        "1",
+        "--work",
+        "5ms",
+        "--count",
+        "50",
+        "--json",
+    ]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(u(&v, "ops"), 50);
+    assert_eq!(u(&v, "work_ns"), 5 * MS);
+    assert_eq!(u(&v, "work_jitter_ns"), 0);
+    assert_eq!(v["work_cpu"], false);
+    assert_response_is_wait_plus_service(&v);
+    // A sleep of 5 ms takes at least 5 ms.
+    let service = quantiles(&v, "service_ns");
+    assert!(service[0] >= 5 * MS, "service p50 {}", service[0]);
+    // The workers keep up at 100/s (10 ms slots): the response stays near
+    // the service.
+    let response = quantiles(&v, "response_ns");
+    assert!(
+        response[0] <= service[0] + 5 * MS,
+        "response p50 {} vs service p50 {}",
+        response[0],
+        service[0]
+    );
+}
+
+#[test]
+fn a_schedule_the_workers_cannot_keep_shows_in_the_response_times() {
+    // 1000/s with 5 ms of work per op: the one worker does about 200 ops a
+    // second, so op k, due at k ms, starts at about 5k ms. Its response time
+    // is measured from k ms (wrk2's coordinated-omission correction): the
+    // median grows to hundreds of milliseconds while the service stays 5 ms.
+    let args = [
+        "pace",
+        "--rate",
+        "1000",
+        "--threads",
+        "1",
+        "--work",
+        "5ms",
+        "--duration",
+        "1s",
+        "--json",
+    ];
+    let (late, _) = json_run(&args);
+    assert_response_is_wait_plus_service(&late);
+    let (service, response) = (
+        quantiles(&late, "service_ns"),
+        quantiles(&late, "response_ns"),
+    );
+    assert!(
+        response[0] >= 100 * MS && response[0] >= 10 * service[0],
+        "response p50 {} vs service p50 {}",
+        response[0],
+        service[0]
+    );
+    assert!(u(&late, "ops") < 500, "{late}");
+
+    // At 50/s (20 ms slots) the same work keeps up: the response median stays
+    // near the service.
+    let mut keeping = args;
+    keeping[2] = "50";
+    keeping[8] = "500ms";
+    let (ok, _) = json_run(&keeping);
+    assert_response_is_wait_plus_service(&ok);
+    let (service, response) = (quantiles(&ok, "service_ns"), quantiles(&ok, "response_ns"));
+    assert!(
+        response[0] < 2 * service[0],
+        "response p50 {} vs service p50 {}",
+        response[0],
+        service[0]
+    );
+}
+
+#[test]
+fn work_with_jitter_and_on_the_cpu() {
+    let (v, _) = json_run(&[
+        "pace",
+        "--rate",
+        "200",
+        "--threads",
+        "2",
+        "--work",
+        "4ms~2ms",
+        "--count",
+        "40",
+        "--json",
+    ]);
+    assert_eq!(u(&v, "work_jitter_ns"), 2 * MS);
+    assert_response_is_wait_plus_service(&v);
+    let service = quantiles(&v, "service_ns");
+    assert!(service[0] >= 2 * MS, "service p50 {}", service[0]);
+    assert!(service[4] >= 4 * MS, "some ops drew more than 4 ms: {v}");
+
+    // --work-cpu spins: the work is CPU time (a thread preempted while it
+    // spins loses some, hence the margin).
+    let (v, _) = json_run(&[
+        "pace",
+        "--rate",
+        "100",
+        "--work",
+        "4ms",
+        "--work-cpu",
+        "--count",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(v["work_cpu"], true);
+    assert_response_is_wait_plus_service(&v);
+    assert!(quantiles(&v, "service_ns")[0] >= 4 * MS, "{v}");
+    if cfg!(target_os = "linux") {
+        let per_op = u(&v, "cpu_ns_per_op");
+        assert!(per_op >= MS, "cpu per op {per_op} for 4 ms of spinning");
+    }
+}
+
+#[test]
+fn the_text_report_shows_the_work_and_a_table() {
+    let out = ratekeeper()
+        .args([
+            "pace",
+            "--rate",
+            "200",
+            "--work",
+            "1ms~500us",
+            "--count",
+            "10",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("work            1.00ms ± 500µs per op, sleeping\n"),
+        "{text}"
+    );
+    for row in ["wait  ", "service  ", "response  "] {
+        assert!(text.lines().any(|l| l.starts_with(row)), "{row}: {text}");
+    }
+    assert!(text.contains("p99.9"), "{text}");
+    assert!(
+        !text.contains("wait p50"),
+        "the table replaces them: {text}"
+    );
+}
+
+#[test]
+fn without_work_the_report_has_no_work_fields() {
+    let (v, _) = json_run(&["pace", "--rate", "2000", "--count", "20", "--json"]);
+    for key in [
+        "work_ns",
+        "work_jitter_ns",
+        "work_cpu",
+        "completed",
+        "service_ns",
+        "response_ns",
+    ] {
+        assert!(v.get(key).is_none(), "{key} without --work: {v}");
+    }
+    let out = ratekeeper()
+        .args(["pace", "--rate", "2000", "--count", "20"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("wait p50        "), "{text}");
+    assert!(
+        !text.contains("service") && !text.contains("response"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_work_values_are_refused_with_our_message() {
+    let base = ["pace", "--rate", "100", "--count", "1"];
+    for (work, says) in [
+        ("0s", "the work must take longer than zero"),
+        ("-2ms", "the work cannot be negative"),
+        ("2ms~-1ms", "the jitter cannot be negative"),
+        ("2ms~3ms", "the jitter (3ms) is larger than the work (2ms)"),
+        ("fast", "the work \"fast\" is not a duration"),
+        ("2ms~", "the jitter \"\" is not a duration"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(["--work", work]);
+        rejects(&args, &[says, "2ms~500us"]);
+    }
+    let mut args = base.to_vec();
+    args.push("--work-cpu");
+    rejects(&args, &["--work-cpu", "needs --work"]);
+}
+
+/// Ctrl-C cuts a long --work short: the run ends at once with its report,
+/// the op counts in ops and wait, not in service and response.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cuts_a_long_work_short() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+        .args([
+            "pace",
+            "--rate",
+            "10",
+            "--work",
+            "60s",
+            "--duration",
+            "60s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    std::thread::sleep(Duration::from_millis(700));
+    let sent = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().expect("wait");
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{status}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(u(&v, "ops"), 1, "{v}");
+    assert_eq!(u(&v, "completed"), 0, "{v}");
+    assert_eq!(u(&v["service_ns"], "max"), 0, "{v}");
+    assert!(f(&v, "achieved_rate") > 0.0);
+}
+
+#[test]
+fn help_documents_the_work_and_its_fields() {
+    let out = ratekeeper()
+        .args(["pace", "--help"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "--work <DUR[~JITTER]>",
+        "--work-cpu",
+        "response   end - scheduled = wait + service",
+        "work_ns",
+        "work_jitter_ns",
+        "work_cpu",
+        "completed",
+        "service_ns",
+        "response_ns",
+        "ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us",
+    ] {
+        assert!(help.contains(needle), "{needle:?} not in pace --help");
+    }
+}
