@@ -311,7 +311,7 @@ fn ctrl_c_cuts_a_long_work_short() {
 }
 
 #[test]
-fn help_documents_the_work_and_its_fields() {
+fn help_documents_the_work_and_overload_fields() {
     let out = ratekeeper()
         .args(["pace", "--help"])
         .assert()
@@ -330,7 +330,212 @@ fn help_documents_the_work_and_its_fields() {
         "service_ns",
         "response_ns",
         "ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us",
+        "behind          elapsed - ops / target rate",
+        "behind_ns",
+        "below_target",
+        "the run fell behind",
     ] {
         assert!(help.contains(needle), "{needle:?} not in pace --help");
     }
+}
+
+/// The run's `behind_ns` is what its elapsed time and ops say:
+/// elapsed - ops / target rate, at least 0 (to a nanosecond's rounding).
+fn assert_behind_is_consistent(v: &Value) {
+    let elapsed = u(v, "elapsed_ns") as f64;
+    let used = u(v, "ops") as f64 * 1e9 / f(v, "target_rate");
+    let behind = u(v, "behind_ns") as f64;
+    assert!(
+        (behind - (elapsed - used).max(0.0)).abs() <= 1.0,
+        "behind {behind}, elapsed {elapsed}, ops' schedule {used}: {v}"
+    );
+}
+
+#[test]
+fn runs_that_keep_up_are_not_behind_and_not_warned() {
+    // Duration and count runs, a shared and a per-thread pacer, burst
+    // ratios, and limiters that start with a burst (refill's initial
+    // permits) or store idle time (bursty).
+    for args in [
+        &["--rate", "200", "--duration", "500ms"][..],
+        &["--rate", "2000", "--count", "200"],
+        &[
+            "--rate",
+            "2000,1.5",
+            "--threads",
+            "2",
+            "--duration",
+            "300ms",
+        ],
+        &[
+            "--rate",
+            "500,1.1,thread",
+            "--threads",
+            "2",
+            "--duration",
+            "300ms",
+        ],
+        &["--rate", "100", "--work", "2ms", "--duration", "300ms"],
+        &[
+            "--limiter",
+            "refill",
+            "--rate",
+            "1000",
+            "--refresh-period",
+            "100ms",
+            "--capacity",
+            "200",
+            "--timeout",
+            "10ms",
+            "--threads",
+            "2",
+            "--duration",
+            "300ms",
+        ],
+        &[
+            "--limiter",
+            "bursty",
+            "--rate",
+            "1000",
+            "--duration",
+            "300ms",
+        ],
+        &[
+            "--limiter",
+            "pool",
+            "--rate",
+            "2000,1.1",
+            "--duration",
+            "300ms",
+        ],
+    ] {
+        let mut all = vec!["pace", "--json"];
+        all.extend(args);
+        let (v, stderr) = json_run(&all);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        assert_eq!(v["below_target"], false, "{args:?}: {v}");
+        assert!(u(&v, "behind_ns") < 20 * MS, "{args:?}: {v}");
+        assert_behind_is_consistent(&v);
+    }
+}
+
+#[test]
+fn a_run_the_workers_cannot_keep_ends_behind_with_a_warning() {
+    // 1000/s with 5 ms of work per op: about 200 ops in the second, so the
+    // run ends about 800 ms behind its schedule.
+    let args = [
+        "pace",
+        "--rate",
+        "1000",
+        "--threads",
+        "1",
+        "--work",
+        "5ms",
+        "--duration",
+        "1s",
+    ];
+    let mut json = args.to_vec();
+    json.push("--json");
+    let (v, stderr) = json_run(&json);
+    assert_behind_is_consistent(&v);
+    let behind = u(&v, "behind_ns");
+    assert!((500 * MS..=1_000 * MS).contains(&behind), "{v}");
+    assert_eq!(v["below_target"], true, "{v}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("warning: the run fell behind: it achieved ")
+            && stderr.contains("% below the target 1000 ops/s, and ended ")
+            && stderr.trim_end().ends_with("behind its schedule"),
+        "{stderr}"
+    );
+
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("behind          "))
+        .unwrap_or_else(|| panic!("no behind line: {text}"));
+    assert!(
+        line.ends_with("(elapsed - ops / target rate: how far behind its schedule the run ended)")
+    );
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .starts_with("warning: the run fell behind"));
+}
+
+/// A run Ctrl-C ends early reports its rate over the time it ran: not the
+/// whole --duration, and, when a worker was stuck in a long --work, not
+/// just until the last op started either.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_counts_the_time_it_ran() {
+    for (work, ops) in [(None, 10..=90), (Some("60s"), 1..=1)] {
+        let mut args = vec!["pace", "--rate", "100", "--duration", "60s", "--json"];
+        if let Some(w) = work {
+            args.extend(["--work", w]);
+        }
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ratekeeper");
+        let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+        std::thread::sleep(Duration::from_millis(800));
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(kill.success());
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(child.wait().expect("wait").code(), Some(130));
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(v["interrupted"], true);
+        assert!(ops.contains(&u(&v, "ops")), "{work:?}: {v}");
+        // About the 800 ms it ran (less the process's start): neither the
+        // 60 s asked for nor, stuck in its work, one 10 ms slot.
+        let elapsed = u(&v, "elapsed_ns");
+        assert!((100 * MS..10_000 * MS).contains(&elapsed), "{work:?}: {v}");
+        assert_behind_is_consistent(&v);
+        let achieved = f(&v, "achieved_rate");
+        match work {
+            // Kept up: about the target, not 60 s's worth below it.
+            None => assert!(achieved > 50.0 && v["below_target"] == false, "{v}"),
+            // One op in the time it ran: far below, and behind.
+            Some(_) => assert!(achieved < 10.0 && v["below_target"] == true, "{v}"),
+        }
+    }
+}
+
+#[test]
+fn a_cold_warm_up_limiter_is_behind_but_not_checked_against_the_target() {
+    // Cold, it grants at a third of the rate: behind by design, no warning.
+    let (v, stderr) = json_run(&[
+        "pace",
+        "--limiter",
+        "warmup",
+        "--warmup",
+        "1s",
+        "--rate",
+        "1000",
+        "--duration",
+        "300ms",
+        "--json",
+    ]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(v["below_target"].is_null(), "{v}");
+    assert!(f(&v, "achieved_rate") < 800.0, "{v}");
+    assert!(u(&v, "behind_ns") > 20 * MS, "{v}");
+    assert_behind_is_consistent(&v);
 }

@@ -119,13 +119,19 @@ by up to about threads / rate.
 for a permit longer than 20ms is cut short and the permit given back; a token \
 pool's waiting claim is waited for; --work longer than 20ms, and any \
 --work-cpu spin, is cut short, and that op counts in ops and wait only), the report covers the ops so far, with \
-elapsed counted as in count mode, and the exit status is 130.
+elapsed counted as in count mode (and at least until the run stopped), and \
+the exit status is 130.
 
 Before the run, a warning on standard error says when the limiter's integer \
 arithmetic gives a rate more than 0.1% off the target (see effective rate \
 below). While the run goes on, a progress line on standard error shows the \
 elapsed time, the ops so far and the rate over the last second, if standard \
-error is a terminal; otherwise nothing else is written to it.
+error is a terminal. After the run, a warning on standard error says when the \
+run fell behind: its achieved rate is more than 1% below the target and it \
+ended at least 20ms behind its schedule (see behind below; the 20ms keep a \
+short run whose last op woke a few ms late on a busy machine from being \
+warned about; not checked for --limiter warmup, which grants below the rate \
+while cold by design). Otherwise nothing else is written to it.
 
 Report:
   target rate     the spec's rate (x threads for the thread scope)
@@ -142,7 +148,16 @@ how much and why, and a warning says so before the run
   elapsed         --duration: the duration. --count (or Ctrl-C): from the \
 start of the schedule until the last op was granted, plus one slot (1 / target \
 rate): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
-the target rate
+the target rate. A run Ctrl-C ended counts at least until it stopped (the \
+first clock reading at which a worker saw Ctrl-C), so the rate of a run \
+that stalled (a worker in a long --work) is over the time it actually ran
+  behind          elapsed - ops / target rate, at least 0: how far behind its \
+target schedule the run ended, the time its missing ops would have taken \
+(achieved = target x (1 - behind / elapsed)). It needs nothing from the \
+limiter, so it means the same for all of them: for the Pacer it is how late \
+its schedule is; Guava's and Resilience4j's limiters have no schedule to be \
+late against, but a run on them falls behind the target when its workers do \
+not keep up; a cold warmup limiter is behind by design
   wall            from the start until every worker had stopped
   wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
 (HdrHistogram, 3 significant digits; max and mean exact)
@@ -250,6 +265,9 @@ null for a limiter that does not limit at all
   elapsed_ns       integer  see Report above
   wall_ns          integer  see Report above
   achieved_rate    number   ops / elapsed
+  behind_ns        integer  elapsed - ops / target rate, at least 0 (see Report above)
+  below_target     boolean  achieved_rate more than 1% below target_rate with \
+behind_ns at least 20ms: the warning's condition; null for warmup (not checked)
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
   work_ns          integer  (--work) each op's work, DUR
   work_jitter_ns   integer  (--work) its jitter, JITTER (0 without)

@@ -21,6 +21,7 @@
 //! [`gate`] and collects what they measured; [`summary`] computes the
 //! report and [`render`] prints it and draws the plot.
 
+mod behind;
 mod drive;
 mod gate;
 mod help;
@@ -39,6 +40,7 @@ use crate::error::UsageError;
 use crate::flags::limiter::{AccessArgs, LimiterArgs};
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::plot::{self, PlotPath};
+use crate::report;
 use crate::run::interrupt::Interrupt;
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
@@ -185,6 +187,9 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }
     let report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    if let Some(w) = report.below_target_warning() {
+        report::warn(&w);
+    }
     if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {
         write_plot(to, &report, &outcome.results, width)?;
     }

@@ -187,6 +187,12 @@ impl PaceReport {
             fmt_nanos(self.elapsed_ns),
             fmt_nanos(self.wall_ns)
         )?;
+        writeln!(
+            f,
+            "behind          {} (elapsed - ops / target rate: how far behind its schedule \
+             the run ended)",
+            fmt_nanos(self.behind_ns)
+        )?;
         Ok(())
     }
 

@@ -6,6 +6,7 @@ use ratekeeper::pool::Filling;
 use ratekeeper::Scope;
 use serde::Serialize;
 
+use super::behind::{behind_nanos, below_target_warning, checks_below_target, is_below_target};
 use super::drive::{Outcome, RunPlan};
 use super::visit::LimiterStats;
 use super::work::WorkSpec;
@@ -67,6 +68,13 @@ pub struct PaceReport {
     pub(super) elapsed_ns: u64,
     pub(super) wall_ns: u64,
     pub(super) achieved_rate: f64,
+    /// How far behind its target schedule the run ended (see
+    /// [`behind`](super::behind)).
+    pub(super) behind_ns: u64,
+    /// Whether the achieved rate is more than 1 % below the target (and the
+    /// run at least 20 ms behind): the warning's condition. `None` (JSON
+    /// null) where it is not checked (the warm-up limiter).
+    pub(super) below_target: Option<bool>,
     pub(super) wait_ns: WaitSummary,
     /// With --work: the work and the ops' service and response times.
     #[serde(flatten)]
@@ -123,6 +131,32 @@ impl PaceReport {
     pub fn interrupted(&self) -> bool {
         self.interrupted
     }
+
+    /// The warning for a run below its target, if it is.
+    pub(super) fn below_target_warning(&self) -> Option<String> {
+        (self.below_target == Some(true))
+            .then(|| below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns))
+    }
+}
+
+/// The run's elapsed time (see `pace --help`): a `--duration` run's
+/// duration; otherwise (`--count`, or a run Ctrl-C ended early) from the
+/// start `t0` until the last op started, plus one slot of the target
+/// schedule, and for a run ended early at least until it stopped: the
+/// first reading of the clock at which a worker saw Ctrl-C.
+fn elapsed_nanos(plan: &RunPlan<'_>, outcome: &Outcome, last_start: Option<u64>) -> u64 {
+    let t0 = outcome.t0;
+    let stopped = outcome
+        .results
+        .iter()
+        .filter(|r| r.interrupted)
+        .map(|r| r.finished)
+        .min();
+    match (plan.duration, stopped) {
+        (Some(d), None) => duration_nanos(d),
+        (_, stopped) => schedule_span(t0, last_start, plan.target_rate)
+            .max(stopped.map_or(0, |s| s.saturating_sub(t0))),
+    }
 }
 
 /// The run's report from what it measured.
@@ -140,11 +174,9 @@ pub(super) fn summarize(
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
     let target_rate = plan.target_rate;
-    let elapsed_ns = match plan.duration {
-        Some(d) if !interrupted => duration_nanos(d),
-        _ => schedule_span(t0, last_start, target_rate),
-    };
+    let elapsed_ns = elapsed_nanos(plan, outcome, last_start);
     let achieved_rate = per_second(ops, elapsed_ns);
+    let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
     let kind = config.kind().limiter_kind();
     let limiters = Some(if args.rate.scope() == Scope::Thread {
@@ -179,6 +211,9 @@ pub(super) fn summarize(
         elapsed_ns,
         wall_ns: outcome.t_end.saturating_sub(t0),
         achieved_rate,
+        behind_ns,
+        below_target: checks_below_target(kind.name())
+            .then(|| is_below_target(achieved_rate, target_rate, behind_ns)),
         wait_ns: waits.summary(),
         work: plan.work.map(|spec| WorkReport::of(spec, &outcome.results)),
         backlog_ns: stats.backlog_ns,
