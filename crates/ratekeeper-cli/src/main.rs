@@ -12,6 +12,8 @@
 //! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count,
 //!   an arrival pattern or limiter spec that does not parse, an option the
 //!   chosen limiter does not take, or a command `exec` cannot find;
+//! * `3`: a `pace` run fell `--max-behind` behind its schedule and was ended
+//!   (after its report);
 //! * `130`: Ctrl-C ended a `pace`, `exec` or `pipe` run (after its report).
 //!
 //! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
@@ -115,6 +117,9 @@ enum Outcome {
     /// It ran, but failed as a whole (`exec --fail-fast`): the message, and
     /// exit status 1.
     Failed(String),
+    /// It fell `--max-behind` behind its schedule and was ended: the
+    /// message, and exit status 3.
+    FellBehind(String),
 }
 
 fn main() -> ExitCode {
@@ -134,6 +139,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Failed(why)) => {
             let _ = writeln!(std::io::stderr(), "error: {why}");
             ExitCode::FAILURE
+        }
+        Ok(Outcome::FellBehind(why)) => {
+            let _ = writeln!(std::io::stderr(), "error: {why}");
+            ExitCode::from(3)
         }
         Err(e) if report::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -160,6 +169,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let interrupt = interrupt::install();
             let report = pace::run(&args, interrupt)?;
             report::emit(&report, args.json)?;
+            if let Some(why) = report.stopped_behind() {
+                return Ok(Outcome::FellBehind(why));
+            }
             Ok(interrupted(report.interrupted(), interrupt))
         }
         Command::Exec(args) => {

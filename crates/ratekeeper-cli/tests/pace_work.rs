@@ -539,3 +539,139 @@ fn a_cold_warm_up_limiter_is_behind_but_not_checked_against_the_target() {
     assert!(u(&v, "behind_ns") > 20 * MS, "{v}");
     assert_behind_is_consistent(&v);
 }
+
+/// Runs `ratekeeper ARGS` and returns its exit code, standard output and
+/// standard error, and how long it took.
+fn run_any(args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let t = Instant::now();
+    let out = ratekeeper().args(args).output().expect("run ratekeeper");
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        String::from_utf8(out.stderr).expect("utf-8 stderr"),
+        t.elapsed(),
+    )
+}
+
+#[test]
+fn max_behind_ends_a_run_that_falls_that_far_behind_with_status_3() {
+    // 1000/s with 5 ms of work per op falls 4 ms behind per op: 100 ms
+    // after about 25 ops, long before the 30 s (or 100 000 ops) asked for.
+    for stop in [["--duration", "30s"], ["--count", "100000"]] {
+        let mut args = vec![
+            "pace",
+            "--rate",
+            "1000",
+            "--work",
+            "5ms",
+            "--max-behind",
+            "100ms",
+            "--json",
+        ];
+        args.extend(stop);
+        let (code, stdout, stderr, took) = run_any(&args);
+        assert_eq!(code, Some(3), "{stop:?}: {stderr}");
+        assert!(took < Duration::from_secs(20), "{stop:?}: {took:?}");
+        let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        assert_eq!(v["stopped_behind"], true, "{v}");
+        assert_eq!(v["interrupted"], false, "{v}");
+        assert_eq!(u(&v, "max_behind_ns"), 100 * MS);
+        assert_behind_is_consistent(&v);
+        // It stopped about 100 ms behind (the ops started since the check
+        // can only make up a few ms).
+        let behind = u(&v, "behind_ns");
+        assert!((80 * MS..1_000 * MS).contains(&behind), "{v}");
+        assert!((5..500).contains(&u(&v, "ops")), "{v}");
+        assert_eq!(stderr.lines().count(), 1, "only the error line: {stderr}");
+        assert!(
+            stderr.starts_with("error: the run fell ")
+                && stderr.contains(" behind its schedule (--max-behind 100ms) and was stopped "),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn max_behind_cuts_a_stalled_worker_short() {
+    // The first op's work takes 60 s: the run is 100 ms behind 110 ms in,
+    // and --max-behind wakes the worker from its work at once.
+    let (code, stdout, _, took) = run_any(&[
+        "pace",
+        "--rate",
+        "100",
+        "--work",
+        "60s",
+        "--max-behind",
+        "100ms",
+        "--duration",
+        "60s",
+        "--json",
+    ]);
+    assert_eq!(code, Some(3));
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(u(&v, "ops"), 1, "{v}");
+    assert_eq!(u(&v, "completed"), 0, "{v}");
+    // Elapsed runs until the check fired, not one 10 ms slot.
+    assert!(u(&v, "elapsed_ns") >= 100 * MS, "{v}");
+    assert!(u(&v, "behind_ns") >= 90 * MS, "{v}");
+}
+
+#[test]
+fn max_behind_leaves_a_run_that_keeps_up_alone() {
+    // Keeps up: status 0, the field reported.
+    let (v, stderr) = json_run(&[
+        "pace",
+        "--rate",
+        "200",
+        "--duration",
+        "300ms",
+        "--max-behind",
+        "50ms",
+        "--json",
+    ]);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(u(&v, "max_behind_ns"), 50 * MS);
+    assert_eq!(v["stopped_behind"], false);
+    // No op is due after the deadline: the last op's work running on past
+    // it (here to 400 ms) does not count as falling behind. At the 200 ms
+    // deadline the run is 190 ms behind, under the 250 ms limit.
+    let (v, stderr) = json_run(&[
+        "pace",
+        "--rate",
+        "100",
+        "--work",
+        "400ms",
+        "--duration",
+        "200ms",
+        "--max-behind",
+        "250ms",
+        "--json",
+    ]);
+    assert_eq!(v["stopped_behind"], false, "{v}");
+    assert_eq!(u(&v, "ops"), 1, "{v}");
+    assert!(
+        stderr.starts_with("warning: the run fell behind"),
+        "{stderr}"
+    );
+    // Without --max-behind: null.
+    let (v, _) = json_run(&["pace", "--rate", "2000", "--count", "5", "--json"]);
+    assert!(
+        v["max_behind_ns"].is_null() && v["stopped_behind"] == false,
+        "{v}"
+    );
+}
+
+#[test]
+fn bad_max_behind_values_exit_2() {
+    for (bad, says) in [
+        ("0s", "greater than zero"),
+        ("soon", "expected a duration"),
+        ("-5ms", "cannot be negative"),
+    ] {
+        rejects(
+            &["pace", "--rate", "100", "--count", "1", "--max-behind", bad],
+            &["--max-behind", says],
+        );
+    }
+}

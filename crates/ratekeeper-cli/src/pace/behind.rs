@@ -21,6 +21,7 @@
 
 use std::time::Duration;
 
+use super::gate::Stop;
 use crate::report::{duration_nanos, fmt_nanos, fmt_rate};
 
 /// How far below the target rate a run may end before it is warned about:
@@ -40,6 +41,48 @@ pub(super) fn behind_nanos(span_ns: u64, ops: u64, target_rate: f64) -> u64 {
     let used = ops as f64 * 1e9 / target_rate;
     // A float-to-integer `as` saturates (NaN, a negative: 0).
     (span_ns as f64 - used).max(0.0) as u64
+}
+
+/// `--max-behind DUR`: a duration greater than zero; a negative one is
+/// refused with our message (not taken for a flag).
+pub(super) fn parse_max_behind(s: &str) -> Result<Duration, String> {
+    if s.trim().starts_with('-') {
+        return Err(format!(
+            "how far behind its schedule a run may fall cannot be negative, got \"{}\"; \
+             expected a duration such as 100ms or 1s",
+            s.trim()
+        ));
+    }
+    crate::flags::parse_duration(s)
+}
+
+/// `--max-behind`: the check the reporting thread makes while the workers
+/// run.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MaxBehind {
+    /// How far behind its schedule the run may fall, in ns.
+    pub(super) limit_ns: u64,
+    /// The run's start on the shared clock.
+    pub(super) t0: u64,
+    pub(super) target_rate: f64,
+    /// The run's stop rule: no op is due after the deadline, and none is
+    /// left once `count` have started.
+    pub(super) stop: Stop,
+    pub(super) count: Option<u64>,
+}
+
+impl MaxBehind {
+    /// Whether a run with `ops` started at clock reading `now` has fallen
+    /// the limit behind its schedule while ops are still due: not after its
+    /// deadline, nor once all its count has started (a last op's long
+    /// --work keeps no later op waiting).
+    pub(super) fn is_exceeded(&self, now: u64, ops: u64) -> bool {
+        let due = match self.stop {
+            Stop::Deadline(d) => now < d,
+            Stop::Count => self.count.is_none_or(|n| ops < n),
+        };
+        due && behind_nanos(now.saturating_sub(self.t0), ops, self.target_rate) >= self.limit_ns
+    }
 }
 
 /// Whether a run that achieved `achieved` ops/s against `target` ops/s and
@@ -87,6 +130,41 @@ mod tests {
         // Nothing done: the whole span.
         assert_eq!(behind_nanos(5 * MS, 0, 0.5), 5 * MS);
         assert_eq!(behind_nanos(u64::MAX, 0, 1.0), u64::MAX);
+    }
+
+    #[test]
+    fn max_behind_values_are_checked() {
+        assert_eq!(parse_max_behind("100ms"), Ok(Duration::from_millis(100)));
+        assert!(parse_max_behind("-5ms")
+            .unwrap_err()
+            .contains("cannot be negative"));
+        assert!(parse_max_behind("0s")
+            .unwrap_err()
+            .contains("greater than zero"));
+        assert!(parse_max_behind("soon").unwrap_err().contains("500ms"));
+    }
+
+    #[test]
+    fn max_behind_is_checked_while_ops_are_due() {
+        // 1000/s from t0 = 1 s, at most 100 ms behind.
+        let check = |stop, count| MaxBehind {
+            limit_ns: 100 * MS,
+            t0: 1_000 * MS,
+            target_rate: 1000.0,
+            stop,
+            count,
+        };
+        let timed = check(Stop::Deadline(2_000 * MS), None);
+        // 500 ms in with 450 ops: 50 ms behind; with 400: 100 ms.
+        assert!(!timed.is_exceeded(1_500 * MS, 450));
+        assert!(timed.is_exceeded(1_500 * MS, 400));
+        // Before the start (a reading taken early): not behind.
+        assert!(!timed.is_exceeded(0, 0));
+        // After the deadline no op is due any more.
+        assert!(!timed.is_exceeded(2_000 * MS, 0));
+        let counted = check(Stop::Count, Some(500));
+        assert!(counted.is_exceeded(1_800 * MS, 499));
+        assert!(!counted.is_exceeded(60_000 * MS, 500), "all started");
     }
 
     #[test]

@@ -121,6 +121,14 @@ pool's waiting claim is waited for; --work longer than 20ms, and any \
 --work-cpu spin, is cut short, and that op counts in ops and wait only), the report covers the ops so far, with \
 elapsed counted as in count mode (and at least until the run stopped), and \
 the exit status is 130.
+  --max-behind DUR ends the run once it falls DUR behind its schedule \
+(elapsed so far - ops started / target rate; see behind below), checked \
+every 1ms by the reporting thread while ops are still due (before the \
+deadline; in count mode, until the last op has started). The workers stop \
+as for Ctrl-C (a long wait or --work is cut short), the report covers the \
+ops so far, with elapsed counted until the check fired, an error line on \
+standard error says how far behind the run fell (in place of the \
+below-target warning), and the exit status is 3.
 
 Before the run, a warning on standard error says when the limiter's integer \
 arithmetic gives a rate more than 0.1% off the target (see effective rate \
@@ -131,7 +139,8 @@ run fell behind: its achieved rate is more than 1% below the target and it \
 ended at least 20ms behind its schedule (see behind below; the 20ms keep a \
 short run whose last op woke a few ms late on a busy machine from being \
 warned about; not checked for --limiter warmup, which grants below the rate \
-while cold by design). Otherwise nothing else is written to it.
+while cold by design). Otherwise nothing else is written to it (but \
+--max-behind's error line).
 
 Report:
   target rate     the spec's rate (x threads for the thread scope)
@@ -149,7 +158,8 @@ how much and why, and a warning says so before the run
 start of the schedule until the last op was granted, plus one slot (1 / target \
 rate): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
 the target rate. A run Ctrl-C ended counts at least until it stopped (the \
-first clock reading at which a worker saw Ctrl-C), so the rate of a run \
+first clock reading at which a worker saw Ctrl-C; --max-behind: when its \
+check fired), so the rate of a run \
 that stalled (a worker in a long --work) is over the time it actually ran
   behind          elapsed - ops / target rate, at least 0: how far behind its \
 target schedule the run ended, the time its missing ops would have taken \
@@ -207,7 +217,8 @@ Examples:
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
-  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s";
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
+  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -226,6 +237,7 @@ Examples:
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
+  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
@@ -288,4 +300,6 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   fills            integer  (pool) refills during the run, pre-fills included
   cpu_ns           integer  process CPU time (user + system) during the run, or null
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
-  interrupted      boolean  whether Ctrl-C ended the run (exit status 130)";
+  interrupted      boolean  whether Ctrl-C ended the run (exit status 130)
+  max_behind_ns    integer  --max-behind; null without
+  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)";

@@ -45,6 +45,7 @@ use crate::run::interrupt::Interrupt;
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
+use behind::parse_max_behind;
 use drive::RunPlan;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use render::write_plot;
@@ -103,6 +104,11 @@ pub struct PaceArgs {
     /// Spin on the clock for --work instead of sleeping (compute, not I/O).
     #[arg(long)]
     pub work_cpu: bool,
+
+    /// End the run, after its report, with exit status 3 once it falls this
+    /// far behind its schedule (elapsed - ops / target rate), e.g. 100ms.
+    #[arg(long, value_name = "DUR", value_parser = parse_max_behind, allow_hyphen_values = true)]
+    pub max_behind: Option<Duration>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -173,6 +179,7 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         interrupt,
         max_wait: config.kind().max_wait(),
         work,
+        max_behind: args.max_behind.map(report::duration_nanos),
     };
     let visitor = Pace {
         plan,
@@ -187,7 +194,8 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }
     let report = summarize(args, &config, &plan, &outcome, stats, &effective);
-    if let Some(w) = report.below_target_warning() {
+    // A run --max-behind ended says so in its error line instead.
+    if let (Some(w), None) = (report.below_target_warning(), report.stopped_behind()) {
         report::warn(&w);
     }
     if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {

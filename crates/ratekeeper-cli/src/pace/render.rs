@@ -181,6 +181,14 @@ impl PaceReport {
                 "interrupted     by Ctrl-C: the report covers the ops granted before it"
             )?;
         }
+        if let (true, Some(limit)) = (self.stopped_behind, self.max_behind_ns) {
+            writeln!(
+                f,
+                "stopped         --max-behind {}: the run fell that far behind its schedule \
+                 (exit status 3)",
+                fmt_duration(limit)
+            )?;
+        }
         writeln!(
             f,
             "elapsed         {} (wall {})",

@@ -13,7 +13,9 @@ use super::work::WorkSpec;
 use super::worker::WorkerResult;
 use super::PaceArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
-use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::report::{
+    duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
+};
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -90,6 +92,10 @@ pub struct PaceReport {
     pub(super) cpu_ns: Option<u64>,
     pub(super) cpu_ns_per_op: Option<u64>,
     pub(super) interrupted: bool,
+    /// --max-behind (null without).
+    pub(super) max_behind_ns: Option<u64>,
+    /// Whether --max-behind ended the run.
+    pub(super) stopped_behind: bool,
 }
 
 /// With --work: the work each op did and the ops' service (end - start)
@@ -132,6 +138,18 @@ impl PaceReport {
         self.interrupted
     }
 
+    /// What to say when --max-behind ended the run (exit status 3); `None`
+    /// otherwise.
+    pub fn stopped_behind(&self) -> Option<String> {
+        let limit = self.max_behind_ns.filter(|_| self.stopped_behind)?;
+        Some(format!(
+            "the run fell {} behind its schedule (--max-behind {}) and was stopped {} in",
+            fmt_nanos(self.behind_ns),
+            fmt_duration(limit),
+            fmt_nanos(self.elapsed_ns)
+        ))
+    }
+
     /// The warning for a run below its target, if it is.
     pub(super) fn below_target_warning(&self) -> Option<String> {
         (self.below_target == Some(true))
@@ -139,19 +157,31 @@ impl PaceReport {
     }
 }
 
+/// When the run was ended early: when --max-behind stopped it, or the first
+/// clock reading at which a worker saw Ctrl-C; `None` for a run that ran its
+/// course.
+fn stopped_at(outcome: &Outcome) -> Option<u64> {
+    outcome.halted_at.or_else(|| {
+        outcome
+            .results
+            .iter()
+            .filter(|r| r.interrupted)
+            .map(|r| r.finished)
+            .min()
+    })
+}
+
 /// The run's elapsed time (see `pace --help`): a `--duration` run's
-/// duration; otherwise (`--count`, or a run Ctrl-C ended early) from the
-/// start `t0` until the last op started, plus one slot of the target
-/// schedule, and for a run ended early at least until it stopped: the
-/// first reading of the clock at which a worker saw Ctrl-C.
-fn elapsed_nanos(plan: &RunPlan<'_>, outcome: &Outcome, last_start: Option<u64>) -> u64 {
+/// duration; otherwise (`--count`, or a run ended early) from the start
+/// `t0` until the last op started, plus one slot of the target schedule,
+/// and for a run ended early at least until it `stopped`.
+fn elapsed_nanos(
+    plan: &RunPlan<'_>,
+    outcome: &Outcome,
+    last_start: Option<u64>,
+    stopped: Option<u64>,
+) -> u64 {
     let t0 = outcome.t0;
-    let stopped = outcome
-        .results
-        .iter()
-        .filter(|r| r.interrupted)
-        .map(|r| r.finished)
-        .min();
     match (plan.duration, stopped) {
         (Some(d), None) => duration_nanos(d),
         (_, stopped) => schedule_span(t0, last_start, plan.target_rate)
@@ -168,13 +198,15 @@ pub(super) fn summarize(
     stats: LimiterStats,
     effective: &EffectiveRate,
 ) -> PaceReport {
-    let interrupted = outcome.results.iter().any(|r| r.interrupted);
+    // --max-behind stops the workers through the interrupt, as Ctrl-C does.
+    let stopped_behind = outcome.halted_at.is_some();
+    let interrupted = !stopped_behind && outcome.results.iter().any(|r| r.interrupted);
     let waits = merged_waits(&outcome.results);
     let ops = waits.count();
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
     let target_rate = plan.target_rate;
-    let elapsed_ns = elapsed_nanos(plan, outcome, last_start);
+    let elapsed_ns = elapsed_nanos(plan, outcome, last_start, stopped_at(outcome));
     let achieved_rate = per_second(ops, elapsed_ns);
     let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
@@ -230,6 +262,8 @@ pub(super) fn summarize(
             _ => None,
         },
         interrupted,
+        max_behind_ns: plan.max_behind,
+        stopped_behind,
     }
 }
 
