@@ -136,9 +136,10 @@ below). While the run goes on, a progress line on standard error shows the \
 elapsed time, the ops so far and the rate over the last second, if standard \
 error is a terminal. After the run, a warning on standard error says when the \
 run fell behind: its achieved rate is more than 1% below the target and it \
-ended at least 20ms behind its schedule (see behind below; the 20ms keep a \
-short run whose last op woke a few ms late on a busy machine from being \
-warned about; not checked for --limiter warmup, which grants below the rate \
+ended at least 100ms behind its schedule (see behind below; the 100ms keep \
+a short run whose last op a busy machine woke tens of ms late from being \
+warned about, so runs shorter than 10s must be more than 1% behind; not \
+checked for --limiter warmup, which grants below the rate \
 while cold by design). Otherwise nothing else is written to it (but \
 --max-behind's error line).
 
@@ -279,7 +280,7 @@ null for a limiter that does not limit at all
   achieved_rate    number   ops / elapsed
   behind_ns        integer  elapsed - ops / target rate, at least 0 (see Report above)
   below_target     boolean  achieved_rate more than 1% below target_rate with \
-behind_ns at least 20ms: the warning's condition; null for warmup (not checked)
+behind_ns at least 100ms: the warning's condition; null for warmup (not checked)
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
   work_ns          integer  (--work) each op's work, DUR
   work_jitter_ns   integer  (--work) its jitter, JITTER (0 without)

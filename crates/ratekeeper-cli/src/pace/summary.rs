@@ -74,7 +74,7 @@ pub struct PaceReport {
     /// [`behind`](super::behind)).
     pub(super) behind_ns: u64,
     /// Whether the achieved rate is more than 1 % below the target (and the
-    /// run at least 20 ms behind): the warning's condition. `None` (JSON
+    /// run at least 100 ms behind): the warning's condition. `None` (JSON
     /// null) where it is not checked (the warm-up limiter).
     pub(super) below_target: Option<bool>,
     pub(super) wait_ns: WaitSummary,
