@@ -111,7 +111,7 @@ and the rate is their total.
 
 Run length: --duration DUR (default 5s) or --count N, not both.
   --duration: workers stop once the clock passes the deadline (checked after \
-each grant). An op whose grant is ready at or after the deadline is not \
+each grant, and after each op's --work). An op whose grant is ready at or after the deadline is not \
 counted; its worker still slept until it, so the run can overrun the deadline \
 by up to about threads / rate.
   --count: exactly N ops in total, shared by all workers.

@@ -147,8 +147,9 @@ fn parse_threads(s: &str) -> Result<u32, String> {
 /// # Errors
 ///
 /// A [`UsageError`] for an option the limiter does not take, a
-/// configuration the library refuses or `--work-cpu` without `--work`; an I/O error if a worker thread cannot
-/// be started; an error if a worker panicked.
+/// configuration the library refuses or `--work-cpu` without `--work`; an
+/// I/O error if a worker thread cannot be started; an error if a worker
+/// panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     let spec = args.rate;
     let work = args.work()?;

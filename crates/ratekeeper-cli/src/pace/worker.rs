@@ -192,7 +192,7 @@ struct Measures {
     timeline: Option<Timeline>,
     /// With --work: the work, and the service and response times.
     work: Option<WorkLoad>,
-    /// Ops so far, kept only for the progress line.
+    /// Ops so far, kept only for the progress line and --max-behind.
     ops: u64,
 }
 
@@ -200,8 +200,8 @@ impl Measures {
     /// One op granted by `g` that started at `now`, measured from its
     /// scheduled time: records its wait, then does its work (with --work),
     /// which records its service and response times. Returns the clock
-    /// reading when the op ended: `now` without work, or when Ctrl-C cut
-    /// the work short.
+    /// reading when the op ended: `now` without work, or when the interrupt
+    /// (Ctrl-C, --max-behind) cut the work short.
     #[inline]
     fn op(&mut self, now: u64, g: &Grant, ctx: &Ctx<'_>) -> u64 {
         let wait = now.saturating_sub(g.scheduled_nanos());
