@@ -12,11 +12,13 @@
 //! * `2`: a usage error: a bad flag, rate spec, strictness, duration or count,
 //!   an arrival pattern or limiter spec that does not parse, an option the
 //!   chosen limiter does not take, or a command `exec` cannot find;
-//! * `3`: an `exec` run stopped by `--max-behind` (after its report);
+//! * `3`: a `pace` or `exec` run stopped by `--max-behind` (after its
+//!   report);
 //! * `99`: an `exec` run a `--fail-if` condition failed (after its report;
 //!   a signal's status, `--fail-fast`'s 1 and `--max-behind`'s 3 win over
 //!   it);
-//! * `130`: Ctrl-C ended a `pace`, `exec` or `pipe` run (after its report).
+//! * `129`, `130`, `143`: SIGHUP, Ctrl-C (SIGINT) or SIGTERM ended a `pace`,
+//!   `exec` or `pipe` run (after its report).
 //!
 //! `pace`, `exec` and `pipe` install a Ctrl-C handler right after the
 //! arguments are parsed ([`interrupt`]).
@@ -120,11 +122,11 @@ enum Outcome {
     /// It ran, but failed as a whole (`exec --fail-fast`): the message, and
     /// exit status 1.
     Failed(String),
-    /// It fell too far behind its schedule (`exec --max-behind`): the
-    /// message, and exit status 3 ([`run::EXIT_BEHIND`]).
+    /// It fell too far behind its schedule (`--max-behind`): the message,
+    /// and exit status 3 ([`run::EXIT_BEHIND`]).
     Behind(String),
-    /// A `--fail-if` condition held (`exec`; the conditions were printed
-    /// after the report): exit status 99 ([`run::verdict::EXIT_STATUS`]).
+    /// A `--fail-if` condition held (the conditions were printed after the
+    /// report): exit status 99 ([`run::verdict::EXIT_STATUS`]).
     ConditionFailed,
 }
 
@@ -176,6 +178,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let interrupt = interrupt::install();
             let report = pace::run(&args, interrupt)?;
             report::emit(&report, args.json)?;
+            if let Some(why) = report.stopped_behind() {
+                return Ok(Outcome::Behind(why));
+            }
             Ok(interrupted(report.interrupted(), interrupt))
         }
         Command::Exec(args) => {

@@ -3,21 +3,23 @@
 //! run, and the CPU time they took.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Duration;
 
 use ratekeeper::{Clock, DefaultClock};
 
+use super::behind::MaxBehind;
 use super::gate::{open_gate, Gate, Go, Stop};
+use super::work::WorkSpec;
 use super::worker::{Ctx, OpCounter, WorkerResult};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{duration_nanos, process_cpu_nanos, thread_cpu_nanos};
 use crate::run::interrupt::Interrupt;
 
 /// How often a token-pool run samples the backlog (the waiting pool) for its
-/// maximum.
+/// maximum, and a run with --max-behind checks how far behind it is.
 pub(super) const BACKLOG_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
 
 /// What [`drive`] measured, whatever the limiter.
@@ -32,6 +34,9 @@ pub(super) struct Outcome {
     pub(super) cpu_ns: Option<u64>,
     /// The largest backlog sampled (0 when not sampled).
     pub(super) max_backlog_ns: u64,
+    /// With --max-behind: the clock reading at which the run was found that
+    /// far behind its schedule and stopped.
+    pub(super) halted_at: Option<u64>,
 }
 
 /// How the run is driven, whatever the limiter.
@@ -48,6 +53,10 @@ pub(super) struct RunPlan<'a> {
     pub(super) interrupt: &'a Interrupt,
     /// See [`Ctx::max_wait`].
     pub(super) max_wait: Option<Duration>,
+    /// With --work: what each op does after its permit.
+    pub(super) work: Option<WorkSpec>,
+    /// --max-behind: how far behind its schedule the run may fall, in ns.
+    pub(super) max_behind: Option<u64>,
 }
 
 /// The loop a worker thread runs.
@@ -59,8 +68,9 @@ impl<L, W: Fn(&L, &Ctx<'_>) -> WorkerResult + Sync> Work<L> for W {}
 /// `i % len`), each running `work`. `start` starts every schedule and
 /// returns the run's start time; `backlog`, if given, is sampled every
 /// [`BACKLOG_SAMPLE_INTERVAL`] while the workers run, and once more after
-/// they stopped. With standard error a terminal, a progress line shows the
-/// ops so far while the workers run.
+/// they stopped; with --max-behind, how far behind its schedule the run is
+/// is checked as often (see [`Watch`]). With standard error a terminal, a
+/// progress line shows the ops so far while the workers run.
 pub(super) fn drive<L: Sync>(
     limiters: &[L],
     plan: RunPlan<'_>,
@@ -70,9 +80,10 @@ pub(super) fn drive<L: Sync>(
 ) -> anyhow::Result<Outcome> {
     let remaining = AtomicU64::new(plan.count.unwrap_or(0));
     let gate: Gate = (Mutex::new(None), Condvar::new());
-    // Counters only when there is a line to show them on.
-    let counters: Option<Arc<[OpCounter]>> =
-        progress::enabled().then(|| (0..plan.threads).map(|_| OpCounter::default()).collect());
+    // Counters only when there is a line to show them on, or ops to count
+    // for --max-behind.
+    let counters: Option<Arc<[OpCounter]>> = (progress::enabled() || plan.max_behind.is_some())
+        .then(|| (0..plan.threads).map(|_| OpCounter::default()).collect());
     // Every worker holds a sender; the channel disconnects when all are gone
     // (returned or panicked), which ends the sampling without polling.
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -83,6 +94,8 @@ pub(super) fn drive<L: Sync>(
         interrupt: plan.interrupt,
         max_wait: plan.max_wait,
         progress: counters.as_deref().map(|c| &c[i as usize]),
+        index: i,
+        work: plan.work,
     };
 
     std::thread::scope(|scope| {
@@ -102,13 +115,12 @@ pub(super) fn drive<L: Sync>(
         let line = counters
             .clone()
             .and_then(|c| progress_line(c, plan.target_rate));
-        let mut max_backlog_ns = 0;
-        if let Some(sample) = backlog {
-            while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(BACKLOG_SAMPLE_INTERVAL)
-            {
-                max_backlog_ns = max_backlog_ns.max(sample(limiters));
-            }
-        }
+        let watch = Watch {
+            limiters,
+            backlog,
+            max_behind: max_behind(&plan, &go).zip(counters.as_deref()),
+        };
+        let (mut max_backlog_ns, halted_at) = watch.run(&done_rx, &plan);
         let (results, panicked) = join_all(handles);
         let cpu_ns = cpu.stop();
         if let Some(line) = line {
@@ -131,8 +143,67 @@ pub(super) fn drive<L: Sync>(
             t_end,
             cpu_ns,
             max_backlog_ns,
+            halted_at,
         })
     })
+}
+
+/// The --max-behind check of a run that `go` started, if it has one.
+fn max_behind(plan: &RunPlan<'_>, go: &Go) -> Option<MaxBehind> {
+    plan.max_behind.map(|limit_ns| MaxBehind {
+        limit_ns,
+        t0: go.t0,
+        target_rate: plan.target_rate,
+        stop: go.stop,
+        count: plan.count,
+    })
+}
+
+/// What the reporting thread watches while the workers run: the pools'
+/// backlog, and with --max-behind how far behind its schedule the run is,
+/// from the ops the workers' counters add up to.
+struct Watch<'a, L> {
+    limiters: &'a [L],
+    backlog: Option<fn(&[L]) -> u64>,
+    max_behind: Option<(MaxBehind, &'a [OpCounter])>,
+}
+
+impl<L> Watch<'_, L> {
+    /// Watches every [`BACKLOG_SAMPLE_INTERVAL`] until every worker is gone
+    /// (`done` disconnects), if there is anything to watch. Returns the
+    /// largest backlog sampled, and the clock reading at which the run was
+    /// found --max-behind behind its schedule, if it was: it is then
+    /// stopped.
+    fn run(&self, done: &Receiver<()>, plan: &RunPlan<'_>) -> (u64, Option<u64>) {
+        let (mut max_backlog_ns, mut halted_at) = (0, None);
+        if self.backlog.is_none() && self.max_behind.is_none() {
+            return (max_backlog_ns, halted_at);
+        }
+        while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(BACKLOG_SAMPLE_INTERVAL) {
+            if let Some(sample) = self.backlog {
+                max_backlog_ns = max_backlog_ns.max(sample(self.limiters));
+            }
+            let Some((max_behind, counters)) = self.max_behind else {
+                continue;
+            };
+            if halted_at.is_some() || plan.interrupt.is_set() {
+                continue;
+            }
+            let now = plan.clock.now_nanos();
+            // Ordering: Relaxed; gauges (a count a moment old finds the run
+            // behind a moment early, by at most the ops of that moment).
+            let ops = counters.iter().map(|n| n.0.load(Ordering::Relaxed)).sum();
+            if max_behind.is_exceeded(now, ops) {
+                halted_at = Some(now);
+                // Stops the workers as Ctrl-C does, and wakes every sleeper
+                // (a long wait for a permit, a long --work) at once;
+                // `halted_at` tells the two apart. A Ctrl-C after this is
+                // not told apart: the run was ending anyway.
+                plan.interrupt.raise();
+            }
+        }
+        (max_backlog_ns, halted_at)
+    }
 }
 
 /// Starts `threads` workers in `scope`, worker `i` running `work` on

@@ -4,15 +4,36 @@
 /// `pace --help` text above the options.
 pub const LONG_ABOUT: &str = "\
 Pace worker threads through one shared rate limiter and report the achieved \
-rate, the ops' wait times and the CPU cost per permit.
+rate, the ops' wait times (with --work, their service and response times) and \
+the CPU cost per permit.
 
 Each of --threads workers loops: acquire one permit (sleeping until its slot), \
 then read the limiter's clock and record the op's wait time, now minus the op's \
 scheduled time (when it was due had every op kept the ideal schedule). Waits \
 are measured from the scheduled time, so a worker that falls behind shows its \
 lateness in every later op instead of hiding it (no coordinated omission). \
-There is no work between permits: the report shows the limiter's own precision \
-and cost.
+Without --work there is no work between permits: the report shows the \
+limiter's own precision and cost.
+
+--work DUR[~JITTER] gives each op work to do after its permit: a sleep of DUR \
+(emulating I/O), or with --work-cpu a spin on the clock (compute); DUR~JITTER \
+draws each op's work uniformly from DUR - JITTER to DUR + JITTER (JITTER at \
+most DUR; e.g. 2ms~500us), from a generator seeded by the worker's index, so \
+runs draw the same durations. Each op then has three clock readings, \
+scheduled, start (after its permit) and end (after its work), and the report \
+gives, as wrk2 does:
+  wait       start - scheduled (0 for an op let go a little before its \
+scheduled time by the wait policy's early bound)
+  service    end - start: the work
+  response   end - scheduled = wait + service: what a caller arriving on \
+schedule would have seen
+A worker still busy with an earlier op's work starts its next op late; the \
+op keeps its scheduled time, so the delay shows in its response time \
+instead of silently stretching the schedule (no coordinated omission): with \
+--rate 1000 --threads 1 --work 5ms the service stays 5ms while the response \
+grows through the run. --work takes a duration greater than zero; \
+--work-cpu needs --work. Each worker keeps its own histograms, merged at \
+the end.
 
 Limiters (--limiter):
   pacer   the default: ratekeeper's Pacer, a virtual schedule. The spec's burst \
@@ -90,20 +111,37 @@ and the rate is their total.
 
 Run length: --duration DUR (default 5s) or --count N, not both.
   --duration: workers stop once the clock passes the deadline (checked after \
-each grant). An op whose grant is ready at or after the deadline is not \
+each grant, and after each op's --work). An op whose grant is ready at or after the deadline is not \
 counted; its worker still slept until it, so the run can overrun the deadline \
 by up to about threads / rate.
   --count: exactly N ops in total, shared by all workers.
   Ctrl-C ends the run early: each worker stops after its current op (a wait \
 for a permit longer than 20ms is cut short and the permit given back; a token \
-pool's waiting claim is waited for), the report covers the ops so far, with \
-elapsed counted as in count mode, and the exit status is 130.
+pool's waiting claim is waited for; --work longer than 20ms, and any \
+--work-cpu spin, is cut short, and that op counts in ops and wait only), the report covers the ops so far, with \
+elapsed counted as in count mode (and at least until the run stopped), and \
+the exit status is 130.
+  --max-behind DUR ends the run once it falls DUR behind its schedule \
+(elapsed so far - ops started / target rate; see behind below), checked \
+every 1ms by the reporting thread while ops are still due (before the \
+deadline; in count mode, until the last op has started). The workers stop \
+as for Ctrl-C (a long wait or --work is cut short), the report covers the \
+ops so far, with elapsed counted until the check fired, an error line on \
+standard error says how far behind the run fell (in place of the \
+below-target warning), and the exit status is 3.
 
 Before the run, a warning on standard error says when the limiter's integer \
 arithmetic gives a rate more than 0.1% off the target (see effective rate \
 below). While the run goes on, a progress line on standard error shows the \
 elapsed time, the ops so far and the rate over the last second, if standard \
-error is a terminal; otherwise nothing else is written to it.
+error is a terminal. After the run, a warning on standard error says when the \
+run fell behind: its achieved rate is more than 1% below the target and it \
+ended at least 100ms behind its schedule (see behind below; the 100ms keep \
+a short run whose last op a busy machine woke tens of ms late from being \
+warned about, so runs shorter than 10s must be more than 1% behind; not \
+checked for --limiter warmup, which grants below the rate \
+while cold by design). Otherwise nothing else is written to it (but \
+--max-behind's error line).
 
 Report:
   target rate     the spec's rate (x threads for the thread scope)
@@ -120,10 +158,24 @@ how much and why, and a warning says so before the run
   elapsed         --duration: the duration. --count (or Ctrl-C): from the \
 start of the schedule until the last op was granted, plus one slot (1 / target \
 rate): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
-the target rate
+the target rate. A run Ctrl-C ended counts at least until it stopped (the \
+first clock reading at which a worker saw Ctrl-C; --max-behind: when its \
+check fired), so the rate of a run \
+that stalled (a worker in a long --work) is over the time it actually ran
+  behind          elapsed - ops / target rate, at least 0: how far behind its \
+target schedule the run ended, the time its missing ops would have taken \
+(achieved = target x (1 - behind / elapsed)). It needs nothing from the \
+limiter, so it means the same for all of them: for the Pacer it is how late \
+its schedule is; Guava's and Resilience4j's limiters have no schedule to be \
+late against, but a run on them falls behind the target when its workers do \
+not keep up; a cold warmup limiter is behind by design
   wall            from the start until every worker had stopped
   wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
 (HdrHistogram, 3 significant digits; max and mean exact)
+  work            --work only: each op's work, then a table of the wait, \
+service and response times (the same figures, in place of the wait lines)
+  completed       --work only, when Ctrl-C cut some ops' work short: the ops \
+whose work ran to the end (the others count in ops and wait only)
   backlog         how far the schedule is behind the clock at the end \
 (RateLimiter::wait_stats; summed over limiters with the thread scope). For the \
 token pool this is its waiting pool: time that arrived while the active pool \
@@ -140,7 +192,8 @@ would exceed --timeout (not counted in ops)
 (pre-fills included)
   cpu per op      the process's user + system CPU time during the run, less \
 the reporting thread's, divided by ops (a filler thread's CPU time counts, and \
-so does the progress line's on a terminal)
+so does the progress line's on a terminal; with --work-cpu, so does the \
+work's spinning)
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 ops per time bucket (--bucket) as a rate, against the target rate (dashed); \
@@ -164,7 +217,9 @@ Examples:
   ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
-  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg";
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
+  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -182,6 +237,8 @@ Examples:
   ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
+  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
@@ -221,7 +278,19 @@ null for a limiter that does not limit at all
   elapsed_ns       integer  see Report above
   wall_ns          integer  see Report above
   achieved_rate    number   ops / elapsed
+  behind_ns        integer  elapsed - ops / target rate, at least 0 (see Report above)
+  below_target     boolean  achieved_rate more than 1% below target_rate with \
+behind_ns at least 100ms: the warning's condition; null for warmup (not checked)
   wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
+  work_ns          integer  (--work) each op's work, DUR
+  work_jitter_ns   integer  (--work) its jitter, JITTER (0 without)
+  work_cpu         boolean  (--work) whether the work spun (--work-cpu) or slept
+  completed        integer  (--work) ops whose work ran to the end (all but \
+those Ctrl-C cut short)
+  service_ns       object   (--work) the same percentiles of end - start, over \
+the completed ops
+  response_ns      object   (--work) the same percentiles of end - scheduled \
+(wait + service), over the completed ops
   backlog_ns       integer  the limiter's backlog at the end (the pool: its waiting \
 pool; bursty, warmup: how far the next free time is ahead of the clock; refill, \
 cycle: the time reserved ahead of the clock)
@@ -232,4 +301,6 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   fills            integer  (pool) refills during the run, pre-fills included
   cpu_ns           integer  process CPU time (user + system) during the run, or null
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
-  interrupted      boolean  whether Ctrl-C ended the run (exit status 130)";
+  interrupted      boolean  whether Ctrl-C ended the run (exit status 130)
+  max_behind_ns    integer  --max-behind; null without
+  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)";

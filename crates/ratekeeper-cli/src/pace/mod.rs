@@ -21,12 +21,14 @@
 //! [`gate`] and collects what they measured; [`summary`] computes the
 //! report and [`render`] prints it and draws the plot.
 
+mod behind;
 mod drive;
 mod gate;
 mod help;
 mod render;
 mod summary;
 mod visit;
+mod work;
 mod worker;
 
 use std::time::Duration;
@@ -38,16 +40,19 @@ use crate::error::UsageError;
 use crate::flags::limiter::{AccessArgs, LimiterArgs};
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::plot::{self, PlotPath};
+use crate::report;
 use crate::run::interrupt::Interrupt;
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
+use behind::parse_max_behind;
 use drive::RunPlan;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use render::write_plot;
 use summary::summarize;
 pub use summary::PaceReport;
 use visit::Pace;
+use work::{parse_work, WorkSpec};
 
 /// The most worker threads `--threads` accepts.
 const MAX_THREADS: u32 = 4096;
@@ -90,9 +95,42 @@ pub struct PaceArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
     pub bucket: Option<Duration>,
 
+    /// What each op does after its permit: DUR, or DUR~JITTER for DUR ±
+    /// up to JITTER (uniform), e.g. 2ms or 2ms~500us. A sleep (I/O), or a
+    /// spin with --work-cpu; the report adds service and response times.
+    #[arg(long, value_name = "DUR[~JITTER]", value_parser = parse_work, allow_hyphen_values = true)]
+    pub work: Option<WorkSpec>,
+
+    /// Spin on the clock for --work instead of sleeping (compute, not I/O).
+    #[arg(long)]
+    pub work_cpu: bool,
+
+    /// End the run, after its report, with exit status 3 once it falls this
+    /// far behind its schedule (elapsed - ops / target rate), e.g. 100ms.
+    #[arg(long, value_name = "DUR", value_parser = parse_max_behind, allow_hyphen_values = true)]
+    pub max_behind: Option<Duration>,
+
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
     pub json: bool,
+}
+
+impl PaceArgs {
+    /// `--work`, spinning with `--work-cpu`.
+    ///
+    /// # Errors
+    ///
+    /// A [`UsageError`] for `--work-cpu` without `--work`.
+    fn work(&self) -> Result<Option<WorkSpec>, UsageError> {
+        match (self.work, self.work_cpu) {
+            (None, true) => Err(UsageError(
+                "--work-cpu spins for each op's --work, so it needs --work DUR \
+                 (e.g. --work 2ms --work-cpu)"
+                    .into(),
+            )),
+            (work, cpu) => Ok(work.map(|w| WorkSpec { cpu, ..w })),
+        }
+    }
 }
 
 fn parse_threads(s: &str) -> Result<u32, String> {
@@ -108,11 +146,13 @@ fn parse_threads(s: &str) -> Result<u32, String> {
 ///
 /// # Errors
 ///
-/// A [`UsageError`] for an option the limiter does not take or a
-/// configuration the library refuses; an I/O error if a worker thread cannot
-/// be started; an error if a worker panicked.
+/// A [`UsageError`] for an option the limiter does not take, a
+/// configuration the library refuses or `--work-cpu` without `--work`; an
+/// I/O error if a worker thread cannot be started; an error if a worker
+/// panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     let spec = args.rate;
+    let work = args.work()?;
     let config = args.limiter.config(&spec, args.access.access())?;
     let limiter_count = if spec.scope() == Scope::Thread {
         args.threads
@@ -139,6 +179,8 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         target_rate,
         interrupt,
         max_wait: config.kind().max_wait(),
+        work,
+        max_behind: args.max_behind.map(report::duration_nanos),
     };
     let visitor = Pace {
         plan,
@@ -153,6 +195,10 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }
     let report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    // A run --max-behind ended says so in its error line instead.
+    if let (Some(w), None) = (report.below_target_warning(), report.stopped_behind()) {
+        report::warn(&w);
+    }
     if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {
         write_plot(to, &report, &outcome.results, width)?;
     }

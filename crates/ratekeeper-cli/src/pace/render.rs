@@ -4,10 +4,12 @@ use std::fmt;
 use std::time::Duration;
 
 use super::drive::BACKLOG_SAMPLE_INTERVAL;
-use super::summary::PaceReport;
+use super::summary::{PaceReport, WorkReport};
 use super::worker::WorkerResult;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
-use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note};
+use crate::report::{
+    fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, WaitSummary,
+};
 
 impl fmt::Display for PaceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,17 +181,35 @@ impl PaceReport {
                 "interrupted     by Ctrl-C: the report covers the ops granted before it"
             )?;
         }
+        if let (true, Some(limit)) = (self.stopped_behind, self.max_behind_ns) {
+            writeln!(
+                f,
+                "stopped         --max-behind {}: the run fell that far behind its schedule \
+                 (exit status 3)",
+                fmt_duration(limit)
+            )?;
+        }
         writeln!(
             f,
             "elapsed         {} (wall {})",
             fmt_nanos(self.elapsed_ns),
             fmt_nanos(self.wall_ns)
         )?;
+        writeln!(
+            f,
+            "behind          {} (elapsed - ops / target rate: how far behind its schedule \
+             the run ended)",
+            fmt_nanos(self.behind_ns)
+        )?;
         Ok(())
     }
 
-    /// The ops' wait percentiles.
+    /// The ops' wait percentiles; with --work, the work and a table of the
+    /// wait, service and response times instead.
     fn fmt_waits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(work) = &self.work {
+            return fmt_work(f, work, &self.wait_ns, self.ops);
+        }
         let w = &self.wait_ns;
         writeln!(f, "wait p50        {}", fmt_nanos(w.p50))?;
         writeln!(f, "wait p90        {}", fmt_nanos(w.p90))?;
@@ -264,6 +284,59 @@ impl PaceReport {
             _ => writeln!(f, "cpu per op      unavailable on this platform"),
         }
     }
+}
+
+/// With --work: what each op did, and its wait, service and response times
+/// as a table; `ops` counted, for those whose work Ctrl-C cut short.
+fn fmt_work(
+    f: &mut fmt::Formatter<'_>,
+    work: &WorkReport,
+    wait: &WaitSummary,
+    ops: u64,
+) -> fmt::Result {
+    let jitter = match work.work_jitter_ns {
+        0 => String::new(),
+        j => format!(" ± {}", fmt_nanos(j)),
+    };
+    let how = if work.work_cpu {
+        "spinning on the clock (--work-cpu)"
+    } else {
+        "sleeping"
+    };
+    writeln!(
+        f,
+        "work            {}{jitter} per op, {how}",
+        fmt_nanos(work.work_ns)
+    )?;
+    writeln!(
+        f,
+        "{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "", "p50", "p90", "p99", "p99.9", "max", "mean"
+    )?;
+    for (name, s) in [
+        ("wait", wait),
+        ("service", &work.service_ns),
+        ("response", &work.response_ns),
+    ] {
+        writeln!(
+            f,
+            "{name:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            fmt_nanos(s.p50),
+            fmt_nanos(s.p90),
+            fmt_nanos(s.p99),
+            fmt_nanos(s.p999),
+            fmt_nanos(s.max),
+            fmt_nanos(s.mean)
+        )?;
+    }
+    if work.completed < ops {
+        writeln!(
+            f,
+            "completed       {} (Ctrl-C cut the others' work short: they count in wait only)",
+            work.completed
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes the `--plot` of `report` to `to`: the workers' `results`' time

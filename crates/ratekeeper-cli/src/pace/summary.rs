@@ -6,12 +6,16 @@ use ratekeeper::pool::Filling;
 use ratekeeper::Scope;
 use serde::Serialize;
 
+use super::behind::{behind_nanos, below_target_warning, checks_below_target, is_below_target};
 use super::drive::{Outcome, RunPlan};
 use super::visit::LimiterStats;
+use super::work::WorkSpec;
 use super::worker::WorkerResult;
 use super::PaceArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
-use crate::report::{duration_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary};
+use crate::report::{
+    duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
+};
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -66,7 +70,17 @@ pub struct PaceReport {
     pub(super) elapsed_ns: u64,
     pub(super) wall_ns: u64,
     pub(super) achieved_rate: f64,
+    /// How far behind its target schedule the run ended (see
+    /// [`behind`](super::behind)).
+    pub(super) behind_ns: u64,
+    /// Whether the achieved rate is more than 1 % below the target (and the
+    /// run at least 100 ms behind): the warning's condition. `None` (JSON
+    /// null) where it is not checked (the warm-up limiter).
+    pub(super) below_target: Option<bool>,
     pub(super) wait_ns: WaitSummary,
+    /// With --work: the work and the ops' service and response times.
+    #[serde(flatten)]
+    pub(super) work: Option<WorkReport>,
     pub(super) backlog_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_backlog_ns: Option<u64>,
@@ -78,12 +92,100 @@ pub struct PaceReport {
     pub(super) cpu_ns: Option<u64>,
     pub(super) cpu_ns_per_op: Option<u64>,
     pub(super) interrupted: bool,
+    /// --max-behind (null without).
+    pub(super) max_behind_ns: Option<u64>,
+    /// Whether --max-behind ended the run.
+    pub(super) stopped_behind: bool,
+}
+
+/// With --work: the work each op did and the ops' service (end - start)
+/// and response (end - scheduled) times.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct WorkReport {
+    pub(super) work_ns: u64,
+    pub(super) work_jitter_ns: u64,
+    /// Whether the work spun on the clock (`--work-cpu`) or slept.
+    pub(super) work_cpu: bool,
+    /// Ops whose work ran to the end: all of them, unless Ctrl-C cut the
+    /// last ones' short (those count in `ops` and `wait_ns` only).
+    pub(super) completed: u64,
+    pub(super) service_ns: WaitSummary,
+    pub(super) response_ns: WaitSummary,
+}
+
+impl WorkReport {
+    /// The report of `spec` from the workers' `results`, merged.
+    fn of(spec: WorkSpec, results: &[WorkerResult]) -> WorkReport {
+        let (mut service, mut response) = (WaitRecorder::new(), WaitRecorder::new());
+        for w in results.iter().filter_map(|r| r.work.as_ref()) {
+            service.merge(&w.service);
+            response.merge(&w.response);
+        }
+        WorkReport {
+            work_ns: spec.nanos,
+            work_jitter_ns: spec.jitter_nanos,
+            work_cpu: spec.cpu,
+            completed: service.count(),
+            service_ns: service.summary(),
+            response_ns: response.summary(),
+        }
+    }
 }
 
 impl PaceReport {
     /// Whether Ctrl-C ended the run.
     pub fn interrupted(&self) -> bool {
         self.interrupted
+    }
+
+    /// What to say when --max-behind ended the run (exit status 3); `None`
+    /// otherwise.
+    pub fn stopped_behind(&self) -> Option<String> {
+        let limit = self.max_behind_ns.filter(|_| self.stopped_behind)?;
+        Some(format!(
+            "the run fell {} behind its schedule (--max-behind {}) and was stopped {} in",
+            fmt_nanos(self.behind_ns),
+            fmt_duration(limit),
+            fmt_nanos(self.elapsed_ns)
+        ))
+    }
+
+    /// The warning for a run below its target, if it is.
+    pub(super) fn below_target_warning(&self) -> Option<String> {
+        (self.below_target == Some(true))
+            .then(|| below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns))
+    }
+}
+
+/// When the run was ended early: when --max-behind stopped it, or the first
+/// clock reading at which a worker saw Ctrl-C; `None` for a run that ran its
+/// course.
+fn stopped_at(outcome: &Outcome) -> Option<u64> {
+    outcome.halted_at.or_else(|| {
+        outcome
+            .results
+            .iter()
+            .filter(|r| r.interrupted)
+            .map(|r| r.finished)
+            .min()
+    })
+}
+
+/// The run's elapsed time (see `pace --help`): a `--duration` run's
+/// duration; otherwise (`--count`, or a run ended early) from the start
+/// `t0` until the last op started, plus one slot of the target schedule,
+/// and for a run ended early at least until it `stopped`.
+fn elapsed_nanos(
+    plan: &RunPlan<'_>,
+    outcome: &Outcome,
+    last_start: Option<u64>,
+    stopped: Option<u64>,
+) -> u64 {
+    let t0 = outcome.t0;
+    match (plan.duration, stopped) {
+        (Some(d), None) => duration_nanos(d),
+        (_, stopped) => schedule_span(t0, last_start, plan.target_rate)
+            .max(stopped.map_or(0, |s| s.saturating_sub(t0))),
     }
 }
 
@@ -96,17 +198,17 @@ pub(super) fn summarize(
     stats: LimiterStats,
     effective: &EffectiveRate,
 ) -> PaceReport {
-    let interrupted = outcome.results.iter().any(|r| r.interrupted);
+    // --max-behind stops the workers through the interrupt, as Ctrl-C does.
+    let stopped_behind = outcome.halted_at.is_some();
+    let interrupted = !stopped_behind && outcome.results.iter().any(|r| r.interrupted);
     let waits = merged_waits(&outcome.results);
     let ops = waits.count();
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
     let target_rate = plan.target_rate;
-    let elapsed_ns = match plan.duration {
-        Some(d) if !interrupted => duration_nanos(d),
-        _ => schedule_span(t0, last_start, target_rate),
-    };
+    let elapsed_ns = elapsed_nanos(plan, outcome, last_start, stopped_at(outcome));
     let achieved_rate = per_second(ops, elapsed_ns);
+    let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
     let kind = config.kind().limiter_kind();
     let limiters = Some(if args.rate.scope() == Scope::Thread {
@@ -141,7 +243,11 @@ pub(super) fn summarize(
         elapsed_ns,
         wall_ns: outcome.t_end.saturating_sub(t0),
         achieved_rate,
+        behind_ns,
+        below_target: checks_below_target(kind.name())
+            .then(|| is_below_target(achieved_rate, target_rate, behind_ns)),
         wait_ns: waits.summary(),
+        work: plan.work.map(|spec| WorkReport::of(spec, &outcome.results)),
         backlog_ns: stats.backlog_ns,
         max_backlog_ns,
         total_wait_ns: stats.total_wait_ns,
@@ -156,6 +262,8 @@ pub(super) fn summarize(
             _ => None,
         },
         interrupted,
+        max_behind_ns: plan.max_behind,
+        stopped_behind,
     }
 }
 

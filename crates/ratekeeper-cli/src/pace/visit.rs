@@ -54,7 +54,10 @@ impl LimiterVisitor for Pace<'_> {
         let pool = is_pool.then(|| {
             let fills = summed_fills(&refs).saturating_sub(fills_before);
             (
-                outcome.max_backlog_ns,
+                // The backlog reported is read after the last sample, and a
+                // filler thread may have added to it since: the largest
+                // backlog includes it.
+                outcome.max_backlog_ns.max(backlog_ns),
                 fills,
                 filling_in_effect(&refs, config),
             )

@@ -1,5 +1,6 @@
-//! One `pace` worker's loop: take a permit, record the op's wait, until
-//! the stop rule, Ctrl-C or a refusal for good.
+//! One `pace` worker's loop: take a permit, record the op's wait, do its
+//! work (with --work) and record its service and response times, until the
+//! stop rule, Ctrl-C or a refusal for good.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
 
 use super::gate::{wait_at_gate, Gate, Go, Stop};
+use super::work::{WorkLoad, WorkSpec};
 use crate::plot::Buckets;
 use crate::report::WaitRecorder;
 use crate::run::interrupt::{self, Interrupt, LONG_WAIT_NANOS};
@@ -58,6 +60,9 @@ pub(super) struct WorkerResult {
     pub(super) interrupted: bool,
     /// With --plot: its ops per time bucket.
     pub(super) buckets: Option<Buckets>,
+    /// With --work: its work, with the service and response times of its
+    /// ops whose work ran to the end.
+    pub(super) work: Option<WorkLoad>,
 }
 
 /// A worker's count of its ops, for the progress line, on a cache line of
@@ -78,8 +83,12 @@ pub(super) struct Ctx<'a> {
     /// The longest a request may wait (Resilience4j's timeout): a request
     /// that would wait longer is refused, counted, and asked again later.
     pub(super) max_wait: Option<Duration>,
-    /// With a progress line: this worker's op counter.
+    /// With a progress line or --max-behind: this worker's op counter.
     pub(super) progress: Option<&'a OpCounter>,
+    /// The worker's index (0 to threads - 1), which seeds its --work jitter.
+    pub(super) index: u32,
+    /// With --work: what each op does after its permit.
+    pub(super) work: Option<WorkSpec>,
 }
 
 impl Ctx<'_> {
@@ -176,27 +185,55 @@ fn ask_again(e: AcquireError, ctx: &Ctx<'_>, deadline: Option<u64>, tally: &mut 
     }
 }
 
+/// What a worker measures of its ops as they go.
+struct Measures {
+    waits: WaitRecorder,
+    last_start: Option<u64>,
+    timeline: Option<Timeline>,
+    /// With --work: the work, and the service and response times.
+    work: Option<WorkLoad>,
+    /// Ops so far, kept only for the progress line and --max-behind.
+    ops: u64,
+}
+
+impl Measures {
+    /// One op granted by `g` that started at `now`, measured from its
+    /// scheduled time: records its wait, then does its work (with --work),
+    /// which records its service and response times. Returns the clock
+    /// reading when the op ended: `now` without work, or when the interrupt
+    /// (Ctrl-C, --max-behind) cut the work short.
+    #[inline]
+    fn op(&mut self, now: u64, g: &Grant, ctx: &Ctx<'_>) -> u64 {
+        let wait = now.saturating_sub(g.scheduled_nanos());
+        self.waits.record(wait);
+        if let Some(t) = &mut self.timeline {
+            t.record(now, wait);
+        }
+        self.last_start = Some(now);
+        ctx.count_op(&mut self.ops);
+        match &mut self.work {
+            Some(w) => w
+                .run(g.scheduled_nanos(), now, ctx.clock, ctx.interrupt)
+                .unwrap_or(now),
+            None => now,
+        }
+    }
+}
+
 /// One worker's loop on `limiter` (the shared limiter, or the worker's own
 /// handle on it), until the run's stop rule, Ctrl-C or a refusal for good.
 pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult {
     let clock = ctx.clock;
-    let mut waits = WaitRecorder::new();
-    let mut last_start = None;
-    let mut timeline = None;
+    let mut m = Measures {
+        waits: WaitRecorder::new(),
+        last_start: None,
+        timeline: None,
+        work: ctx.work.map(|spec| WorkLoad::new(spec, ctx.index)),
+        ops: 0,
+    };
     let mut tally = Tally::default();
-    let mut ops = 0u64;
     if let Ok(go) = wait_at_gate(ctx.gate) {
-        timeline = Timeline::new(&go);
-        // An op that started at `now`, measured from its scheduled time.
-        let mut record = |now: u64, g: &Grant| {
-            let wait = now.saturating_sub(g.scheduled_nanos());
-            waits.record(wait);
-            if let Some(t) = &mut timeline {
-                t.record(now, wait);
-            }
-            last_start = Some(now);
-            ctx.count_op(&mut ops);
-        };
+        m.timeline = Timeline::new(&go);
         match go.stop {
             Stop::Deadline(deadline) => {
                 while let Some(g) = next_grant(limiter, ctx, Some(deadline), &mut tally) {
@@ -204,8 +241,9 @@ pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult
                     if g.ready_nanos() >= deadline {
                         break;
                     }
-                    record(now, &g);
-                    if now >= deadline {
+                    // An op that ends past the deadline (its own start, or
+                    // its work) is the worker's last.
+                    if m.op(now, &g, ctx) >= deadline {
                         break;
                     }
                 }
@@ -215,20 +253,21 @@ pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult
                     let Some(g) = next_grant(limiter, ctx, None, &mut tally) else {
                         break;
                     };
-                    record(clock.now_nanos(), &g);
+                    m.op(clock.now_nanos(), &g, ctx);
                 }
             }
         }
     }
     WorkerResult {
-        waits,
-        last_start,
+        waits: m.waits,
+        last_start: m.last_start,
         finished: clock.now_nanos(),
         refused: tally.refused,
         error: tally
             .refusal
             .map(|e| anyhow::Error::new(e).context("the limiter refused a permit")),
         interrupted: tally.interrupted,
-        buckets: timeline.map(|t| t.buckets),
+        buckets: m.timeline.map(|t| t.buckets),
+        work: m.work,
     }
 }
