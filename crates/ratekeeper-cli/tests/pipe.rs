@@ -405,3 +405,35 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     assert!(!stderr.contains("warning"), "{stderr}");
     assert_eq!(fields(&stderr, "effective rate"), ["1000000", "bytes/s"]);
 }
+
+#[test]
+fn bytes_are_reserved_in_exact_nanoseconds_even_past_1e9_a_second() {
+    // 100 MiB/s: a whole-nanosecond slot per byte (9 ns) would run 6 %
+    // fast. Now exact: no warning, and never faster than the rate.
+    let big = vec![b'x'; 20 << 20];
+    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "100MiB", "--json"], &big);
+    assert_eq!(out.len(), big.len());
+    let v = json(&stderr);
+    assert_eq!(f(&v, "effective_rate"), 104_857_600.0);
+    let achieved = f(&v, "achieved_rate");
+    assert!(
+        (52e6..=104_857_600.0 * 1.0001).contains(&achieved),
+        "{achieved}"
+    );
+    assert!(took >= Duration::from_millis(190), "{took:?}");
+    // --rate max: 64 KiB a nanosecond, in effect no limit.
+    let (out, stderr, _) = pipe_run(&["--bytes", "--rate", "max", "--json"], &big);
+    assert_eq!(out.len(), big.len());
+    let v = json(&stderr);
+    assert_eq!(f(&v, "target_rate"), 65_536e9);
+    assert_eq!(u(&v, "bytes"), big.len() as u64);
+    let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "4GiB", "--report"], b"abc");
+    assert_eq!(fields(&stderr, "target rate"), ["4294967296", "bytes/s"]);
+    assert_eq!(fields(&stderr, "effective rate"), ["4294967296", "bytes/s"]);
+    let (_, stderr, _) = pipe_run(&["--rate", "max", "--json"], b"a\nb\n");
+    assert_eq!(f(&json(&stderr), "target_rate"), 1e9);
+    rejects(
+        &["pipe", "--bytes", "--rate", "100000GB"],
+        &["'100000GB'", "--rate max"],
+    );
+}

@@ -6,16 +6,28 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ratekeeper::{DefaultClock, Grant, Pacer, RateLimiter};
+use ratekeeper::{DefaultClock, Pacer};
 
 use super::input::{next_item, wait_for_input, Input, Next};
 use super::output::{Output, MAX_BATCH};
+use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
+
+/// What a request for a write's permits gave.
+pub(super) enum Permit {
+    /// Granted, and waited for.
+    Granted(Reserved),
+    /// Already paid for by the writes before it (`--bytes`: 0 ns owed, see
+    /// [`Schedule::reserve`]): it goes at once.
+    Paid,
+    /// Ctrl-C ended the wait.
+    Interrupted,
+}
 
 /// The copy: the input not yet written, the output, and what was measured.
 pub(super) struct Copy {
-    /// `--bytes` mode's chunk size.
-    chunk: Option<usize>,
+    /// The rate and what each write reserves at it.
+    pub(super) schedule: Schedule,
     /// `--max-line`.
     max_line: Option<usize>,
     pub(super) output: Output,
@@ -30,9 +42,10 @@ pub(super) struct Copy {
     pub(super) t0: Option<u64>,
     /// Permits taken: lines, or bytes with `--bytes`.
     pub(super) units: u64,
-    /// When the last write's permits were granted (ready), and how many.
+    /// When the last write's permits were granted (ready), and its share
+    /// of the schedule in nanoseconds.
     pub(super) last_start: u64,
-    pub(super) last_permits: u32,
+    pub(super) last_share_ns: u64,
     /// Time spent waiting for permits, and for input after the first.
     pub(super) rate_wait: Duration,
     pub(super) input_wait: Duration,
@@ -41,11 +54,11 @@ pub(super) struct Copy {
 }
 
 impl Copy {
-    /// A copy in `--bytes` chunks of `chunk` bytes, or by lines of at most
-    /// `max_line` bytes.
-    pub(super) fn new(chunk: Option<usize>, max_line: Option<usize>) -> Copy {
+    /// A copy on `schedule` (lines, or `--bytes` chunks), lines going out
+    /// whole up to `max_line` bytes.
+    pub(super) fn new(schedule: Schedule, max_line: Option<usize>) -> Copy {
         Copy {
-            chunk,
+            schedule,
             max_line,
             output: Output::new(),
             input: Vec::new(),
@@ -55,7 +68,7 @@ impl Copy {
             t0: None,
             units: 0,
             last_start: 0,
-            last_permits: 0,
+            last_share_ns: 0,
             rate_wait: Duration::ZERO,
             input_wait: Duration::ZERO,
             interrupted: false,
@@ -75,7 +88,7 @@ impl Copy {
             let next = next_item(
                 &self.input[self.pos..],
                 self.scanned,
-                self.chunk,
+                self.schedule.chunk(),
                 self.max_line,
                 self.eof,
             );
@@ -93,15 +106,11 @@ impl Copy {
                 self.interrupted = true;
                 break;
             }
-            let permits = match self.chunk {
-                // At most MAX_CHUNK bytes.
-                Some(_) => u32::try_from(len).unwrap_or(u32::MAX),
-                None => 1,
-            };
-            let Some(grant) = self.permits(pacer, permits, interrupt)? else {
+            let permit = self.permits(pacer, len, interrupt)?;
+            if let Permit::Interrupted = permit {
                 break;
-            };
-            self.write(len, permits, &grant)?;
+            }
+            self.write(len, &permit)?;
         }
         self.output.flush()
     }
@@ -142,43 +151,56 @@ impl Copy {
         Ok(true)
     }
 
-    /// `permits` from `pacer`, waited for (after writing out what was let
-    /// through, if there is a wait); `None` if Ctrl-C ended the wait. The
-    /// first request starts the schedule.
+    /// The permits of the next `len` bytes (a line or a chunk) from
+    /// `pacer`, waited for (after writing out what was let through, if
+    /// there is a wait). The first request starts the schedule.
     fn permits(
         &mut self,
         pacer: &Pacer<DefaultClock>,
-        permits: u32,
+        len: usize,
         interrupt: &Interrupt,
-    ) -> anyhow::Result<Option<Grant>> {
+    ) -> anyhow::Result<Permit> {
         if self.t0.is_none() {
             // The schedule starts with the first input.
             pacer.restart();
             self.t0 = Some(pacer.next_slot_nanos());
         }
-        let grant = pacer
-            .reserve(permits, None)
+        let reserved = self
+            .schedule
+            .reserve(pacer, len)
             .context("the pacer refused a permit")?;
+        let Some(Reserved { grant, share_ns }) = reserved else {
+            return Ok(Permit::Paid);
+        };
         if grant.delay_nanos() == 0 {
-            return Ok(Some(grant));
+            return Ok(Permit::Granted(Reserved { grant, share_ns }));
         }
         self.output.flush()?;
         let waited = Instant::now();
         let grant = interrupt::wait_for_grant(pacer, grant, interrupt);
         self.rate_wait += waited.elapsed();
         self.interrupted = grant.is_none();
-        Ok(grant)
+        Ok(match grant {
+            Some(grant) => Permit::Granted(Reserved { grant, share_ns }),
+            None => Permit::Interrupted,
+        })
     }
 
-    /// Lets the next `len` bytes of input (`permits` permits, granted by
-    /// `grant`) through to the output.
-    fn write(&mut self, len: usize, permits: u32, grant: &Grant) -> anyhow::Result<()> {
+    /// Lets the next `len` bytes of input (a line or a chunk, whose permits
+    /// `permit` holds, if it needed any) through to the output.
+    fn write(&mut self, len: usize, permit: &Permit) -> anyhow::Result<()> {
         self.output.push(&self.input[self.pos..self.pos + len]);
         self.pos += len;
         self.scanned = 0;
-        self.units += u64::from(permits);
-        self.last_start = grant.started_nanos().max(grant.ready_nanos());
-        self.last_permits = permits;
+        self.units += if self.schedule.counts_bytes() {
+            len as u64
+        } else {
+            1
+        };
+        if let Permit::Granted(Reserved { grant, share_ns }) = permit {
+            self.last_start = grant.started_nanos().max(grant.ready_nanos());
+            self.last_share_ns = *share_ns;
+        }
         if self.output.batch.len() >= MAX_BATCH {
             self.output.flush()?;
         }

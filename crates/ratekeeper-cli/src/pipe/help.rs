@@ -15,13 +15,21 @@ holds the longest line, or with --max-line BYTES at most that much of one \
 (a longer line goes out in pieces of BYTES, each taking a permit).
 
 Rates: a number (100, 2.5, 1e6), with k, M or G (2.5k), or per another unit \
-of time (600/min, 36k/h). With --bytes the rate is in bytes per second, in \
-byte units: decimal kB, MB, GB or binary KiB, MiB, GiB (--rate 1MiB is pv -L \
-1M); a bare 1M is refused as ambiguous there.
+of time (600/min, 36k/h), up to 1e9 lines/s. With --bytes the rate is in \
+bytes per second, in byte units: decimal kB, MB, GB or binary KiB, MiB, GiB \
+(--rate 1MiB is pv -L 1M); a bare 1M is refused as ambiguous there. --rate \
+max is the fastest rate: 1e9 lines/s, or with --bytes 65536000000000 \
+bytes/s (64 KiB a nanosecond), which in effect copies without a limit (as pv \
+without -L) while still measuring and reporting.
 
---bytes: each write takes \
-as many permits as it has bytes, at most a hundredth of a second's worth \
-(at least 1 byte, at most 64 KiB), so the output flows evenly.
+--bytes: each write is at most a hundredth of a second's worth (at least 1 \
+byte, at most 64 KiB), so the output flows evenly, and reserves exactly the \
+time its bytes take at the rate, ceil(bytes x 1e9 / rate) ns counted from \
+the start, the fraction of a nanosecond carried \
+to the next write: the copy never runs ahead of the rate nor falls more than \
+1 ns behind it, at any rate (no whole-nanosecond slot per byte: 100MiB is \
+104857600 bytes/s, not the 111111111 a 9 ns byte would give), and rates \
+above 1e9 bytes/s can be paced.
 
 The rate spec's burst ratio is not used (give the rate alone); how the output \
 catches up after the input stalled is --strictness: 1, the default, never \
@@ -35,16 +43,17 @@ with exit status 130.
 
 Report (--report, or --json for one JSON object; both go to standard error, \
 as standard output carries the data):
-  target rate     the rate, in lines/s or bytes/s
-  effective rate  the rate the Pacer's whole-nanosecond slots give: each line \
-(byte) is floor(1e9 / rate) ns of the schedule, so the copy runs at 1e9 / that \
-(--rate 510M: 1 ns, 1e9/s). More than 0.1% off the target, the report says by \
-how much and why, and a warning on standard error says so before the copy \
-(whether or not --report is given)
+  target rate     the rate given, in lines/s or bytes/s
+  effective rate  the rate the Pacer's whole-nanosecond slots give at the \
+target rate: each line is floor(1e9 / rate) ns of the schedule, so the copy \
+runs at 1e9 / that (--rate 510M: 1 ns, 1e9/s). More than 0.1% off the target, \
+the report says by how much and why, and a warning on standard error says so \
+before the copy (whether or not --report is given). With --bytes it is the \
+target rate (see --bytes above)
   achieved rate   lines (or bytes) / elapsed
   elapsed         from the first input until the last write, plus the last \
-write's share of the schedule (its permits / rate): N lines on a perfect \
-schedule take N slots
+write's share of the schedule (its slot, or with --bytes its nanoseconds): \
+N lines on a perfect schedule take N slots
   lines, bytes    what was written (a last line without a newline counts; \
 what the reader did not take when it closed the pipe does not)
   writes          permit requests written: one per line, or per chunk with \
@@ -59,6 +68,7 @@ Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate max --report > copy.bin
   yes | ratekeeper pipe --rate 10 --json | head -5";
 
 /// `pipe --help` text below the options: examples and the JSON schema.
@@ -67,6 +77,7 @@ Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate max --report > copy.bin
   yes | ratekeeper pipe --rate 10 --json | head -5
 
 JSON report (--json, on standard error): one object on one line. Durations \
@@ -75,7 +86,7 @@ are integer nanoseconds, rates per second (floating point):
   unit             string   \"lines\" or \"bytes\": what the rate counts
   strictness       number   the Pacer's strictness (--strictness, default 1)
   strictness_mode  string   \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
-  target_rate      number   units per second
+  target_rate      number   units per second, as given
   effective_rate   number   units per second the Pacer's slots give (see Report above)
   lines            integer  lines written
   bytes            integer  bytes written

@@ -52,11 +52,11 @@ pub(super) fn report(
     let rate = spec.rate().get();
     let elapsed_ns = match copy.t0 {
         None => 0,
-        Some(t0) => {
-            // The last write's share of the schedule: its permits' slots.
-            let share = (f64::from(copy.last_permits) * 1e9 / rate).round() as u64;
-            copy.last_start.saturating_sub(t0).saturating_add(share)
-        }
+        // The last write's share of the schedule: its permits' slots.
+        Some(t0) => copy
+            .last_start
+            .saturating_sub(t0)
+            .saturating_add(copy.last_share_ns),
     };
     let achieved_rate = per_second(copy.units, elapsed_ns);
     let output = &copy.output;
