@@ -1,5 +1,5 @@
 //! End-to-end tests of `ratekeeper pipe`: lines and bytes at a rate, the
-//! report, a closed output, Ctrl-C and bad input.
+//! report, a closed output, Ctrl-C, the progress line and bad input.
 //!
 //! Real-clock bounds are generous: the tests share a noisy 2-core machine.
 
@@ -436,4 +436,55 @@ fn bytes_are_reserved_in_exact_nanoseconds_even_past_1e9_a_second() {
         &["pipe", "--bytes", "--rate", "100000GB"],
         &["'100000GB'", "--rate max"],
     );
+}
+
+#[test]
+fn a_forced_progress_line_goes_to_stderr_only() {
+    let input = numbered_lines(5);
+    // 5 lines at 20 lines/s: drawn at once, then 5 times a second.
+    let (out, stderr, _) = pipe_run(&["--rate", "20", "--progress"], input.as_bytes());
+    assert_eq!(out, input.as_bytes(), "the data is untouched");
+    // The first line comes at once (before the first input or just
+    // after), without a recent rate.
+    assert!(
+        stderr.starts_with("\r0:00:00  ") && stderr.contains(" lines  -  (rate 20 lines/s)\r"),
+        "{stderr:?}"
+    );
+    // The last line: everything written, at the achieved rate, and a
+    // newline, as pv leaves it.
+    let last = stderr.rsplit('\r').next().unwrap();
+    assert!(
+        last.starts_with("0:00:0")
+            && last.ends_with("  5 lines  20.0 lines/s  (rate 20 lines/s)\n"),
+        "{stderr:?}"
+    );
+    // A JSON report follows on a line of its own.
+    let (_, stderr, _) = pipe_run(
+        &["--rate", "1000", "--progress", "--json"],
+        input.as_bytes(),
+    );
+    let (progress, report) = stderr.trim_end().rsplit_once('\n').unwrap();
+    assert!(progress.starts_with('\r'), "{stderr:?}");
+    assert_eq!(u(&json(report), "lines"), 5);
+    // Bytes in binary units.
+    let (_, stderr, _) = pipe_run(
+        &["--bytes", "--rate", "1MiB", "--progress"],
+        &vec![b'x'; 300_000],
+    );
+    let last = stderr.rsplit('\r').next().unwrap();
+    assert!(
+        last.contains("  293 KiB  ") && last.ends_with("(rate 1.00 MiB/s)\n"),
+        "{stderr:?}"
+    );
+    // The last of --progress and --no-progress wins.
+    let (_, stderr, _) = pipe_run(
+        &["--rate", "1000", "--progress", "--no-progress"],
+        input.as_bytes(),
+    );
+    assert!(stderr.is_empty(), "{stderr:?}");
+    let (_, stderr, _) = pipe_run(
+        &["--rate", "1000", "--no-progress", "--progress"],
+        input.as_bytes(),
+    );
+    assert!(stderr.contains("5 lines"), "{stderr:?}");
 }

@@ -3,12 +3,14 @@
 
 use std::io;
 use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ratekeeper::{DefaultClock, Pacer};
 
 use super::input::{next_item, wait_for_input, Input, Next};
+use super::live::Gauges;
 use super::output::{Output, MAX_BATCH};
 use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
@@ -55,12 +57,13 @@ pub(super) struct Copy {
 
 impl Copy {
     /// A copy on `schedule` (lines, or `--bytes` chunks), lines going out
-    /// whole up to `max_line` bytes.
-    pub(super) fn new(schedule: Schedule, max_line: Option<usize>) -> Copy {
+    /// whole up to `max_line` bytes, keeping its totals in `gauges` too (for
+    /// the progress line).
+    pub(super) fn new(schedule: Schedule, max_line: Option<usize>, gauges: Arc<Gauges>) -> Copy {
         Copy {
             schedule,
             max_line,
-            output: Output::new(),
+            output: Output::new(gauges),
             input: Vec::new(),
             pos: 0,
             scanned: 0,

@@ -31,6 +31,17 @@ to the next write: the copy never runs ahead of the rate nor falls more than \
 104857600 bytes/s, not the 111111111 a 9 ns byte would give), and rates \
 above 1e9 bytes/s can be paced.
 
+Progress: on a terminal, a line on standard error shows the elapsed time, \
+what was written (lines, or bytes in KiB, MiB, GiB), the rate over the last \
+second and the rate asked for, redrawn 5 times a second with a carriage \
+return, as pv does:
+  0:00:05  12.5 MiB  2.50 MiB/s  (rate 2.00 MiB/s)
+When the copy ends it is drawn a last time with the achieved rate (as in \
+the report) and left there, ended by a newline; a report (--report, \
+--json) follows it on a line of its own. --progress shows it even when \
+standard error is not a terminal (as pv -f), --no-progress never (the last \
+of the two given wins). Standard output carries only the data.
+
 The rate spec's burst ratio is not used (give the rate alone); how the output \
 catches up after the input stalled is --strictness: 1, the default, never \
 goes faster than the rate (time without input is not made up), 0 lets the \
@@ -68,7 +79,7 @@ Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
-  cat big.bin | ratekeeper pipe --bytes --rate max --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate max --progress > copy.bin
   yes | ratekeeper pipe --rate 10 --json | head -5";
 
 /// `pipe --help` text below the options: examples and the JSON schema.
@@ -77,7 +88,7 @@ Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
-  cat big.bin | ratekeeper pipe --bytes --rate max --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate max --progress > copy.bin
   yes | ratekeeper pipe --rate 10 --json | head -5
 
 JSON report (--json, on standard error): one object on one line. Durations \

@@ -10,18 +10,21 @@
 //! copy while standard input has nothing to read.
 //!
 //! `run` gathers: it checks the options, builds the Pacer, starts the reader
-//! ([`input`]) and runs the [`copy`] loop, which reserves through the
-//! [`schedule`] and writes through [`output`];
+//! ([`input`]) and the progress line ([`live`]) and runs the [`copy`] loop,
+//! which reserves through the [`schedule`] and writes through [`output`];
 //! [`summary`] computes the report from what the copy measured and
 //! [`render`] prints it.
 
 mod copy;
 mod help;
 mod input;
+mod live;
 mod output;
 mod render;
 mod schedule;
 mod summary;
+
+use std::sync::Arc;
 
 use clap::Args;
 use ratekeeper::{DefaultClock, Pacer, Rate, RateSpec, Scope};
@@ -33,6 +36,7 @@ use crate::run::interrupt::Interrupt;
 
 use copy::Copy;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+use live::{Gauges, LiveLine, Screen};
 use schedule::{Schedule, MAX_BYTES_RATE, MAX_LINES_RATE};
 pub use summary::PipeReport;
 
@@ -70,6 +74,16 @@ pub struct PipeArgs {
     /// --help).
     #[arg(long)]
     pub json: bool,
+
+    /// Show the progress line on standard error (elapsed, lines or bytes,
+    /// rate) even when it is not a terminal, as pv -f; the default shows it
+    /// on a terminal only.
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+
+    /// Never show the progress line.
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
 }
 
 impl PipeArgs {
@@ -92,6 +106,12 @@ impl PipeArgs {
                 self.rate
             ))
         })
+    }
+
+    /// Whether the progress line is shown: `--progress`, `--no-progress`,
+    /// or by default when standard error is a terminal.
+    pub fn shows_progress(&self) -> bool {
+        !self.no_progress && (self.progress || crate::progress::enabled())
     }
 }
 
@@ -214,9 +234,20 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     effective.warn("pipe", rate, unit);
 
     let blocks = input::spawn_reader()?;
-    let mut copy = Copy::new(schedule, args.max_line);
-    copy.run(&pacer, &blocks, interrupt)?;
-    Ok(summary::report(&spec, unit, strictness, &effective, &copy))
+    let gauges = Arc::new(Gauges::new(rate));
+    let screen = Arc::new(Screen::default());
+    let live = args
+        .shows_progress()
+        .then(|| LiveLine::start(unit, Arc::clone(&gauges), screen))
+        .flatten();
+    let mut copy = Copy::new(schedule, args.max_line, gauges);
+    let copied = copy.run(&pacer, &blocks, interrupt);
+    let report = summary::report(&spec, unit, strictness, &effective, &copy);
+    if let Some(live) = live {
+        live.finish(report.achieved_rate);
+    }
+    copied?;
+    Ok(report)
 }
 
 #[cfg(test)]

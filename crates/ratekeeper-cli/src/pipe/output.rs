@@ -2,6 +2,9 @@
 //! written, and the counts of what was.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+
+use super::live::Gauges;
 
 /// Output batched while permits are ready at once is written out at this
 /// size at the latest.
@@ -20,10 +23,13 @@ pub(super) struct Output {
     pub(super) writes: u64,
     /// Whether the last byte written was a newline (or nothing was written).
     pub(super) ends_line: bool,
+    /// The totals, for the progress line.
+    gauges: Arc<Gauges>,
 }
 
 impl Output {
-    pub(super) fn new() -> Output {
+    /// Standard output, whose totals are also kept in `gauges`.
+    pub(super) fn new(gauges: Arc<Gauges>) -> Output {
         Output {
             out: io::stdout(),
             batch: Vec::with_capacity(MAX_BATCH),
@@ -33,6 +39,7 @@ impl Output {
             bytes: 0,
             writes: 0,
             ends_line: true,
+            gauges,
         }
     }
 
@@ -58,6 +65,7 @@ impl Output {
             self.bytes += self.batch.len() as u64;
             self.writes += self.batch_writes;
             self.ends_line = self.batch.last() == Some(&b'\n');
+            self.gauges.set_written(self.lines(), self.bytes);
         }
         self.batch.clear();
         self.batch_writes = 0;
