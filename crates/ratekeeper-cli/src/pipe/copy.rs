@@ -1,5 +1,6 @@
-//! `pipe`'s copy loop: the next line (or chunk) of the input, its permits
-//! from the Pacer, and its write; output goes out before every wait.
+//! `pipe`'s copy loop: rate changes asked for since the last item, the next
+//! line (or chunk) of the input, its permits from the Pacer, and its write;
+//! output goes out before every wait.
 
 use std::io;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -10,7 +11,7 @@ use anyhow::Context;
 use ratekeeper::{DefaultClock, Pacer};
 
 use super::input::{next_item, wait_for_input, Input, Next};
-use super::live::Gauges;
+use super::live::{Gauges, Screen};
 use super::output::{Output, MAX_BATCH};
 use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
@@ -28,11 +29,16 @@ pub(super) enum Permit {
 
 /// The copy: the input not yet written, the output, and what was measured.
 pub(super) struct Copy {
-    /// The rate and what each write reserves at it.
+    /// The rate, what each write reserves, and the changes made to it.
     pub(super) schedule: Schedule,
     /// `--max-line`.
     max_line: Option<usize>,
+    /// `lines` or `bytes`: what the rate counts.
+    unit: &'static str,
     pub(super) output: Output,
+    /// The progress line's gauges, and standard error for warnings.
+    gauges: Arc<Gauges>,
+    screen: Arc<Screen>,
     /// Input read and not yet written, from `pos`.
     input: Vec<u8>,
     pos: usize,
@@ -57,13 +63,22 @@ pub(super) struct Copy {
 
 impl Copy {
     /// A copy on `schedule` (lines, or `--bytes` chunks), lines going out
-    /// whole up to `max_line` bytes, keeping its totals in `gauges` too (for
-    /// the progress line).
-    pub(super) fn new(schedule: Schedule, max_line: Option<usize>, gauges: Arc<Gauges>) -> Copy {
+    /// whole up to `max_line` bytes, counting `unit`s; its totals and rate
+    /// go to `gauges`, its warnings to `screen`.
+    pub(super) fn new(
+        schedule: Schedule,
+        max_line: Option<usize>,
+        unit: &'static str,
+        gauges: Arc<Gauges>,
+        screen: Arc<Screen>,
+    ) -> Copy {
         Copy {
             schedule,
             max_line,
-            output: Output::new(gauges),
+            unit,
+            output: Output::new(Arc::clone(&gauges)),
+            gauges,
+            screen,
             input: Vec::new(),
             pos: 0,
             scanned: 0,
@@ -80,7 +95,7 @@ impl Copy {
 
     /// Copies the reader's `blocks` through `pacer` until the input ends,
     /// the output is closed or Ctrl-C, then writes out what was let
-    /// through.
+    /// through. Rate changes (SIGUSR1, SIGUSR2) apply from the next item.
     pub(super) fn run(
         &mut self,
         pacer: &Pacer<DefaultClock>,
@@ -88,6 +103,10 @@ impl Copy {
         interrupt: &Interrupt,
     ) -> anyhow::Result<()> {
         while !self.output.closed {
+            let steps = interrupt.take_rate_steps();
+            if steps != 0 {
+                self.change_rate(pacer, steps);
+            }
             let next = next_item(
                 &self.input[self.pos..],
                 self.scanned,
@@ -116,6 +135,15 @@ impl Copy {
             self.write(len, &permit)?;
         }
         self.output.flush()
+    }
+
+    /// Makes `steps` rate changes (see [`Schedule::step`]) and shows them:
+    /// the progress line's rate, and a warning for each one refused.
+    fn change_rate(&mut self, pacer: &Pacer<DefaultClock>, steps: i32) {
+        for note in self.schedule.step(pacer, steps, self.unit) {
+            self.screen.warn(&note);
+        }
+        self.gauges.set_rate(self.schedule.rate());
     }
 
     /// Appends the next block of input to the buffer (dropping what was

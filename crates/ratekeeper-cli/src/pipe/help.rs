@@ -25,11 +25,21 @@ without -L) while still measuring and reporting.
 --bytes: each write is at most a hundredth of a second's worth (at least 1 \
 byte, at most 64 KiB), so the output flows evenly, and reserves exactly the \
 time its bytes take at the rate, ceil(bytes x 1e9 / rate) ns counted from \
-the start, the fraction of a nanosecond carried \
+the start (or the last rate change), the fraction of a nanosecond carried \
 to the next write: the copy never runs ahead of the rate nor falls more than \
 1 ns behind it, at any rate (no whole-nanosecond slot per byte: 100MiB is \
 104857600 bytes/s, not the 111111111 a 9 ns byte would give), and rates \
 above 1e9 bytes/s can be paced.
+
+Changing the rate while running: SIGUSR1 doubles the rate, SIGUSR2 halves \
+it (kill -USR1 PID), as often as wanted. A change applies from the next \
+line or chunk: one already waiting for its permit keeps its time (the Pacer \
+never moves a slot it handed out). A step past the fastest rate (see max) \
+or below one unit every 2^62 ns is refused with a warning on standard \
+error, and the rate stays. Signals of one kind sent faster than pipe takes \
+them may arrive as one (Unix does not queue them): send them a moment \
+apart. The progress line shows the rate now, the report the final rate and \
+how many changes were made.
 
 Progress: on a terminal, a line on standard error shows the elapsed time, \
 what was written (lines, or bytes in KiB, MiB, GiB), the rate over the last \
@@ -59,9 +69,14 @@ as standard output carries the data):
 target rate: each line is floor(1e9 / rate) ns of the schedule, so the copy \
 runs at 1e9 / that (--rate 510M: 1 ns, 1e9/s). More than 0.1% off the target, \
 the report says by how much and why, and a warning on standard error says so \
-before the copy (whether or not --report is given). With --bytes it is the \
-target rate (see --bytes above)
-  achieved rate   lines (or bytes) / elapsed
+before the copy (whether or not --report is given); so does a rate change to \
+such a rate. With --bytes it is the target rate (see --bytes above)
+  final rate      the rate at the end, after the changes SIGUSR1 and SIGUSR2 \
+made
+  rate changes    doublings and halvings made; those refused (beyond the \
+fastest rate, or slower than one unit every 2^62 ns) are counted apart
+  achieved rate   lines (or bytes) / elapsed, over the whole copy (at \
+whatever rates it ran)
   elapsed         from the first input until the last write, plus the last \
 write's share of the schedule (its slot, or with --bytes its nanoseconds): \
 N lines on a perfect schedule take N slots
@@ -80,6 +95,7 @@ Examples:
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
   cat big.bin | ratekeeper pipe --bytes --rate max --progress > copy.bin
+  kill -USR1 $(pgrep -n ratekeeper)   # double a running pipe's rate
   yes | ratekeeper pipe --rate 10 --json | head -5";
 
 /// `pipe --help` text below the options: examples and the JSON schema.
@@ -89,6 +105,7 @@ Examples:
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
   cat big.bin | ratekeeper pipe --bytes --rate max --progress > copy.bin
+  kill -USR1 $(pgrep -n ratekeeper)   # double a running pipe's rate
   yes | ratekeeper pipe --rate 10 --json | head -5
 
 JSON report (--json, on standard error): one object on one line. Durations \
@@ -98,6 +115,9 @@ are integer nanoseconds, rates per second (floating point):
   strictness       number   the Pacer's strictness (--strictness, default 1)
   strictness_mode  string   \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
   target_rate      number   units per second, as given
+  final_rate       number   units per second at the end (SIGUSR1/SIGUSR2 change it)
+  rate_changes     integer  doublings and halvings made
+  rate_changes_refused integer  doublings and halvings refused (out of range)
   effective_rate   number   units per second the Pacer's slots give (see Report above)
   lines            integer  lines written
   bytes            integer  bytes written

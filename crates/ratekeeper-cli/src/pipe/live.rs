@@ -11,7 +11,8 @@
 //! the last one) to standard error; standard output, the data, is never
 //! touched. The copy only stores its totals after each write to standard
 //! output. When the copy ends the line is drawn a last time and ended with
-//! a newline, as pv leaves it.
+//! a newline, as pv leaves it. Warnings during the copy go through the same
+//! [`Screen`], which clears the line first.
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,14 +67,24 @@ impl Gauges {
     }
 }
 
-/// Standard error with the progress line on it: how wide the line is now
-/// (0: none is shown).
+/// Standard error as the line and the warnings share it: how wide the line
+/// on it is now (0: none is shown).
 #[derive(Debug, Default)]
 pub(super) struct Screen {
     shown: Mutex<usize>,
 }
 
 impl Screen {
+    /// Writes `warning: MESSAGE` on a line of its own, clearing the
+    /// progress line first if one is shown (it is redrawn at the next
+    /// refresh). A closed standard error is ignored.
+    pub(super) fn warn(&self, message: &str) {
+        let mut shown = self.shown.lock().unwrap_or_else(PoisonError::into_inner);
+        let clear = blank(*shown);
+        let _ = writeln!(io::stderr().lock(), "{clear}warning: {message}");
+        *shown = 0;
+    }
+
     /// Draws `line` over the one shown, and ends it with a newline if
     /// `last`.
     fn draw(&self, line: &str, last: bool) {
@@ -84,6 +95,16 @@ impl Screen {
         let mut err = io::stderr().lock();
         let _ = write!(err, "\r{line}{pad}{end}").and_then(|()| err.flush());
         *shown = if last { 0 } else { width };
+    }
+}
+
+/// `\r`, `width` spaces and `\r`: a line of that width blanked out; empty
+/// for none.
+fn blank(width: usize) -> String {
+    if width == 0 {
+        String::new()
+    } else {
+        format!("\r{}\r", " ".repeat(width))
     }
 }
 
@@ -111,25 +132,26 @@ impl LiveLine {
         let thread = std::thread::Builder::new()
             .name("progress".to_owned())
             .spawn(move || {
-                let mut meter = RateMeter::default();
-                let line = |recent: Option<f64>| {
+                let read = || {
                     let (lines, bytes, rate) = gauges.read();
-                    let count = if unit == "bytes" { bytes } else { lines };
-                    fmt_line(started.elapsed(), count, recent, rate, unit)
+                    (if unit == "bytes" { bytes } else { lines }, rate)
                 };
-                let mut recent = None;
+                let mut meter = RateMeter::default();
                 let last = loop {
-                    screen.draw(&line(recent), false);
+                    let (count, rate) = read();
+                    let recent = meter.sample(Instant::now(), count);
+                    screen.draw(
+                        &fmt_line(started.elapsed(), count, recent, rate, unit),
+                        false,
+                    );
                     match stopped.recv_timeout(REFRESH) {
                         Err(RecvTimeoutError::Timeout) => {}
                         Ok(average) => break Some(average),
                         Err(RecvTimeoutError::Disconnected) => break recent,
                     }
-                    let (lines, bytes, _) = gauges.read();
-                    let count = if unit == "bytes" { bytes } else { lines };
-                    recent = meter.sample(Instant::now(), count);
                 };
-                screen.draw(&line(last), true);
+                let (count, rate) = read();
+                screen.draw(&fmt_line(started.elapsed(), count, last, rate, unit), true);
             })
             .ok()?;
         Some(LiveLine {
@@ -246,5 +268,11 @@ mod tests {
             fmt_line(Duration::ZERO, 0, None, 2.5, "lines"),
             "0:00:00  0 lines  -  (rate 2.5000 lines/s)"
         );
+    }
+
+    #[test]
+    fn a_warning_clears_the_line_first() {
+        assert_eq!(blank(0), "");
+        assert_eq!(blank(3), "\r   \r");
     }
 }

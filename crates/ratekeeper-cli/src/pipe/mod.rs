@@ -11,7 +11,8 @@
 //!
 //! `run` gathers: it checks the options, builds the Pacer, starts the reader
 //! ([`input`]) and the progress line ([`live`]) and runs the [`copy`] loop,
-//! which reserves through the [`schedule`] and writes through [`output`];
+//! which reserves through the [`schedule`] (which also makes the rate
+//! changes SIGUSR1 and SIGUSR2 ask for) and writes through [`output`];
 //! [`summary`] computes the report from what the copy measured and
 //! [`render`] prints it.
 
@@ -49,6 +50,7 @@ pub struct PipeArgs {
     /// Lines per second, e.g. 100, 2.5k, 1e6, 600/min; with --bytes, bytes
     /// per second in byte units, e.g. 512KiB, 1MiB (as pv -L 1M), 10MB;
     /// `max` for the fastest the Pacer keeps (in effect no limit).
+    /// SIGUSR1 doubles it while running, SIGUSR2 halves it.
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: String,
 
@@ -238,9 +240,9 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let screen = Arc::new(Screen::default());
     let live = args
         .shows_progress()
-        .then(|| LiveLine::start(unit, Arc::clone(&gauges), screen))
+        .then(|| LiveLine::start(unit, Arc::clone(&gauges), Arc::clone(&screen)))
         .flatten();
-    let mut copy = Copy::new(schedule, args.max_line, gauges);
+    let mut copy = Copy::new(schedule, args.max_line, unit, gauges, screen);
     let copied = copy.run(&pacer, &blocks, interrupt);
     let report = summary::report(&spec, unit, strictness, &effective, &copy);
     if let Some(live) = live {

@@ -1,4 +1,5 @@
-//! What each write of `pipe` reserves on the Pacer.
+//! What each write of `pipe` reserves on the Pacer, and the rate changes
+//! asked for while it runs (SIGUSR1 doubles the rate, SIGUSR2 halves it).
 //!
 //! **Lines** take one permit each: the Pacer's slot of `floor(1e9 / rate)`
 //! ns per line, as `pace` and `exec` have it.
@@ -9,7 +10,8 @@
 //! a 9.54 ns byte cut to 9 ns: 111 MB/s, 6 % too fast). Instead the
 //! schedule is kept in nanoseconds: each write reserves exactly the time
 //! its bytes take at the rate ([`Pacer::reserve_nanos`]), counted from the
-//! start, `ceil(bytes so far × 1e9 / rate) − nanoseconds reserved so far`. The fraction of a nanosecond is thereby carried from
+//! last rate change, `ceil(bytes so far × 1e9 / rate) − nanoseconds
+//! reserved so far`. The fraction of a nanosecond is thereby carried from
 //! write to write: the schedule is never more than 1 ns behind the exact
 //! one and never ahead of it, so the long-run rate is the rate asked for at
 //! any rate, with no drift, and rates above 1e9 bytes/s can be paced, up
@@ -26,7 +28,9 @@
 
 use ratekeeper::{AcquireError, Clock, Grant, Pacer, Rate, RateError, RateLimiter};
 
-use crate::report::EffectiveRate;
+use ratekeeper::rate::MAX_NANOS_PER_OP;
+
+use crate::report::{fmt_unit_rate, EffectiveRate};
 
 /// The most bytes one permit request (one write) covers in `--bytes` mode.
 pub(super) const MAX_CHUNK: u64 = 64 * 1024;
@@ -53,7 +57,7 @@ pub(super) struct Reserved {
     pub(super) share_ns: u64,
 }
 
-/// The rate, and what a write reserves at it.
+/// The rate, what a write reserves at it, and the changes made to it.
 #[derive(Debug, Clone)]
 pub(super) struct Schedule {
     /// Units per second now: lines, or bytes with `--bytes`.
@@ -64,6 +68,9 @@ pub(super) struct Schedule {
     /// reserved for them (`--bytes` mode).
     segment_bytes: u64,
     segment_nanos: u64,
+    /// Doublings and halvings made, and refused (out of the Pacer's range).
+    changes: u64,
+    refused: u64,
 }
 
 impl Schedule {
@@ -83,7 +90,19 @@ impl Schedule {
             bytes,
             segment_bytes: 0,
             segment_nanos: 0,
+            changes: 0,
+            refused: 0,
         }
+    }
+
+    /// The rate now, in units per second.
+    pub(super) fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Rate changes made, and refused.
+    pub(super) fn changes(&self) -> (u64, u64) {
+        (self.changes, self.refused)
     }
 
     /// Whether the rate counts bytes (`--bytes`), not lines.
@@ -102,8 +121,8 @@ impl Schedule {
     ///
     /// # Errors
     ///
-    /// The Pacer's [`RateError`] if no Pacer keeps it: above 1e9 permits/s
-    /// (above [`MAX_BYTES_RATE`] with `--bytes`), or a slot above 2^62 ns.
+    /// The Pacer's [`RateError`] if no Pacer keeps it: outside
+    /// [`range`](Self::range).
     pub(super) fn pacer_rate(&self, rate: f64) -> Result<Rate, RateError> {
         let per_permit = if self.bytes {
             if rate > MAX_BYTES_RATE {
@@ -116,6 +135,18 @@ impl Schedule {
         let r = Rate::new(rate / per_permit)?;
         r.nanos_per_op()?;
         Ok(r)
+    }
+
+    /// The slowest and the fastest rate the Pacer keeps, in units per
+    /// second: one every 2^62 ns, and a line a nanosecond or
+    /// [`MAX_BYTES_RATE`].
+    pub(super) fn range(&self) -> (f64, f64) {
+        let fastest = if self.bytes {
+            MAX_BYTES_RATE
+        } else {
+            MAX_LINES_RATE
+        };
+        (1e9 / MAX_NANOS_PER_OP as f64, fastest)
     }
 
     /// What the Pacer's arithmetic gives at the starting rate: its slot
@@ -165,6 +196,73 @@ impl Schedule {
         self.segment_nanos = self.segment_nanos.max(due);
         Ok(reserved)
     }
+
+    /// Makes `steps` rate changes, doublings (SIGUSR1) if positive, halvings
+    /// (SIGUSR2) if negative, one at a time, each only if the Pacer keeps
+    /// the result; then sets the Pacer to the new rate (checkpoint and keep:
+    /// a write already waiting keeps its time, the next one is spaced at the
+    /// new rate) and, in `--bytes` mode, the chunk size follows. Returns the
+    /// notes for standard error: each refused step, and a new lines rate
+    /// the Pacer's slot truncates by more than 0.1 %.
+    pub(super) fn step<C: Clock>(
+        &mut self,
+        pacer: &Pacer<C>,
+        steps: i32,
+        unit: &str,
+    ) -> Vec<String> {
+        let (signal, factor, refusal) = if steps > 0 {
+            ("SIGUSR1", 2.0, "above the most")
+        } else {
+            ("SIGUSR2", 0.5, "below the least")
+        };
+        let (slowest, fastest) = self.range();
+        let bound = if steps > 0 { fastest } else { slowest };
+        let mut notes = Vec::new();
+        let mut rate = self.rate;
+        let mut made = 0;
+        for _ in 0..steps.unsigned_abs() {
+            if self.pacer_rate(rate * factor).is_ok() {
+                rate *= factor;
+                made += 1;
+            } else {
+                self.refused += 1;
+                notes.push(format!(
+                    "{signal} ignored: {} would be {refusal} pipe paces, {}; the rate stays {}",
+                    fmt_unit_rate(rate * factor, unit),
+                    fmt_unit_rate(bound, unit),
+                    fmt_unit_rate(rate, unit)
+                ));
+            }
+        }
+        if made == 0 {
+            return notes;
+        }
+        if let Err(e) = self.set_pacer(pacer, rate) {
+            // Not expected: every step was checked.
+            self.refused += made;
+            notes.push(format!("{signal} ignored: {e}"));
+            return notes;
+        }
+        self.changes += made;
+        self.rate = rate;
+        self.segment_bytes = 0;
+        self.segment_nanos = 0;
+        notes.extend(self.effective(pacer).warning("pipe", rate, unit));
+        notes
+    }
+
+    /// Sets `pacer` to `rate` units per second: [`Pacer::set_rate`], or,
+    /// where a permit's bytes grew with the rate so that the Pacer's own
+    /// rate stays (above 1e9 bytes/s), a [`Pacer::restart`], which moves
+    /// its schedule up to now as `set_rate` would (checkpoint and keep).
+    fn set_pacer<C: Clock>(&self, pacer: &Pacer<C>, rate: f64) -> Result<(), String> {
+        let r = self.pacer_rate(rate).map_err(|e| e.to_string())?;
+        if pacer.rate() == r {
+            pacer.restart();
+            return Ok(());
+        }
+        pacer.set_rate(r).map_err(|e| e.to_string())
+    }
 }
 
 /// `ceil(bytes × 1e9 / rate)`: the nanoseconds `bytes` take at `rate`
@@ -188,7 +286,7 @@ mod tests {
 
     /// A Pacer for `schedule` on a clock that stands still.
     fn pacer(schedule: &Schedule, strictness: f64) -> Pacer<ManualClock> {
-        Pacer::builder(schedule.pacer_rate(schedule.rate).unwrap())
+        Pacer::builder(schedule.pacer_rate(schedule.rate()).unwrap())
             .strictness(strictness)
             .build_with_clock(ManualClock::new(0))
             .unwrap()
@@ -250,5 +348,49 @@ mod tests {
         assert!(s.pacer_rate(MAX_BYTES_RATE * 2.0).is_err());
         assert!(Schedule::lines(1e9).pacer_rate(2e9).is_err());
         assert_eq!(s.effective(&pacer(&s, 1.0)).rate, 1e9);
+    }
+
+    #[test]
+    fn steps_double_and_halve_and_the_chunk_follows() {
+        let mut s = Schedule::bytes(1_000_000.0);
+        let p = pacer(&s, 1.0);
+        assert_eq!(s.chunk(), Some(10_000));
+        assert!(s.step(&p, 2, "bytes").is_empty());
+        assert_eq!(
+            (s.rate(), s.chunk(), s.changes()),
+            (4e6, Some(40_000), (2, 0))
+        );
+        assert_eq!(p.rate().get(), 4e6);
+        assert!(s.step(&p, -1, "bytes").is_empty());
+        assert_eq!((s.rate(), s.changes()), (2e6, (3, 0)));
+        assert_eq!(p.rate().get(), 2e6);
+        // A change restarts the carry: 2 MB/s, 1 byte is 500 ns.
+        assert_eq!(s.reserve(&p, 1).unwrap().unwrap().share_ns, 500);
+    }
+
+    #[test]
+    fn steps_beyond_the_range_are_refused_with_a_note() {
+        let mut s = Schedule::lines(6e8);
+        let p = pacer(&s, 1.0);
+        let notes = s.step(&p, 2, "lines");
+        assert_eq!(notes.len(), 2, "one per refused step: {notes:?}");
+        assert_eq!(
+            notes[0],
+            "SIGUSR1 ignored: 1200000000 lines/s would be above the most pipe paces, \
+             1000000000 lines/s; the rate stays 600000000 lines/s"
+        );
+        assert_eq!((s.rate(), s.changes()), (6e8, (0, 2)));
+        assert_eq!(p.rate().get(), 6e8, "the Pacer is untouched");
+        // Halving to 3e8 lines/s: a 3.33 ns slot truncated to 3 ns.
+        let notes = s.step(&p, -1, "lines");
+        assert_eq!(s.rate(), 3e8);
+        assert!(notes[0].contains("pipe runs at 333333333"), "{notes:?}");
+        // From the fastest bytes rate a doubling is refused, a halving made;
+        // its permits stay 65536 bytes, so the Pacer restarts instead.
+        let mut s = Schedule::bytes(MAX_BYTES_RATE);
+        let p = pacer(&s, 1.0);
+        assert_eq!(s.step(&p, 1, "bytes").len(), 1);
+        assert!(s.step(&p, -1, "bytes").is_empty());
+        assert_eq!((s.rate(), s.changes()), (MAX_BYTES_RATE / 2.0, (1, 1)));
     }
 }
