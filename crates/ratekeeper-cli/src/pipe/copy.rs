@@ -2,19 +2,22 @@
 //! line (or chunk) of the input, its permits from the Pacer, and its write;
 //! output goes out before every wait.
 
-use std::io;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ratekeeper::{DefaultClock, Pacer};
 
-use super::input::{next_item, wait_for_input, Input, Next};
+use super::input::{next_item, wait_for_input, Blocks, Input, Next};
 use super::live::{Gauges, Screen};
 use super::output::{Output, MAX_BATCH};
 use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
+
+/// At most this many items go by without a look at the rate steps asked
+/// for (at millions of lines a second, a few microseconds).
+const STEP_CHECKS: u32 = 64;
 
 /// What a request for a write's permits gave.
 pub(super) enum Permit {
@@ -59,6 +62,8 @@ pub(super) struct Copy {
     pub(super) input_wait: Duration,
     /// Whether Ctrl-C ended the copy.
     pub(super) interrupted: bool,
+    /// Items until the next look at the rate steps asked for.
+    until_look: u32,
 }
 
 impl Copy {
@@ -90,6 +95,7 @@ impl Copy {
             rate_wait: Duration::ZERO,
             input_wait: Duration::ZERO,
             interrupted: false,
+            until_look: 0,
         }
     }
 
@@ -99,14 +105,11 @@ impl Copy {
     pub(super) fn run(
         &mut self,
         pacer: &Pacer<DefaultClock>,
-        blocks: &Receiver<io::Result<Vec<u8>>>,
+        blocks: &Blocks,
         interrupt: &Interrupt,
     ) -> anyhow::Result<()> {
         while !self.output.closed {
-            let steps = interrupt.take_rate_steps();
-            if steps != 0 {
-                self.change_rate(pacer, steps);
-            }
+            self.look_at_rate_steps(pacer, interrupt);
             let next = next_item(
                 &self.input[self.pos..],
                 self.scanned,
@@ -137,6 +140,22 @@ impl Copy {
         self.output.flush()
     }
 
+    /// Takes the rate changes asked for since the last look, after a wait
+    /// for a permit and otherwise every [`STEP_CHECKS`] items: a look is an
+    /// atomic swap, which would cost more than a line's own work at
+    /// millions of lines a second.
+    fn look_at_rate_steps(&mut self, pacer: &Pacer<DefaultClock>, interrupt: &Interrupt) {
+        self.until_look = self.until_look.saturating_sub(1);
+        if self.until_look > 0 {
+            return;
+        }
+        self.until_look = STEP_CHECKS;
+        let steps = interrupt.take_rate_steps();
+        if steps != 0 {
+            self.change_rate(pacer, steps);
+        }
+    }
+
     /// Makes `steps` rate changes (see [`Schedule::step`]) and shows them:
     /// the progress line's rate, and a warning for each one refused.
     fn change_rate(&mut self, pacer: &Pacer<DefaultClock>, steps: i32) {
@@ -150,14 +169,8 @@ impl Copy {
     /// written from it), or notes the end of the input; waits for it if
     /// none is there, writing out what was let through first. `false` if
     /// Ctrl-C came first.
-    fn read_more(
-        &mut self,
-        blocks: &Receiver<io::Result<Vec<u8>>>,
-        interrupt: &Interrupt,
-    ) -> anyhow::Result<bool> {
-        self.input.drain(..self.pos);
-        self.pos = 0;
-        let next = match blocks.try_recv() {
+    fn read_more(&mut self, blocks: &Blocks, interrupt: &Interrupt) -> anyhow::Result<bool> {
+        let next = match blocks.rx.try_recv() {
             Ok(block) => Input::Block(block.context("reading standard input")?),
             Err(TryRecvError::Disconnected) => Input::Eof,
             Err(TryRecvError::Empty) => {
@@ -172,7 +185,7 @@ impl Copy {
             }
         };
         match next {
-            Input::Block(block) => self.input.extend_from_slice(&block),
+            Input::Block(block) => self.take_block(block, blocks),
             Input::Eof => self.eof = true,
             Input::Interrupted => {
                 self.interrupted = true;
@@ -180,6 +193,21 @@ impl Copy {
             }
         }
         Ok(true)
+    }
+
+    /// Adds `block` to the input not yet written: it becomes the buffer if
+    /// all of the buffer was written (no copy; the spent buffer goes back
+    /// to the reader), else it is appended after what is left.
+    fn take_block(&mut self, block: Vec<u8>, blocks: &Blocks) {
+        if self.pos == self.input.len() {
+            // Its length kept, so that the reader need not zero it again.
+            blocks.recycle(std::mem::replace(&mut self.input, block));
+        } else {
+            self.input.drain(..self.pos);
+            self.input.extend_from_slice(&block);
+            blocks.recycle(block);
+        }
+        self.pos = 0;
     }
 
     /// The permits of the next `len` bytes (a line or a chunk) from
@@ -210,6 +238,8 @@ impl Copy {
         let waited = Instant::now();
         let grant = interrupt::wait_for_grant(pacer, grant, interrupt);
         self.rate_wait += waited.elapsed();
+        // A signal during the wait is seen before the next item.
+        self.until_look = 0;
         self.interrupted = grant.is_none();
         Ok(match grant {
             Some(grant) => Permit::Granted(Reserved { grant, share_ns }),
@@ -220,7 +250,13 @@ impl Copy {
     /// Lets the next `len` bytes of input (a line or a chunk, whose permits
     /// `permit` holds, if it needed any) through to the output.
     fn write(&mut self, len: usize, permit: &Permit) -> anyhow::Result<()> {
-        self.output.push(&self.input[self.pos..self.pos + len]);
+        let item = &self.input[self.pos..self.pos + len];
+        if self.output.batch.is_empty() && len >= MAX_BATCH {
+            // A whole batch's worth: straight out, without a copy.
+            self.output.write(item, 1)?;
+        } else {
+            self.output.push(item);
+        }
         self.pos += len;
         self.scanned = 0;
         self.units += if self.schedule.counts_bytes() {

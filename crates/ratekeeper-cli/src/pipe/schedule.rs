@@ -64,6 +64,9 @@ pub(super) struct Schedule {
     rate: f64,
     /// Whether the rate counts bytes (`--bytes`), not lines.
     bytes: bool,
+    /// A line's share of the schedule at the rate, `round(1e9 / rate)` ns
+    /// (for the report's elapsed; kept so as not to divide per line).
+    line_ns: u64,
     /// Bytes written since the rate was last set, and the nanoseconds
     /// reserved for them (`--bytes` mode).
     segment_bytes: u64,
@@ -88,6 +91,7 @@ impl Schedule {
         Schedule {
             rate,
             bytes,
+            line_ns: line_nanos(rate),
             segment_bytes: 0,
             segment_nanos: 0,
             changes: 0,
@@ -172,6 +176,7 @@ impl Schedule {
     /// # Errors
     ///
     /// The Pacer's [`AcquireError`]: a schedule past 2^62 ns.
+    #[inline]
     pub(super) fn reserve<C: Clock>(
         &mut self,
         pacer: &Pacer<C>,
@@ -179,7 +184,7 @@ impl Schedule {
     ) -> Result<Option<Reserved>, AcquireError> {
         if !self.bytes {
             let grant = pacer.reserve(1, None)?;
-            let share_ns = (1e9 / self.rate).round() as u64;
+            let share_ns = self.line_ns;
             return Ok(Some(Reserved { grant, share_ns }));
         }
         let bytes = self.segment_bytes.saturating_add(len as u64);
@@ -245,6 +250,7 @@ impl Schedule {
         }
         self.changes += made;
         self.rate = rate;
+        self.line_ns = line_nanos(rate);
         self.segment_bytes = 0;
         self.segment_nanos = 0;
         notes.extend(self.effective(pacer).warning("pipe", rate, unit));
@@ -263,6 +269,13 @@ impl Schedule {
         }
         pacer.set_rate(r).map_err(|e| e.to_string())
     }
+}
+
+/// A line's share of the schedule at `rate` lines per second, rounded to
+/// the nanosecond, as the report counted it before rate changes existed.
+fn line_nanos(rate: f64) -> u64 {
+    // `as` saturates; the rate is finite and positive.
+    (1e9 / rate).round() as u64
 }
 
 /// `ceil(bytes × 1e9 / rate)`: the nanoseconds `bytes` take at `rate`
