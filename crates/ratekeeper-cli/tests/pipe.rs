@@ -636,3 +636,51 @@ fn wait_for_report(watched: &Watched) -> String {
     });
     last_line().unwrap()
 }
+
+#[cfg(unix)]
+#[test]
+fn a_step_past_the_fastest_rate_is_refused_and_the_copy_goes_on() {
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "max", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    input.write_all(b"a\n").unwrap();
+    output.read_line(&mut line).unwrap();
+    signal(&child, "USR1");
+    // Seen before the next line, once the handler thread has counted it.
+    std::thread::sleep(Duration::from_millis(300));
+    input.write_all(b"b\n").unwrap();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "a\nb\n");
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    drop(input);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let (warning, report) = stderr.trim_end().split_once('\n').expect("two lines");
+    assert_eq!(
+        warning,
+        "warning: SIGUSR1 ignored: 2000000000 lines/s would be above the most pipe paces, \
+         1000000000 lines/s; the rate stays 1000000000 lines/s"
+    );
+    let v = json(report);
+    assert_eq!(f(&v, "final_rate"), 1e9);
+    assert_eq!(
+        (u(&v, "rate_changes"), u(&v, "rate_changes_refused")),
+        (0, 1)
+    );
+    assert_eq!(u(&v, "lines"), 2);
+}

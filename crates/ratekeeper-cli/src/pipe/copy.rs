@@ -141,7 +141,8 @@ impl Copy {
     }
 
     /// Takes the rate changes asked for since the last look, after a wait
-    /// for a permit and otherwise every [`STEP_CHECKS`] items: a look is an
+    /// (for a permit or for input) and otherwise every [`STEP_CHECKS`]
+    /// items: a look is an
     /// atomic swap, which would cost more than a line's own work at
     /// millions of lines a second.
     fn look_at_rate_steps(&mut self, pacer: &Pacer<DefaultClock>, interrupt: &Interrupt) {
@@ -181,6 +182,8 @@ impl Copy {
                 if self.t0.is_some() {
                     self.input_wait += waited.elapsed();
                 }
+                // A signal during the wait is seen before the next item.
+                self.until_look = 0;
                 next
             }
         };
