@@ -56,7 +56,12 @@ The rate spec's burst ratio is not used (give the rate alone); how the output \
 catches up after the input stalled is --strictness: 1, the default, never \
 goes faster than the rate (time without input is not made up), 0 lets the \
 unused time go at once, a value above 1 catches up at that multiple of the \
-rate. The schedule starts with the first input.
+rate. The schedule starts with the first input. On a busy machine a wait for \
+a permit can end milliseconds late; strict mode (1) does not make that time \
+up either (the next write is spaced from when this one went), so the copy \
+falls behind the rate by what the scheduler took: --strictness 0, or a ratio \
+such as 1.5, makes it up and holds the average rate (scripts/bench-pipe.sh \
+measures both; BENCHMARKS.md has the figures).
 
 A closed standard output (the reader went away, e.g. | head -1) ends the copy \
 quietly with exit status 0. Ctrl-C ends it too, writing what was let through, \
