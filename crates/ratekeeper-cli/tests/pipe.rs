@@ -377,7 +377,12 @@ fn help_has_examples_and_the_json_schema() {
         .stdout(
             predicate::str::contains("output_closed")
                 .and(predicate::str::contains("rate_wait_ns"))
-                .and(predicate::str::contains("pv -L")),
+                .and(predicate::str::contains("pv -L"))
+                .and(predicate::str::contains("final_rate"))
+                .and(predicate::str::contains("rate_changes_refused"))
+                .and(predicate::str::contains("SIGUSR1 doubles"))
+                .and(predicate::str::contains("--no-progress"))
+                .and(predicate::str::contains("--rate max")),
         );
 }
 
