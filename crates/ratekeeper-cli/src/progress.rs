@@ -36,16 +36,17 @@ pub struct Snapshot {
     pub detail: String,
 }
 
-/// The current rate from samples of a growing count over time.
+/// The current rate from samples of a growing count over time (also
+/// `pipe`'s own progress line).
 #[derive(Debug, Default)]
-struct RateMeter {
+pub struct RateMeter {
     samples: VecDeque<(Instant, u64)>,
 }
 
 impl RateMeter {
     /// Adds a sample and returns the rate over the samples of the last
     /// [`RATE_WINDOW`] (ops per second); `None` until two samples span time.
-    fn sample(&mut self, at: Instant, ops: u64) -> Option<f64> {
+    pub fn sample(&mut self, at: Instant, ops: u64) -> Option<f64> {
         self.samples.push_back((at, ops));
         while self.samples.len() > 2
             && self

@@ -122,7 +122,7 @@ pub fn fmt_nanos(nanos: u64) -> String {
 }
 
 /// A number with three significant digits (more left of the point if needed).
-fn three_digits(v: f64) -> String {
+pub fn three_digits(v: f64) -> String {
     // Round first, so 9.996 prints as 10.0 and not 10.00.
     if v >= 99.95 {
         format!("{v:.0}")

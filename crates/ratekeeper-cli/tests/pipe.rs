@@ -1,12 +1,15 @@
 //! End-to-end tests of `ratekeeper pipe`: lines and bytes at a rate, the
-//! report, a closed output, Ctrl-C and bad input.
+//! report, a closed output, Ctrl-C, rate changes by signal, the progress
+//! line and bad input.
 //!
 //! Real-clock bounds are generous: the tests share a noisy 2-core machine.
 
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -374,7 +377,12 @@ fn help_has_examples_and_the_json_schema() {
         .stdout(
             predicate::str::contains("output_closed")
                 .and(predicate::str::contains("rate_wait_ns"))
-                .and(predicate::str::contains("pv -L")),
+                .and(predicate::str::contains("pv -L"))
+                .and(predicate::str::contains("final_rate"))
+                .and(predicate::str::contains("rate_changes_refused"))
+                .and(predicate::str::contains("SIGUSR1 doubles"))
+                .and(predicate::str::contains("--no-progress"))
+                .and(predicate::str::contains("--rate max")),
         );
 }
 
@@ -404,4 +412,280 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "1MB", "--report"], input.as_bytes());
     assert!(!stderr.contains("warning"), "{stderr}");
     assert_eq!(fields(&stderr, "effective rate"), ["1000000", "bytes/s"]);
+}
+
+#[test]
+fn bytes_are_reserved_in_exact_nanoseconds_even_past_1e9_a_second() {
+    // 100 MiB/s: a whole-nanosecond slot per byte (9 ns) would run 6 %
+    // fast. Now exact: no warning, and never faster than the rate.
+    let big = vec![b'x'; 20 << 20];
+    let (out, stderr, took) = pipe_run(&["--bytes", "--rate", "100MiB", "--json"], &big);
+    assert_eq!(out.len(), big.len());
+    let v = json(&stderr);
+    assert_eq!(f(&v, "effective_rate"), 104_857_600.0);
+    let achieved = f(&v, "achieved_rate");
+    assert!(
+        (52e6..=104_857_600.0 * 1.0001).contains(&achieved),
+        "{achieved}"
+    );
+    assert!(took >= Duration::from_millis(190), "{took:?}");
+    // --rate max: 64 KiB a nanosecond, in effect no limit.
+    let (out, stderr, _) = pipe_run(&["--bytes", "--rate", "max", "--json"], &big);
+    assert_eq!(out.len(), big.len());
+    let v = json(&stderr);
+    assert_eq!(f(&v, "target_rate"), 65_536e9);
+    assert_eq!(u(&v, "bytes"), big.len() as u64);
+    let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "4GiB", "--report"], b"abc");
+    assert_eq!(fields(&stderr, "target rate"), ["4294967296", "bytes/s"]);
+    assert_eq!(fields(&stderr, "effective rate"), ["4294967296", "bytes/s"]);
+    let (_, stderr, _) = pipe_run(&["--rate", "max", "--json"], b"a\nb\n");
+    assert_eq!(f(&json(&stderr), "target_rate"), 1e9);
+    rejects(
+        &["pipe", "--bytes", "--rate", "100000GB"],
+        &["'100000GB'", "--rate max"],
+    );
+}
+
+#[test]
+fn a_forced_progress_line_goes_to_stderr_only() {
+    let input = numbered_lines(5);
+    // 5 lines at 20 lines/s: drawn at once, then 5 times a second.
+    let (out, stderr, _) = pipe_run(&["--rate", "20", "--progress"], input.as_bytes());
+    assert_eq!(out, input.as_bytes(), "the data is untouched");
+    // The first line comes at once (before the first input or just
+    // after), without a recent rate.
+    assert!(
+        stderr.starts_with("\r0:00:00  ") && stderr.contains(" lines  -  (rate 20 lines/s)\r"),
+        "{stderr:?}"
+    );
+    // The last line: everything written, at the achieved rate (20 lines/s,
+    // less on a loaded machine), and a newline, as pv leaves it.
+    let last = stderr.rsplit('\r').next().unwrap();
+    let achieved: f64 = last
+        .split("  5 lines  ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr:?}"));
+    assert!((5.0..=20.05).contains(&achieved), "{stderr:?}");
+    assert!(
+        last.starts_with("0:00:0") && last.ends_with(" lines/s  (rate 20 lines/s)\n"),
+        "{stderr:?}"
+    );
+    // A JSON report follows on a line of its own.
+    let (_, stderr, _) = pipe_run(
+        &["--rate", "1000", "--progress", "--json"],
+        input.as_bytes(),
+    );
+    let (progress, report) = stderr.trim_end().rsplit_once('\n').unwrap();
+    assert!(progress.starts_with('\r'), "{stderr:?}");
+    assert_eq!(u(&json(report), "lines"), 5);
+    // Bytes in binary units.
+    let (_, stderr, _) = pipe_run(
+        &["--bytes", "--rate", "1MiB", "--progress"],
+        &vec![b'x'; 300_000],
+    );
+    let last = stderr.rsplit('\r').next().unwrap();
+    assert!(
+        last.contains("  293 KiB  ") && last.ends_with("(rate 1.00 MiB/s)\n"),
+        "{stderr:?}"
+    );
+    // The last of --progress and --no-progress wins.
+    let (_, stderr, _) = pipe_run(
+        &["--rate", "1000", "--progress", "--no-progress"],
+        input.as_bytes(),
+    );
+    assert!(stderr.is_empty(), "{stderr:?}");
+    let (_, stderr, _) = pipe_run(
+        &["--rate", "1000", "--no-progress", "--progress"],
+        input.as_bytes(),
+    );
+    assert!(stderr.contains("5 lines"), "{stderr:?}");
+}
+
+/// Sends `signal` (e.g. `USR1`) to `child`.
+#[cfg(unix)]
+fn signal(child: &Child, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{signal}: {status}");
+}
+
+/// A running `pipe`'s output lines as they arrive, and its standard error
+/// so far.
+#[cfg(unix)]
+struct Watched {
+    arrivals: Receiver<Instant>,
+    stderr: Arc<Mutex<String>>,
+}
+
+#[cfg(unix)]
+impl Watched {
+    /// Watches `child`'s standard output and error on threads of their own.
+    fn new(child: &mut Child) -> Watched {
+        let (tx, arrivals) = mpsc::channel();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for _ in out.lines().map_while(Result::ok) {
+                let _ = tx.send(Instant::now());
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = err.read(&mut buf) {
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Watched { arrivals, stderr }
+    }
+
+    /// The rate the progress line shows last, e.g. `40 lines/s`.
+    fn shown_rate(&self) -> String {
+        let err = self.stderr.lock().unwrap();
+        err.rsplit_once("(rate ")
+            .and_then(|(_, r)| r.split_once(')'))
+            .map_or_else(String::new, |(r, _)| r.to_owned())
+    }
+
+    /// Waits until the progress line shows `rate`.
+    fn wait_for_rate(&self, rate: &str) {
+        wait_until(Duration::from_secs(20), rate, || self.shown_rate() == rate);
+    }
+
+    /// Drops the lines that arrived so far and `skip` more, then returns
+    /// the rate of the next `n` lines (lines a second).
+    fn rate_of_next(&self, skip: usize, n: usize) -> f64 {
+        let next = || {
+            self.arrivals
+                .recv_timeout(Duration::from_secs(20))
+                .expect("a line")
+        };
+        while self.arrivals.try_recv().is_ok() {}
+        for _ in 0..skip {
+            next();
+        }
+        let first = next();
+        let last = (1..n).fold(first, |_, _| next());
+        (n - 1) as f64 / (last - first).as_secs_f64()
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sigusr1_doubles_and_sigusr2_halves_a_running_copy() {
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "20", "--json", "--progress"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    // 2000 short lines (under a pipe's 64 KiB), and the input left open.
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(numbered_lines(2000).as_bytes()).unwrap();
+    input.flush().unwrap();
+    let watched = Watched::new(&mut child);
+    let r1 = watched.rate_of_next(2, 8);
+    // One signal at a time: Unix may merge two of a kind sent at once.
+    signal(&child, "USR1");
+    watched.wait_for_rate("40 lines/s");
+    signal(&child, "USR1");
+    watched.wait_for_rate("80 lines/s");
+    let r2 = watched.rate_of_next(1, 24);
+    signal(&child, "USR2");
+    watched.wait_for_rate("40 lines/s");
+    let r3 = watched.rate_of_next(1, 12);
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    drop(input);
+    let report = wait_for_report(&watched);
+    let v = json(&report);
+    assert_eq!(f(&v, "target_rate"), 20.0);
+    assert_eq!(f(&v, "final_rate"), 40.0);
+    assert_eq!(
+        (u(&v, "rate_changes"), u(&v, "rate_changes_refused")),
+        (3, 0)
+    );
+    // Never faster than the rate (the strict default), and faster after
+    // the doublings: generous bounds for a loaded machine.
+    assert!(r1 <= 30.0, "at 20 lines/s: {r1}");
+    assert!(
+        r2 > 1.5 * r1 && r2 <= 100.0,
+        "at 80 lines/s: {r2} (before: {r1})"
+    );
+    assert!(r3 <= 55.0, "at 40 lines/s: {r3} (before: {r2})");
+}
+
+/// The JSON report: the last line of standard error, once it is there.
+#[cfg(unix)]
+fn wait_for_report(watched: &Watched) -> String {
+    let last_line = || {
+        let err = watched.stderr.lock().unwrap();
+        err.trim_end()
+            .rsplit('\n')
+            .next()
+            .filter(|l| l.starts_with('{') && l.ends_with('}'))
+            .map(str::to_owned)
+    };
+    wait_until(Duration::from_secs(20), "the report", || {
+        last_line().is_some()
+    });
+    last_line().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_step_past_the_fastest_rate_is_refused_and_the_copy_goes_on() {
+    let mut child = ratekeeper_std()
+        .args(["pipe", "--rate", "max", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ratekeeper");
+    let _watchdog = Watchdog::new(&child, PROCESS_LIMIT);
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    input.write_all(b"a\n").unwrap();
+    output.read_line(&mut line).unwrap();
+    signal(&child, "USR1");
+    // Seen before the next line, once the handler thread has counted it.
+    std::thread::sleep(Duration::from_millis(300));
+    input.write_all(b"b\n").unwrap();
+    output.read_line(&mut line).unwrap();
+    assert_eq!(line, "a\nb\n");
+    interrupt(&child);
+    let status = wait_with_limit(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{status}");
+    drop(input);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let (warning, report) = stderr.trim_end().split_once('\n').expect("two lines");
+    assert_eq!(
+        warning,
+        "warning: SIGUSR1 ignored: 2000000000 lines/s would be above the most pipe paces, \
+         1000000000 lines/s; the rate stays 1000000000 lines/s"
+    );
+    let v = json(report);
+    assert_eq!(f(&v, "final_rate"), 1e9);
+    assert_eq!(
+        (u(&v, "rate_changes"), u(&v, "rate_changes_refused")),
+        (0, 1)
+    );
+    assert_eq!(u(&v, "lines"), 2);
 }

@@ -1,24 +1,47 @@
-//! `pipe`'s copy loop: the next line (or chunk) of the input, its permits
-//! from the Pacer, and its write; output goes out before every wait.
+//! `pipe`'s copy loop: rate changes asked for since the last item, the next
+//! line (or chunk) of the input, its permits from the Pacer, and its write;
+//! output goes out before every wait.
 
-use std::io;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::TryRecvError;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ratekeeper::{DefaultClock, Grant, Pacer, RateLimiter};
+use ratekeeper::{DefaultClock, Pacer};
 
-use super::input::{next_item, wait_for_input, Input, Next};
+use super::input::{next_item, wait_for_input, Blocks, Input, Next};
+use super::live::{Gauges, Screen};
 use super::output::{Output, MAX_BATCH};
+use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
+
+/// At most this many items go by without a look at the rate steps asked
+/// for (at millions of lines a second, a few microseconds).
+const STEP_CHECKS: u32 = 64;
+
+/// What a request for a write's permits gave.
+pub(super) enum Permit {
+    /// Granted, and waited for.
+    Granted(Reserved),
+    /// Already paid for by the writes before it (`--bytes`: 0 ns owed, see
+    /// [`Schedule::reserve`]): it goes at once.
+    Paid,
+    /// Ctrl-C ended the wait.
+    Interrupted,
+}
 
 /// The copy: the input not yet written, the output, and what was measured.
 pub(super) struct Copy {
-    /// `--bytes` mode's chunk size.
-    chunk: Option<usize>,
+    /// The rate, what each write reserves, and the changes made to it.
+    pub(super) schedule: Schedule,
     /// `--max-line`.
     max_line: Option<usize>,
+    /// `lines` or `bytes`: what the rate counts.
+    unit: &'static str,
     pub(super) output: Output,
+    /// The progress line's gauges, and standard error for warnings.
+    gauges: Arc<Gauges>,
+    screen: Arc<Screen>,
     /// Input read and not yet written, from `pos`.
     input: Vec<u8>,
     pos: usize,
@@ -30,24 +53,37 @@ pub(super) struct Copy {
     pub(super) t0: Option<u64>,
     /// Permits taken: lines, or bytes with `--bytes`.
     pub(super) units: u64,
-    /// When the last write's permits were granted (ready), and how many.
+    /// When the last write's permits were granted (ready), and its share
+    /// of the schedule in nanoseconds.
     pub(super) last_start: u64,
-    pub(super) last_permits: u32,
+    pub(super) last_share_ns: u64,
     /// Time spent waiting for permits, and for input after the first.
     pub(super) rate_wait: Duration,
     pub(super) input_wait: Duration,
     /// Whether Ctrl-C ended the copy.
     pub(super) interrupted: bool,
+    /// Items until the next look at the rate steps asked for.
+    until_look: u32,
 }
 
 impl Copy {
-    /// A copy in `--bytes` chunks of `chunk` bytes, or by lines of at most
-    /// `max_line` bytes.
-    pub(super) fn new(chunk: Option<usize>, max_line: Option<usize>) -> Copy {
+    /// A copy on `schedule` (lines, or `--bytes` chunks), lines going out
+    /// whole up to `max_line` bytes, counting `unit`s; its totals and rate
+    /// go to `gauges`, its warnings to `screen`.
+    pub(super) fn new(
+        schedule: Schedule,
+        max_line: Option<usize>,
+        unit: &'static str,
+        gauges: Arc<Gauges>,
+        screen: Arc<Screen>,
+    ) -> Copy {
         Copy {
-            chunk,
+            schedule,
             max_line,
-            output: Output::new(),
+            unit,
+            output: Output::new(Arc::clone(&gauges)),
+            gauges,
+            screen,
             input: Vec::new(),
             pos: 0,
             scanned: 0,
@@ -55,27 +91,29 @@ impl Copy {
             t0: None,
             units: 0,
             last_start: 0,
-            last_permits: 0,
+            last_share_ns: 0,
             rate_wait: Duration::ZERO,
             input_wait: Duration::ZERO,
             interrupted: false,
+            until_look: 0,
         }
     }
 
     /// Copies the reader's `blocks` through `pacer` until the input ends,
     /// the output is closed or Ctrl-C, then writes out what was let
-    /// through.
+    /// through. Rate changes (SIGUSR1, SIGUSR2) apply from the next item.
     pub(super) fn run(
         &mut self,
         pacer: &Pacer<DefaultClock>,
-        blocks: &Receiver<io::Result<Vec<u8>>>,
+        blocks: &Blocks,
         interrupt: &Interrupt,
     ) -> anyhow::Result<()> {
         while !self.output.closed {
+            self.look_at_rate_steps(pacer, interrupt);
             let next = next_item(
                 &self.input[self.pos..],
                 self.scanned,
-                self.chunk,
+                self.schedule.chunk(),
                 self.max_line,
                 self.eof,
             );
@@ -93,31 +131,47 @@ impl Copy {
                 self.interrupted = true;
                 break;
             }
-            let permits = match self.chunk {
-                // At most MAX_CHUNK bytes.
-                Some(_) => u32::try_from(len).unwrap_or(u32::MAX),
-                None => 1,
-            };
-            let Some(grant) = self.permits(pacer, permits, interrupt)? else {
+            let permit = self.permits(pacer, len, interrupt)?;
+            if let Permit::Interrupted = permit {
                 break;
-            };
-            self.write(len, permits, &grant)?;
+            }
+            self.write(len, &permit)?;
         }
         self.output.flush()
+    }
+
+    /// Takes the rate changes asked for since the last look, after a wait
+    /// (for a permit or for input) and otherwise every [`STEP_CHECKS`]
+    /// items: a look is an
+    /// atomic swap, which would cost more than a line's own work at
+    /// millions of lines a second.
+    fn look_at_rate_steps(&mut self, pacer: &Pacer<DefaultClock>, interrupt: &Interrupt) {
+        self.until_look = self.until_look.saturating_sub(1);
+        if self.until_look > 0 {
+            return;
+        }
+        self.until_look = STEP_CHECKS;
+        let steps = interrupt.take_rate_steps();
+        if steps != 0 {
+            self.change_rate(pacer, steps);
+        }
+    }
+
+    /// Makes `steps` rate changes (see [`Schedule::step`]) and shows them:
+    /// the progress line's rate, and a warning for each one refused.
+    fn change_rate(&mut self, pacer: &Pacer<DefaultClock>, steps: i32) {
+        for note in self.schedule.step(pacer, steps, self.unit) {
+            self.screen.warn(&note);
+        }
+        self.gauges.set_rate(self.schedule.rate());
     }
 
     /// Appends the next block of input to the buffer (dropping what was
     /// written from it), or notes the end of the input; waits for it if
     /// none is there, writing out what was let through first. `false` if
     /// Ctrl-C came first.
-    fn read_more(
-        &mut self,
-        blocks: &Receiver<io::Result<Vec<u8>>>,
-        interrupt: &Interrupt,
-    ) -> anyhow::Result<bool> {
-        self.input.drain(..self.pos);
-        self.pos = 0;
-        let next = match blocks.try_recv() {
+    fn read_more(&mut self, blocks: &Blocks, interrupt: &Interrupt) -> anyhow::Result<bool> {
+        let next = match blocks.rx.try_recv() {
             Ok(block) => Input::Block(block.context("reading standard input")?),
             Err(TryRecvError::Disconnected) => Input::Eof,
             Err(TryRecvError::Empty) => {
@@ -128,11 +182,13 @@ impl Copy {
                 if self.t0.is_some() {
                     self.input_wait += waited.elapsed();
                 }
+                // A signal during the wait is seen before the next item.
+                self.until_look = 0;
                 next
             }
         };
         match next {
-            Input::Block(block) => self.input.extend_from_slice(&block),
+            Input::Block(block) => self.take_block(block, blocks),
             Input::Eof => self.eof = true,
             Input::Interrupted => {
                 self.interrupted = true;
@@ -142,43 +198,79 @@ impl Copy {
         Ok(true)
     }
 
-    /// `permits` from `pacer`, waited for (after writing out what was let
-    /// through, if there is a wait); `None` if Ctrl-C ended the wait. The
-    /// first request starts the schedule.
+    /// Adds `block` to the input not yet written: it becomes the buffer if
+    /// all of the buffer was written (no copy; the spent buffer goes back
+    /// to the reader), else it is appended after what is left.
+    fn take_block(&mut self, block: Vec<u8>, blocks: &Blocks) {
+        if self.pos == self.input.len() {
+            // Its length kept, so that the reader need not zero it again.
+            blocks.recycle(std::mem::replace(&mut self.input, block));
+        } else {
+            self.input.drain(..self.pos);
+            self.input.extend_from_slice(&block);
+            blocks.recycle(block);
+        }
+        self.pos = 0;
+    }
+
+    /// The permits of the next `len` bytes (a line or a chunk) from
+    /// `pacer`, waited for (after writing out what was let through, if
+    /// there is a wait). The first request starts the schedule.
     fn permits(
         &mut self,
         pacer: &Pacer<DefaultClock>,
-        permits: u32,
+        len: usize,
         interrupt: &Interrupt,
-    ) -> anyhow::Result<Option<Grant>> {
+    ) -> anyhow::Result<Permit> {
         if self.t0.is_none() {
             // The schedule starts with the first input.
             pacer.restart();
             self.t0 = Some(pacer.next_slot_nanos());
         }
-        let grant = pacer
-            .reserve(permits, None)
+        let reserved = self
+            .schedule
+            .reserve(pacer, len)
             .context("the pacer refused a permit")?;
+        let Some(Reserved { grant, share_ns }) = reserved else {
+            return Ok(Permit::Paid);
+        };
         if grant.delay_nanos() == 0 {
-            return Ok(Some(grant));
+            return Ok(Permit::Granted(Reserved { grant, share_ns }));
         }
         self.output.flush()?;
         let waited = Instant::now();
         let grant = interrupt::wait_for_grant(pacer, grant, interrupt);
         self.rate_wait += waited.elapsed();
+        // A signal during the wait is seen before the next item.
+        self.until_look = 0;
         self.interrupted = grant.is_none();
-        Ok(grant)
+        Ok(match grant {
+            Some(grant) => Permit::Granted(Reserved { grant, share_ns }),
+            None => Permit::Interrupted,
+        })
     }
 
-    /// Lets the next `len` bytes of input (`permits` permits, granted by
-    /// `grant`) through to the output.
-    fn write(&mut self, len: usize, permits: u32, grant: &Grant) -> anyhow::Result<()> {
-        self.output.push(&self.input[self.pos..self.pos + len]);
+    /// Lets the next `len` bytes of input (a line or a chunk, whose permits
+    /// `permit` holds, if it needed any) through to the output.
+    fn write(&mut self, len: usize, permit: &Permit) -> anyhow::Result<()> {
+        let item = &self.input[self.pos..self.pos + len];
+        if self.output.batch.is_empty() && len >= MAX_BATCH {
+            // A whole batch's worth: straight out, without a copy.
+            self.output.write(item, 1)?;
+        } else {
+            self.output.push(item);
+        }
         self.pos += len;
         self.scanned = 0;
-        self.units += u64::from(permits);
-        self.last_start = grant.started_nanos().max(grant.ready_nanos());
-        self.last_permits = permits;
+        self.units += if self.schedule.counts_bytes() {
+            len as u64
+        } else {
+            1
+        };
+        if let Permit::Granted(Reserved { grant, share_ns }) = permit {
+            self.last_start = grant.started_nanos().max(grant.ready_nanos());
+            self.last_share_ns = *share_ns;
+        }
         if self.output.batch.len() >= MAX_BATCH {
             self.output.flush()?;
         }

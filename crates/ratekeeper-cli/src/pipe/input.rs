@@ -1,8 +1,12 @@
 //! `pipe`'s input: a reader thread that reads standard input in blocks, the
 //! wait for its next block, and where the next line (or chunk) ends.
+//!
+//! Blocks the copy is done with go back to the reader to be read into
+//! again ([`Blocks::recycle`]), so that a fast copy does not allocate and
+//! zero a new 64 KiB buffer for every read.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -18,29 +22,56 @@ const READ_AHEAD: usize = 4;
 /// How often a wait for input checks for Ctrl-C.
 pub(super) const POLL: Duration = Duration::from_millis(20);
 
+/// The reader thread's blocks of standard input, and the way back for
+/// spent ones.
+pub(super) struct Blocks {
+    /// Blocks read (at most [`READ_AHEAD`] ahead), or the error that ended
+    /// the reading; disconnected at end of file.
+    pub(super) rx: Receiver<io::Result<Vec<u8>>>,
+    spent: Sender<Vec<u8>>,
+}
+
+impl Blocks {
+    /// Hands `buf` back to the reader to read into again, if it is about a
+    /// block's size (a buffer that grew to hold a long line is dropped).
+    pub(super) fn recycle(&self, buf: Vec<u8>) {
+        if (READ_BLOCK..=2 * READ_BLOCK).contains(&buf.capacity()) {
+            // The reader is gone at end of file: the buffer is dropped.
+            let _ = self.spent.send(buf);
+        }
+    }
+}
+
 /// Starts the thread that reads standard input into a channel of at most
-/// [`READ_AHEAD`] blocks, and returns the channel's receiving end.
-pub(super) fn spawn_reader() -> anyhow::Result<Receiver<io::Result<Vec<u8>>>> {
-    let (tx, blocks) = mpsc::sync_channel(READ_AHEAD);
+/// [`READ_AHEAD`] blocks, and returns its [`Blocks`].
+pub(super) fn spawn_reader() -> anyhow::Result<Blocks> {
+    let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
+    let (spent, reuse) = mpsc::channel();
     std::thread::Builder::new()
         .name("stdin".to_owned())
-        .spawn(move || read_input(tx))
+        .spawn(move || read_input(&tx, &reuse))
         .context("starting the thread that reads standard input")?;
-    Ok(blocks)
+    Ok(Blocks { rx, spent })
 }
 
 /// Reads standard input in blocks into `blocks` until end of file, an
-/// error, or the receiver hangs up.
-fn read_input(blocks: mpsc::SyncSender<io::Result<Vec<u8>>>) {
+/// error, or the receiver hangs up; reads into the buffers `reuse` hands
+/// back where there are some.
+fn read_input(blocks: &mpsc::SyncSender<io::Result<Vec<u8>>>, reuse: &Receiver<Vec<u8>>) {
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
+    let mut buf = Vec::new();
     loop {
-        let mut buf = vec![0; READ_BLOCK];
+        if buf.capacity() < READ_BLOCK {
+            buf = reuse.try_recv().unwrap_or_default();
+        }
+        // A spent buffer keeps its length: only the part past it is zeroed.
+        buf.resize(READ_BLOCK, 0);
         match stdin.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => {
                 buf.truncate(n);
-                if blocks.send(Ok(buf)).is_err() {
+                if blocks.send(Ok(std::mem::take(&mut buf))).is_err() {
                     return;
                 }
             }
@@ -103,12 +134,9 @@ pub(super) enum Input {
 }
 
 /// Waits for the next block of input, checking for Ctrl-C meanwhile.
-pub(super) fn wait_for_input(
-    blocks: &Receiver<io::Result<Vec<u8>>>,
-    interrupt: &Interrupt,
-) -> anyhow::Result<Input> {
+pub(super) fn wait_for_input(blocks: &Blocks, interrupt: &Interrupt) -> anyhow::Result<Input> {
     loop {
-        match blocks.recv_timeout(POLL) {
+        match blocks.rx.recv_timeout(POLL) {
             Ok(block) => return Ok(Input::Block(block.context("reading standard input")?)),
             Err(RecvTimeoutError::Disconnected) => return Ok(Input::Eof),
             Err(RecvTimeoutError::Timeout) => {

@@ -10,41 +10,47 @@
 //! copy while standard input has nothing to read.
 //!
 //! `run` gathers: it checks the options, builds the Pacer, starts the reader
-//! ([`input`]) and runs the [`copy`] loop, which writes through [`output`];
+//! ([`input`]) and the progress line ([`live`]) and runs the [`copy`] loop,
+//! which reserves through the [`schedule`] (which also makes the rate
+//! changes SIGUSR1 and SIGUSR2 ask for) and writes through [`output`];
 //! [`summary`] computes the report from what the copy measured and
 //! [`render`] prints it.
 
 mod copy;
 mod help;
 mod input;
+mod live;
 mod output;
 mod render;
+mod schedule;
 mod summary;
 
+use std::sync::Arc;
+
 use clap::Args;
-use ratekeeper::{DefaultClock, Pacer, RateSpec, Scope};
+use ratekeeper::{DefaultClock, Pacer, Rate, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::parse_strictness;
-use crate::flags::rate::{parse_rate_spec, Counting};
-use crate::report::EffectiveRate;
+use crate::flags::rate::{parse_rate, parse_rate_spec, Counting};
 use crate::run::interrupt::Interrupt;
 
 use copy::Copy;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+use live::{Gauges, LiveLine, Screen};
+use schedule::{Schedule, MAX_BYTES_RATE, MAX_LINES_RATE};
 pub use summary::PipeReport;
 
 /// The strictness when --strictness is not given: never faster than the rate.
 const DEFAULT_STRICTNESS: f64 = 1.0;
 
-/// The most bytes one permit request (one write) covers in `--bytes` mode.
-const MAX_CHUNK: u64 = 64 * 1024;
-
 /// Options of `ratekeeper pipe`.
 #[derive(Debug, Clone, Args)]
 pub struct PipeArgs {
     /// Lines per second, e.g. 100, 2.5k, 1e6, 600/min; with --bytes, bytes
-    /// per second in byte units, e.g. 512KiB, 1MiB (as pv -L 1M), 10MB.
+    /// per second in byte units, e.g. 512KiB, 1MiB (as pv -L 1M), 10MB;
+    /// `max` for the fastest the Pacer keeps (in effect no limit).
+    /// SIGUSR1 doubles it while running, SIGUSR2 halves it.
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: String,
 
@@ -70,28 +76,94 @@ pub struct PipeArgs {
     /// --help).
     #[arg(long)]
     pub json: bool,
+
+    /// Show the progress line on standard error (elapsed, lines or bytes,
+    /// rate) even when it is not a terminal, as pv -f; the default shows it
+    /// on a terminal only.
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+
+    /// Never show the progress line.
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
 }
 
 impl PipeArgs {
     /// The rate spec, its rate read in lines or, with `--bytes`, in byte
-    /// units (see [`crate::flags::rate`]).
+    /// units (see [`crate::flags::rate`]); `max` is the fastest rate.
     ///
     /// # Errors
     ///
     /// A [`UsageError`] worded as clap words a refused value.
     pub fn spec(&self) -> Result<RateSpec, UsageError> {
-        let counting = if self.bytes {
-            Counting::Bytes
+        let spec = with_max(&self.rate, self.bytes);
+        let parsed = if self.bytes {
+            bytes_spec(&spec)
         } else {
-            Counting::Ops
+            parse_rate_spec(&spec, Counting::Ops)
         };
-        parse_rate_spec(&self.rate, counting).map_err(|e| {
+        parsed.map_err(|e| {
             UsageError(format!(
                 "invalid value '{}' for '--rate <RATE>': {e}",
                 self.rate
             ))
         })
     }
+
+    /// Whether the progress line is shown: `--progress`, `--no-progress`,
+    /// or by default when standard error is a terminal.
+    pub fn shows_progress(&self) -> bool {
+        !self.no_progress && (self.progress || crate::progress::enabled())
+    }
+}
+
+/// `spec` with a first field of `max` replaced by the fastest rate (lines,
+/// or with `bytes` bytes).
+fn with_max(spec: &str, bytes: bool) -> String {
+    let (first, rest) = spec.split_once(',').unwrap_or((spec, ""));
+    if !first.trim().eq_ignore_ascii_case("max") {
+        return spec.to_owned();
+    }
+    let max = if bytes {
+        MAX_BYTES_RATE
+    } else {
+        MAX_LINES_RATE
+    };
+    match rest {
+        "" if !spec.contains(',') => max.to_string(),
+        _ => format!("{max},{rest}"),
+    }
+}
+
+/// `--rate` with `--bytes`: the rate in byte units, up to
+/// [`MAX_BYTES_RATE`] (past the 1e9/s a permit per byte would allow: the
+/// [`schedule`] reserves nanoseconds), the other fields as for any rate.
+fn bytes_spec(s: &str) -> Result<RateSpec, String> {
+    let (first, rest) = match s.split_once(',') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (s, None),
+    };
+    let per_second = parse_rate(first, Counting::Bytes)?;
+    let rate = Rate::new(per_second).map_err(|e| format!("{e} (from \"{}\")", first.trim()))?;
+    if per_second > MAX_BYTES_RATE {
+        return Err(format!(
+            "{per_second} bytes/s is above the most pipe --bytes paces, {MAX_BYTES_RATE} \
+             bytes/s (64 KiB a nanosecond; --rate max)"
+        ));
+    }
+    Schedule::bytes(per_second)
+        .pacer_rate(per_second)
+        .map_err(|e| e.to_string())?;
+    // The other fields as any rate spec has them, read after a stand-in.
+    let others = parse_rate_spec(
+        &rest.map_or_else(|| "1".to_owned(), |r| format!("1,{r}")),
+        Counting::Bytes,
+    )?;
+    Ok(RateSpec::new(rate)
+        .with_burst_ratio(others.burst_ratio())
+        .map_err(|e| e.to_string())?
+        .with_verb(others.verb())
+        .with_scope(others.scope()))
 }
 
 /// The spec, if pipe takes it with the other options.
@@ -133,12 +205,6 @@ fn parse_max_line(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Bytes per write in `--bytes` mode at `rate` bytes per second: a
-/// hundredth of a second's worth, from 1 byte to [`MAX_CHUNK`].
-fn chunk_size(rate: f64) -> usize {
-    (rate / 100.0).floor().clamp(1.0, MAX_CHUNK as f64) as usize
-}
-
 /// Runs `pipe` with `args` and returns its report.
 ///
 /// # Errors
@@ -149,33 +215,47 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let spec = check_options(args)?;
     let rate = spec.rate().get();
     let strictness = args.strictness.unwrap_or(DEFAULT_STRICTNESS);
-    let clock = DefaultClock::new();
-    let pacer = Pacer::builder(spec.rate())
+    let (schedule, unit) = if args.bytes {
+        (Schedule::bytes(rate), "bytes")
+    } else {
+        (Schedule::lines(rate), "lines")
+    };
+    let cannot = || {
+        UsageError(format!(
+            "cannot pace at rate {rate} with strictness {strictness}"
+        ))
+    };
+    let pacer_rate = schedule
+        .pacer_rate(rate)
+        .map_err(|e| anyhow::Error::new(e).context(cannot()))?;
+    let pacer = Pacer::builder(pacer_rate)
         .strictness(strictness)
-        .build_with_clock(clock)
-        .map_err(|e| {
-            anyhow::Error::new(e).context(UsageError(format!(
-                "cannot pace at rate {rate} with strictness {strictness}"
-            )))
-        })?;
-    let unit = if args.bytes { "bytes" } else { "lines" };
-    let effective = EffectiveRate::pacer(
-        pacer.effective_rate(),
-        pacer.nanos_per_op(),
-        unit.trim_end_matches('s'),
-    );
+        .build_with_clock(DefaultClock::new())
+        .map_err(|e| anyhow::Error::new(e).context(cannot()))?;
+    let effective = schedule.effective(&pacer);
     effective.warn("pipe", rate, unit);
-    let chunk = args.bytes.then(|| chunk_size(rate));
 
     let blocks = input::spawn_reader()?;
-    let mut copy = Copy::new(chunk, args.max_line);
-    copy.run(&pacer, &blocks, interrupt)?;
-    Ok(summary::report(&spec, unit, strictness, &effective, &copy))
+    let gauges = Arc::new(Gauges::new(rate));
+    let screen = Arc::new(Screen::default());
+    let live = args
+        .shows_progress()
+        .then(|| LiveLine::start(unit, Arc::clone(&gauges), Arc::clone(&screen)))
+        .flatten();
+    let mut copy = Copy::new(schedule, args.max_line, unit, gauges, screen);
+    let copied = copy.run(&pacer, &blocks, interrupt);
+    let report = summary::report(&spec, unit, strictness, &effective, &copy);
+    if let Some(live) = live {
+        live.finish(report.achieved_rate);
+    }
+    copied?;
+    Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
     use super::input::{next_item, Next};
+    use super::schedule::chunk_size;
     use super::*;
     use crate::report::fmt_unit_rate;
 
@@ -223,6 +303,32 @@ mod tests {
         assert_eq!(chunk_size(1e6), 10_000);
         assert_eq!(chunk_size(50.0), 1);
         assert_eq!(chunk_size(1e9), 65_536);
+    }
+
+    #[test]
+    fn max_is_the_fastest_rate() {
+        assert_eq!(with_max("max", false), "1000000000");
+        assert_eq!(with_max(" MAX ", true), "65536000000000");
+        assert_eq!(with_max("max,1.5", false), "1000000000,1.5");
+        assert_eq!(with_max("100", true), "100");
+        assert_eq!(with_max("maxi", false), "maxi");
+    }
+
+    #[test]
+    fn bytes_rates_go_past_1e9_and_keep_the_other_fields() {
+        let spec = bytes_spec("4GiB,start").unwrap();
+        assert_eq!(spec.rate().get(), 4_294_967_296.0);
+        assert_eq!(spec.to_string(), "4294967296,1.1,start,activity");
+        assert_eq!(bytes_spec("1MB,1.5").unwrap().burst_ratio(), 1.5);
+        assert_eq!(
+            bytes_spec("100MiB").unwrap(),
+            parse_rate_spec("100MiB", Counting::Bytes).unwrap(),
+            "the same spec as any rate below 1e9"
+        );
+        assert!(bytes_spec("100000GB").unwrap_err().contains("--rate max"));
+        assert!(bytes_spec("-5").unwrap_err().contains("greater than zero"));
+        assert!(bytes_spec("1M").unwrap_err().contains("1MiB"));
+        assert!(bytes_spec("1MB,bogus").unwrap_err().contains("bogus"));
     }
 
     #[test]

@@ -2,6 +2,9 @@
 //! written, and the counts of what was.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+
+use super::live::Gauges;
 
 /// Output batched while permits are ready at once is written out at this
 /// size at the latest.
@@ -9,7 +12,11 @@ pub(super) const MAX_BATCH: usize = 64 * 1024;
 
 /// Standard output, with what was let through but not yet written.
 pub(super) struct Output {
-    pub(super) out: io::Stdout,
+    /// Standard output: its file descriptor (handle) itself, where it can
+    /// be duplicated, so that a write is one system call, not two through
+    /// `Stdout`'s line buffer (which also searches every write for its
+    /// last newline); `Stdout` otherwise.
+    out: Box<dyn Write>,
     pub(super) batch: Vec<u8>,
     /// Permit requests (writes) in the batch.
     pub(super) batch_writes: u64,
@@ -20,12 +27,15 @@ pub(super) struct Output {
     pub(super) writes: u64,
     /// Whether the last byte written was a newline (or nothing was written).
     pub(super) ends_line: bool,
+    /// The totals, for the progress line.
+    gauges: Arc<Gauges>,
 }
 
 impl Output {
-    pub(super) fn new() -> Output {
+    /// Standard output, whose totals are also kept in `gauges`.
+    pub(super) fn new(gauges: Arc<Gauges>) -> Output {
         Output {
-            out: io::stdout(),
+            out: raw_stdout().unwrap_or_else(|_| Box::new(io::stdout())),
             batch: Vec::with_capacity(MAX_BATCH),
             batch_writes: 0,
             closed: false,
@@ -33,6 +43,7 @@ impl Output {
             bytes: 0,
             writes: 0,
             ends_line: true,
+            gauges,
         }
     }
 
@@ -45,22 +56,30 @@ impl Output {
     /// Writes out the batch and counts it. A closed output (EPIPE) is
     /// remembered, not an error; what was in the batch then is not counted.
     pub(super) fn flush(&mut self) -> anyhow::Result<()> {
-        if self.closed || self.batch.is_empty() {
-            self.batch.clear();
-            self.batch_writes = 0;
+        let batch = std::mem::take(&mut self.batch);
+        let writes = std::mem::take(&mut self.batch_writes);
+        let written = self.write(&batch, writes);
+        self.batch = batch;
+        self.batch.clear();
+        written
+    }
+
+    /// Writes `data`, `writes` permit requests' bytes, to standard output
+    /// and counts it (the batch must be empty or written first). A closed
+    /// output (EPIPE) is remembered, not an error; what was in `data` then
+    /// is not counted, and nothing more is written.
+    pub(super) fn write(&mut self, data: &[u8], writes: u64) -> anyhow::Result<()> {
+        if self.closed || data.is_empty() {
             return Ok(());
         }
-        let mut out = self.out.lock();
-        let written = out.write_all(&self.batch).and_then(|()| out.flush());
-        drop(out);
+        let written = self.out.write_all(data).and_then(|()| self.out.flush());
         if written.is_ok() {
-            self.lines += memchr::memchr_iter(b'\n', &self.batch).count() as u64;
-            self.bytes += self.batch.len() as u64;
-            self.writes += self.batch_writes;
-            self.ends_line = self.batch.last() == Some(&b'\n');
+            self.lines += memchr::memchr_iter(b'\n', data).count() as u64;
+            self.bytes += data.len() as u64;
+            self.writes += writes;
+            self.ends_line = data.last() == Some(&b'\n');
+            self.gauges.set_written(self.lines(), self.bytes);
         }
-        self.batch.clear();
-        self.batch_writes = 0;
         match written {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
@@ -75,4 +94,33 @@ impl Output {
     pub(super) fn lines(&self) -> u64 {
         self.lines + u64::from(!self.ends_line)
     }
+}
+
+/// Standard output's file descriptor, duplicated, as a file: writes to it
+/// go straight to the descriptor. Nothing else writes to standard output
+/// while `pipe` copies.
+#[cfg(unix)]
+fn raw_stdout() -> io::Result<Box<dyn Write>> {
+    use std::os::fd::AsFd;
+    let fd = io::stdout().as_fd().try_clone_to_owned()?;
+    Ok(Box::new(std::fs::File::from(fd)))
+}
+
+/// Standard output's handle, duplicated, as a file (see the Unix one),
+/// unless it is a console, which `Stdout` writes to in UTF-16.
+#[cfg(windows)]
+fn raw_stdout() -> io::Result<Box<dyn Write>> {
+    use std::io::IsTerminal;
+    use std::os::windows::io::AsHandle;
+    if io::stdout().is_terminal() {
+        return Err(io::ErrorKind::Unsupported.into());
+    }
+    let handle = io::stdout().as_handle().try_clone_to_owned()?;
+    Ok(Box::new(std::fs::File::from(handle)))
+}
+
+/// No descriptor to duplicate: `Stdout` it is.
+#[cfg(not(any(unix, windows)))]
+fn raw_stdout() -> io::Result<Box<dyn Write>> {
+    Err(io::ErrorKind::Unsupported.into())
 }

@@ -28,6 +28,7 @@ impl fmt::Display for PipeReport {
                 self.unit
             )
         )?;
+        self.fmt_changes(f)?;
         writeln!(
             f,
             "achieved rate   {}",
@@ -46,5 +47,25 @@ impl fmt::Display for PipeReport {
             writeln!(f, "interrupted     by Ctrl-C: the copy stopped there")?;
         }
         Ok(())
+    }
+}
+
+impl PipeReport {
+    /// The rate at the end and the changes SIGUSR1/SIGUSR2 made to it.
+    fn fmt_changes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "final rate      {}",
+            fmt_unit_rate(self.final_rate, self.unit)
+        )?;
+        write!(f, "rate changes    {}", self.rate_changes)?;
+        if self.rate_changes_refused > 0 {
+            write!(
+                f,
+                " ({} refused: beyond the Pacer's range)",
+                self.rate_changes_refused
+            )?;
+        }
+        writeln!(f)
     }
 }

@@ -17,6 +17,11 @@ pub struct PipeReport {
     pub(super) strictness: f64,
     pub(super) strictness_mode: &'static str,
     pub(super) target_rate: f64,
+    /// The rate at the end, after the changes SIGUSR1/SIGUSR2 made.
+    pub(super) final_rate: f64,
+    /// Doublings and halvings made, and refused (beyond the Pacer's range).
+    pub(super) rate_changes: u64,
+    pub(super) rate_changes_refused: u64,
     /// What the Pacer's whole-nanosecond slots give (see `pace`).
     pub(super) effective_rate: Option<f64>,
     /// The text report's note when the effective rate is off the target.
@@ -52,12 +57,13 @@ pub(super) fn report(
     let rate = spec.rate().get();
     let elapsed_ns = match copy.t0 {
         None => 0,
-        Some(t0) => {
-            // The last write's share of the schedule: its permits' slots.
-            let share = (f64::from(copy.last_permits) * 1e9 / rate).round() as u64;
-            copy.last_start.saturating_sub(t0).saturating_add(share)
-        }
+        // The last write's share of the schedule: its permits' slots.
+        Some(t0) => copy
+            .last_start
+            .saturating_sub(t0)
+            .saturating_add(copy.last_share_ns),
     };
+    let (rate_changes, rate_changes_refused) = copy.schedule.changes();
     let achieved_rate = per_second(copy.units, elapsed_ns);
     let output = &copy.output;
     PipeReport {
@@ -66,6 +72,9 @@ pub(super) fn report(
         strictness,
         strictness_mode: strictness_mode_name(strictness),
         target_rate: rate,
+        final_rate: copy.schedule.rate(),
+        rate_changes,
+        rate_changes_refused,
         effective_rate: effective.json(),
         effective_note: effective.note(rate),
         lines: output.lines(),

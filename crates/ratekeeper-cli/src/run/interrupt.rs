@@ -110,7 +110,6 @@ impl Interrupt {
 
     /// The rate steps asked for since the last call: doublings less
     /// halvings.
-    #[allow(dead_code)] // pipe's --rate changes come next
     pub fn take_rate_steps(&self) -> i32 {
         // Ordering: Relaxed; see `step_rate`.
         self.rate_steps.swap(0, Ordering::Relaxed)
