@@ -56,7 +56,7 @@ Examples:
   ratekeeper pace --rate 2000 --duration 3s --plot pace.svg
   ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
   seq 1000 | ratekeeper pipe --rate 100
-  cat big.bin | ratekeeper pipe --bytes --rate 1M > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate 1MiB > copy.bin
   ratekeeper simulate --arrivals 'burst 20 @0s; every 50ms for 3s; idle 2s; burst 10' --limiter pacer:10,1.0 --limiter pacer:10,1.5 --limiter warmup:10,2s
   ratekeeper simulate --arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s' --limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s --rows 0 --plot compare.svg
 
