@@ -332,6 +332,13 @@ pub fn warn(message: &str) {
     let _ = writeln!(io::stderr().lock(), "warning: {message}");
 }
 
+/// Writes `wrote PATH` to standard error: where a file a run wrote
+/// (`--plot`, `--hdr-out`) went. A failed write is ignored, as
+/// [`warn`]'s.
+pub fn wrote(path: &std::path::Path) {
+    let _ = writeln!(io::stderr().lock(), "wrote {}", path.display());
+}
+
 /// A rate in `unit`s per second: `100 lines/s` (`fmt_rate` for "ops").
 pub fn fmt_unit_rate(rate: f64, unit: &str) -> String {
     let ops = fmt_rate(rate);
