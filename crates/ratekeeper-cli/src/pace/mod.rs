@@ -18,8 +18,9 @@
 //!
 //! `run` gathers: [`visit`] builds the workers' loop for the limiter type,
 //! [`drive`](mod@drive) starts the workers ([`worker`]) behind a start
-//! [`gate`] and collects what they measured; [`summary`] computes the
-//! report and [`render`] prints it and draws the plot.
+//! [`gate`] (with `--stages`, and a thread that ramps the limiters' rate)
+//! and collects what they measured; [`summary`] computes the report against
+//! the [`target`] and [`render`] prints it and draws the plot.
 
 mod behind;
 mod drive;
@@ -27,6 +28,7 @@ mod gate;
 mod help;
 mod render;
 mod summary;
+mod target;
 mod visit;
 mod work;
 mod worker;
@@ -42,6 +44,7 @@ use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::plot::{self, PlotPath};
 use crate::report;
 use crate::run::interrupt::Interrupt;
+use crate::run::ramp::{self, Ramp, StagesArg};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
@@ -51,6 +54,7 @@ pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use render::write_plot;
 use summary::summarize;
 pub use summary::PaceReport;
+use target::Target;
 use visit::Pace;
 use work::{parse_work, WorkSpec};
 
@@ -83,6 +87,18 @@ pub struct PaceArgs {
     /// Run exactly this many ops in total, across all threads.
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub count: Option<u64>,
+
+    /// Ramp the rate through stages, as k6 does: DUR:RATE,... ramps in a
+    /// straight line from --rate's rate to each RATE over its DUR, e.g.
+    /// 10s:1k,30s:10k,10s:0, on the running limiters; the run lasts the
+    /// stages' total.
+    #[arg(
+        long,
+        value_name = "STAGES",
+        value_parser = ramp::parse_stages_arg,
+        conflicts_with_all = ["duration", "count"]
+    )]
+    pub stages: Option<StagesArg>,
 
     /// Draw the achieved rate and the waits over time to FILE, an SVG or a
     /// PNG (by its extension).
@@ -142,6 +158,49 @@ fn parse_threads(s: &str) -> Result<u32, String> {
     }
 }
 
+/// How the run `args` asks for is driven, aiming at `target`; the limiter
+/// refuses requests that would wait longer than `max_wait`.
+///
+/// # Errors
+///
+/// A `--plot` file that cannot be created, or a `--bucket` the run cannot
+/// be drawn with.
+fn run_plan<'a>(
+    args: &PaceArgs,
+    target: Target<'a>,
+    max_wait: Option<Duration>,
+    work: Option<WorkSpec>,
+    interrupt: &'a Interrupt,
+) -> anyhow::Result<RunPlan<'a>> {
+    // clap rejects --duration, --count and --stages together.
+    let count = args.count;
+    let duration = match &args.stages {
+        Some(arg) => Some(arg.stages.total()),
+        None => run::duration(args.duration, count),
+    };
+    let whole_run = duration.map_or(0, report::duration_nanos);
+    let bucket = plot::run_buckets(
+        args.plot.as_ref(),
+        args.bucket,
+        duration,
+        count,
+        target.over(whole_run),
+    )?;
+    Ok(RunPlan {
+        // One clock for every limiter, so their readings compare.
+        clock: DefaultClock::new(),
+        threads: args.threads,
+        duration,
+        count,
+        bucket,
+        target,
+        interrupt,
+        max_wait,
+        work,
+        max_behind: args.max_behind.map(report::duration_nanos),
+    })
+}
+
 /// Runs `pace` with `args` and returns its report.
 ///
 /// # Errors
@@ -159,29 +218,16 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     } else {
         1
     };
-    // clap rejects --duration together with --count.
-    let count = args.count;
-    let duration = run::duration(args.duration, count);
-    let target_rate = spec.rate().get() * f64::from(limiter_count);
-    // One clock for every limiter, so their readings compare.
-    let plan = RunPlan {
-        clock: DefaultClock::new(),
-        threads: args.threads,
-        duration,
-        count,
-        bucket: plot::run_buckets(
-            args.plot.as_ref(),
-            args.bucket,
-            duration,
-            args.count,
-            target_rate,
-        )?,
-        target_rate,
-        interrupt,
-        max_wait: config.kind().max_wait(),
-        work,
-        max_behind: args.max_behind.map(report::duration_nanos),
+    let ramp = args.stages.as_ref().map(|arg| Ramp {
+        arg: arg.clone(),
+        start: spec.rate().get(),
+    });
+    let target = Target {
+        rate: spec.rate().get() * f64::from(limiter_count),
+        limiters: limiter_count,
+        ramp: ramp.as_ref(),
     };
+    let plan = run_plan(args, target, config.kind().max_wait(), work, interrupt)?;
     let visitor = Pace {
         plan,
         config: &config,

@@ -16,6 +16,7 @@ use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::report::{
     duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
 };
+use crate::run::ramp::Staged;
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -34,7 +35,12 @@ fn access_name(access: Access) -> &'static str {
 pub struct PaceReport {
     pub(super) spec: String,
     pub(super) limiter: &'static str,
+    /// --rate's rate (x threads for the thread scope); with --stages their
+    /// mean over the elapsed time (see [`target`](super::target)).
     pub(super) target_rate: f64,
+    /// With --stages: the stages and the rate changes (JSON null without).
+    #[serde(flatten)]
+    pub(super) staged: Staged,
     /// What the limiters' integer arithmetic gives (null: no limit).
     pub(super) effective_rate: Option<f64>,
     /// The text report's note when the effective rate is off the target.
@@ -150,10 +156,23 @@ impl PaceReport {
         ))
     }
 
+    /// How many limiters the workers shared (one each for the thread
+    /// scope).
+    pub(super) fn limiter_count(&self) -> u32 {
+        self.pacers.or(self.pools).or(self.limiters).unwrap_or(1)
+    }
+
     /// The warning for a run below its target, if it is.
     pub(super) fn below_target_warning(&self) -> Option<String> {
-        (self.below_target == Some(true))
-            .then(|| below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns))
+        let w = below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns);
+        let staged = match self.staged.stages {
+            Some(_) => {
+                " (the target is the --stages' mean; a limiter applies each rate change after \
+                 the slots it already handed out, so a run follows a ramp up a slot or two late)"
+            }
+            None => "",
+        };
+        (self.below_target == Some(true)).then(|| format!("{w}{staged}"))
     }
 }
 
@@ -171,10 +190,11 @@ fn stopped_at(outcome: &Outcome) -> Option<u64> {
     })
 }
 
-/// The run's elapsed time (see `pace --help`): a `--duration` run's
-/// duration; otherwise (`--count`, or a run ended early) from the start
-/// `t0` until the last op started, plus one slot of the target schedule,
-/// and for a run ended early at least until it `stopped`.
+/// The run's elapsed time (see `pace --help`): a `--duration` (or
+/// `--stages`) run's duration; otherwise (`--count`, or a run ended early)
+/// from the start `t0` until the last op started, plus one slot of the
+/// target schedule (at the rate then), and for a run ended early at least
+/// until it `stopped`.
 fn elapsed_nanos(
     plan: &RunPlan<'_>,
     outcome: &Outcome,
@@ -184,8 +204,10 @@ fn elapsed_nanos(
     let t0 = outcome.t0;
     match (plan.duration, stopped) {
         (Some(d), None) => duration_nanos(d),
-        (_, stopped) => schedule_span(t0, last_start, plan.target_rate)
-            .max(stopped.map_or(0, |s| s.saturating_sub(t0))),
+        (_, stopped) => {
+            let rate = plan.target.at(last_start.unwrap_or(t0).saturating_sub(t0));
+            schedule_span(t0, last_start, rate).max(stopped.map_or(0, |s| s.saturating_sub(t0)))
+        }
     }
 }
 
@@ -205,8 +227,8 @@ pub(super) fn summarize(
     let ops = waits.count();
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
-    let target_rate = plan.target_rate;
     let elapsed_ns = elapsed_nanos(plan, outcome, last_start, stopped_at(outcome));
+    let target_rate = plan.target.over(elapsed_ns);
     let achieved_rate = per_second(ops, elapsed_ns);
     let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
@@ -221,8 +243,9 @@ pub(super) fn summarize(
         spec: args.rate.to_string(),
         limiter: kind.name(),
         target_rate,
+        staged: Staged::of(plan.target.ramp, outcome.driven),
         effective_rate: effective.json(),
-        effective_note: effective.note(target_rate),
+        effective_note: effective.note(plan.target.rate),
         fields: LimiterFields::of(config),
         wait_policy: (kind == LimiterKind::Pacer).then_some(wait_policy_name(config)),
         access: access_name(config.access()),

@@ -125,6 +125,44 @@ impl Ramp {
     }
 }
 
+/// The runs due over a span that only grows, for a check made often while
+/// the run goes on: [`Ramp::runs_due`], summed a step at a time as the span
+/// grows instead of from the start at every check (the same sum, term by
+/// term).
+#[derive(Debug, Clone)]
+pub struct DueSoFar<'a> {
+    ramp: &'a Ramp,
+    /// The end of the whole steps summed so far.
+    at: Duration,
+    /// The runs due over them.
+    runs: f64,
+}
+
+impl<'a> DueSoFar<'a> {
+    /// Nothing summed yet.
+    pub fn new(ramp: &'a Ramp) -> DueSoFar<'a> {
+        DueSoFar {
+            ramp,
+            at: Duration::ZERO,
+            runs: 0.0,
+        }
+    }
+
+    /// [`Ramp::runs_due`] over the first `span` of the run.
+    pub fn runs_due(&mut self, span: Duration) -> f64 {
+        // A span shorter than the last (a reading taken early), or long
+        // enough for `runs_due` to take longer steps: summed from the start.
+        if span < self.at || span / MAX_STEPS > STEP {
+            return self.ramp.runs_due(span);
+        }
+        while self.at + STEP <= span {
+            self.runs += self.ramp.rate_at(self.at) * STEP.as_secs_f64();
+            self.at += STEP;
+        }
+        self.runs + self.ramp.rate_at(self.at) * (span - self.at).as_secs_f64()
+    }
+}
+
 /// With --stages: what a report says of them (JSON null without).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Staged {
@@ -270,6 +308,22 @@ mod tests {
         assert_eq!(points.len(), 40);
         assert_eq!(points[..2], [(0.0, 5.0), (0.1, 5.0)]);
         assert_eq!(*points.last().unwrap(), (2.0, 40.0));
+    }
+
+    #[test]
+    fn the_runs_due_so_far_are_the_runs_due() {
+        let r = ramp("1s:40,500ms:40,1s:0", 5.0);
+        let mut so_far = DueSoFar::new(&r);
+        // Growing spans, on and between the steps, and one going back.
+        for ms in [
+            0, 1, 99, 100, 101, 250, 1_000, 1_337, 2_499, 2_500, 9_000, 40,
+        ] {
+            let span = Duration::from_millis(ms);
+            assert_eq!(so_far.runs_due(span), r.runs_due(span), "{ms} ms");
+        }
+        // Spans long enough for longer steps: the same too.
+        let long = Duration::from_secs(200_000);
+        assert_eq!(so_far.runs_due(long), r.runs_due(long));
     }
 
     #[test]

@@ -1,0 +1,161 @@
+//! End-to-end tests of `ratekeeper pace --stages` (the rate ramped on the
+//! running limiters, and the target that sets).
+//!
+//! Real clock, short runs (2 s at most), generous bounds: the tests share a
+//! noisy 2-core machine.
+
+use serde_json::Value;
+
+mod common;
+use common::{f, fields, json, ratekeeper, rejects, scratch, svg_texts, u};
+
+/// Runs `ratekeeper pace ARGS`, expects exit status `code`; returns stdout
+/// and stderr.
+fn pace(args: &[&str], code: i32) -> (String, String) {
+    let out = ratekeeper()
+        .arg("pace")
+        .args(args)
+        .assert()
+        .code(code)
+        .get_output()
+        .clone();
+    (
+        String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    )
+}
+
+/// Runs `ratekeeper pace ARGS --json`, expects success; the report.
+fn pace_json(args: &[&str]) -> Value {
+    let mut with = args.to_vec();
+    with.push("--json");
+    json(&pace(&with, 0).0)
+}
+
+#[test]
+fn stages_ramp_the_rate_of_the_running_limiter() {
+    // From 50 ops/s up to 400/s over 1 s, then 400/s for 1 s: about 600
+    // ops (the rates set every 100 ms sum to 607.5), where --rate 50 alone
+    // would do 100.
+    let v = pace_json(&["--rate", "50", "--stages", "1s:400,1s:400"]);
+    let ops = u(&v, "ops");
+    assert!((350..=800).contains(&ops), "{ops} ops: {v}");
+    assert!(u(&v, "rate_changes") >= 5, "{v}");
+    assert_eq!(u(&v, "rate_changes_refused"), 0, "{v}");
+    assert_eq!(v["stages"], "1s:400,1s:400");
+    assert_eq!(f(&v, "start_rate"), 50.0);
+    assert_eq!(v["mode"], "duration");
+    assert_eq!(u(&v, "duration_ns"), 2_000_000_000);
+    assert_eq!(u(&v, "elapsed_ns"), 2_000_000_000);
+    // The target is the stages' mean over the run, not --rate; behind and
+    // the achieved rate are measured against it.
+    let target = f(&v, "target_rate");
+    assert!((target - 303.75).abs() < 0.5, "{v}");
+    let behind = 2e9 - ops as f64 * 1e9 / target;
+    assert!(
+        (u(&v, "behind_ns") as f64 - behind.max(0.0)).abs() <= 1.0,
+        "{v}"
+    );
+    // The effective rate is --rate's, where the stages start.
+    assert_eq!(f(&v, "effective_rate"), 50.0);
+    // Without --stages: null.
+    let v = pace_json(&["--rate", "2000", "--count", "10"]);
+    for key in [
+        "stages",
+        "rate_changes",
+        "rate_changes_refused",
+        "start_rate",
+    ] {
+        assert!(v[key].is_null(), "{key}: {v}");
+    }
+}
+
+#[test]
+fn with_the_thread_scope_every_limiter_follows_the_stages() {
+    // Two pacers, each from 20/s to 200/s over 300 ms: the target is the
+    // pair's.
+    let svg = scratch("pace-stages", "thread.svg");
+    let (text, _) = pace(
+        &[
+            "--rate",
+            "20,1.1,thread",
+            "--threads",
+            "2",
+            "--stages",
+            "300ms:200",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        0,
+    );
+    let stages = fields(&text, "stages");
+    assert_eq!(
+        stages[..6],
+        ["300ms:200", "(from", "20", "ops/s", "on", "each"],
+        "{text}"
+    );
+    assert!(text.contains("rate changes)"), "{text}");
+    // (20 + 80 + 140) x 100 ms per pacer, over 300 ms: 80/s each.
+    let target = fields(&text, "target rate");
+    assert_eq!(target[..2], ["160", "ops/s"], "{text}");
+    assert!(text.contains("(the stages' mean over the run)"), "{text}");
+    // The plot's target line is the staircase of the rates set.
+    let texts = svg_texts(&std::fs::read_to_string(&svg).expect("the plot was written"));
+    for label in ["target: --stages 300ms:200", "achieved"] {
+        assert!(texts.iter().any(|t| t == label), "{label}: {texts:?}");
+    }
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.ends_with("--threads 2 --stages 300ms:200")),
+        "the title: {texts:?}"
+    );
+}
+
+#[test]
+fn bad_stages_exit_2_with_the_parsers_message() {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["pace", "--rate", "50"];
+        v.extend(extra);
+        v
+    };
+    rejects(
+        &with(&["--stages", "10s:fast"]),
+        &["'10s:fast'", "--stages", "not a rate"],
+    );
+    rejects(
+        &with(&["--stages", "10s"]),
+        &["--stages", "expected DURATION:RATE"],
+    );
+    rejects(&with(&["--stages", "0s:5"]), &["lasts no time"]);
+    rejects(
+        &with(&["--stages", "1s:5", "--duration", "1s"]),
+        &["--stages", "--duration"],
+    );
+    rejects(
+        &with(&["--stages", "1s:5", "--count", "3"]),
+        &["--stages", "--count"],
+    );
+}
+
+#[test]
+fn help_documents_the_stages_and_their_fields() {
+    let out = ratekeeper()
+        .args(["pace", "--help"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "--stages <STAGES>",
+        "Stages (--stages DUR:RATE,...)",
+        "stages          --stages only",
+        "rate_changes",
+        "rate_changes_refused",
+        "start_rate",
+        "ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0",
+    ] {
+        assert!(help.contains(needle), "{needle:?} not in pace --help");
+    }
+}
