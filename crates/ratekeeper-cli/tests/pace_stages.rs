@@ -1,5 +1,6 @@
 //! End-to-end tests of `ratekeeper pace --stages` (the rate ramped on the
-//! running limiters, and the target that sets).
+//! running limiters, and the target that sets) and `--fail-if` (conditions
+//! on the report's figures, exit status 99).
 //!
 //! Real clock, short runs (2 s at most), generous bounds: the tests share a
 //! noisy 2-core machine.
@@ -139,7 +140,7 @@ fn bad_stages_exit_2_with_the_parsers_message() {
 }
 
 #[test]
-fn help_documents_the_stages_and_their_fields() {
+fn help_documents_the_stages_fail_if_and_their_fields() {
     let out = ratekeeper()
         .args(["pace", "--help"])
         .assert()
@@ -155,7 +156,139 @@ fn help_documents_the_stages_and_their_fields() {
         "rate_changes_refused",
         "start_rate",
         "ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0",
+        "--fail-if <COND>",
+        "Fail-if (--fail-if COND, repeatable)",
+        "Exit status:",
+        "failed_conditions",
     ] {
         assert!(help.contains(needle), "{needle:?} not in pace --help");
     }
+}
+
+/// The lines of `stderr` that tell an error (not a below-target warning a
+/// busy machine may add).
+fn errors(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.starts_with("error:")).collect()
+}
+
+#[test]
+fn a_fail_if_condition_that_holds_exits_99_after_the_report() {
+    // Ops of 20 ms: a service p50 over 1 ms; no wait is an hour long.
+    let args = [
+        "--rate",
+        "100",
+        "--threads",
+        "4",
+        "--count",
+        "8",
+        "--work",
+        "20ms",
+        "--fail-if",
+        "service.p50>1ms",
+        "--fail-if",
+        "wait.max>1h",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let (stdout, stderr) = pace(&with_json, 99);
+    let v = json(&stdout);
+    assert_eq!(u(&v, "ops"), 8);
+    assert_eq!(
+        v["fail_if"],
+        serde_json::json!(["service.p50>1ms", "wait.max>1h"])
+    );
+    assert_eq!(
+        v["failed_conditions"],
+        serde_json::json!(["service.p50>1ms"])
+    );
+    let told = errors(&stderr);
+    assert_eq!(told.len(), 1, "{stderr}");
+    assert!(
+        told[0].starts_with("error: --fail-if service.p50>1ms: failed, measured "),
+        "{stderr}"
+    );
+    // The text report says it too, as its last line.
+    let (text, _) = pace(&args, 99);
+    assert_eq!(
+        text.lines().last(),
+        Some("fail-if         1 of 2 conditions held: service.p50>1ms"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fail_if_conditions_that_do_not_hold_change_nothing() {
+    let (stdout, stderr) = pace(
+        &[
+            "--rate",
+            "2000",
+            "--count",
+            "10",
+            "--fail-if",
+            "wait.p75>1h",
+            "--fail-if",
+            "rate<1",
+            "--json",
+        ],
+        0,
+    );
+    let v = json(&stdout);
+    assert_eq!(v["fail_if"], serde_json::json!(["wait.p75>1h", "rate<1"]));
+    assert_eq!(v["failed_conditions"], serde_json::json!([]));
+    assert!(errors(&stderr).is_empty(), "{stderr}");
+    // Without --fail-if: empty lists.
+    let v = pace_json(&["--rate", "2000", "--count", "10"]);
+    assert_eq!(v["fail_if"], serde_json::json!([]));
+    assert_eq!(v["failed_conditions"], serde_json::json!([]));
+}
+
+#[test]
+fn max_behind_exits_3_before_a_condition_that_held() {
+    // One worker, 5 ms of work per op at 1000 ops/s: far behind at once.
+    let (_, stderr) = pace(
+        &[
+            "--rate",
+            "1000",
+            "--work",
+            "5ms",
+            "--max-behind",
+            "50ms",
+            "--fail-if",
+            "service.p50>1ms",
+        ],
+        3,
+    );
+    let told = errors(&stderr);
+    assert_eq!(told.len(), 2, "{stderr}");
+    assert!(told[0].starts_with("error: --fail-if service.p50>1ms: failed"));
+    assert!(told[1].contains("--max-behind 50ms"), "{stderr}");
+}
+
+#[test]
+fn fail_if_on_a_figure_pace_does_not_measure_exits_2() {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["pace", "--rate", "50", "--count", "1"];
+        v.extend(extra);
+        v
+    };
+    rejects(
+        &with(&["--fail-if", "failures>0"]),
+        &["--fail-if \"failures>0\"", "no failures"],
+    );
+    rejects(
+        &with(&["--fail-if", "service.p99>1ms"]),
+        &["does not measure service", "need --work"],
+    );
+    rejects(
+        &with(&["--fail-if", "response>1ms"]),
+        &["does not measure response"],
+    );
+    rejects(
+        &with(&["--fail-if", "failures>0", "--work", "1ms"]),
+        &["no failures"],
+    );
+    rejects(
+        &with(&["--fail-if", "latency>5ms"]),
+        &["'latency>5ms'", "--fail-if", "not a figure"],
+    );
 }

@@ -157,6 +157,29 @@ for. The report's target rate is that mean over the elapsed time; behind, \
 the below-target warning and --max-behind (over the time so far) are \
 measured against it, not --rate's.
 
+Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
+report, each condition that holds is told on standard error (\"error: \
+--fail-if wait.p99>1ms: failed, measured 1ms 250us\") and the exit status \
+is 99. COND is FIGURE OP VALUE: FIGURE is wait, or with --work service or \
+response, with a statistic, .p50, .p90, .p99, .p99.9 (any .pNN from p0 to \
+p100), .max or .mean (alone, its .p99), over the ops (service and \
+response: over the completed ops; see Report); or rate (the achieved rate, \
+ops/s); OP is >, >=, < or <=; VALUE is a duration for a time (50ms, 1.5s, \
+250us) or a rate for rate (990, 1k, 60k/min). The statistics are the \
+report's (p50, p90, p99, p99.9, max, mean; another percentile from the \
+same histogram). A condition that does not parse, or on a figure the run \
+does not measure (service or response without --work; failures, which \
+pace does not have), is refused before the run (exit status 2); quote it \
+for the shell (> and < redirect).
+
+Exit status: 0 when the run ended as planned (also when it fell behind: \
+that is a warning); 1 for a runtime error (e.g. a limiter that refused a \
+permit for good); 2 for a usage error, before the run; 3 when --max-behind \
+stopped it; 99 when a --fail-if condition held; 128 + the signal (130 \
+Ctrl-C, SIGINT; 143 SIGTERM; 129 SIGHUP) when one stopped it. When several \
+apply, the first of: the signal's, 3, 99 (the conditions that held are \
+told all the same).
+
 Before the run, a warning on standard error says when the limiter's integer \
 arithmetic gives a rate more than 0.1% off the target (see effective rate \
 below). While the run goes on, a progress line on standard error shows the \
@@ -167,8 +190,9 @@ ended at least 100ms behind its schedule (see behind below; the 100ms keep \
 a short run whose last op a busy machine woke tens of ms late from being \
 warned about, so runs shorter than 10s must be more than 1% behind; not \
 checked for --limiter warmup, which grants below the rate \
-while cold by design). Otherwise nothing else is written to it (but \
---max-behind's error line, and a rate --stages' limiter refused, once).
+while cold by design). Otherwise nothing else is written to it but a rate \
+--stages' limiter refused (once, as a warning), and after the report the \
+--fail-if conditions that held and --max-behind's error line.
 
 Report:
   stages          --stages only: the stages, from --rate's rate, and the rate \
@@ -225,6 +249,8 @@ would exceed --timeout (not counted in ops)
 the reporting thread's, divided by ops (a filler thread's CPU time counts, and \
 so does the progress line's on a terminal; with --work-cpu, so does the \
 work's spinning)
+  fail-if         --fail-if only: how many conditions held, and which (each \
+is also told on standard error, with the value measured)
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 ops per time bucket (--bucket) as a rate, against the target rate (dashed; \
@@ -252,7 +278,8 @@ Examples:
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
   ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
-  ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2";
+  ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990'";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -273,6 +300,7 @@ Examples:
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
   ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
   ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990'
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
@@ -347,4 +375,7 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
   interrupted      boolean  whether Ctrl-C ended the run (exit status 130)
   max_behind_ns    integer  --max-behind; null without
-  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)";
+  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)
+  fail_if          array    the --fail-if conditions as given (empty without)
+  failed_conditions array   those that held after the run, as given (empty \
+when none did; exit status 99)";

@@ -45,6 +45,7 @@ use crate::plot::{self, PlotPath};
 use crate::report;
 use crate::run::interrupt::Interrupt;
 use crate::run::ramp::{self, Ramp, StagesArg};
+use crate::run::verdict::{parse_condition, Condition, TimeFigure};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
@@ -126,6 +127,12 @@ pub struct PaceArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_max_behind, allow_hyphen_values = true)]
     pub max_behind: Option<Duration>,
 
+    /// Exit with status 99 after the report if COND holds, e.g.
+    /// 'wait.p99>1ms', 'rate<990', with --work 'response.p99>50ms'
+    /// (repeatable; see Fail-if in --help).
+    #[arg(long, value_name = "COND", value_parser = parse_condition)]
+    pub fail_if: Vec<Condition>,
+
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
     pub json: bool,
@@ -147,6 +154,25 @@ impl PaceArgs {
             (work, cpu) => Ok(work.map(|w| WorkSpec { cpu, ..w })),
         }
     }
+}
+
+/// Refuses a `--fail-if` condition on a figure the run does not measure:
+/// pace measures the ops' wait, with --work (`work`) their service and
+/// response times too, and has no failures.
+fn check_conditions(conditions: &[Condition], work: bool) -> Result<(), UsageError> {
+    const WAIT: [TimeFigure; 1] = [TimeFigure::Wait];
+    const WORK: [TimeFigure; 3] = [TimeFigure::Wait, TimeFigure::Service, TimeFigure::Response];
+    let measured: &[TimeFigure] = if work { &WORK } else { &WAIT };
+    for c in conditions {
+        c.check_measured(measured, false).map_err(|e| {
+            let hint = match work {
+                false if e.contains("does not measure") => " (service and response need --work)",
+                _ => "",
+            };
+            UsageError(format!("{e}{hint}"))
+        })?;
+    }
+    Ok(())
 }
 
 fn parse_threads(s: &str) -> Result<u32, String> {
@@ -206,12 +232,14 @@ fn run_plan<'a>(
 /// # Errors
 ///
 /// A [`UsageError`] for an option the limiter does not take, a
-/// configuration the library refuses or `--work-cpu` without `--work`; an
+/// configuration the library refuses, `--work-cpu` without `--work` or a
+/// `--fail-if` condition on a figure the run does not measure; an
 /// I/O error if a worker thread cannot be started; an error if a worker
 /// panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     let spec = args.rate;
     let work = args.work()?;
+    check_conditions(&args.fail_if, work.is_some())?;
     let config = args.limiter.config(&spec, args.access.access())?;
     let limiter_count = if spec.scope() == Scope::Thread {
         args.threads
@@ -240,7 +268,8 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }
-    let report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    let mut report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    report.judge(&args.fail_if);
     // A run --max-behind ended says so in its error line instead.
     if let (Some(w), None) = (report.below_target_warning(), report.stopped_behind()) {
         report::warn(&w);
@@ -254,6 +283,19 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fail_if_takes_only_the_figures_the_run_measures() {
+        let c = |t: &str| parse_condition(t).unwrap();
+        assert!(check_conditions(&[c("wait.p99>1ms"), c("rate<10")], false).is_ok());
+        let e = check_conditions(&[c("service.p99>1ms")], false).unwrap_err();
+        assert!(e.0.contains("does not measure service"), "{e}");
+        assert!(e.0.contains("need --work"), "{e}");
+        assert!(check_conditions(&[c("response>1ms"), c("service.max>1s")], true).is_ok());
+        let e = check_conditions(&[c("failures>0")], true).unwrap_err();
+        assert!(e.0.contains("no failures"), "{e}");
+        assert!(!e.0.contains("--work"), "{e}");
+    }
 
     #[test]
     fn threads_are_checked() {

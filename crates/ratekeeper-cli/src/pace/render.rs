@@ -30,7 +30,13 @@ impl fmt::Display for PaceReport {
         self.fmt_rates(f)?;
         self.fmt_waits(f)?;
         self.fmt_backlog(f)?;
-        self.fmt_costs(f)
+        self.fmt_costs(f)?;
+        // With --fail-if: how many conditions held (each is told on
+        // standard error after the report, with the value measured).
+        match self.verdict.report_line() {
+            Some(line) => writeln!(f, "fail-if         {line}"),
+            None => Ok(()),
+        }
     }
 }
 

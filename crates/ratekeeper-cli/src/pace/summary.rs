@@ -17,6 +17,7 @@ use crate::report::{
     duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::run::ramp::Staged;
+use crate::run::verdict::{Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -84,6 +85,9 @@ pub struct PaceReport {
     /// null) where it is not checked (the warm-up limiter).
     pub(super) below_target: Option<bool>,
     pub(super) wait_ns: WaitSummary,
+    /// The ops' wait times, for --fail-if's percentiles.
+    #[serde(skip)]
+    pub(super) waits: WaitRecorder,
     /// With --work: the work and the ops' service and response times.
     #[serde(flatten)]
     pub(super) work: Option<WorkReport>,
@@ -102,6 +106,9 @@ pub struct PaceReport {
     pub(super) max_behind_ns: Option<u64>,
     /// Whether --max-behind ended the run.
     pub(super) stopped_behind: bool,
+    /// With --fail-if: the conditions and those that held.
+    #[serde(flatten)]
+    pub(super) verdict: Verdict,
 }
 
 /// With --work: the work each op did and the ops' service (end - start)
@@ -117,6 +124,11 @@ pub(super) struct WorkReport {
     pub(super) completed: u64,
     pub(super) service_ns: WaitSummary,
     pub(super) response_ns: WaitSummary,
+    /// The service and response times, for --fail-if's percentiles.
+    #[serde(skip)]
+    pub(super) service: WaitRecorder,
+    #[serde(skip)]
+    pub(super) response: WaitRecorder,
 }
 
 impl WorkReport {
@@ -134,6 +146,8 @@ impl WorkReport {
             completed: service.count(),
             service_ns: service.summary(),
             response_ns: response.summary(),
+            service,
+            response,
         }
     }
 }
@@ -154,6 +168,18 @@ impl PaceReport {
             fmt_duration(limit),
             fmt_nanos(self.elapsed_ns)
         ))
+    }
+
+    /// The `--fail-if` conditions that held after the run, with the values
+    /// measured (empty when none did, or none was given).
+    pub fn failed_conditions(&self) -> &[Failed] {
+        &self.verdict.failed
+    }
+
+    /// Evaluates `conditions` on this report: records them, and those that
+    /// held.
+    pub(super) fn judge(&mut self, conditions: &[Condition]) {
+        self.verdict = Verdict::of(conditions, self);
     }
 
     /// How many limiters the workers shared (one each for the thread
@@ -270,6 +296,7 @@ pub(super) fn summarize(
         below_target: checks_below_target(kind.name())
             .then(|| is_below_target(achieved_rate, target_rate, behind_ns)),
         wait_ns: waits.summary(),
+        waits,
         work: plan.work.map(|spec| WorkReport::of(spec, &outcome.results)),
         backlog_ns: stats.backlog_ns,
         max_backlog_ns,
@@ -287,6 +314,7 @@ pub(super) fn summarize(
         interrupted,
         max_behind_ns: plan.max_behind,
         stopped_behind,
+        verdict: Verdict::default(),
     }
 }
 
@@ -322,5 +350,37 @@ fn pool_fields(pool: Option<(u64, u64, Filling)>) -> PoolFields {
             (Some("inline"), Some(None), Some(max_backlog), Some(fills))
         }
         None => (None, None, None, None),
+    }
+}
+
+/// `--fail-if`'s figures: the time statistics the report prints (a
+/// percentile it does not print from the histogram; service and response
+/// with --work only) and the achieved rate; pace has no failures.
+impl Figures for PaceReport {
+    fn time(&self, figure: TimeFigure, stat: Stat) -> Option<f64> {
+        let (summary, recorder) = match (figure, &self.work) {
+            (TimeFigure::Wait, _) => (&self.wait_ns, &self.waits),
+            (TimeFigure::Service, Some(w)) => (&w.service_ns, &w.service),
+            (TimeFigure::Response, Some(w)) => (&w.response_ns, &w.response),
+            _ => return None,
+        };
+        let nanos = match stat {
+            Stat::Max => summary.max,
+            Stat::Mean => summary.mean,
+            Stat::Percentile(50.0) => summary.p50,
+            Stat::Percentile(90.0) => summary.p90,
+            Stat::Percentile(99.0) => summary.p99,
+            Stat::Percentile(99.9) => summary.p999,
+            Stat::Percentile(p) => recorder.percentile(p),
+        };
+        Some(nanos as f64)
+    }
+
+    fn rate(&self) -> f64 {
+        self.achieved_rate
+    }
+
+    fn failures(&self) -> Option<u64> {
+        None
     }
 }
