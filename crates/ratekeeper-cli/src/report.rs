@@ -64,6 +64,11 @@ impl WaitRecorder {
         self.hist.len()
     }
 
+    /// The histogram of what was recorded (for `--hdr-out`).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
     /// The `percentile` (0 to 100) of what was recorded, not above the
     /// exact maximum (as [`summary`](Self::summary)'s); 0 when nothing was.
     pub fn percentile(&self, percentile: f64) -> u64 {

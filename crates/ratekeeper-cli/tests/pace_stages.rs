@@ -1,6 +1,7 @@
 //! End-to-end tests of `ratekeeper pace --stages` (the rate ramped on the
-//! running limiters, and the target that sets) and `--fail-if` (conditions
-//! on the report's figures, exit status 99).
+//! running limiters, and the target that sets), `--fail-if` (conditions on
+//! the report's figures, exit status 99) and `--hdr-out` (the histograms as
+//! HdrHistogram's log), with the `wrote FILE` lines of it and `--plot`.
 //!
 //! Real clock, short runs (2 s at most), generous bounds: the tests share a
 //! noisy 2-core machine.
@@ -76,7 +77,7 @@ fn with_the_thread_scope_every_limiter_follows_the_stages() {
     // Two pacers, each from 20/s to 200/s over 300 ms: the target is the
     // pair's.
     let svg = scratch("pace-stages", "thread.svg");
-    let (text, _) = pace(
+    let (text, stderr) = pace(
         &[
             "--rate",
             "20,1.1,thread",
@@ -100,7 +101,14 @@ fn with_the_thread_scope_every_limiter_follows_the_stages() {
     let target = fields(&text, "target rate");
     assert_eq!(target[..2], ["160", "ops/s"], "{text}");
     assert!(text.contains("(the stages' mean over the run)"), "{text}");
-    // The plot's target line is the staircase of the rates set.
+    // The plot's target line is the staircase of the rates set; standard
+    // error says where it went.
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == format!("wrote {}", svg.display())),
+        "{stderr}"
+    );
     let texts = svg_texts(&std::fs::read_to_string(&svg).expect("the plot was written"));
     for label in ["target: --stages 300ms:200", "achieved"] {
         assert!(texts.iter().any(|t| t == label), "{label}: {texts:?}");
@@ -160,6 +168,8 @@ fn help_documents_the_stages_fail_if_and_their_fields() {
         "Fail-if (--fail-if COND, repeatable)",
         "Exit status:",
         "failed_conditions",
+        "--hdr-out <FILE>",
+        "HdrHistogram log (--hdr-out FILE)",
     ] {
         assert!(help.contains(needle), "{needle:?} not in pace --help");
     }
@@ -290,5 +300,57 @@ fn fail_if_on_a_figure_pace_does_not_measure_exits_2() {
     rejects(
         &with(&["--fail-if", "latency>5ms"]),
         &["'latency>5ms'", "--fail-if", "not a figure"],
+    );
+}
+
+#[test]
+fn hdr_out_writes_the_times_as_an_hdrhistogram_log() {
+    let path = scratch("pace-stages", "ops.hlog");
+    let hdr_out = path.to_str().unwrap();
+    let with_work = [
+        "--rate",
+        "1000",
+        "--threads",
+        "2",
+        "--count",
+        "20",
+        "--work",
+        "1ms",
+        "--hdr-out",
+        hdr_out,
+    ];
+    let (stdout, stderr) = pace(&with_work, 0);
+    assert!(
+        stderr.lines().any(|l| l == format!("wrote {hdr_out}")),
+        "{stderr}"
+    );
+    assert_eq!(fields(&stdout, "ops"), ["20"], "{stdout}");
+    let tags = |log: &str, tag: &str| log.lines().filter(|l| l.starts_with(tag)).count();
+    let log = std::fs::read_to_string(&path).expect("the log was written");
+    assert!(log.contains("#[StartTime: "), "{log}");
+    for tag in ["Tag=wait,", "Tag=service,", "Tag=response,"] {
+        assert_eq!(tags(&log, tag), 1, "{tag}: {log}");
+    }
+    // Without --work: the waits only.
+    pace(&["--rate", "1000", "--count", "5", "--hdr-out", hdr_out], 0);
+    let log = std::fs::read_to_string(&path).expect("the log was written");
+    assert_eq!(tags(&log, "Tag=wait,"), 1, "{log}");
+    assert_eq!(tags(&log, "Tag="), 1, "{log}");
+    // A file that cannot be created is refused before the run (exit 1).
+    let (stdout, stderr) = pace(
+        &[
+            "--rate",
+            "1",
+            "--count",
+            "100",
+            "--hdr-out",
+            "/no/such/dir/x.hlog",
+        ],
+        1,
+    );
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("cannot create the --hdr-out file /no/such/dir/x.hlog"),
+        "{stderr}"
     );
 }

@@ -191,7 +191,8 @@ a short run whose last op a busy machine woke tens of ms late from being \
 warned about, so runs shorter than 10s must be more than 1% behind; not \
 checked for --limiter warmup, which grants below the rate \
 while cold by design). Otherwise nothing else is written to it but a rate \
---stages' limiter refused (once, as a warning), and after the report the \
+--stages' limiter refused (once, as a warning), \"wrote FILE\" for each file \
+--plot and --hdr-out wrote (before the report), and after the report the \
 --fail-if conditions that held and --max-behind's error line.
 
 Report:
@@ -258,7 +259,20 @@ with --stages, the staircase of rates set); \
 the lower panel shows the longest and the mean wait of the ops in each \
 bucket, placed by when each op started. Each worker adds its ops to its own \
 buckets (a comparison and a few additions per op); without --plot nothing is \
-recorded.";
+recorded. The file is created before the run (one that cannot be is an \
+error, exit status 1) and written after it, also when Ctrl-C or \
+--max-behind ended it.
+
+HdrHistogram log (--hdr-out FILE): the ops' wait times (with --work, and \
+the service and response times of the completed ops), the histograms the \
+report's statistics come from, in HdrHistogram's interval log format, which \
+HistogramLogAnalyzer, HistogramLogProcessor and other HdrHistogram tools \
+read: a #[StartTime: ...] header (when the schedule started), then one \
+interval, the whole run until every worker had stopped (wall), as one line \
+per figure tagged Tag=wait (and Tag=service, Tag=response), of values in \
+nanoseconds (give such a tool a divisor of 1e6 for milliseconds). The file \
+is created before the run (one that cannot be is an error, exit status 1) \
+and written after it, also when Ctrl-C or --max-behind ended it.";
 
 /// Examples, shown by `pace -h` and `pace --help`.
 pub const AFTER_HELP: &str = "\
@@ -279,7 +293,7 @@ Examples:
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
   ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
   ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
-  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990'";
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -300,7 +314,7 @@ Examples:
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
   ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
   ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
-  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990'
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \

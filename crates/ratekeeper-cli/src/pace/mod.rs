@@ -33,8 +33,11 @@ mod visit;
 mod work;
 mod worker;
 
+use std::fs::File;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use ratekeeper::{DefaultClock, RateSpec, Scope};
 
@@ -52,7 +55,7 @@ use crate::run::{self};
 use behind::parse_max_behind;
 use drive::RunPlan;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
-use render::write_plot;
+use render::{write_hdr_log, write_plot};
 use summary::summarize;
 pub use summary::PaceReport;
 use target::Target;
@@ -132,6 +135,12 @@ pub struct PaceArgs {
     /// (repeatable; see Fail-if in --help).
     #[arg(long, value_name = "COND", value_parser = parse_condition)]
     pub fail_if: Vec<Condition>,
+
+    /// Write the ops' wait times (with --work, and their service and
+    /// response times) to FILE as HdrHistogram's interval log (one
+    /// interval, the whole run; tags wait, service, response; nanoseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_out: Option<PathBuf>,
 
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
@@ -234,7 +243,8 @@ fn run_plan<'a>(
 /// A [`UsageError`] for an option the limiter does not take, a
 /// configuration the library refuses, `--work-cpu` without `--work` or a
 /// `--fail-if` condition on a figure the run does not measure; an
-/// I/O error if a worker thread cannot be started; an error if a worker
+/// I/O error if a worker thread cannot be started, or for a `--plot` or
+/// `--hdr-out` file that cannot be created or written; an error if a worker
 /// panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     let spec = args.rate;
@@ -256,6 +266,10 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         ramp: ramp.as_ref(),
     };
     let plan = run_plan(args, target, config.kind().max_wait(), work, interrupt)?;
+    if let Some(path) = &args.hdr_out {
+        File::create(path)
+            .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
+    }
     let visitor = Pace {
         plan,
         config: &config,
@@ -276,6 +290,9 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     }
     if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {
         write_plot(to, &report, &outcome.results, width)?;
+    }
+    if let Some(path) = &args.hdr_out {
+        write_hdr_log(path, &report, run::started_at(&plan.clock, outcome.t0))?;
     }
     Ok(report)
 }

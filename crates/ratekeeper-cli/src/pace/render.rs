@@ -1,14 +1,15 @@
 //! `pace`'s text report and its plot.
 
 use std::fmt;
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use super::drive::BACKLOG_SAMPLE_INTERVAL;
 use super::summary::{PaceReport, WorkReport};
 use super::worker::WorkerResult;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
-    fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, WaitSummary,
+    fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote, WaitSummary,
 };
 
 impl fmt::Display for PaceReport {
@@ -402,7 +403,7 @@ fn fmt_work(
 }
 
 /// Writes the `--plot` of `report` to `to`: the workers' `results`' time
-/// buckets, `width` ns wide, merged.
+/// buckets, `width` ns wide, merged; and says so on standard error.
 ///
 /// # Errors
 ///
@@ -417,7 +418,32 @@ pub(super) fn write_plot(
     for b in results.iter().filter_map(|r| r.buckets.as_ref()) {
         buckets.merge(b);
     }
-    plot::write(to, &pace_plot(report, &buckets))
+    plot::write(to, &pace_plot(report, &buckets))?;
+    wrote(to.path());
+    Ok(())
+}
+
+/// Writes `--hdr-out`: the ops' wait histogram (with --work, and their
+/// service and response histograms) as one interval of HdrHistogram's log,
+/// from `started` for the run's wall time; and says so on standard error.
+///
+/// # Errors
+///
+/// The I/O error creating or writing the file.
+pub(super) fn write_hdr_log(
+    path: &Path,
+    report: &PaceReport,
+    started: SystemTime,
+) -> anyhow::Result<()> {
+    let mut tagged = vec![("wait", report.waits.histogram())];
+    if let Some(w) = &report.work {
+        tagged.push(("service", w.service.histogram()));
+        tagged.push(("response", w.response.histogram()));
+    }
+    let elapsed = Duration::from_nanos(report.wall_ns);
+    crate::hdr_log::write(path, started, elapsed, &tagged)?;
+    wrote(path);
+    Ok(())
 }
 
 /// The `--plot` of a run: the achieved rate per bucket against the target,
