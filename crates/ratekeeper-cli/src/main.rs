@@ -14,9 +14,9 @@
 //!   chosen limiter does not take, or a command `exec` cannot find;
 //! * `3`: a `pace` or `exec` run stopped by `--max-behind` (after its
 //!   report);
-//! * `99`: an `exec` run a `--fail-if` condition failed (after its report;
-//!   a signal's status, `--fail-fast`'s 1 and `--max-behind`'s 3 win over
-//!   it);
+//! * `99`: a `pace` or `exec` run a `--fail-if` condition failed (after its
+//!   report; a signal's status, `exec --fail-fast`'s 1 and `--max-behind`'s
+//!   3 win over it);
 //! * `129`, `130`, `143`: SIGHUP, Ctrl-C (SIGINT) or SIGTERM ended a `pace`,
 //!   `exec` or `pipe` run (after its report).
 //!
@@ -178,10 +178,18 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let interrupt = interrupt::install();
             let report = pace::run(&args, interrupt)?;
             report::emit(&report, args.json)?;
-            if let Some(why) = report.stopped_behind() {
-                return Ok(Outcome::Behind(why));
+            // Every --fail-if condition that held, whatever the exit status.
+            for failed in report.failed_conditions() {
+                let _ = writeln!(std::io::stderr(), "error: {failed}");
             }
-            Ok(interrupted(report.interrupted(), interrupt))
+            if report.interrupted() {
+                return Ok(Outcome::Interrupted(interrupt.exit_status()));
+            }
+            Ok(match report.stopped_behind() {
+                Some(why) => Outcome::Behind(why),
+                None if !report.failed_conditions().is_empty() => Outcome::ConditionFailed,
+                None => Outcome::Done,
+            })
         }
         Command::Exec(args) => {
             let interrupt = interrupt::install();

@@ -10,7 +10,7 @@
 //! machine; SVGs name the generic `sans-serif` family and leave the font to
 //! the viewer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use anyhow::Context;
@@ -83,6 +83,11 @@ pub struct PlotPath {
 }
 
 impl PlotPath {
+    /// The file, as given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Creates (or truncates) the file now, so that a path that cannot be
     /// written is reported before a run rather than after it.
     ///

@@ -64,6 +64,22 @@ impl WaitRecorder {
         self.hist.len()
     }
 
+    /// The histogram of what was recorded (for `--hdr-out`).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// The `percentile` (0 to 100) of what was recorded, not above the
+    /// exact maximum (as [`summary`](Self::summary)'s); 0 when nothing was.
+    pub fn percentile(&self, percentile: f64) -> u64 {
+        if self.count() == 0 {
+            return 0;
+        }
+        self.hist
+            .value_at_quantile(percentile / 100.0)
+            .min(self.max)
+    }
+
     /// Percentiles, mean and exact maximum. All zero when nothing was recorded.
     pub fn summary(&self) -> WaitSummary {
         if self.count() == 0 {
@@ -332,6 +348,13 @@ pub fn warn(message: &str) {
     let _ = writeln!(io::stderr().lock(), "warning: {message}");
 }
 
+/// Writes `wrote PATH` to standard error: where a file a run wrote
+/// (`--plot`, `--hdr-out`) went. A failed write is ignored, as
+/// [`warn`]'s.
+pub fn wrote(path: &std::path::Path) {
+    let _ = writeln!(io::stderr().lock(), "wrote {}", path.display());
+}
+
 /// A rate in `unit`s per second: `100 lines/s` (`fmt_rate` for "ops").
 pub fn fmt_unit_rate(rate: f64, unit: &str) -> String {
     let ops = fmt_rate(rate);
@@ -563,6 +586,19 @@ mod tests {
         assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999 && s.p999 <= s.max);
         assert_eq!(s.max, 999 * 1_001);
         assert_eq!(WaitRecorder::new().summary(), WaitSummary::default());
+    }
+
+    #[test]
+    fn any_percentile_is_read_from_the_histogram_up_to_the_max() {
+        let mut r = WaitRecorder::new();
+        assert_eq!(r.percentile(50.0), 0);
+        for v in 1..=1_000u64 {
+            r.record(v * 1_000);
+        }
+        let p75 = r.percentile(75.0) as f64;
+        assert!((p75 - 750_000.0).abs() <= 750.0, "{p75}");
+        assert_eq!(r.percentile(100.0), 1_000_000);
+        assert_eq!(r.percentile(0.0), 1_000);
     }
 
     #[test]

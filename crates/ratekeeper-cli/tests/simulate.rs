@@ -718,10 +718,24 @@ fn simulate_plots_one_series_per_limiter_in_svg_and_png() {
     assert!(greys > 20, "{greys} grey levels");
 }
 
+/// Runs `ratekeeper pace ARGS` with `--plot FILE`, expects success and
+/// `wrote FILE` alone on standard error; returns stdout.
+fn pace_stdout_of(args: &[&str]) -> String {
+    let plot = args[args.iter().position(|a| *a == "--plot").expect("--plot") + 1];
+    let out = ratekeeper()
+        .args(args)
+        .assert()
+        .success()
+        .stderr(format!("wrote {plot}\n"))
+        .get_output()
+        .clone();
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
 #[test]
 fn pace_plots_the_achieved_rate_and_the_waits() {
     let svg_path = scratch("pace.svg");
-    let out = stdout_of(&[
+    let out = pace_stdout_of(&[
         "pace",
         "--rate",
         "2000",
@@ -742,7 +756,7 @@ fn pace_plots_the_achieved_rate_and_the_waits() {
     assert!(colors.len() >= 3, "{colors:?}");
 
     let png_path = scratch("pace.png");
-    stdout_of(&[
+    pace_stdout_of(&[
         "pace",
         "--limiter",
         "refill",

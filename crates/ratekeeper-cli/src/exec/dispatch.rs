@@ -13,7 +13,6 @@ use ratekeeper::config::LimiterRef;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
 
 use super::lag::{lag, Lag};
-use super::ramp::{self, Driven, Ramp};
 use super::shutdown::Shutdown;
 use super::slot::Slot;
 use super::summary::Tally;
@@ -22,6 +21,7 @@ use crate::limiter;
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::duration_nanos;
 use crate::run::interrupt::{self, Interrupt};
+use crate::run::ramp::{self, Driven, Ramp};
 use crate::run::sleep_until_retry;
 
 /// How often the dispatcher, waiting for a run to end, checks for a signal
@@ -209,7 +209,7 @@ fn start_ramp<'scope, 'env>(
     let handle = std::thread::Builder::new()
         .name("exec-stages".to_owned())
         .spawn_scoped(scope, move || {
-            ramp::drive(r, limiter, &plan.clock, t0, plan.interrupt, ended)
+            ramp::drive(r, &[limiter], &plan.clock, t0, plan.interrupt, ended)
         })
         .context("starting the --stages thread")?;
     Ok(Some(handle))

@@ -24,13 +24,12 @@
 //! `run` gathers: the dispatcher ([`dispatch`](mod@dispatch)) hands runs to
 //! the workers ([`worker`]) and tallies them as they finish; [`summary`]
 //! computes the report from the tally and [`render`] prints it and draws the
-//! plot. With `--stages`, [`ramp`] changes the running limiter's rate from
-//! a thread of its own and says what target that sets.
+//! plot. With `--stages`, [`ramp`](crate::run::ramp) changes the running
+//! limiter's rate from a thread of its own and says what target that sets.
 
 mod dispatch;
 mod help;
 mod lag;
-mod ramp;
 mod render;
 mod shutdown;
 mod slot;
@@ -43,7 +42,7 @@ mod worker;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -57,13 +56,13 @@ use crate::limiter;
 use crate::plot;
 use crate::report::duration_nanos;
 use crate::run::interrupt::Interrupt;
+use crate::run::ramp::{self, Ramp, StagesArg};
 use crate::run::verdict::{parse_condition, Condition, TimeFigure};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
 use dispatch::{dispatch, Plan};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
-use ramp::{Ramp, StagesArg};
 pub use render::write_plot;
 use render::{write_hdr_log, PlotArg};
 pub use summary::ExecReport;
@@ -296,15 +295,6 @@ fn ramp_and_length(args: &ExecArgs) -> (Option<Ramp>, Option<Duration>, f64) {
     }
 }
 
-/// When the schedule started, `t0` on `clock`, by the system's clock (for
-/// `--hdr-out`'s start time).
-fn started_at(clock: &DefaultClock, t0: u64) -> SystemTime {
-    use ratekeeper::Clock;
-    let ago = Duration::from_nanos(clock.now_nanos().saturating_sub(t0));
-    let now = SystemTime::now();
-    now.checked_sub(ago).unwrap_or(now)
-}
-
 /// Runs `exec` with `args` and returns its report.
 ///
 /// # Errors
@@ -354,7 +344,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
             .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
     }
     let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
-    let started = started_at(&clock, d.tally.t0);
+    let started = run::started_at(&clock, d.tally.t0);
     let ran = Ran {
         launched: d.launched,
         stop: d.stop,

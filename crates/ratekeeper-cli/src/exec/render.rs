@@ -1,13 +1,12 @@
 //! `exec`'s text report and its plot.
 
 use std::fmt;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::summary::ExecReport;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
-use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note};
+use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote};
 
 /// The most characters of a plot's title (its width, in the title's font).
 const TITLE_CHARS: usize = 95;
@@ -69,12 +68,6 @@ pub(super) fn write_hdr_log(
     crate::hdr_log::write(path, started, elapsed, &tagged)?;
     wrote(path);
     Ok(())
-}
-
-/// Tells on standard error where a file went.
-fn wrote(path: &Path) {
-    // Nobody to tell if standard error is closed.
-    let _ = writeln!(io::stderr().lock(), "wrote {}", path.display());
 }
 
 /// The plot of a run: the runs started per bucket against the target, and
@@ -470,17 +463,9 @@ impl ExecReport {
     /// With --fail-if: how many conditions held (each is told on standard
     /// error after the report, with the value measured).
     fn fmt_verdict(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = &self.verdict;
-        let n = v.fail_if.len();
-        let conditions = if n == 1 { "condition" } else { "conditions" };
-        match v.failed_conditions.len() {
-            _ if n == 0 => Ok(()),
-            0 => writeln!(f, "fail-if         {n} {conditions}, none held"),
-            k => writeln!(
-                f,
-                "fail-if         {k} of {n} {conditions} held: {}",
-                v.failed_conditions.join(", ")
-            ),
+        match self.verdict.report_line() {
+            Some(line) => writeln!(f, "fail-if         {line}"),
+            None => Ok(()),
         }
     }
 

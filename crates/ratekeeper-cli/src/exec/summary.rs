@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use super::dispatch::Stop;
 use super::lag::{below_target, Lag};
-use super::ramp::{Driven, Ramp};
 use super::render::{signal_label, signal_name};
 use super::slot::Sent;
 use super::times::{percentile, Times};
@@ -22,7 +21,8 @@ use crate::plot::Buckets;
 use crate::report::{
     duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate, WaitSummary,
 };
-use crate::run::verdict::{self, Condition, Failed, Figures, Stat, TimeFigure};
+use crate::run::ramp::{Driven, Ramp, Staged};
+use crate::run::verdict::{Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
 
 /// What the dispatcher has seen of the finished runs.
@@ -167,37 +167,6 @@ pub(super) struct Ran {
     pub(super) driven: Driven,
 }
 
-/// With --stages: what the report says of them (JSON null without).
-#[derive(Debug, Clone, Default, Serialize)]
-pub(super) struct Staged {
-    /// The stages as given.
-    pub(super) stages: Option<String>,
-    /// Rates set on the running limiter, the first (at the start) included.
-    pub(super) rate_changes: Option<u64>,
-    /// Rate changes the limiter refused.
-    pub(super) rate_changes_refused: Option<u64>,
-    /// `--rate`'s rate, where the ramp started.
-    pub(super) start_rate: Option<f64>,
-    /// The rate the drive thread set, for the plot's target line.
-    #[serde(skip)]
-    pub(super) ramp: Option<Ramp>,
-}
-
-impl Staged {
-    fn of(ran: &Ran) -> Staged {
-        let Some(ramp) = &ran.ramp else {
-            return Staged::default();
-        };
-        Staged {
-            stages: Some(ramp.arg.text.clone()),
-            rate_changes: Some(ran.driven.changes),
-            rate_changes_refused: Some(ran.driven.refused),
-            start_rate: Some(ramp.start),
-            ramp: Some(ramp.clone()),
-        }
-    }
-}
-
 /// The runs' wait, service and response times, for `--fail-if`'s
 /// percentiles and `--hdr-out`.
 #[derive(Debug, Clone)]
@@ -215,18 +184,6 @@ impl Histograms {
             response: tally.response.histogram().clone(),
         }
     }
-}
-
-/// With --fail-if: the conditions, and those that held after the run.
-#[derive(Debug, Clone, Default, Serialize)]
-pub(super) struct Verdict {
-    /// The conditions as given.
-    pub(super) fail_if: Vec<String>,
-    /// Those that held, as given.
-    pub(super) failed_conditions: Vec<String>,
-    /// Those that held, with the value measured.
-    #[serde(skip)]
-    pub(super) failed: Vec<Failed>,
 }
 
 /// The result of an `exec` run; `Display` is the text report, `Serialize`
@@ -247,7 +204,7 @@ pub struct ExecReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) fill_interval_ns: Option<Option<u64>>,
     /// --rate's rate; with --stages, their mean over the launch span (see
-    /// [`ramp`](super::ramp)).
+    /// [`ramp`](crate::run::ramp)).
     pub(super) target_rate: f64,
     /// With --stages: the stages and the rate changes.
     #[serde(flatten)]
@@ -356,12 +313,7 @@ impl ExecReport {
     /// Evaluates `conditions` on this report: records them, and those that
     /// held.
     pub(super) fn judge(&mut self, conditions: &[Condition]) {
-        let failed = verdict::failed(conditions, self);
-        self.verdict = Verdict {
-            fail_if: conditions.iter().map(|c| c.text().to_owned()).collect(),
-            failed_conditions: failed.iter().map(|f| f.condition.clone()).collect(),
-            failed,
-        };
+        self.verdict = Verdict::of(conditions, self);
     }
 
     /// The warning for an achieved rate below the target, if it was.
@@ -457,7 +409,7 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         filling,
         fill_interval_ns,
         target_rate,
-        staged: Staged::of(&ran),
+        staged: Staged::of(ran.ramp.as_ref(), ran.driven),
         effective_rate: ran.effective.json(),
         effective_note: ran.effective.note(args.rate.rate().get()),
         concurrency: args.concurrency,

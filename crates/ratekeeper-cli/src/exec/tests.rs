@@ -1,5 +1,6 @@
 //! `exec`'s unit tests: flag checks, the tally, the text and JSON reports
-//! agreeing, --stages' target and drive thread, and --fail-if's figures.
+//! agreeing, and --fail-if's figures (--stages' target and drive thread
+//! are tested in [`crate::run::ramp`]).
 
 use std::collections::BTreeMap;
 
@@ -374,64 +375,6 @@ fn the_warning_says_how_far_below_and_behind() {
     assert!(r
         .to_string()
         .contains("stopped         by --max-behind 2s: 2.01s behind the schedule\n"));
-}
-
-fn ramp(text: &str, start: f64) -> super::ramp::Ramp {
-    super::ramp::Ramp {
-        arg: super::ramp::parse_stages_arg(text).unwrap(),
-        start,
-    }
-}
-
-#[test]
-fn the_runs_due_of_stages_sum_the_rates_set_every_step() {
-    let r = ramp(" 1s:40,1s:40 ", 5.0);
-    assert_eq!(r.arg.text, "1s:40,1s:40");
-    // Up: 5, 8.5, ..., 36.5 for 100 ms each (20.75 runs), then 40/s for 1 s.
-    let secs = Duration::from_secs;
-    assert!((r.runs_due(secs(1)) - 20.75).abs() < 1e-9);
-    assert!((r.runs_due(secs(2)) - 60.75).abs() < 1e-9);
-    assert!((r.target_rate(2_000_000_000) - 30.375).abs() < 1e-9);
-    // The flat second: 40/s; no span: the rate then.
-    let s = 1_000_000_000;
-    assert!((r.rate_between(s, 2 * s) - 40.0).abs() < 1e-9);
-    assert_eq!(r.rate_between(0, 0), 5.0);
-    // A ramp down to 0 paces at a thousandth of the peak at the end.
-    assert_eq!(ramp("1s:0", 100.0).rate_at(secs(1)), 0.1);
-    // The plot's staircase: two points a step.
-    let points = r.points(2 * s);
-    assert_eq!(points.len(), 40);
-    assert_eq!(points[..2], [(0.0, 5.0), (0.1, 5.0)]);
-    assert_eq!(*points.last().unwrap(), (2.0, 40.0));
-}
-
-#[test]
-fn the_drive_thread_sets_the_rate_until_the_stages_end_or_it_is_told() {
-    use super::ramp::drive;
-    use crate::run::interrupt::Interrupt;
-    use ratekeeper::{Clock, DefaultClock};
-    use std::sync::atomic::AtomicBool;
-    let clock = DefaultClock::new();
-    let config: ratekeeper::config::LimiterConfig = "pacer:10".parse().unwrap();
-    let limiter = config.build_with_clock(clock).unwrap();
-    let interrupt = Interrupt::new();
-    let not_ended = AtomicBool::new(false);
-    // 10 to 40 over 200 ms: at 0, 100 and 200 ms.
-    let r = ramp("200ms:40", 10.0);
-    let t0 = clock.now_nanos();
-    let d = drive(&r, limiter.as_ref(), &clock, t0, &interrupt, &not_ended);
-    // (Two if a sleep overran a whole step on a loaded machine.)
-    assert!((2..=3).contains(&d.changes) && d.refused == 0, "{d:?}");
-    assert_eq!(limiter.as_ref().rate(), 40.0);
-    // Ended (the dispatcher stopped), or a signal: the first rate only.
-    let long = ramp("1h:40", 10.0);
-    let ended = AtomicBool::new(true);
-    let d = drive(&long, limiter.as_ref(), &clock, t0, &interrupt, &ended);
-    assert_eq!(d.changes, 1);
-    interrupt.raise();
-    let d = drive(&long, limiter.as_ref(), &clock, t0, &interrupt, &not_ended);
-    assert_eq!(d.changes, 1);
-    assert!((limiter.as_ref().rate() - 10.0).abs() < 0.01);
 }
 
 #[test]

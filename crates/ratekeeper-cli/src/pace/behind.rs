@@ -22,6 +22,7 @@
 use std::time::Duration;
 
 use super::gate::Stop;
+use super::target::TargetSoFar;
 use crate::report::{duration_nanos, fmt_nanos, fmt_rate};
 
 /// How far below the target rate a run may end before it is warned about:
@@ -60,30 +61,33 @@ pub(super) fn parse_max_behind(s: &str) -> Result<Duration, String> {
 
 /// `--max-behind`: the check the reporting thread makes while the workers
 /// run.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct MaxBehind {
+#[derive(Debug, Clone)]
+pub(super) struct MaxBehind<'a> {
     /// How far behind its schedule the run may fall, in ns.
     pub(super) limit_ns: u64,
     /// The run's start on the shared clock.
     pub(super) t0: u64,
-    pub(super) target_rate: f64,
+    /// The target over the time so far (with --stages, their mean).
+    pub(super) target: TargetSoFar<'a>,
     /// The run's stop rule: no op is due after the deadline, and none is
     /// left once `count` have started.
     pub(super) stop: Stop,
     pub(super) count: Option<u64>,
 }
 
-impl MaxBehind {
+impl MaxBehind<'_> {
     /// Whether a run with `ops` started at clock reading `now` has fallen
     /// the limit behind its schedule while ops are still due: not after its
     /// deadline, nor once all its count has started (a last op's long
-    /// --work keeps no later op waiting).
-    pub(super) fn is_exceeded(&self, now: u64, ops: u64) -> bool {
+    /// --work keeps no later op waiting). `now` only grows from call to
+    /// call (the target so far is summed as it does).
+    pub(super) fn is_exceeded(&mut self, now: u64, ops: u64) -> bool {
         let due = match self.stop {
             Stop::Deadline(d) => now < d,
             Stop::Count => self.count.is_none_or(|n| ops < n),
         };
-        due && behind_nanos(now.saturating_sub(self.t0), ops, self.target_rate) >= self.limit_ns
+        let span = now.saturating_sub(self.t0);
+        due && behind_nanos(span, ops, self.target.over(span)) >= self.limit_ns
     }
 }
 
@@ -118,6 +122,7 @@ pub(super) fn below_target_warning(achieved: f64, target: f64, behind_ns: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pace::target::Target;
 
     const MS: u64 = 1_000_000;
 
@@ -149,14 +154,19 @@ mod tests {
     #[test]
     fn max_behind_is_checked_while_ops_are_due() {
         // 1000/s from t0 = 1 s, at most 100 ms behind.
+        let target = Target {
+            rate: 1000.0,
+            limiters: 1,
+            ramp: None,
+        };
         let check = |stop, count| MaxBehind {
             limit_ns: 100 * MS,
             t0: 1_000 * MS,
-            target_rate: 1000.0,
+            target: target.so_far(),
             stop,
             count,
         };
-        let timed = check(Stop::Deadline(2_000 * MS), None);
+        let mut timed = check(Stop::Deadline(2_000 * MS), None);
         // 500 ms in with 450 ops: 50 ms behind; with 400: 100 ms.
         assert!(!timed.is_exceeded(1_500 * MS, 450));
         assert!(timed.is_exceeded(1_500 * MS, 400));
@@ -164,9 +174,36 @@ mod tests {
         assert!(!timed.is_exceeded(0, 0));
         // After the deadline no op is due any more.
         assert!(!timed.is_exceeded(2_000 * MS, 0));
-        let counted = check(Stop::Count, Some(500));
+        let mut counted = check(Stop::Count, Some(500));
         assert!(counted.is_exceeded(1_800 * MS, 499));
         assert!(!counted.is_exceeded(60_000 * MS, 500), "all started");
+    }
+
+    #[test]
+    fn a_staged_run_is_behind_the_rates_its_stages_set() {
+        // From 100/s up to 1000/s over 1 s: 500 ms in, the rates set every
+        // 100 ms (100, 190, 280, 370, 460) had 140 ops due.
+        let ramp = crate::run::ramp::Ramp {
+            arg: crate::run::ramp::parse_stages_arg("1s:1000").unwrap(),
+            start: 100.0,
+        };
+        let target = Target {
+            rate: 100.0,
+            limiters: 1,
+            ramp: Some(&ramp),
+        };
+        let mut check = MaxBehind {
+            limit_ns: 100 * MS,
+            t0: 0,
+            target: target.so_far(),
+            stop: Stop::Deadline(1_000 * MS),
+            count: None,
+        };
+        assert!(!check.is_exceeded(500 * MS, 140));
+        // 100 ops: 140 - 100 = 40 ops of the mean 280/s, 143 ms, behind;
+        // against --rate's 100/s they would be on time.
+        assert!(check.is_exceeded(500 * MS, 100));
+        assert!(!check.is_exceeded(510 * MS, 145));
     }
 
     #[test]

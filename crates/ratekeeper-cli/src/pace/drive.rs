@@ -2,21 +2,25 @@
 //! the start gate, the backlog sampling and the progress line while they
 //! run, and the CPU time they took.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Duration;
 
+use anyhow::Context;
+use ratekeeper::config::LimiterRef;
 use ratekeeper::{Clock, DefaultClock};
 
 use super::behind::MaxBehind;
 use super::gate::{open_gate, Gate, Go, Stop};
+use super::target::Target;
 use super::work::WorkSpec;
 use super::worker::{Ctx, OpCounter, WorkerResult};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{duration_nanos, process_cpu_nanos, thread_cpu_nanos};
 use crate::run::interrupt::Interrupt;
+use crate::run::ramp::{self, Driven};
 
 /// How often a token-pool run samples the backlog (the waiting pool) for its
 /// maximum, and a run with --max-behind checks how far behind it is.
@@ -37,6 +41,8 @@ pub(super) struct Outcome {
     /// With --max-behind: the clock reading at which the run was found that
     /// far behind its schedule and stopped.
     pub(super) halted_at: Option<u64>,
+    /// With --stages: the rate changes made.
+    pub(super) driven: Driven,
 }
 
 /// How the run is driven, whatever the limiter.
@@ -48,8 +54,9 @@ pub(super) struct RunPlan<'a> {
     pub(super) count: Option<u64>,
     /// With --plot: the width of the time buckets workers aggregate ops into.
     pub(super) bucket: Option<u64>,
-    /// The rate the run aims at (for the progress line).
-    pub(super) target_rate: f64,
+    /// The rate the run aims at: --rate's, or with --stages the rates they
+    /// set (the progress line's, --max-behind's and the report's).
+    pub(super) target: Target<'a>,
     pub(super) interrupt: &'a Interrupt,
     /// See [`Ctx::max_wait`].
     pub(super) max_wait: Option<Duration>,
@@ -57,6 +64,13 @@ pub(super) struct RunPlan<'a> {
     pub(super) work: Option<WorkSpec>,
     /// --max-behind: how far behind its schedule the run may fall, in ns.
     pub(super) max_behind: Option<u64>,
+}
+
+impl RunPlan<'_> {
+    /// How long the run lasts in ns (0 in count mode).
+    pub(super) fn duration_nanos(&self) -> u64 {
+        self.duration.map_or(0, duration_nanos)
+    }
 }
 
 /// The loop a worker thread runs.
@@ -69,10 +83,13 @@ impl<L, W: Fn(&L, &Ctx<'_>) -> WorkerResult + Sync> Work<L> for W {}
 /// returns the run's start time; `backlog`, if given, is sampled every
 /// [`BACKLOG_SAMPLE_INTERVAL`] while the workers run, and once more after
 /// they stopped; with --max-behind, how far behind its schedule the run is
-/// is checked as often (see [`Watch`]). With standard error a terminal, a
-/// progress line shows the ops so far while the workers run.
-pub(super) fn drive<L: Sync>(
+/// is checked as often (see [`Watch`]). With --stages a thread of its own
+/// changes the rate of every one of `rates` (the limiters) as they ramp,
+/// until the workers stopped. With standard error a terminal, a progress
+/// line shows the ops so far while the workers run.
+pub(super) fn drive<L: Sync, C: Clock + 'static>(
     limiters: &[L],
+    rates: &[LimiterRef<'_, C>],
     plan: RunPlan<'_>,
     start: impl FnOnce(&[L]) -> u64,
     backlog: Option<fn(&[L]) -> u64>,
@@ -97,63 +114,97 @@ pub(super) fn drive<L: Sync>(
         index: i,
         work: plan.work,
     };
+    // Set once the workers stopped: the --stages thread stops.
+    let ended = AtomicBool::new(false);
 
     std::thread::scope(|scope| {
         let handles = spawn_workers(scope, limiters, plan.threads, ctx, done_tx, &work)?;
-        let t0 = start(limiters);
-        let stop = match plan.duration {
-            Some(d) => Stop::Deadline(t0.saturating_add(duration_nanos(d))),
-            None => Stop::Count,
-        };
+        let go = go(&plan, start(limiters));
+        let stages = start_stages(scope, rates, &plan, go.t0, &ended)
+            .inspect_err(|_| open_gate(&gate, Err(())))?;
         let cpu = CpuTime::start();
-        let go = Go {
-            stop,
-            t0,
-            bucket: plan.bucket,
-        };
         open_gate(&gate, Ok(go));
         let line = counters
             .clone()
-            .and_then(|c| progress_line(c, plan.target_rate));
-        let watch = Watch {
+            .and_then(|c| progress_line(c, plan.target.over(plan.duration_nanos())));
+        let mut watch = Watch {
             limiters,
             backlog,
             max_behind: max_behind(&plan, &go).zip(counters.as_deref()),
         };
-        let (mut max_backlog_ns, halted_at) = watch.run(&done_rx, &plan);
+        let (max_backlog_ns, halted_at) = watch.run(&done_rx, &plan);
         let (results, panicked) = join_all(handles);
         let cpu_ns = cpu.stop();
+        // Ordering: Relaxed; a stop request that carries no data.
+        ended.store(true, Ordering::Relaxed);
+        let driven = stages.map_or(Ok(Driven::default()), |h| {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("the --stages thread panicked"))
+        });
         if let Some(line) = line {
             line.finish();
         }
         if panicked {
             anyhow::bail!("a worker thread panicked");
         }
-        if let Some(sample) = backlog {
-            max_backlog_ns = max_backlog_ns.max(sample(limiters));
-        }
-        let t_end = results
-            .iter()
-            .map(|r| r.finished)
-            .max()
-            .unwrap_or_else(|| plan.clock.now_nanos());
         Ok(Outcome {
+            t0: go.t0,
+            t_end: last_finished(&results).unwrap_or_else(|| plan.clock.now_nanos()),
             results,
-            t0,
-            t_end,
             cpu_ns,
-            max_backlog_ns,
+            max_backlog_ns: watch.last_sample(max_backlog_ns),
             halted_at,
+            driven: driven?,
         })
     })
 }
 
+/// What the gate hands the workers of a run whose schedule started at
+/// `t0`.
+fn go(plan: &RunPlan<'_>, t0: u64) -> Go {
+    Go {
+        stop: match plan.duration {
+            Some(d) => Stop::Deadline(t0.saturating_add(duration_nanos(d))),
+            None => Stop::Count,
+        },
+        t0,
+        bucket: plan.bucket,
+    }
+}
+
+/// When the last of the workers' `results` stopped.
+fn last_finished(results: &[WorkerResult]) -> Option<u64> {
+    results.iter().map(|r| r.finished).max()
+}
+
+/// With --stages, starts the thread that ramps the rate of every one of
+/// `rates` from `t0` until the stages end, `ended` is set or the interrupt
+/// comes (see [`ramp::drive`]).
+fn start_stages<'scope, 'env, C: Clock + 'static>(
+    scope: &'scope Scope<'scope, 'env>,
+    rates: &'env [LimiterRef<'env, C>],
+    plan: &'env RunPlan<'env>,
+    t0: u64,
+    ended: &'env AtomicBool,
+) -> anyhow::Result<Option<ScopedJoinHandle<'scope, Driven>>> {
+    let Some(r) = plan.target.ramp else {
+        return Ok(None);
+    };
+    let handle = std::thread::Builder::new()
+        .name("pace-stages".to_owned())
+        .spawn_scoped(scope, move || {
+            ramp::drive(r, rates, &plan.clock, t0, plan.interrupt, ended)
+        })
+        .context("starting the --stages thread")?;
+    Ok(Some(handle))
+}
+
 /// The --max-behind check of a run that `go` started, if it has one.
-fn max_behind(plan: &RunPlan<'_>, go: &Go) -> Option<MaxBehind> {
+fn max_behind<'a>(plan: &RunPlan<'a>, go: &Go) -> Option<MaxBehind<'a>> {
     plan.max_behind.map(|limit_ns| MaxBehind {
         limit_ns,
         t0: go.t0,
-        target_rate: plan.target_rate,
+        target: plan.target.so_far(),
         stop: go.stop,
         count: plan.count,
     })
@@ -165,7 +216,7 @@ fn max_behind(plan: &RunPlan<'_>, go: &Go) -> Option<MaxBehind> {
 struct Watch<'a, L> {
     limiters: &'a [L],
     backlog: Option<fn(&[L]) -> u64>,
-    max_behind: Option<(MaxBehind, &'a [OpCounter])>,
+    max_behind: Option<(MaxBehind<'a>, &'a [OpCounter])>,
 }
 
 impl<L> Watch<'_, L> {
@@ -174,7 +225,7 @@ impl<L> Watch<'_, L> {
     /// largest backlog sampled, and the clock reading at which the run was
     /// found --max-behind behind its schedule, if it was: it is then
     /// stopped.
-    fn run(&self, done: &Receiver<()>, plan: &RunPlan<'_>) -> (u64, Option<u64>) {
+    fn run(&mut self, done: &Receiver<()>, plan: &RunPlan<'_>) -> (u64, Option<u64>) {
         let (mut max_backlog_ns, mut halted_at) = (0, None);
         if self.backlog.is_none() && self.max_behind.is_none() {
             return (max_backlog_ns, halted_at);
@@ -183,7 +234,7 @@ impl<L> Watch<'_, L> {
             if let Some(sample) = self.backlog {
                 max_backlog_ns = max_backlog_ns.max(sample(self.limiters));
             }
-            let Some((max_behind, counters)) = self.max_behind else {
+            let Some((max_behind, counters)) = &mut self.max_behind else {
                 continue;
             };
             if halted_at.is_some() || plan.interrupt.is_set() {
@@ -203,6 +254,15 @@ impl<L> Watch<'_, L> {
             }
         }
         (max_backlog_ns, halted_at)
+    }
+
+    /// The largest backlog, `max_backlog_ns` so far or one more sample
+    /// after the workers stopped.
+    fn last_sample(&self, max_backlog_ns: u64) -> u64 {
+        match self.backlog {
+            Some(sample) => max_backlog_ns.max(sample(self.limiters)),
+            None => max_backlog_ns,
+        }
     }
 }
 

@@ -109,12 +109,14 @@ with the `thread` scope gives every worker its own limiter at the spec's rate, \
 so the target rate is rate x threads; otherwise all workers share one limiter \
 and the rate is their total.
 
-Run length: --duration DUR (default 5s) or --count N, not both.
+Run length: --duration DUR (default 5s), --count N or --stages, one of them.
   --duration: workers stop once the clock passes the deadline (checked after \
 each grant, and after each op's --work). An op whose grant is ready at or after the deadline is not \
 counted; its worker still slept until it, so the run can overrun the deadline \
 by up to about threads / rate.
   --count: exactly N ops in total, shared by all workers.
+  --stages DUR:RATE,...: the run lasts the stages' total, as a --duration \
+would (see Stages below).
   Ctrl-C ends the run early: each worker stops after its current op (a wait \
 for a permit longer than 20ms is cut short and the permit given back; a token \
 pool's waiting claim is waited for; --work longer than 20ms, and any \
@@ -130,6 +132,54 @@ ops so far, with elapsed counted until the check fired, an error line on \
 standard error says how far behind the run fell (in place of the \
 below-target warning), and the exit status is 3.
 
+Stages (--stages DUR:RATE,...), as k6's ramping stages: the rate ramps in a \
+straight line from --rate's rate to the first stage's RATE over its DUR, \
+then from there to the next stage's, and so on (10s:1k,30s:10k,10s:0: up to \
+1000 ops/s over 10 s, up to 10000/s over 30 s, down over the last 10 s; a \
+stage of 0s steps at once; RATE takes the suffixes and /min of --rate's \
+rate). A thread of its own changes the rate on the running limiters (no \
+restart: what a limiter already handed out stands) when the run starts and \
+then every 100 ms while the ramp moves by more than 0.5 %, until the stages \
+end, the workers stop or Ctrl-C; the slowest it paces at is a thousandth of \
+the run's highest rate (a rate of 0 cannot be kept). With the thread scope \
+every worker's limiter follows the stages (their rates are per limiter, as \
+--rate's is), so the target is theirs x threads. A rate a limiter refuses \
+(e.g. more permits per refresh period than refill or cycle can count) is \
+warned about once on standard error; the limiter keeps the rate it had and \
+the run goes on; the report counts the refusals. A limiter applies a change \
+after the slots it already handed out, so on the way up the ops follow the \
+ramp a slot or two late. The target of a staged run is the rate the thread \
+set, a staircase that follows the ramp (below it on the way up, above it on \
+the way down): the ops due over a span from the start are the sum, over \
+each 100 ms step, of the rate set at its start times its length, and the \
+target rate over the span is those ops divided by it: the mean rate asked \
+for. The report's target rate is that mean over the elapsed time; behind, \
+the below-target warning and --max-behind (over the time so far) are \
+measured against it, not --rate's.
+
+Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
+report, each condition that holds is told on standard error (\"error: \
+--fail-if wait.p99>1ms: failed, measured 1ms 250us\") and the exit status \
+is 99. COND is FIGURE OP VALUE: FIGURE is wait, or with --work service or \
+response, with a statistic, .p50, .p90, .p99, .p99.9 (any .pNN from p0 to \
+p100), .max or .mean (alone, its .p99), over the ops (service and \
+response: over the completed ops; see Report); or rate (the achieved rate, \
+ops/s); OP is >, >=, < or <=; VALUE is a duration for a time (50ms, 1.5s, \
+250us) or a rate for rate (990, 1k, 60k/min). The statistics are the \
+report's (p50, p90, p99, p99.9, max, mean; another percentile from the \
+same histogram). A condition that does not parse, or on a figure the run \
+does not measure (service or response without --work; failures, which \
+pace does not have), is refused before the run (exit status 2); quote it \
+for the shell (> and < redirect).
+
+Exit status: 0 when the run ended as planned (also when it fell behind: \
+that is a warning); 1 for a runtime error (e.g. a limiter that refused a \
+permit for good); 2 for a usage error, before the run; 3 when --max-behind \
+stopped it; 99 when a --fail-if condition held; 128 + the signal (130 \
+Ctrl-C, SIGINT; 143 SIGTERM; 129 SIGHUP) when one stopped it. When several \
+apply, the first of: the signal's, 3, 99 (the conditions that held are \
+told all the same).
+
 Before the run, a warning on standard error says when the limiter's integer \
 arithmetic gives a rate more than 0.1% off the target (see effective rate \
 below). While the run goes on, a progress line on standard error shows the \
@@ -140,13 +190,19 @@ ended at least 100ms behind its schedule (see behind below; the 100ms keep \
 a short run whose last op a busy machine woke tens of ms late from being \
 warned about, so runs shorter than 10s must be more than 1% behind; not \
 checked for --limiter warmup, which grants below the rate \
-while cold by design). Otherwise nothing else is written to it (but \
---max-behind's error line).
+while cold by design). Otherwise nothing else is written to it but a rate \
+--stages' limiter refused (once, as a warning), \"wrote FILE\" for each file \
+--plot and --hdr-out wrote (before the report), and after the report the \
+--fail-if conditions that held and --max-behind's error line.
 
 Report:
-  target rate     the spec's rate (x threads for the thread scope)
+  stages          --stages only: the stages, from --rate's rate, and the rate \
+changes made on the running limiters (the first, at the start, included) and \
+those a limiter refused
+  target rate     the spec's rate (x threads for the thread scope); with \
+--stages their mean over the elapsed time (see Stages above)
   effective rate  the rate the limiter's integer arithmetic gives, summed over \
-limiters: the Pacer and the pool give each op floor(1e9 / rate) whole \
+limiters (at --rate's rate, where --stages start): the Pacer and the pool give each op floor(1e9 / rate) whole \
 nanoseconds, so they run at 1e9 / that (--rate 510M: 1 ns, 1e9 ops/s; \
 --shards N: floor(1e9 x N / rate) per shard); bursty and warmup charge a \
 permit whole microseconds (nanoseconds above 100000 ops/s), truncated per \
@@ -155,9 +211,9 @@ permits lose less); refill refills a permit every floor(refresh period / \
 limit) ns; cycle is exact. More than 0.1% off the target, the report says by \
 how much and why, and a warning says so before the run
   achieved rate   ops / elapsed
-  elapsed         --duration: the duration. --count (or Ctrl-C): from the \
-start of the schedule until the last op was granted, plus one slot (1 / target \
-rate): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
+  elapsed         --duration (--stages): the duration (the stages' total). \
+--count (or Ctrl-C): from the start of the schedule until the last op was \
+granted, plus one slot (1 / target rate; with --stages at the rate set then): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
 the target rate. A run Ctrl-C ended counts at least until it stopped (the \
 first clock reading at which a worker saw Ctrl-C; --max-behind: when its \
 check fired), so the rate of a run \
@@ -194,13 +250,29 @@ would exceed --timeout (not counted in ops)
 the reporting thread's, divided by ops (a filler thread's CPU time counts, and \
 so does the progress line's on a terminal; with --work-cpu, so does the \
 work's spinning)
+  fail-if         --fail-if only: how many conditions held, and which (each \
+is also told on standard error, with the value measured)
 
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
-ops per time bucket (--bucket) as a rate, against the target rate (dashed); \
+ops per time bucket (--bucket) as a rate, against the target rate (dashed; \
+with --stages, the staircase of rates set); \
 the lower panel shows the longest and the mean wait of the ops in each \
 bucket, placed by when each op started. Each worker adds its ops to its own \
 buckets (a comparison and a few additions per op); without --plot nothing is \
-recorded.";
+recorded. The file is created before the run (one that cannot be is an \
+error, exit status 1) and written after it, also when Ctrl-C or \
+--max-behind ended it.
+
+HdrHistogram log (--hdr-out FILE): the ops' wait times (with --work, and \
+the service and response times of the completed ops), the histograms the \
+report's statistics come from, in HdrHistogram's interval log format, which \
+HistogramLogAnalyzer, HistogramLogProcessor and other HdrHistogram tools \
+read: a #[StartTime: ...] header (when the schedule started), then one \
+interval, the whole run until every worker had stopped (wall), as one line \
+per figure tagged Tag=wait (and Tag=service, Tag=response), of values in \
+nanoseconds (give such a tool a divisor of 1e6 for milliseconds). The file \
+is created before the run (one that cannot be is an error, exit status 1) \
+and written after it, also when Ctrl-C or --max-behind ended it.";
 
 /// Examples, shown by `pace -h` and `pace --help`.
 pub const AFTER_HELP: &str = "\
@@ -219,7 +291,9 @@ Examples:
   ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
-  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms";
+  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
+  ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog";
 
 /// `pace --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -239,14 +313,25 @@ Examples:
   ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
   ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
   ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
+  ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog
 
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
 limiters in parentheses appear only with those limiters (--limiter):
   spec             string   the rate spec in canonical form, rate,burst,verb,scope
   limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
-  target_rate      number   ops/s the run aimed at
-  effective_rate   number   ops/s the limiters' integer arithmetic gives (see Report above); \
+  target_rate      number   ops/s the run aimed at; with --stages their mean \
+over the elapsed time (see Stages above)
+  stages           string   --stages as given, or null
+  rate_changes     integer  (--stages) rates set on the running limiters, the \
+first (at the start) included; null without --stages
+  rate_changes_refused integer (--stages) rate changes a limiter refused; \
+null without --stages
+  start_rate       number   (--stages) --rate's rate (per limiter), where the \
+ramp starts; null without --stages
+  effective_rate   number   ops/s the limiters' integer arithmetic gives at --rate's \
+rate (see Report above); \
 null for a limiter that does not limit at all
   strictness       number   (pacer) the strictness used (--strictness, else the spec's burst ratio)
   strictness_mode  string   (pacer) \"average\", \"burst_compensation\", \"strict\" or \"burst_ratio\"
@@ -271,8 +356,9 @@ null for a limiter that does not limit at all
   pacers           integer  (pacer) 1, or threads for the thread scope
   pools            integer  (pool) 1, or threads for the thread scope
   limiters         integer  (bursty, warmup, refill, cycle) 1, or threads for the thread scope
-  mode             string   \"duration\" or \"count\"
-  duration_ns      integer  the requested duration (null in count mode)
+  mode             string   \"duration\" (also with --stages) or \"count\"
+  duration_ns      integer  the requested duration, or the stages' total \
+(null in count mode)
   count            integer  the requested count (null in duration mode)
   ops              integer  ops counted
   elapsed_ns       integer  see Report above
@@ -303,4 +389,7 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
   interrupted      boolean  whether Ctrl-C ended the run (exit status 130)
   max_behind_ns    integer  --max-behind; null without
-  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)";
+  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)
+  fail_if          array    the --fail-if conditions as given (empty without)
+  failed_conditions array   those that held after the run, as given (empty \
+when none did; exit status 99)";

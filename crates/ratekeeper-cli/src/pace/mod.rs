@@ -18,8 +18,9 @@
 //!
 //! `run` gathers: [`visit`] builds the workers' loop for the limiter type,
 //! [`drive`](mod@drive) starts the workers ([`worker`]) behind a start
-//! [`gate`] and collects what they measured; [`summary`] computes the
-//! report and [`render`] prints it and draws the plot.
+//! [`gate`] (with `--stages`, and a thread that ramps the limiters' rate)
+//! and collects what they measured; [`summary`] computes the report against
+//! the [`target`] and [`render`] prints it and draws the plot.
 
 mod behind;
 mod drive;
@@ -27,12 +28,16 @@ mod gate;
 mod help;
 mod render;
 mod summary;
+mod target;
 mod visit;
 mod work;
 mod worker;
 
+use std::fs::File;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use ratekeeper::{DefaultClock, RateSpec, Scope};
 
@@ -42,15 +47,18 @@ use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::plot::{self, PlotPath};
 use crate::report;
 use crate::run::interrupt::Interrupt;
+use crate::run::ramp::{self, Ramp, StagesArg};
+use crate::run::verdict::{parse_condition, Condition, TimeFigure};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
 use behind::parse_max_behind;
 use drive::RunPlan;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
-use render::write_plot;
+use render::{write_hdr_log, write_plot};
 use summary::summarize;
 pub use summary::PaceReport;
+use target::Target;
 use visit::Pace;
 use work::{parse_work, WorkSpec};
 
@@ -84,6 +92,18 @@ pub struct PaceArgs {
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub count: Option<u64>,
 
+    /// Ramp the rate through stages, as k6 does: DUR:RATE,... ramps in a
+    /// straight line from --rate's rate to each RATE over its DUR, e.g.
+    /// 10s:1k,30s:10k,10s:0, on the running limiters; the run lasts the
+    /// stages' total.
+    #[arg(
+        long,
+        value_name = "STAGES",
+        value_parser = ramp::parse_stages_arg,
+        conflicts_with_all = ["duration", "count"]
+    )]
+    pub stages: Option<StagesArg>,
+
     /// Draw the achieved rate and the waits over time to FILE, an SVG or a
     /// PNG (by its extension).
     #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
@@ -110,6 +130,18 @@ pub struct PaceArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_max_behind, allow_hyphen_values = true)]
     pub max_behind: Option<Duration>,
 
+    /// Exit with status 99 after the report if COND holds, e.g.
+    /// 'wait.p99>1ms', 'rate<990', with --work 'response.p99>50ms'
+    /// (repeatable; see Fail-if in --help).
+    #[arg(long, value_name = "COND", value_parser = parse_condition)]
+    pub fail_if: Vec<Condition>,
+
+    /// Write the ops' wait times (with --work, and their service and
+    /// response times) to FILE as HdrHistogram's interval log (one
+    /// interval, the whole run; tags wait, service, response; nanoseconds).
+    #[arg(long, value_name = "FILE")]
+    pub hdr_out: Option<PathBuf>,
+
     /// Print the report as one JSON object (schema in --help).
     #[arg(long)]
     pub json: bool,
@@ -133,6 +165,25 @@ impl PaceArgs {
     }
 }
 
+/// Refuses a `--fail-if` condition on a figure the run does not measure:
+/// pace measures the ops' wait, with --work (`work`) their service and
+/// response times too, and has no failures.
+fn check_conditions(conditions: &[Condition], work: bool) -> Result<(), UsageError> {
+    const WAIT: [TimeFigure; 1] = [TimeFigure::Wait];
+    const WORK: [TimeFigure; 3] = [TimeFigure::Wait, TimeFigure::Service, TimeFigure::Response];
+    let measured: &[TimeFigure] = if work { &WORK } else { &WAIT };
+    for c in conditions {
+        c.check_measured(measured, false).map_err(|e| {
+            let hint = match work {
+                false if e.contains("does not measure") => " (service and response need --work)",
+                _ => "",
+            };
+            UsageError(format!("{e}{hint}"))
+        })?;
+    }
+    Ok(())
+}
+
 fn parse_threads(s: &str) -> Result<u32, String> {
     let expected = format!("expected a whole number of threads from 1 to {MAX_THREADS}");
     match s.trim().parse::<u32>() {
@@ -142,46 +193,83 @@ fn parse_threads(s: &str) -> Result<u32, String> {
     }
 }
 
+/// How the run `args` asks for is driven, aiming at `target`; the limiter
+/// refuses requests that would wait longer than `max_wait`.
+///
+/// # Errors
+///
+/// A `--plot` file that cannot be created, or a `--bucket` the run cannot
+/// be drawn with.
+fn run_plan<'a>(
+    args: &PaceArgs,
+    target: Target<'a>,
+    max_wait: Option<Duration>,
+    work: Option<WorkSpec>,
+    interrupt: &'a Interrupt,
+) -> anyhow::Result<RunPlan<'a>> {
+    // clap rejects --duration, --count and --stages together.
+    let count = args.count;
+    let duration = match &args.stages {
+        Some(arg) => Some(arg.stages.total()),
+        None => run::duration(args.duration, count),
+    };
+    let whole_run = duration.map_or(0, report::duration_nanos);
+    let bucket = plot::run_buckets(
+        args.plot.as_ref(),
+        args.bucket,
+        duration,
+        count,
+        target.over(whole_run),
+    )?;
+    Ok(RunPlan {
+        // One clock for every limiter, so their readings compare.
+        clock: DefaultClock::new(),
+        threads: args.threads,
+        duration,
+        count,
+        bucket,
+        target,
+        interrupt,
+        max_wait,
+        work,
+        max_behind: args.max_behind.map(report::duration_nanos),
+    })
+}
+
 /// Runs `pace` with `args` and returns its report.
 ///
 /// # Errors
 ///
 /// A [`UsageError`] for an option the limiter does not take, a
-/// configuration the library refuses or `--work-cpu` without `--work`; an
-/// I/O error if a worker thread cannot be started; an error if a worker
+/// configuration the library refuses, `--work-cpu` without `--work` or a
+/// `--fail-if` condition on a figure the run does not measure; an
+/// I/O error if a worker thread cannot be started, or for a `--plot` or
+/// `--hdr-out` file that cannot be created or written; an error if a worker
 /// panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
     let spec = args.rate;
     let work = args.work()?;
+    check_conditions(&args.fail_if, work.is_some())?;
     let config = args.limiter.config(&spec, args.access.access())?;
     let limiter_count = if spec.scope() == Scope::Thread {
         args.threads
     } else {
         1
     };
-    // clap rejects --duration together with --count.
-    let count = args.count;
-    let duration = run::duration(args.duration, count);
-    let target_rate = spec.rate().get() * f64::from(limiter_count);
-    // One clock for every limiter, so their readings compare.
-    let plan = RunPlan {
-        clock: DefaultClock::new(),
-        threads: args.threads,
-        duration,
-        count,
-        bucket: plot::run_buckets(
-            args.plot.as_ref(),
-            args.bucket,
-            duration,
-            args.count,
-            target_rate,
-        )?,
-        target_rate,
-        interrupt,
-        max_wait: config.kind().max_wait(),
-        work,
-        max_behind: args.max_behind.map(report::duration_nanos),
+    let ramp = args.stages.as_ref().map(|arg| Ramp {
+        arg: arg.clone(),
+        start: spec.rate().get(),
+    });
+    let target = Target {
+        rate: spec.rate().get() * f64::from(limiter_count),
+        limiters: limiter_count,
+        ramp: ramp.as_ref(),
     };
+    let plan = run_plan(args, target, config.kind().max_wait(), work, interrupt)?;
+    if let Some(path) = &args.hdr_out {
+        File::create(path)
+            .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
+    }
     let visitor = Pace {
         plan,
         config: &config,
@@ -194,7 +282,8 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }
-    let report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    let mut report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    report.judge(&args.fail_if);
     // A run --max-behind ended says so in its error line instead.
     if let (Some(w), None) = (report.below_target_warning(), report.stopped_behind()) {
         report::warn(&w);
@@ -202,12 +291,28 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     if let (Some(to), Some(width)) = (&args.plot, plan.bucket) {
         write_plot(to, &report, &outcome.results, width)?;
     }
+    if let Some(path) = &args.hdr_out {
+        write_hdr_log(path, &report, run::started_at(&plan.clock, outcome.t0))?;
+    }
     Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fail_if_takes_only_the_figures_the_run_measures() {
+        let c = |t: &str| parse_condition(t).unwrap();
+        assert!(check_conditions(&[c("wait.p99>1ms"), c("rate<10")], false).is_ok());
+        let e = check_conditions(&[c("service.p99>1ms")], false).unwrap_err();
+        assert!(e.0.contains("does not measure service"), "{e}");
+        assert!(e.0.contains("need --work"), "{e}");
+        assert!(check_conditions(&[c("response>1ms"), c("service.max>1s")], true).is_ok());
+        let e = check_conditions(&[c("failures>0")], true).unwrap_err();
+        assert!(e.0.contains("no failures"), "{e}");
+        assert!(!e.0.contains("--work"), "{e}");
+    }
 
     #[test]
     fn threads_are_checked() {

@@ -1,14 +1,15 @@
 //! `pace`'s text report and its plot.
 
 use std::fmt;
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use super::drive::BACKLOG_SAMPLE_INTERVAL;
 use super::summary::{PaceReport, WorkReport};
 use super::worker::WorkerResult;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
-    fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, WaitSummary,
+    fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote, WaitSummary,
 };
 
 impl fmt::Display for PaceReport {
@@ -30,7 +31,13 @@ impl fmt::Display for PaceReport {
         self.fmt_rates(f)?;
         self.fmt_waits(f)?;
         self.fmt_backlog(f)?;
-        self.fmt_costs(f)
+        self.fmt_costs(f)?;
+        // With --fail-if: how many conditions held (each is told on
+        // standard error after the report, with the value measured).
+        match self.verdict.report_line() {
+            Some(line) => writeln!(f, "fail-if         {line}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -55,7 +62,11 @@ impl PaceReport {
 
     /// Guava's limiters' line; returns how many limiters the threads share.
     fn fmt_guava(&self, f: &mut fmt::Formatter<'_>) -> Result<String, fmt::Error> {
-        let per_limiter = self.target_rate / f64::from(self.limiters.unwrap_or(1));
+        // --rate's rate (with --stages, where they start).
+        let per_limiter = self
+            .staged
+            .start_rate
+            .unwrap_or(self.target_rate / f64::from(self.limiters.unwrap_or(1)));
         if self.limiter == "bursty" {
             let burst = self.fields.max_burst_seconds.unwrap_or_default();
             writeln!(
@@ -165,9 +176,36 @@ impl PaceReport {
         Ok(())
     }
 
+    /// The target rate, and with --stages the stages and the rate changes.
+    fn fmt_target(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.staged;
+        let (Some(stages), Some(start)) = (&s.stages, s.start_rate) else {
+            return writeln!(f, "target rate     {}", fmt_rate(self.target_rate));
+        };
+        let each = match self.limiter_count() {
+            1 => String::new(),
+            n => format!(" on each of the {n} limiters"),
+        };
+        writeln!(
+            f,
+            "stages          {stages} (from {}{each}; {} rate changes{})",
+            fmt_rate(start),
+            s.rate_changes.unwrap_or_default(),
+            match s.rate_changes_refused {
+                Some(n @ 1..) => format!(", {n} refused by the limiter"),
+                _ => String::new(),
+            }
+        )?;
+        writeln!(
+            f,
+            "target rate     {} (the stages' mean over the run)",
+            fmt_rate(self.target_rate)
+        )
+    }
+
     /// The target, effective and achieved rates, the ops and the time.
     fn fmt_rates(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "target rate     {}", fmt_rate(self.target_rate))?;
+        self.fmt_target(f)?;
         writeln!(
             f,
             "effective rate  {}",
@@ -286,6 +324,31 @@ impl PaceReport {
     }
 }
 
+/// The plot's target line: the target rate, or with --stages the staircase
+/// of rates the drive thread set (on each limiter: summed).
+fn target_series(report: &PaceReport, end_secs: f64) -> Series {
+    let Some(ramp) = &report.staged.ramp else {
+        return plot::target_series(
+            format!("target {}", fmt_rate(report.target_rate)),
+            plot::TARGET,
+            report.target_rate,
+            end_secs,
+        );
+    };
+    let limiters = f64::from(report.limiter_count());
+    Series {
+        name: format!("target: --stages {}", ramp.arg.text),
+        color: plot::TARGET,
+        dashed: true,
+        width: 1,
+        points: ramp
+            .points(report.elapsed_ns)
+            .into_iter()
+            .map(|(t, rate)| (t, rate * limiters))
+            .collect(),
+    }
+}
+
 /// With --work: what each op did, and its wait, service and response times
 /// as a table; `ops` counted, for those whose work Ctrl-C cut short.
 fn fmt_work(
@@ -340,7 +403,7 @@ fn fmt_work(
 }
 
 /// Writes the `--plot` of `report` to `to`: the workers' `results`' time
-/// buckets, `width` ns wide, merged.
+/// buckets, `width` ns wide, merged; and says so on standard error.
 ///
 /// # Errors
 ///
@@ -355,7 +418,32 @@ pub(super) fn write_plot(
     for b in results.iter().filter_map(|r| r.buckets.as_ref()) {
         buckets.merge(b);
     }
-    plot::write(to, &pace_plot(report, &buckets))
+    plot::write(to, &pace_plot(report, &buckets))?;
+    wrote(to.path());
+    Ok(())
+}
+
+/// Writes `--hdr-out`: the ops' wait histogram (with --work, and their
+/// service and response histograms) as one interval of HdrHistogram's log,
+/// from `started` for the run's wall time; and says so on standard error.
+///
+/// # Errors
+///
+/// The I/O error creating or writing the file.
+pub(super) fn write_hdr_log(
+    path: &Path,
+    report: &PaceReport,
+    started: SystemTime,
+) -> anyhow::Result<()> {
+    let mut tagged = vec![("wait", report.waits.histogram())];
+    if let Some(w) = &report.work {
+        tagged.push(("service", w.service.histogram()));
+        tagged.push(("response", w.response.histogram()));
+    }
+    let elapsed = Duration::from_nanos(report.wall_ns);
+    crate::hdr_log::write(path, started, elapsed, &tagged)?;
+    wrote(path);
+    Ok(())
 }
 
 /// The `--plot` of a run: the achieved rate per bucket against the target,
@@ -363,10 +451,11 @@ pub(super) fn write_plot(
 fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
     let span = report.elapsed_ns;
     let end_secs = span as f64 / 1e9;
-    let run = match (report.duration_ns, report.count) {
-        (Some(d), _) => format!("--duration {}", fmt_duration(d)),
-        (None, Some(n)) => format!("--count {n}"),
-        (None, None) => String::new(),
+    let run = match (&report.staged.stages, report.duration_ns, report.count) {
+        (Some(stages), ..) => format!("--stages {stages}"),
+        (None, Some(d), _) => format!("--duration {}", fmt_duration(d)),
+        (None, None, Some(n)) => format!("--count {n}"),
+        (None, None, None) => String::new(),
     };
     let series = |name: &str, color, points| Series {
         name: name.to_owned(),
@@ -394,12 +483,7 @@ fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
                     plot::PALETTE[0],
                     plot::rate_points(buckets, span),
                 ),
-                plot::target_series(
-                    format!("target {}", fmt_rate(report.target_rate)),
-                    plot::TARGET,
-                    report.target_rate,
-                    end_secs,
-                ),
+                target_series(report, end_secs),
             ],
         },
         wait: Panel {

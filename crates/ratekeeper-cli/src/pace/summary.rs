@@ -16,6 +16,8 @@ use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::report::{
     duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
 };
+use crate::run::ramp::Staged;
+use crate::run::verdict::{Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -34,7 +36,12 @@ fn access_name(access: Access) -> &'static str {
 pub struct PaceReport {
     pub(super) spec: String,
     pub(super) limiter: &'static str,
+    /// --rate's rate (x threads for the thread scope); with --stages their
+    /// mean over the elapsed time (see [`target`](super::target)).
     pub(super) target_rate: f64,
+    /// With --stages: the stages and the rate changes (JSON null without).
+    #[serde(flatten)]
+    pub(super) staged: Staged,
     /// What the limiters' integer arithmetic gives (null: no limit).
     pub(super) effective_rate: Option<f64>,
     /// The text report's note when the effective rate is off the target.
@@ -78,6 +85,9 @@ pub struct PaceReport {
     /// null) where it is not checked (the warm-up limiter).
     pub(super) below_target: Option<bool>,
     pub(super) wait_ns: WaitSummary,
+    /// The ops' wait times, for --fail-if's percentiles.
+    #[serde(skip)]
+    pub(super) waits: WaitRecorder,
     /// With --work: the work and the ops' service and response times.
     #[serde(flatten)]
     pub(super) work: Option<WorkReport>,
@@ -96,6 +106,9 @@ pub struct PaceReport {
     pub(super) max_behind_ns: Option<u64>,
     /// Whether --max-behind ended the run.
     pub(super) stopped_behind: bool,
+    /// With --fail-if: the conditions and those that held.
+    #[serde(flatten)]
+    pub(super) verdict: Verdict,
 }
 
 /// With --work: the work each op did and the ops' service (end - start)
@@ -111,6 +124,11 @@ pub(super) struct WorkReport {
     pub(super) completed: u64,
     pub(super) service_ns: WaitSummary,
     pub(super) response_ns: WaitSummary,
+    /// The service and response times, for --fail-if's percentiles.
+    #[serde(skip)]
+    pub(super) service: WaitRecorder,
+    #[serde(skip)]
+    pub(super) response: WaitRecorder,
 }
 
 impl WorkReport {
@@ -128,6 +146,8 @@ impl WorkReport {
             completed: service.count(),
             service_ns: service.summary(),
             response_ns: response.summary(),
+            service,
+            response,
         }
     }
 }
@@ -150,10 +170,35 @@ impl PaceReport {
         ))
     }
 
+    /// The `--fail-if` conditions that held after the run, with the values
+    /// measured (empty when none did, or none was given).
+    pub fn failed_conditions(&self) -> &[Failed] {
+        &self.verdict.failed
+    }
+
+    /// Evaluates `conditions` on this report: records them, and those that
+    /// held.
+    pub(super) fn judge(&mut self, conditions: &[Condition]) {
+        self.verdict = Verdict::of(conditions, self);
+    }
+
+    /// How many limiters the workers shared (one each for the thread
+    /// scope).
+    pub(super) fn limiter_count(&self) -> u32 {
+        self.pacers.or(self.pools).or(self.limiters).unwrap_or(1)
+    }
+
     /// The warning for a run below its target, if it is.
     pub(super) fn below_target_warning(&self) -> Option<String> {
-        (self.below_target == Some(true))
-            .then(|| below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns))
+        let w = below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns);
+        let staged = match self.staged.stages {
+            Some(_) => {
+                " (the target is the --stages' mean; a limiter applies each rate change after \
+                 the slots it already handed out, so a run follows a ramp up a slot or two late)"
+            }
+            None => "",
+        };
+        (self.below_target == Some(true)).then(|| format!("{w}{staged}"))
     }
 }
 
@@ -171,10 +216,11 @@ fn stopped_at(outcome: &Outcome) -> Option<u64> {
     })
 }
 
-/// The run's elapsed time (see `pace --help`): a `--duration` run's
-/// duration; otherwise (`--count`, or a run ended early) from the start
-/// `t0` until the last op started, plus one slot of the target schedule,
-/// and for a run ended early at least until it `stopped`.
+/// The run's elapsed time (see `pace --help`): a `--duration` (or
+/// `--stages`) run's duration; otherwise (`--count`, or a run ended early)
+/// from the start `t0` until the last op started, plus one slot of the
+/// target schedule (at the rate then), and for a run ended early at least
+/// until it `stopped`.
 fn elapsed_nanos(
     plan: &RunPlan<'_>,
     outcome: &Outcome,
@@ -184,8 +230,10 @@ fn elapsed_nanos(
     let t0 = outcome.t0;
     match (plan.duration, stopped) {
         (Some(d), None) => duration_nanos(d),
-        (_, stopped) => schedule_span(t0, last_start, plan.target_rate)
-            .max(stopped.map_or(0, |s| s.saturating_sub(t0))),
+        (_, stopped) => {
+            let rate = plan.target.at(last_start.unwrap_or(t0).saturating_sub(t0));
+            schedule_span(t0, last_start, rate).max(stopped.map_or(0, |s| s.saturating_sub(t0)))
+        }
     }
 }
 
@@ -205,8 +253,8 @@ pub(super) fn summarize(
     let ops = waits.count();
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
     let t0 = outcome.t0;
-    let target_rate = plan.target_rate;
     let elapsed_ns = elapsed_nanos(plan, outcome, last_start, stopped_at(outcome));
+    let target_rate = plan.target.over(elapsed_ns);
     let achieved_rate = per_second(ops, elapsed_ns);
     let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
@@ -221,8 +269,9 @@ pub(super) fn summarize(
         spec: args.rate.to_string(),
         limiter: kind.name(),
         target_rate,
+        staged: Staged::of(plan.target.ramp, outcome.driven),
         effective_rate: effective.json(),
-        effective_note: effective.note(target_rate),
+        effective_note: effective.note(plan.target.rate),
         fields: LimiterFields::of(config),
         wait_policy: (kind == LimiterKind::Pacer).then_some(wait_policy_name(config)),
         access: access_name(config.access()),
@@ -247,6 +296,7 @@ pub(super) fn summarize(
         below_target: checks_below_target(kind.name())
             .then(|| is_below_target(achieved_rate, target_rate, behind_ns)),
         wait_ns: waits.summary(),
+        waits,
         work: plan.work.map(|spec| WorkReport::of(spec, &outcome.results)),
         backlog_ns: stats.backlog_ns,
         max_backlog_ns,
@@ -264,6 +314,7 @@ pub(super) fn summarize(
         interrupted,
         max_behind_ns: plan.max_behind,
         stopped_behind,
+        verdict: Verdict::default(),
     }
 }
 
@@ -299,5 +350,37 @@ fn pool_fields(pool: Option<(u64, u64, Filling)>) -> PoolFields {
             (Some("inline"), Some(None), Some(max_backlog), Some(fills))
         }
         None => (None, None, None, None),
+    }
+}
+
+/// `--fail-if`'s figures: the time statistics the report prints (a
+/// percentile it does not print from the histogram; service and response
+/// with --work only) and the achieved rate; pace has no failures.
+impl Figures for PaceReport {
+    fn time(&self, figure: TimeFigure, stat: Stat) -> Option<f64> {
+        let (summary, recorder) = match (figure, &self.work) {
+            (TimeFigure::Wait, _) => (&self.wait_ns, &self.waits),
+            (TimeFigure::Service, Some(w)) => (&w.service_ns, &w.service),
+            (TimeFigure::Response, Some(w)) => (&w.response_ns, &w.response),
+            _ => return None,
+        };
+        let nanos = match stat {
+            Stat::Max => summary.max,
+            Stat::Mean => summary.mean,
+            Stat::Percentile(50.0) => summary.p50,
+            Stat::Percentile(90.0) => summary.p90,
+            Stat::Percentile(99.0) => summary.p99,
+            Stat::Percentile(99.9) => summary.p999,
+            Stat::Percentile(p) => recorder.percentile(p),
+        };
+        Some(nanos as f64)
+    }
+
+    fn rate(&self) -> f64 {
+        self.achieved_rate
+    }
+
+    fn failures(&self) -> Option<u64> {
+        None
     }
 }

@@ -29,7 +29,7 @@ impl LimiterVisitor for Pace<'_> {
         let effective = limiter::effective_rate(&refs, config, "op");
         effective.warn(
             &format!("--limiter {}", config.kind().limiter_kind().name()),
-            plan.target_rate,
+            plan.target.rate,
             "ops",
         );
         let is_pool = config.kind().limiter_kind() == LimiterKind::Pool;
@@ -43,7 +43,7 @@ impl LimiterVisitor for Pace<'_> {
         let backlog = is_pool.then_some(summed_backlog::<S> as fn(&[S]) -> u64);
         // Each worker's way to its limiter is made on its own thread.
         let work = |l: &S, ctx: &Ctx<'_>| worker(&l.worker(), ctx);
-        let outcome = drive(limiters, plan, start, backlog, work)?;
+        let outcome = drive(limiters, &refs, plan, start, backlog, work)?;
         let (backlog_ns, total_wait_ns) = refs.iter().fold((0u64, 0u64), |(b, t), l| {
             let s = l.as_dyn().wait_stats();
             (

@@ -1,13 +1,16 @@
 //! What the subcommands that run on the real clock share (`pace` and `exec`;
 //! `pipe` for Ctrl-C): how long a run lasts (`--duration` or `--count`), how
 //! its elapsed time is counted in count mode, the back-off of a request that
-//! a limiter's timeout refused, and Ctrl-C ([`interrupt`]).
+//! a limiter's timeout refused, and Ctrl-C ([`interrupt`]); and what `pace`
+//! and `exec` share of `--stages` ([`stages`], [`ramp`]) and `--fail-if`
+//! ([`verdict`]).
 
 pub mod interrupt;
+pub mod ramp;
 pub mod stages;
 pub mod verdict;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ratekeeper::Clock;
 
@@ -72,4 +75,12 @@ pub fn sleep_until_retry(
     if nanos > 0 {
         interrupt.sleep(Duration::from_nanos(nanos));
     }
+}
+
+/// When a run that started at `t0` on `clock` started, by the system's
+/// clock (for `--hdr-out`'s start time).
+pub fn started_at(clock: &dyn Clock, t0: u64) -> SystemTime {
+    let ago = Duration::from_nanos(clock.now_nanos().saturating_sub(t0));
+    let now = SystemTime::now();
+    now.checked_sub(ago).unwrap_or(now)
 }

@@ -21,6 +21,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::flags::rate::{parse_rate, Counting};
 
 /// The exit status of a run a `--fail-if` condition failed: 99, as k6 exits
@@ -274,6 +276,46 @@ pub fn failed(conditions: &[Condition], figures: &dyn Figures) -> Vec<Failed> {
         .collect()
 }
 
+/// A run's `--fail-if` conditions, and those that held after it: what its
+/// report says of them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Verdict {
+    /// The conditions as given.
+    pub fail_if: Vec<String>,
+    /// Those that held, as given.
+    pub failed_conditions: Vec<String>,
+    /// Those that held, with the value measured.
+    #[serde(skip)]
+    pub failed: Vec<Failed>,
+}
+
+impl Verdict {
+    /// `conditions` evaluated on `figures`.
+    pub fn of(conditions: &[Condition], figures: &dyn Figures) -> Verdict {
+        let failed = failed(conditions, figures);
+        Verdict {
+            fail_if: conditions.iter().map(|c| c.text().to_owned()).collect(),
+            failed_conditions: failed.iter().map(|f| f.condition.clone()).collect(),
+            failed,
+        }
+    }
+
+    /// The text report's `fail-if` line, after its label: how many
+    /// conditions held, and which; `None` without conditions.
+    pub fn report_line(&self) -> Option<String> {
+        let n = self.fail_if.len();
+        let conditions = if n == 1 { "condition" } else { "conditions" };
+        match self.failed_conditions.len() {
+            _ if n == 0 => None,
+            0 => Some(format!("{n} {conditions}, none held")),
+            k => Some(format!(
+                "{k} of {n} {conditions} held: {}",
+                self.failed_conditions.join(", ")
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,6 +396,28 @@ mod tests {
             let e = parse_condition(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn the_verdict_lists_the_conditions_and_those_that_held() {
+        let conditions: Vec<_> = ["rate<990", "wait.max>1s"]
+            .iter()
+            .map(|t| parse_condition(t).unwrap())
+            .collect();
+        let v = Verdict::of(&conditions, &Run);
+        assert_eq!(v.fail_if, ["rate<990", "wait.max>1s"]);
+        assert_eq!(v.failed_conditions, ["rate<990"]);
+        assert_eq!(v.failed[0].measured, "985.0000/s");
+        assert_eq!(
+            v.report_line().as_deref(),
+            Some("1 of 2 conditions held: rate<990")
+        );
+        let none = Verdict::of(&conditions[1..], &Run);
+        assert_eq!(
+            none.report_line().as_deref(),
+            Some("1 condition, none held")
+        );
+        assert_eq!(Verdict::default().report_line(), None);
     }
 
     #[test]
