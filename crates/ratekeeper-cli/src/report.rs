@@ -176,14 +176,48 @@ pub fn per_second(count: u64, span_ns: u64) -> f64 {
     }
 }
 
-/// Formats a rate in operations per second: `10000 ops/s`, `9987.3 ops/s`.
+/// Formats a rate in operations per second, its whole part in groups of
+/// three digits: `10,000 ops/s`, `9,987.3 ops/s`, `0.6667 ops/s`.
 pub fn fmt_rate(ops_per_second: f64) -> String {
-    if ops_per_second.fract() == 0.0 && ops_per_second.abs() < 1e15 {
-        format!("{ops_per_second:.0} ops/s")
+    let digits = if ops_per_second.fract() == 0.0 && ops_per_second.abs() < 1e15 {
+        format!("{ops_per_second:.0}")
     } else if ops_per_second >= 100.0 {
-        format!("{ops_per_second:.1} ops/s")
+        format!("{ops_per_second:.1}")
     } else {
-        format!("{ops_per_second:.4} ops/s")
+        format!("{ops_per_second:.4}")
+    };
+    format!("{} ops/s", group_thousands(&digits))
+}
+
+/// A count in groups of three digits: `1,234,567`.
+pub fn fmt_count(n: u64) -> String {
+    group_thousands(&n.to_string())
+}
+
+/// A decimal number (as Rust prints it, no exponent) with its whole part in
+/// groups of three digits, separated by commas.
+fn group_thousands(digits: &str) -> String {
+    let (sign, rest) = match digits.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", digits),
+    };
+    let (whole, frac) = match rest.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (rest, None),
+    };
+    if !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return digits.to_owned(); // inf, NaN: as they are
+    }
+    let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
     }
 }
 
@@ -490,6 +524,19 @@ pub fn resolution_note(res: Option<&str>) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        use super::{fmt_count, fmt_rate};
+        assert_eq!(fmt_count(0), "0");
+        assert_eq!(fmt_count(999), "999");
+        assert_eq!(fmt_count(1000), "1,000");
+        assert_eq!(fmt_count(1_234_567), "1,234,567");
+        assert_eq!(fmt_rate(1e9), "1,000,000,000 ops/s");
+        assert_eq!(fmt_rate(9987.25), "9,987.2 ops/s");
+        assert_eq!(fmt_rate(2.0 / 3.0), "0.6667 ops/s");
+        assert_eq!(fmt_rate(f64::INFINITY), "inf ops/s");
+    }
+
     use super::*;
 
     #[test]
@@ -509,8 +556,8 @@ mod tests {
 
     #[test]
     fn rates_are_formatted() {
-        assert_eq!(fmt_rate(10_000.0), "10000 ops/s");
-        assert_eq!(fmt_rate(9_987.34), "9987.3 ops/s");
+        assert_eq!(fmt_rate(10_000.0), "10,000 ops/s");
+        assert_eq!(fmt_rate(9_987.34), "9,987.3 ops/s");
         assert_eq!(fmt_rate(0.5), "0.5000 ops/s");
     }
 
@@ -526,13 +573,13 @@ mod tests {
         assert_eq!(
             truncated.warning("pipe", 510e6, "lines").as_deref(),
             Some(
-                "pipe runs at 1000000000 lines/s, not the target 510000000 lines/s (+96.08 %): \
+                "pipe runs at 1,000,000,000 lines/s, not the target 510,000,000 lines/s (+96.08 %): \
                  one op's slot is floor(1e9 / rate) = 1 ns"
             )
         );
         assert_eq!(
             fmt_effective(truncated.json(), truncated.note(510e6).as_deref(), "ops"),
-            "1000000000 ops/s (+96.08 % over the target: one op's slot is floor(1e9 / rate) \
+            "1,000,000,000 ops/s (+96.08 % over the target: one op's slot is floor(1e9 / rate) \
              = 1 ns)"
         );
         // 0.1 % exactly is within; just above is not.
@@ -547,7 +594,7 @@ mod tests {
         assert_eq!(
             free.warning("--limiter bursty", 2e6, "ops").as_deref(),
             Some(
-                "--limiter bursty does not limit one-permit requests at all (target 2000000 \
+                "--limiter bursty does not limit one-permit requests at all (target 2,000,000 \
                  ops/s): one permit is charged Guava's whole microseconds, floor(1e6 / rate) \
                  = 0 µs"
             )

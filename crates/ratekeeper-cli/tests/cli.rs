@@ -98,7 +98,7 @@ fn text_report_shows_every_figure() {
                 .and(predicate::str::contains("wait p99.9"))
                 .and(predicate::str::contains("wait max"))
                 .and(predicate::str::contains("backlog"))
-                .and(predicate::str::contains("total wait"))
+                .and(predicate::str::contains("limiter wait"))
                 .and(predicate::str::contains("cpu per op")),
         )
         .stderr(predicate::str::is_empty());
@@ -529,7 +529,7 @@ fn pool_text_report_shows_limiter_and_backlog() {
                 .and(predicate::str::contains("wait p99.9"))
                 .and(predicate::str::contains("backlog "))
                 .and(predicate::str::contains("max backlog"))
-                .and(predicate::str::contains("total wait"))
+                .and(predicate::str::contains("limiter wait"))
                 .and(predicate::str::contains("fills"))
                 .and(predicate::str::contains("strictness").not()),
         )
@@ -685,7 +685,7 @@ fn bursty_above_1e5_per_second_keeps_a_nanosecond_schedule() {
 
 #[test]
 fn warmup_run_starts_cold() {
-    // 1000 ops/s per thread, a 1 s warm-up, cold factor 4: a fresh limiter is
+    // 1,000 ops/s per thread, a 1 s warm-up, cold factor 4: a fresh limiter is
     // cold, its permits 4 ms apart at first and still about 3.2 ms apart
     // after 0.4 s (Guava's trapezoid: 400 permits above the threshold cost
     // 1 s in all), so two limiters grant about 225 ops in 0.4 s, not the 800
@@ -760,7 +760,7 @@ fn guava_text_report_shows_limiter_and_backlog() {
             .and(predicate::str::contains("wait p99.9"))
             .and(predicate::str::contains("backlog "))
             .and(predicate::str::contains("cpu per op"))
-            .and(predicate::str::contains("total wait").not())
+            .and(predicate::str::contains("limiter wait").not())
             .and(predicate::str::contains("strictness").not()),
         )
         .stderr(predicate::str::is_empty());
@@ -985,7 +985,7 @@ fn resilience4j_text_report_shows_limiter_and_refusals() {
             .and(predicate::str::contains(
                 "refused         0 (acquires whose wait would exceed the 5s timeout",
             ))
-            .and(predicate::str::contains("total wait").not())
+            .and(predicate::str::contains("limiter wait").not())
             .and(predicate::str::contains("strictness").not()),
         )
         .stderr(predicate::str::is_empty());
@@ -1685,8 +1685,8 @@ fn run_both(args: &[&str]) -> (String, String) {
 fn a_truncated_slot_is_reported_and_warned_about() {
     // 5.1e8 ops/s is a 1.96 ns slot, which the Pacer's arithmetic (nosqlbench's
     // floor(1e9 / rate)) truncates to 1 ns: 1e9 ops/s, 96 % over the target.
-    let warning = "warning: --limiter pacer runs at 1000000000 ops/s, not the target \
-                   510000000 ops/s (+96.08 %): one op's slot is floor(1e9 / rate) = 1 ns\n";
+    let warning = "warning: --limiter pacer runs at 1,000,000,000 ops/s, not the target \
+                   510,000,000 ops/s (+96.08 %): one op's slot is floor(1e9 / rate) = 1 ns\n";
     let (stdout, stderr) = run_both(&["pace", "--rate", "510M", "--count", "1000", "--json"]);
     assert_eq!(stderr, warning);
     let v: Value = serde_json::from_str(&stdout).expect("JSON");
@@ -1697,7 +1697,7 @@ fn a_truncated_slot_is_reported_and_warned_about() {
     assert_eq!(stderr, warning);
     assert!(
         text.contains(
-            "effective rate  1000000000 ops/s (+96.08 % over the target: one op's slot is \
+            "effective rate  1,000,000,000 ops/s (+96.08 % over the target: one op's slot is \
              floor(1e9 / rate) = 1 ns)\n"
         ),
         "{text}"
@@ -1706,7 +1706,7 @@ fn a_truncated_slot_is_reported_and_warned_about() {
 
 #[test]
 fn an_exact_or_nearly_exact_rate_is_reported_without_a_warning() {
-    // 2000 ops/s: a 500 µs slot, exact.
+    // 2,000 ops/s: a 500 µs slot, exact.
     let (stdout, stderr) = run_both(&["pace", "--rate", "2000", "--count", "20", "--json"]);
     assert!(stderr.is_empty(), "{stderr}");
     let v: Value = serde_json::from_str(&stdout).expect("JSON");

@@ -1278,7 +1278,7 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     let (stdout, stderr) = exec_run(&["--json", "--rate", "510M", "-n", "2", "--", "true"], 0);
     assert!(
         stderr.starts_with(
-            "warning: --limiter pacer runs at 1000000000 ops/s, not the target 510000000 ops/s \
+            "warning: --limiter pacer runs at 1,000,000,000 ops/s, not the target 510,000,000 ops/s \
              (+96.08 %): one run's slot is floor(1e9 / rate) = 1 ns\n"
         ),
         "{stderr}"
@@ -1286,7 +1286,7 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     // Two spawns take far longer than 2 ns: the achieved rate's warning.
     assert_eq!(stderr.lines().count(), 2, "{stderr}");
     assert!(
-        stderr.contains("below the target 510000000 runs/s"),
+        stderr.contains("below the target 510,000,000 runs/s"),
         "{stderr}"
     );
     let v = json(&stdout);

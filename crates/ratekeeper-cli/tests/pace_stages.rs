@@ -254,7 +254,7 @@ fn fail_if_conditions_that_do_not_hold_change_nothing() {
 
 #[test]
 fn max_behind_exits_3_before_a_condition_that_held() {
-    // One worker, 5 ms of work per op at 1000 ops/s: far behind at once.
+    // One worker, 5 ms of work per op at 1,000 ops/s: far behind at once.
     let (_, stderr) = pace(
         &[
             "--rate",

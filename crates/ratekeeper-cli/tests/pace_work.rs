@@ -437,7 +437,7 @@ fn a_run_the_workers_cannot_keep_ends_behind_with_a_warning() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.starts_with("warning: the run fell behind: it achieved ")
-            && stderr.contains("% below the target 1000 ops/s, and ended ")
+            && stderr.contains("% below the target 1,000 ops/s, and ended ")
             && stderr.trim_end().ends_with("behind its schedule"),
         "{stderr}"
     );

@@ -391,7 +391,7 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     let input = numbered_lines(3);
     // 510M lines/s: a 1.96 ns slot truncated to 1 ns, 1e9 lines/s. The
     // warning comes whether or not a report is asked for, before it.
-    let warning = "warning: pipe runs at 1000000000 lines/s, not the target 510000000 \
+    let warning = "warning: pipe runs at 1,000,000,000 lines/s, not the target 510,000,000 \
                    lines/s (+96.08 %): one line's slot is floor(1e9 / rate) = 1 ns\n";
     let (out, stderr, _) = pipe_run(&["--rate", "510M"], input.as_bytes());
     assert_eq!(out, input.as_bytes());
@@ -403,7 +403,7 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     let (_, stderr, _) = pipe_run(&["--rate", "510M", "--report"], input.as_bytes());
     assert!(
         stderr.contains(
-            "effective rate  1000000000 lines/s (+96.08 % over the target: one line's slot \
+            "effective rate  1,000,000,000 lines/s (+96.08 % over the target: one line's slot \
              is floor(1e9 / rate) = 1 ns)\n"
         ),
         "{stderr}"
@@ -411,7 +411,7 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     // 1 MB/s: 1000 ns a byte, exact: the report's line, no warning.
     let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "1MB", "--report"], input.as_bytes());
     assert!(!stderr.contains("warning"), "{stderr}");
-    assert_eq!(fields(&stderr, "effective rate"), ["1000000", "bytes/s"]);
+    assert_eq!(fields(&stderr, "effective rate"), ["1,000,000", "bytes/s"]);
 }
 
 #[test]
@@ -436,8 +436,11 @@ fn bytes_are_reserved_in_exact_nanoseconds_even_past_1e9_a_second() {
     assert_eq!(f(&v, "target_rate"), 65_536e9);
     assert_eq!(u(&v, "bytes"), big.len() as u64);
     let (_, stderr, _) = pipe_run(&["--bytes", "--rate", "4GiB", "--report"], b"abc");
-    assert_eq!(fields(&stderr, "target rate"), ["4294967296", "bytes/s"]);
-    assert_eq!(fields(&stderr, "effective rate"), ["4294967296", "bytes/s"]);
+    assert_eq!(fields(&stderr, "target rate"), ["4,294,967,296", "bytes/s"]);
+    assert_eq!(
+        fields(&stderr, "effective rate"),
+        ["4,294,967,296", "bytes/s"]
+    );
     let (_, stderr, _) = pipe_run(&["--rate", "max", "--json"], b"a\nb\n");
     assert_eq!(f(&json(&stderr), "target_rate"), 1e9);
     rejects(
@@ -678,8 +681,8 @@ fn a_step_past_the_fastest_rate_is_refused_and_the_copy_goes_on() {
     let (warning, report) = stderr.trim_end().split_once('\n').expect("two lines");
     assert_eq!(
         warning,
-        "warning: SIGUSR1 ignored: 2000000000 lines/s would be above the most pipe paces, \
-         1000000000 lines/s; the rate stays 1000000000 lines/s"
+        "warning: SIGUSR1 ignored: 2,000,000,000 lines/s would be above the most pipe paces, \
+         1,000,000,000 lines/s; the rate stays 1,000,000,000 lines/s"
     );
     let v = json(report);
     assert_eq!(f(&v, "final_rate"), 1e9);

@@ -749,7 +749,12 @@ fn pace_plots_the_achieved_rate_and_the_waits() {
     assert_eq!(u(&v, "ops"), 200);
     let svg = std::fs::read_to_string(&svg_path).expect("the SVG was written");
     let texts = svg_texts(&svg);
-    for label in ["achieved", "target 2000 ops/s", "longest wait", "mean wait"] {
+    for label in [
+        "achieved",
+        "target 2,000 ops/s",
+        "longest wait",
+        "mean wait",
+    ] {
         assert!(texts.iter().any(|t| t == label), "{label}: {texts:?}");
     }
     let (colors, _) = svg_lines(&svg);
@@ -939,9 +944,9 @@ fn effective_rates_are_reported_and_truncated_ones_warned_about() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(
         stderr,
-        "warning: --limiter pacer:510M runs at 1000000000 ops/s, not the target 510000000 \
+        "warning: --limiter pacer:510M runs at 1,000,000,000 ops/s, not the target 510,000,000 \
          ops/s (+96.08 %): one op's slot is floor(1e9 / rate) = 1 ns\n\
-         warning: --limiter bursty:95k runs at 100000 ops/s, not the target 95000 ops/s \
+         warning: --limiter bursty:95k runs at 100,000 ops/s, not the target 95,000 ops/s \
          (+5.26 %): one permit is charged Guava's whole microseconds, floor(1e6 / rate) = \
          10 µs\n"
     );
@@ -969,14 +974,14 @@ fn effective_rates_are_reported_and_truncated_ones_warned_about() {
     };
     assert!(
         line("pacer:510M ").ends_with(
-            "; effective 1000000000 ops/s (+96.08 % over the target: one op's slot is \
+            "; effective 1,000,000,000 ops/s (+96.08 % over the target: one op's slot is \
              floor(1e9 / rate) = 1 ns)"
         ),
         "{text}"
     );
     assert!(!line("pacer:500M ").contains("effective"), "{text}");
     assert!(
-        line("bursty:95k ").contains("; effective 100000 ops/s (+5.26 %"),
+        line("bursty:95k ").contains("; effective 100,000 ops/s (+5.26 %"),
         "{text}"
     );
 }

@@ -6,7 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use super::summary::ExecReport;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
-use crate::report::{fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote};
+use crate::report::{
+    fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote,
+};
 
 /// The most characters of a plot's title (its width, in the title's font).
 const TITLE_CHARS: usize = 95;
@@ -306,7 +308,11 @@ impl ExecReport {
             ("discard", _) => "discarded".to_owned(),
             _ => "ratekeeper's".to_owned(),
         };
-        writeln!(f, "runs            {} ({run}; stdout {output})", self.runs)?;
+        writeln!(
+            f,
+            "runs            {} ({run}; stdout {output})",
+            fmt_count(self.runs)
+        )?;
         if let Some(max) = self.max_behind_ns.filter(|_| self.stopped_by_max_behind) {
             writeln!(
                 f,
@@ -377,7 +383,7 @@ impl ExecReport {
         writeln!(
             f,
             "not started     {} (runs due before the end that never started)",
-            self.due_not_started
+            fmt_count(self.due_not_started)
         )?;
         writeln!(
             f,

@@ -225,7 +225,7 @@ mod tests {
     fn the_warning_says_how_far() {
         assert_eq!(
             below_target_warning(185.0, 1000.0, 815 * MS),
-            "the run fell behind: it achieved 185 ops/s, 81.50 % below the target 1000 \
+            "the run fell behind: it achieved 185 ops/s, 81.50 % below the target 1,000 \
              ops/s, and ended 815ms behind its schedule"
         );
         assert!(checks_below_target("pacer") && checks_below_target("bursty"));

@@ -217,7 +217,11 @@ granted, plus one slot (1 / target rate; with --stages at the rate set then): N 
 the target rate. A run Ctrl-C ended counts at least until it stopped (the \
 first clock reading at which a worker saw Ctrl-C; --max-behind: when its \
 check fired), so the rate of a run \
-that stalled (a worker in a long --work) is over the time it actually ran
+that stalled (a worker in a long --work) is over the time it actually ran. \
+The achieved rate is ops / elapsed
+  wall clock      the time the run took on the wall clock, from the start to \
+the last worker's end (in JSON wall_ns); with --count it differs from elapsed \
+by how early the first ops went (a burst) and how late the last ended
   behind          elapsed - ops / target rate, at least 0: how far behind its \
 target schedule the run ended, the time its missing ops would have taken \
 (achieved = target x (1 - behind / elapsed)). It needs nothing from the \
@@ -240,8 +244,11 @@ far their next free time is ahead of the clock: what the next op would wait. \
 For Resilience4j's it is the time permits are reserved ahead of the clock
   max backlog     token pool only: the largest backlog seen during the run, \
 sampled every 1ms (and at the end) by the reporting thread
-  total wait      all wait the limiter accumulated during the run (same \
-source; not shown for Guava's and Resilience4j's limiters, which keep no total)
+  limiter wait    the limiter's own total wait (total_wait_ns): its backlog \
+plus what it checkpointed at rate changes and stops, as nosqlbench counts it \
+(same source; not shown for Guava's and Resilience4j's limiters, which keep no \
+total). It is the schedule's delay, not the sum of the ops' waits above: \
+0 while the schedule keeps up, however long each op waited for its slot
   refused         refill, cycle only: acquires refused because their wait \
 would exceed --timeout (not counted in ops)
   fills           token pool only: how many times the pool was refilled \

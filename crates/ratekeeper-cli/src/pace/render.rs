@@ -9,7 +9,8 @@ use super::summary::{PaceReport, WorkReport};
 use super::worker::WorkerResult;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
-    fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote, WaitSummary,
+    fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote,
+    WaitSummary,
 };
 
 impl fmt::Display for PaceReport {
@@ -212,7 +213,7 @@ impl PaceReport {
             fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
         )?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
-        writeln!(f, "ops             {}", self.ops)?;
+        writeln!(f, "ops             {}", fmt_count(self.ops))?;
         if self.interrupted {
             writeln!(
                 f,
@@ -227,12 +228,15 @@ impl PaceReport {
                 fmt_duration(limit)
             )?;
         }
+        // Two measures, each on its own line: the span the achieved rate is
+        // over, and the time on the wall clock.
         writeln!(
             f,
-            "elapsed         {} (wall {})",
-            fmt_nanos(self.elapsed_ns),
-            fmt_nanos(self.wall_ns)
+            "elapsed         {} (the span the achieved rate is over: the run's duration, or \
+             with --count the ops' slots)",
+            fmt_nanos(self.elapsed_ns)
         )?;
+        writeln!(f, "wall clock      {}", fmt_nanos(self.wall_ns))?;
         writeln!(
             f,
             "behind          {} (elapsed - ops / target rate: how far behind its schedule \
@@ -291,7 +295,12 @@ impl PaceReport {
         // Guava's and Resilience4j's limiters keep no wait total (theirs
         // equals the backlog).
         if self.limiters.is_none() {
-            writeln!(f, "total wait      {}", fmt_nanos(self.total_wait_ns))?;
+            writeln!(
+                f,
+                "limiter wait    {} (the limiter's own total: backlog and its checkpoints, not \
+                 the ops' waits)",
+                fmt_nanos(self.total_wait_ns)
+            )?;
         }
         Ok(())
     }

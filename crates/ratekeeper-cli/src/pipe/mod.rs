@@ -334,6 +334,6 @@ mod tests {
     #[test]
     fn rates_are_in_the_unit() {
         assert_eq!(fmt_unit_rate(100.0, "lines"), "100 lines/s");
-        assert_eq!(fmt_unit_rate(1e6, "bytes"), "1000000 bytes/s");
+        assert_eq!(fmt_unit_rate(1e6, "bytes"), "1,000,000 bytes/s");
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::summary::PipeReport;
-use crate::report::{fmt_effective, fmt_nanos, fmt_unit_rate};
+use crate::report::{fmt_count, fmt_effective, fmt_nanos, fmt_unit_rate};
 
 impl fmt::Display for PipeReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -34,9 +34,9 @@ impl fmt::Display for PipeReport {
             "achieved rate   {}",
             fmt_unit_rate(self.achieved_rate, self.unit)
         )?;
-        writeln!(f, "lines           {}", self.lines)?;
-        writeln!(f, "bytes           {}", self.bytes)?;
-        writeln!(f, "writes          {}", self.writes)?;
+        writeln!(f, "lines           {}", fmt_count(self.lines))?;
+        writeln!(f, "bytes           {}", fmt_count(self.bytes))?;
+        writeln!(f, "writes          {}", fmt_count(self.writes))?;
         writeln!(f, "elapsed         {}", fmt_nanos(self.elapsed_ns))?;
         writeln!(f, "waited for rate {}", fmt_nanos(self.rate_wait_ns))?;
         writeln!(f, "waited for input {}", fmt_nanos(self.input_wait_ns))?;

@@ -389,15 +389,15 @@ mod tests {
         assert_eq!(notes.len(), 2, "one per refused step: {notes:?}");
         assert_eq!(
             notes[0],
-            "SIGUSR1 ignored: 1200000000 lines/s would be above the most pipe paces, \
-             1000000000 lines/s; the rate stays 600000000 lines/s"
+            "SIGUSR1 ignored: 1,200,000,000 lines/s would be above the most pipe paces, \
+             1,000,000,000 lines/s; the rate stays 600,000,000 lines/s"
         );
         assert_eq!((s.rate(), s.changes()), (6e8, (0, 2)));
         assert_eq!(p.rate().get(), 6e8, "the Pacer is untouched");
         // Halving to 3e8 lines/s: a 3.33 ns slot truncated to 3 ns.
         let notes = s.step(&p, -1, "lines");
         assert_eq!(s.rate(), 3e8);
-        assert!(notes[0].contains("pipe runs at 333333333"), "{notes:?}");
+        assert!(notes[0].contains("pipe runs at 333,333,333"), "{notes:?}");
         // From the fastest bytes rate a doubling is refused, a halving made;
         // its permits stay 65536 bytes, so the Pacer restarts instead.
         let mut s = Schedule::bytes(MAX_BYTES_RATE);
