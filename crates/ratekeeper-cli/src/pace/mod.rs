@@ -301,6 +301,91 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
 mod tests {
     use super::*;
 
+    /// The words after `label` on the first line of `text` starting with it.
+    fn fields(text: &str, label: &str) -> Vec<String> {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} line in:\n{text}"))[label.len()..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// One real run (20 ops at 2000/s, with work), rendered both ways: the
+    /// text and the JSON of the same report carry the same numbers.
+    #[test]
+    fn text_and_json_reports_say_the_same() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: PaceArgs,
+        }
+        let argv = ["pace", "--rate", "2000", "--count", "20", "--work", "100us"];
+        let args = Wrap::parse_from(argv).args;
+        let report = run(&args, &Interrupt::new()).unwrap();
+        let text = report.to_string();
+        let json = serde_json::to_value(&report).unwrap();
+        let num = |key: &str| {
+            json[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{key}: {json}"))
+        };
+        assert_eq!(
+            fields(&text, "ops")[0],
+            crate::report::fmt_count(num("ops") as u64)
+        );
+        assert_eq!(fields(&text, "ops")[0], "20");
+        let rate = |label: &str, key: &str| {
+            let shown = fields(&text, label)[0].replace(',', "");
+            let shown: f64 = shown.parse().unwrap();
+            // The text rounds to 4 decimals below 100/s, 1 above.
+            assert!(
+                (shown - num(key)).abs() <= 0.05 + 1e-4 * num(key),
+                "{label}: {text}"
+            );
+        };
+        rate("target rate", "target_rate");
+        rate("achieved rate", "achieved_rate");
+        rate("effective rate", "effective_rate");
+        let nanos = |label: &str, key: &str| {
+            let shown = crate::report::fmt_nanos(num(key) as u64);
+            assert_eq!(fields(&text, label)[0], shown, "{label}: {text}");
+        };
+        nanos("elapsed", "elapsed_ns");
+        nanos("wall clock", "wall_ns");
+        nanos("behind", "behind_ns");
+        nanos("backlog", "backlog_ns");
+        nanos("limiter wait", "total_wait_ns");
+        // The wait/service/response table, p50 to max and mean.
+        for (row, key) in [
+            ("wait", "wait_ns"),
+            ("service", "service_ns"),
+            ("response", "response_ns"),
+        ] {
+            let shown: Vec<String> = text
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.len() == 7 && w[0] == row)
+                .unwrap_or_else(|| panic!("no {row} row in:\n{text}"))[1..]
+                .iter()
+                .map(|w| w.to_string())
+                .collect();
+            let stats = &json[key];
+            let want: Vec<String> = ["p50", "p90", "p99", "p999", "max", "mean"]
+                .iter()
+                .map(|s| {
+                    crate::report::fmt_nanos(
+                        stats[s]
+                            .as_u64()
+                            .unwrap_or_else(|| panic!("{key}.{s}: {stats}")),
+                    )
+                })
+                .collect();
+            assert_eq!(shown, want, "{row}: {text}");
+        }
+    }
+
     #[test]
     fn fail_if_takes_only_the_figures_the_run_measures() {
         let c = |t: &str| parse_condition(t).unwrap();
