@@ -36,7 +36,6 @@ mod slot;
 mod summary;
 #[cfg(test)]
 mod tests;
-mod times;
 mod worker;
 
 use std::ffi::{OsStr, OsString};

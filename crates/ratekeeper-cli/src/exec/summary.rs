@@ -13,13 +13,13 @@ use super::dispatch::Stop;
 use super::lag::{below_target, Lag};
 use super::render::{signal_label, signal_name};
 use super::slot::Sent;
-use super::times::{percentile, Times};
 use super::worker::{Ended, Finished};
 use super::ExecArgs;
 use crate::limiter::{wait_policy_name, LimiterFields};
 use crate::plot::Buckets;
 use crate::report::{
-    duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate, WaitSummary,
+    duration_nanos, fmt_duration, fmt_nanos, fmt_unit_rate, per_second, EffectiveRate,
+    WaitRecorder, WaitSummary,
 };
 use crate::run::ramp::{Driven, Ramp, Staged};
 use crate::run::verdict::{Condition, Failed, Figures, Stat, TimeFigure, Verdict};
@@ -29,9 +29,9 @@ use crate::run::{self, schedule_span};
 #[derive(Debug)]
 pub(super) struct Tally {
     pub(super) t0: u64,
-    pub(super) wait: Times,
-    pub(super) service: Times,
-    pub(super) response: Times,
+    pub(super) wait: WaitRecorder,
+    pub(super) service: WaitRecorder,
+    pub(super) response: WaitRecorder,
     pub(super) exit_codes: BTreeMap<i32, u64>,
     pub(super) signals: BTreeMap<i32, u64>,
     pub(super) spawn_failed: u64,
@@ -56,9 +56,9 @@ impl Tally {
     pub(super) fn new(t0: u64, bucket: Option<u64>) -> Tally {
         Tally {
             t0,
-            wait: Times::new(),
-            service: Times::new(),
-            response: Times::new(),
+            wait: WaitRecorder::new(),
+            service: WaitRecorder::new(),
+            response: WaitRecorder::new(),
             exit_codes: BTreeMap::new(),
             signals: BTreeMap::new(),
             spawn_failed: 0,
@@ -489,4 +489,14 @@ impl Figures for ExecReport {
     fn failures(&self) -> Option<u64> {
         Some(self.failed)
     }
+}
+
+/// The `percentile` (0 to 100) of `hist`, not above the exact maximum
+/// `max` (the histogram reports a bucket's highest value, up to 0.1 % above
+/// what was recorded); 0 when it is empty.
+fn percentile(hist: &hdrhistogram::Histogram<u64>, percentile: f64, max: u64) -> u64 {
+    if hist.is_empty() {
+        return 0;
+    }
+    hist.value_at_quantile(percentile / 100.0).min(max)
 }
