@@ -62,9 +62,9 @@ pub(super) fn write_hdr_log(
 ) -> anyhow::Result<()> {
     let h = &report.histograms;
     let tagged = [
-        ("wait", &h.wait),
-        ("service", &h.service),
-        ("response", &h.response),
+        ("wait", h.wait.histogram()),
+        ("service", h.service.histogram()),
+        ("response", h.response.histogram()),
     ];
     let elapsed = Duration::from_nanos(report.elapsed_ns);
     crate::hdr_log::write(path, started, elapsed, &tagged)?;

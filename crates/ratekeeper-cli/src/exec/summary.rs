@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use ratekeeper::config::{KindConfig, LimiterConfig, LimiterKind};
 use ratekeeper::pool::Filling;
 use serde::Serialize;
@@ -22,7 +21,7 @@ use crate::report::{
     WaitRecorder, WaitSummary,
 };
 use crate::run::ramp::{Driven, Ramp, Staged};
-use crate::run::verdict::{Condition, Failed, Figures, Stat, TimeFigure, Verdict};
+use crate::run::verdict::{recorded, Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
 
 /// What the dispatcher has seen of the finished runs.
@@ -171,17 +170,17 @@ pub(super) struct Ran {
 /// percentiles and `--hdr-out`.
 #[derive(Debug, Clone)]
 pub(super) struct Histograms {
-    pub(super) wait: Histogram<u64>,
-    pub(super) service: Histogram<u64>,
-    pub(super) response: Histogram<u64>,
+    pub(super) wait: WaitRecorder,
+    pub(super) service: WaitRecorder,
+    pub(super) response: WaitRecorder,
 }
 
 impl Histograms {
     fn of(tally: &Tally) -> Histograms {
         Histograms {
-            wait: tally.wait.histogram().clone(),
-            service: tally.service.histogram().clone(),
-            response: tally.response.histogram().clone(),
+            wait: tally.wait.clone(),
+            service: tally.service.clone(),
+            response: tally.response.clone(),
         }
     }
 }
@@ -465,21 +464,13 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
 /// the failed runs.
 impl Figures for ExecReport {
     fn time(&self, figure: TimeFigure, stat: Stat) -> Option<f64> {
-        let (summary, hist) = match figure {
-            TimeFigure::Wait => (&self.wait_ns, &self.histograms.wait),
-            TimeFigure::Service => (&self.service_ns, &self.histograms.service),
-            TimeFigure::Response => (&self.response_ns, &self.histograms.response),
+        let h = &self.histograms;
+        let recorder = match figure {
+            TimeFigure::Wait => &h.wait,
+            TimeFigure::Service => &h.service,
+            TimeFigure::Response => &h.response,
         };
-        let nanos = match stat {
-            Stat::Max => summary.max,
-            Stat::Mean => summary.mean,
-            Stat::Percentile(50.0) => summary.p50,
-            Stat::Percentile(90.0) => summary.p90,
-            Stat::Percentile(99.0) => summary.p99,
-            Stat::Percentile(99.9) => summary.p999,
-            Stat::Percentile(p) => percentile(hist, p, summary.max),
-        };
-        Some(nanos as f64)
+        Some(recorded(recorder, stat))
     }
 
     fn rate(&self) -> f64 {
@@ -489,14 +480,4 @@ impl Figures for ExecReport {
     fn failures(&self) -> Option<u64> {
         Some(self.failed)
     }
-}
-
-/// The `percentile` (0 to 100) of `hist`, not above the exact maximum
-/// `max` (the histogram reports a bucket's highest value, up to 0.1 % above
-/// what was recorded); 0 when it is empty.
-fn percentile(hist: &hdrhistogram::Histogram<u64>, percentile: f64, max: u64) -> u64 {
-    if hist.is_empty() {
-        return 0;
-    }
-    hist.value_at_quantile(percentile / 100.0).min(max)
 }

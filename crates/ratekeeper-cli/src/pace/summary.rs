@@ -17,7 +17,7 @@ use crate::report::{
     duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::run::ramp::Staged;
-use crate::run::verdict::{Condition, Failed, Figures, Stat, TimeFigure, Verdict};
+use crate::run::verdict::{recorded, Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
 
 /// The name the JSON report gives `access`.
@@ -358,22 +358,13 @@ fn pool_fields(pool: Option<(u64, u64, Filling)>) -> PoolFields {
 /// with --work only) and the achieved rate; pace has no failures.
 impl Figures for PaceReport {
     fn time(&self, figure: TimeFigure, stat: Stat) -> Option<f64> {
-        let (summary, recorder) = match (figure, &self.work) {
-            (TimeFigure::Wait, _) => (&self.wait_ns, &self.waits),
-            (TimeFigure::Service, Some(w)) => (&w.service_ns, &w.service),
-            (TimeFigure::Response, Some(w)) => (&w.response_ns, &w.response),
+        let recorder = match (figure, &self.work) {
+            (TimeFigure::Wait, _) => &self.waits,
+            (TimeFigure::Service, Some(w)) => &w.service,
+            (TimeFigure::Response, Some(w)) => &w.response,
             _ => return None,
         };
-        let nanos = match stat {
-            Stat::Max => summary.max,
-            Stat::Mean => summary.mean,
-            Stat::Percentile(50.0) => summary.p50,
-            Stat::Percentile(90.0) => summary.p90,
-            Stat::Percentile(99.0) => summary.p99,
-            Stat::Percentile(99.9) => summary.p999,
-            Stat::Percentile(p) => recorder.percentile(p),
-        };
-        Some(nanos as f64)
+        Some(recorded(recorder, stat))
     }
 
     fn rate(&self) -> f64 {

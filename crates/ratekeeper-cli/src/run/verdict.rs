@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::flags::rate::{parse_rate, Counting};
+use crate::report::WaitRecorder;
 
 /// The exit status of a run a `--fail-if` condition failed: 99, as k6 exits
 /// when a threshold is crossed.
@@ -241,6 +242,18 @@ fn name(t: TimeFigure) -> &'static str {
         TimeFigure::Service => "service",
         TimeFigure::Response => "response",
     }
+}
+
+/// The statistic `stat` of the times `recorder` holds, in nanoseconds: the
+/// same values the reports print (a percentile from the histogram, never
+/// above the exact maximum), for [`Figures::time`].
+pub fn recorded(recorder: &WaitRecorder, stat: Stat) -> f64 {
+    let nanos = match stat {
+        Stat::Max => recorder.summary().max,
+        Stat::Mean => recorder.summary().mean,
+        Stat::Percentile(p) => recorder.percentile(p),
+    };
+    nanos as f64
 }
 
 /// A condition that held, with the value measured.
