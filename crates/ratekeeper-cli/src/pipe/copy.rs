@@ -2,16 +2,15 @@
 //! line (or chunk) of the input, its permits from the Pacer, and its write;
 //! output goes out before every wait.
 
-use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ratekeeper::{DefaultClock, Pacer};
 
-use super::input::{next_item, wait_for_input, Blocks, Input, Next};
+use super::input::{next_item, Input, InputBuf, Next};
 use super::live::{Gauges, Screen};
-use super::output::{Output, MAX_BATCH};
+use super::output::{Output, DIRECT_WRITE, MAX_BATCH};
 use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
 
@@ -42,10 +41,9 @@ pub(super) struct Copy {
     /// The progress line's gauges, and standard error for warnings.
     gauges: Arc<Gauges>,
     screen: Arc<Screen>,
-    /// Input read and not yet written, from `pos`.
-    input: Vec<u8>,
-    pos: usize,
-    /// Bytes from `pos` known to hold no newline.
+    /// Standard input, and what was read and not yet written.
+    input: InputBuf,
+    /// Unwritten bytes known to hold no newline.
     scanned: usize,
     /// Whether standard input has ended.
     eof: bool,
@@ -71,6 +69,7 @@ impl Copy {
     /// whole up to `max_line` bytes, counting `unit`s; its totals and rate
     /// go to `gauges`, its warnings to `screen`.
     pub(super) fn new(
+        input: InputBuf,
         schedule: Schedule,
         max_line: Option<usize>,
         unit: &'static str,
@@ -84,8 +83,7 @@ impl Copy {
             output: Output::new(Arc::clone(&gauges)),
             gauges,
             screen,
-            input: Vec::new(),
-            pos: 0,
+            input,
             scanned: 0,
             eof: false,
             t0: None,
@@ -99,19 +97,18 @@ impl Copy {
         }
     }
 
-    /// Copies the reader's `blocks` through `pacer` until the input ends,
+    /// Copies standard input through `pacer` until it ends,
     /// the output is closed or Ctrl-C, then writes out what was let
     /// through. Rate changes (SIGUSR1, SIGUSR2) apply from the next item.
     pub(super) fn run(
         &mut self,
         pacer: &Pacer<DefaultClock>,
-        blocks: &Blocks,
         interrupt: &Interrupt,
     ) -> anyhow::Result<()> {
         while !self.output.closed {
             self.look_at_rate_steps(pacer, interrupt);
             let next = next_item(
-                &self.input[self.pos..],
+                self.input.unwritten(),
                 self.scanned,
                 self.schedule.chunk(),
                 self.max_line,
@@ -121,7 +118,7 @@ impl Copy {
                 Next::Item(len) => len,
                 Next::More { scanned } => {
                     self.scanned = scanned;
-                    if self.eof || !self.read_more(blocks, interrupt)? {
+                    if self.eof || !self.read_more(interrupt)? {
                         break;
                     }
                     continue;
@@ -166,29 +163,24 @@ impl Copy {
         self.gauges.set_rate(self.schedule.rate());
     }
 
-    /// Appends the next block of input to the buffer (dropping what was
-    /// written from it), or notes the end of the input; waits for it if
-    /// none is there, writing out what was let through first. `false` if
-    /// Ctrl-C came first.
-    fn read_more(&mut self, blocks: &Blocks, interrupt: &Interrupt) -> anyhow::Result<bool> {
-        let next = match blocks.rx.try_recv() {
-            Ok(block) => Input::Block(block.context("reading standard input")?),
-            Err(TryRecvError::Disconnected) => Input::Eof,
-            Err(TryRecvError::Empty) => {
-                // Nothing to read now: out with what was let through.
-                self.output.flush()?;
-                let waited = Instant::now();
-                let next = wait_for_input(blocks, interrupt)?;
-                if self.t0.is_some() {
-                    self.input_wait += waited.elapsed();
-                }
-                // A signal during the wait is seen before the next item.
-                self.until_look = 0;
-                next
+    /// Reads more input onto the unwritten rest, or notes the end of the
+    /// input; waits for it if none is there, writing out what was let
+    /// through first. `false` if Ctrl-C came first.
+    fn read_more(&mut self, interrupt: &Interrupt) -> anyhow::Result<bool> {
+        let mut read = self.input.read_ready();
+        if let Ok(Input::NotReady) = read {
+            // Nothing to read now: out with what was let through.
+            self.output.flush()?;
+            let waited = Instant::now();
+            read = self.input.wait_and_read(interrupt);
+            if self.t0.is_some() {
+                self.input_wait += waited.elapsed();
             }
-        };
-        match next {
-            Input::Block(block) => self.take_block(block, blocks),
+            // A signal during the wait is seen before the next item.
+            self.until_look = 0;
+        }
+        match read.context("reading standard input")? {
+            Input::Read | Input::NotReady => {}
             Input::Eof => self.eof = true,
             Input::Interrupted => {
                 self.interrupted = true;
@@ -196,21 +188,6 @@ impl Copy {
             }
         }
         Ok(true)
-    }
-
-    /// Adds `block` to the input not yet written: it becomes the buffer if
-    /// all of the buffer was written (no copy; the spent buffer goes back
-    /// to the reader), else it is appended after what is left.
-    fn take_block(&mut self, block: Vec<u8>, blocks: &Blocks) {
-        if self.pos == self.input.len() {
-            // Its length kept, so that the reader need not zero it again.
-            blocks.recycle(std::mem::replace(&mut self.input, block));
-        } else {
-            self.input.drain(..self.pos);
-            self.input.extend_from_slice(&block);
-            blocks.recycle(block);
-        }
-        self.pos = 0;
     }
 
     /// The permits of the next `len` bytes (a line or a chunk) from
@@ -253,14 +230,16 @@ impl Copy {
     /// Lets the next `len` bytes of input (a line or a chunk, whose permits
     /// `permit` holds, if it needed any) through to the output.
     fn write(&mut self, len: usize, permit: &Permit) -> anyhow::Result<()> {
-        let item = &self.input[self.pos..self.pos + len];
-        if self.output.batch.is_empty() && len >= MAX_BATCH {
-            // A whole batch's worth: straight out, without a copy.
+        let item = &self.input.unwritten()[..len];
+        if len >= DIRECT_WRITE {
+            // Big enough to be worth its own system call: straight out,
+            // without a copy (after the batch, to keep the order).
+            self.output.flush()?;
             self.output.write(item, 1)?;
         } else {
             self.output.push(item);
         }
-        self.pos += len;
+        self.input.consume(len);
         self.scanned = 0;
         self.units += if self.schedule.counts_bytes() {
             len as u64

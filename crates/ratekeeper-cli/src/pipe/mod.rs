@@ -1,15 +1,14 @@
 //! `ratekeeper pipe`: copy standard input to standard output at a rate, by
 //! lines or by bytes, like `pv -L`.
 //!
-//! A reader thread reads standard input in blocks and hands them over a
-//! small channel; the main thread cuts them into lines (or chunks of bytes),
-//! takes a permit for each from a [`Pacer`], and writes. Output is batched
-//! while permits are ready at once and written out (flushed) before any
-//! wait, for a permit or for input, so nothing sits in a buffer while the
-//! pipe is idle. Reading on a thread of its own also lets Ctrl-C end the
-//! copy while standard input has nothing to read.
+//! One thread reads standard input in blocks (see [`input`]: after a
+//! `poll`, so that Ctrl-C still ends a copy whose input has nothing to
+//! read), cuts them into lines (or chunks of bytes), takes a permit for
+//! each from a [`Pacer`], and writes. Output is batched while permits are
+//! ready at once and written out (flushed) before any wait, for a permit or
+//! for input, so nothing sits in a buffer while the pipe is idle.
 //!
-//! `run` gathers: it checks the options, builds the Pacer, starts the reader
+//! `run` gathers: it checks the options, builds the Pacer, opens the input
 //! ([`input`]) and the progress line ([`live`]) and runs the [`copy`] loop,
 //! which reserves through the [`schedule`] (which also makes the rate
 //! changes SIGUSR1 and SIGUSR2 ask for) and writes through [`output`];
@@ -27,6 +26,7 @@ mod summary;
 
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::Args;
 use ratekeeper::{DefaultClock, Pacer, Rate, RateSpec, Scope};
 
@@ -36,6 +36,7 @@ use crate::flags::rate::{parse_rate, parse_rate_spec, Counting};
 use crate::run::interrupt::Interrupt;
 
 use copy::Copy;
+use input::InputBuf;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use live::{Gauges, LiveLine, Screen};
 use schedule::{Schedule, MAX_BYTES_RATE, MAX_LINES_RATE};
@@ -235,15 +236,15 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
     let effective = schedule.effective(&pacer);
     effective.warn("pipe", rate, unit);
 
-    let blocks = input::spawn_reader()?;
+    let input = InputBuf::new().context("opening standard input")?;
     let gauges = Arc::new(Gauges::new(rate));
     let screen = Arc::new(Screen::default());
     let live = args
         .shows_progress()
         .then(|| LiveLine::start(unit, Arc::clone(&gauges), Arc::clone(&screen)))
         .flatten();
-    let mut copy = Copy::new(schedule, args.max_line, unit, gauges, screen);
-    let copied = copy.run(&pacer, &blocks, interrupt);
+    let mut copy = Copy::new(input, schedule, args.max_line, unit, gauges, screen);
+    let copied = copy.run(&pacer, interrupt);
     let report = summary::report(&spec, unit, strictness, &effective, &copy);
     if let Some(live) = live {
         live.finish(report.achieved_rate);

@@ -10,6 +10,12 @@ use super::live::Gauges;
 /// size at the latest.
 pub(super) const MAX_BATCH: usize = 64 * 1024;
 
+/// An item (a line, or a chunk of `--bytes`) this long or longer is written
+/// on its own, not copied into the batch: a system call costs about what
+/// copying a few KiB does, and an unthrottled `--bytes` copy, whose chunks
+/// are whole reads, then copies nothing in user space.
+pub(super) const DIRECT_WRITE: usize = 4 * 1024;
+
 /// Standard output, with what was let through but not yet written.
 pub(super) struct Output {
     /// Standard output: its file descriptor (handle) itself, where it can
