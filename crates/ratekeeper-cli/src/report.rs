@@ -194,6 +194,14 @@ pub fn fmt_count(n: u64) -> String {
     group_thousands(&n.to_string())
 }
 
+/// Any number as Rust displays it (integers of any width, or an `f64`,
+/// which Rust writes without an exponent), its whole part in groups of
+/// three digits: `-1,500`, `2,000`, `0.5`. For settings echoed in a report
+/// (permits, capacities), whose values are kept as given.
+pub fn fmt_number(n: impl Display) -> String {
+    group_thousands(&n.to_string())
+}
+
 /// A decimal number (as Rust prints it, no exponent) with its whole part in
 /// groups of three digits, separated by commas.
 fn group_thousands(digits: &str) -> String {
@@ -535,6 +543,9 @@ mod tests {
         assert_eq!(fmt_rate(9987.25), "9,987.2 ops/s");
         assert_eq!(fmt_rate(2.0 / 3.0), "0.6667 ops/s");
         assert_eq!(fmt_rate(f64::INFINITY), "inf ops/s");
+        assert_eq!(super::fmt_number(-1500i64), "-1,500");
+        assert_eq!(super::fmt_number(2000.0), "2,000");
+        assert_eq!(super::fmt_number(1234.5), "1,234.5");
     }
 
     use super::*;

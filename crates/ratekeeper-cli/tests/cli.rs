@@ -780,7 +780,7 @@ fn guava_text_report_shows_limiter_and_backlog() {
         .success()
         .stdout(
             predicate::str::contains(
-                "limiter         Guava SmoothBursty (max burst 1s: up to 1000 permits",
+                "limiter         Guava SmoothBursty (max burst 1s: up to 1,000 permits",
             )
             .and(predicate::str::contains("2 limiters, one per thread")),
         );

@@ -190,7 +190,7 @@ fn text_report_agrees_with_json() {
     assert_eq!(fields(&text, "succeeded")[0], "0");
     assert_eq!(fields(&text, "failed"), ["6"]);
     assert_eq!(fields(&text, "exit 3"), ["6"]);
-    assert_eq!(fields(&text, "target rate"), ["50", "ops/s"]);
+    assert_eq!(fields(&text, "target rate"), ["50", "runs/s"]);
     // Every percentile row has the six statistics, as durations.
     for row in ["wait ", "service ", "response "] {
         let cells = fields(&text, row);
@@ -239,7 +239,7 @@ fn standard_output_goes_through_to_a_file_or_nowhere() {
     // the report.
     let (text, _) = exec_run(&["--rate", "50", "-n", "3", "--", "echo", "hello"], 0);
     assert!(text.starts_with("hello\nhello\nhello\ncommand "), "{text}");
-    assert!(text.contains("stdout ratekeeper's"), "{text}");
+    assert!(text.contains("stdout          ratekeeper's"), "{text}");
 
     let (text, _) = exec_run(
         &[
@@ -256,7 +256,7 @@ fn standard_output_goes_through_to_a_file_or_nowhere() {
     );
     assert!(text.starts_with("command         echo hello\n"), "{text}");
     assert_eq!(text.matches("hello").count(), 1, "{text}");
-    assert!(text.contains("stdout discarded"), "{text}");
+    assert!(text.contains("stdout          discarded"), "{text}");
 
     // --stdout appends every run's output to the file.
     let file = scratch("exec-tests", "runs.log");
@@ -1296,7 +1296,7 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
     assert_eq!(f(&v, "effective_rate"), 50.0);
     let (text, stderr) = exec_run(&["--rate", "50", "-n", "1", "--", "true"], 0);
     assert!(stderr.is_empty(), "{stderr}");
-    assert_eq!(fields(&text, "effective rate"), ["50", "ops/s"]);
+    assert_eq!(fields(&text, "effective rate"), ["50", "runs/s"]);
 }
 
 #[test]

@@ -89,6 +89,84 @@ fn json_report_on_stderr_agrees_with_the_text_one() {
     assert!(!text.contains("interrupted"), "{text}");
 }
 
+/// `n` in groups of three digits, as the text reports print counts.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate as the text report prints it (`12,345.6 lines/s`), in units per
+/// second.
+fn text_rate(cells: &[String], unit: &str) -> f64 {
+    assert_eq!(cells[1], format!("{unit}/s"), "{cells:?}");
+    cells[0].replace(',', "").parse().expect("a rate")
+}
+
+/// The same fixed input, copied once with `--report` and once with
+/// `--json` (one run cannot print both): every figure of the text report
+/// is the JSON's, exactly where the copy decides it (counts, rates, spec)
+/// and to the text's rounding where the clock does (each report's elapsed
+/// time and achieved rate agree with each other and with the schedule).
+#[test]
+fn text_report_carries_the_json_numbers() {
+    // 3,000 lines (28,893 bytes) at 50,000 lines/s: 60 ms of slots.
+    let input = numbered_lines(3_000);
+    let args = ["--rate", "50k", "--strictness", "1"];
+    let (_, stderr, _) = pipe_run(&[&args[..], &["--json"]].concat(), input.as_bytes());
+    let v = json(&stderr);
+    let (_, text, _) = pipe_run(&[&args[..], &["--report"]].concat(), input.as_bytes());
+    assert_eq!(fields(&text, "spec"), [v["spec"].as_str().unwrap()]);
+    assert_eq!(fields(&text, "strictness"), ["1", "(strict)"]);
+    assert_eq!(v["strictness_mode"], "strict");
+    for (label, key) in [("lines", "lines"), ("bytes", "bytes"), ("writes", "writes")] {
+        assert_eq!(fields(&text, label), [grouped(u(&v, key))], "{text}");
+    }
+    assert_eq!(fields(&text, "bytes"), ["28,893"]);
+    for (label, key) in [
+        ("target rate", "target_rate"),
+        ("effective rate", "effective_rate"),
+        ("final rate", "final_rate"),
+    ] {
+        assert_eq!(
+            text_rate(&fields(&text, label), "lines"),
+            f(&v, key),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        fields(&text, "rate changes"),
+        [u(&v, "rate_changes").to_string()]
+    );
+    // Timed figures: the slots' 60 ms at least, and each report's achieved
+    // rate is its lines over its elapsed time.
+    let elapsed_text = text_nanos(&fields(&text, "elapsed")[0]);
+    let elapsed_json = u(&v, "elapsed_ns") as f64;
+    for elapsed in [elapsed_text, elapsed_json] {
+        assert!((59.5e6..30e9).contains(&elapsed), "{elapsed}: {text}\n{v}");
+    }
+    let achieved = text_rate(&fields(&text, "achieved rate"), "lines");
+    assert!(
+        (achieved - 3e12 / elapsed_text).abs() <= 0.005 * achieved,
+        "{achieved} vs 3,000 lines / {elapsed_text} ns: {text}"
+    );
+    assert!((f(&v, "achieved_rate") - 3e12 / elapsed_json).abs() < 1e-6 * achieved);
+    for (label, key) in [
+        ("rate wait", "rate_wait_ns"),
+        ("input wait", "input_wait_ns"),
+    ] {
+        let shown = text_nanos(&fields(&text, label)[0]);
+        assert!(shown <= elapsed_text * 1.01, "{label}: {text}");
+        assert!(u(&v, key) as f64 <= elapsed_json * 1.01, "{key}: {v}");
+    }
+}
+
 #[test]
 fn bytes_are_copied_in_chunks_at_the_rate() {
     // 30 kB at 100 kB/s: 30 writes of 1000 bytes (a hundredth of a second

@@ -157,6 +157,8 @@ signal's, 1, 3, 99 (the conditions that held are told all the same).
 
 Report:
   runs            runs started (a run that could not be spawned included)
+  run length      --duration's, the stages' total or --count's
+  stdout          where the runs' standard output went
   stages          (--stages) the stages, from --rate's rate, and the rate \
 changes made on the running limiter (the first, at the start, included) and \
 those it refused
@@ -170,7 +172,8 @@ and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
 floor(refresh period / limit) ns; cycle is exact. More than 0.1% off the target, \
 the report says by how much and why, and a warning on standard error says so \
 before the first run
-  achieved rate   runs / launch span. The launch span is --duration for a run \
+  achieved rate   runs / launch span
+  launch span     --duration for a run \
 that reached its deadline; otherwise (--count, or a run stopped early) from \
 the start of the schedule until the last run started plus one slot (1 / \
 target rate), or until the stop if that is later: a run stalled before a \
@@ -178,7 +181,8 @@ signal is measured over the time it actually ran
   not started     runs due before the end that never started (see Falling \
 behind above)
   behind          how late the next run due was at the end (see Falling behind)
-  elapsed         from the start of the schedule until the last run ended
+  elapsed         from the start of the schedule until the last run ended, \
+on the wall clock
   refused         refill, cycle only: permits refused because their wait would \
 exceed --timeout (the dispatcher waited and asked again)
   stopped         by --max-behind (how far behind), by SIGINT or SIGTERM \

@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime};
 use super::summary::ExecReport;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
-    fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote,
+    fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_number, fmt_rate, fmt_unit_rate,
+    resolution_note, wrote,
 };
 
 /// The most characters of a plot's title (its width, in the title's font).
@@ -269,16 +270,16 @@ impl ExecReport {
             "refill" => format!(
                 "Resilience4j RefillLimiter ({} permits per {}, refilled one by one; capacity \
                  {}, {} initial permits; timeout {})",
-                fields.limit_for_period.unwrap_or_default(),
+                fmt_number(fields.limit_for_period.unwrap_or_default()),
                 d(fields.refresh_period_ns),
-                fields.capacity.unwrap_or_default(),
-                fields.initial_permits.unwrap_or_default(),
+                fmt_number(fields.capacity.unwrap_or_default()),
+                fmt_number(fields.initial_permits.unwrap_or_default()),
                 d(fields.timeout_ns)
             ),
             "cycle" => format!(
                 "Resilience4j CycleLimiter ({} permits at the start of each {} cycle; timeout \
                  {})",
-                fields.limit_for_period.unwrap_or_default(),
+                fmt_number(fields.limit_for_period.unwrap_or_default()),
                 d(fields.refresh_period_ns),
                 d(fields.timeout_ns)
             ),
@@ -298,21 +299,20 @@ impl ExecReport {
     /// How many runs, of what, and whether a signal, --max-behind or
     /// --fail-fast stopped them.
     fn fmt_runs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let run = match (self.duration_ns, self.count) {
-            (Some(d), _) => format!("duration {}", fmt_duration(d)),
-            (None, Some(n)) => format!("count {n}"),
-            (None, None) => String::new(),
+        let length = match (&self.staged.stages, self.duration_ns, self.count) {
+            (Some(_), Some(d), _) => format!("{} (the stages' total)", fmt_duration(d)),
+            (None, Some(d), _) => format!("{} (--duration)", fmt_duration(d)),
+            (_, None, Some(n)) => format!("{} runs (--count)", fmt_count(n)),
+            _ => String::new(),
         };
         let output = match (self.stdout, &self.stdout_file) {
             (_, Some(file)) => format!("appended to {file}"),
             ("discard", _) => "discarded".to_owned(),
             _ => "ratekeeper's".to_owned(),
         };
-        writeln!(
-            f,
-            "runs            {} ({run}; stdout {output})",
-            fmt_count(self.runs)
-        )?;
+        writeln!(f, "runs            {}", fmt_count(self.runs))?;
+        writeln!(f, "run length      {length}")?;
+        writeln!(f, "stdout          {output}")?;
         if let Some(max) = self.max_behind_ns.filter(|_| self.stopped_by_max_behind) {
             writeln!(
                 f,
@@ -372,12 +372,17 @@ impl ExecReport {
         writeln!(
             f,
             "effective rate  {}",
-            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "runs")
         )?;
         writeln!(
             f,
-            "achieved rate   {} (runs over {})",
-            fmt_rate(self.achieved_rate),
+            "achieved rate   {} (runs started over the launch span)",
+            fmt_unit_rate(self.achieved_rate, "runs")
+        )?;
+        writeln!(
+            f,
+            "launch span     {} (--duration reached, else until the last start plus one slot \
+             or the stop)",
             fmt_nanos(self.launch_span_ns)
         )?;
         writeln!(
@@ -397,14 +402,15 @@ impl ExecReport {
         )?;
         writeln!(
             f,
-            "elapsed         {} (until the last run ended)",
+            "elapsed         {} (wall clock, until the last run ended)",
             fmt_nanos(self.elapsed_ns)
         )?;
         if let Some(refused) = self.refused {
             writeln!(
                 f,
-                "refused         {refused} (permits whose wait would exceed the {} timeout; the \
+                "refused         {} (permits whose wait would exceed the {} timeout; the \
                  run waited and asked again)",
+                fmt_count(refused),
                 fmt_duration(self.fields.timeout_ns.unwrap_or_default())
             )?;
         }
@@ -415,13 +421,17 @@ impl ExecReport {
     fn fmt_target(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.staged;
         let (Some(stages), Some(start)) = (&s.stages, s.start_rate) else {
-            return writeln!(f, "target rate     {}", fmt_rate(self.target_rate));
+            return writeln!(
+                f,
+                "target rate     {}",
+                fmt_unit_rate(self.target_rate, "runs")
+            );
         };
         writeln!(
             f,
             "stages          {stages} (from {}; {} rate changes{})",
-            fmt_rate(start),
-            s.rate_changes.unwrap_or_default(),
+            fmt_unit_rate(start, "runs"),
+            fmt_count(s.rate_changes.unwrap_or_default()),
             match s.rate_changes_refused {
                 Some(n @ 1..) => format!(", {n} refused by the limiter"),
                 _ => String::new(),
@@ -430,36 +440,40 @@ impl ExecReport {
         writeln!(
             f,
             "target rate     {} (the stages' mean over the launch span)",
-            fmt_rate(self.target_rate)
+            fmt_unit_rate(self.target_rate, "runs")
         )
     }
 
     /// The runs by how they ended.
     fn fmt_statuses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "succeeded       {} (exit status 0)", self.succeeded)?;
-        writeln!(f, "failed          {}", self.failed)?;
+        writeln!(
+            f,
+            "succeeded       {} (exit status 0)",
+            fmt_count(self.succeeded)
+        )?;
+        writeln!(f, "failed          {}", fmt_count(self.failed))?;
         if self.interrupted || self.interrupted_runs > 0 {
             writeln!(
                 f,
                 "interrupted     {} (running at the stop and ended by ratekeeper's SIGTERM or \
                  SIGKILL; not failed)",
-                self.interrupted_runs
+                fmt_count(self.interrupted_runs)
             )?;
         }
         for (code, n) in &self.exit_codes {
-            writeln!(f, "{:<16}{n}", format!("exit {code}"))?;
+            writeln!(f, "{:<16}{}", format!("exit {code}"), fmt_count(*n))?;
         }
         for (sig, n) in &self.signals {
             let name = signal_name(*sig)
                 .map(|s| format!(" ({s})"))
                 .unwrap_or_default();
-            writeln!(f, "{:<16}{n}{name}", format!("signal {sig}"))?;
+            writeln!(f, "{:<16}{}{name}", format!("signal {sig}"), fmt_count(*n))?;
         }
         if self.spawn_failed > 0 {
             writeln!(
                 f,
                 "spawn failed    {} ({})",
-                self.spawn_failed,
+                fmt_count(self.spawn_failed),
                 self.spawn_error.as_deref().unwrap_or("")
             )?;
         }

@@ -9,16 +9,17 @@ use super::summary::{PaceReport, WorkReport};
 use super::worker::WorkerResult;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
-    fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_rate, resolution_note, wrote,
-    WaitSummary,
+    fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_number, fmt_rate, resolution_note,
+    wrote, WaitSummary,
 };
 
 impl fmt::Display for PaceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let run = match (self.duration_ns, self.count) {
-            (Some(d), _) => format!("duration {}", fmt_nanos(d)),
-            (None, Some(n)) => format!("count {n}"),
-            (None, None) => String::new(),
+        let length = match (&self.staged.stages, self.duration_ns, self.count) {
+            (Some(_), Some(d), _) => format!("{} (the stages' total)", fmt_duration(d)),
+            (None, Some(d), _) => format!("{} (--duration)", fmt_duration(d)),
+            (_, None, Some(n)) => format!("{} ops (--count)", fmt_count(n)),
+            _ => String::new(),
         };
         writeln!(f, "spec            {}", self.spec)?;
         let limiters = match self.limiter {
@@ -28,7 +29,8 @@ impl fmt::Display for PaceReport {
             _ => self.fmt_pacer(f)?,
         };
         self.fmt_access(f)?;
-        writeln!(f, "threads         {} ({limiters}), {run}", self.threads)?;
+        writeln!(f, "threads         {} ({limiters})", self.threads)?;
+        writeln!(f, "run length      {length}")?;
         self.fmt_rates(f)?;
         self.fmt_waits(f)?;
         self.fmt_backlog(f)?;
@@ -74,7 +76,7 @@ impl PaceReport {
                 f,
                 "limiter         Guava SmoothBursty (max burst {burst}s: up to {} \
                  permits stored while idle{})",
-                burst * per_limiter,
+                fmt_number(burst * per_limiter),
                 resolution_note(self.fields.resolution)
             )?;
         } else if self.fields.warmup_ns == Some(0) {
@@ -105,7 +107,7 @@ impl PaceReport {
     /// Resilience4j's limiters' line; returns how many limiters the threads
     /// share.
     fn fmt_resilience4j(&self, f: &mut fmt::Formatter<'_>) -> Result<String, fmt::Error> {
-        let limit = self.fields.limit_for_period.unwrap_or_default();
+        let limit = fmt_number(self.fields.limit_for_period.unwrap_or_default());
         let period = humantime::format_duration(Duration::from_nanos(
             self.fields.refresh_period_ns.unwrap_or_default(),
         ));
@@ -117,8 +119,8 @@ impl PaceReport {
                 f,
                 "limiter         Resilience4j RefillLimiter ({limit} permits per {period}, \
                  refilled one by one; capacity {}, {} initial permits; timeout {timeout})",
-                self.fields.capacity.unwrap_or_default(),
-                self.fields.initial_permits.unwrap_or_default(),
+                fmt_number(self.fields.capacity.unwrap_or_default()),
+                fmt_number(self.fields.initial_permits.unwrap_or_default()),
             )?;
         } else {
             writeln!(
@@ -191,7 +193,7 @@ impl PaceReport {
             f,
             "stages          {stages} (from {}{each}; {} rate changes{})",
             fmt_rate(start),
-            s.rate_changes.unwrap_or_default(),
+            fmt_count(s.rate_changes.unwrap_or_default()),
             match s.rate_changes_refused {
                 Some(n @ 1..) => format!(", {n} refused by the limiter"),
                 _ => String::new(),
@@ -313,12 +315,13 @@ impl PaceReport {
             ));
             writeln!(
                 f,
-                "refused         {refused} (acquires whose wait would exceed the {timeout} \
-                 timeout; not counted in ops)"
+                "refused         {} (acquires whose wait would exceed the {timeout} \
+                 timeout; not counted in ops)",
+                fmt_count(refused)
             )?;
         }
         if let Some(fills) = self.fills {
-            writeln!(f, "fills           {fills}")?;
+            writeln!(f, "fills           {}", fmt_count(fills))?;
         }
         match (self.cpu_ns_per_op, self.cpu_ns) {
             (Some(per_op), Some(total)) => writeln!(
@@ -405,7 +408,7 @@ fn fmt_work(
         writeln!(
             f,
             "completed       {} (Ctrl-C cut the others' work short: they count in wait only)",
-            work.completed
+            fmt_count(work.completed)
         )?;
     }
     Ok(())

@@ -89,8 +89,8 @@ N lines on a perfect schedule take N slots
 what the reader did not take when it closed the pipe does not)
   writes          permit requests written: one per line, or per chunk with \
 --bytes
-  waited for rate time spent waiting for permits
-  waited for input time spent waiting for standard input, after the first \
+  rate wait       time spent waiting for permits
+  input wait      time spent waiting for standard input, after the first \
 input";
 
 /// Examples, shown by `pipe -h` and `pipe --help`.

@@ -88,7 +88,8 @@ after the one before: 1 means no two ops closer than half an interval
 Plot (--plot FILE, SVG or PNG by the extension): the upper panel shows the \
 ops granted per time bucket (--bucket) as a rate, one line per limiter, with \
 the arrivals in grey and each target rate dashed; the lower panel shows the \
-longest wait of the ops granted in each bucket.";
+longest wait of the ops granted in each bucket. Standard error says where \
+it went: wrote FILE.";
 
 /// Examples, shown by `simulate -h` and `simulate --help`.
 pub const AFTER_HELP: &str = "\

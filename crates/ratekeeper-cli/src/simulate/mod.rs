@@ -183,6 +183,7 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<SimulateReport> {
     if let Some(to) = &args.plot {
         let plot = make_plot(args, &results)?;
         plot::write(to, &plot)?;
+        crate::report::wrote(to.path());
     }
     Ok(summary::report(args, &results, &effective))
 }

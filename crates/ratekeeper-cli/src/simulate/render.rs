@@ -8,7 +8,7 @@ use super::summary::{LimiterReport, SimulateReport};
 use super::SimulateArgs;
 use crate::error::UsageError;
 use crate::plot::{self, Buckets, Panel, Plot, Series, Unit, WaitStat};
-use crate::report::{duration_nanos, fmt_duration, fmt_nanos, fmt_rate};
+use crate::report::{duration_nanos, fmt_count, fmt_duration, fmt_nanos, fmt_rate};
 
 /// The plot: granted rate per bucket (with arrivals and targets) and the
 /// longest wait per bucket, one series per limiter.
@@ -222,7 +222,7 @@ impl SimulateReport {
             f,
             "arrivals  {}, until {} (open loop: each arrival asks for its permit at its own \
              time; a waiting op holds up nothing)",
-            self.arrivals,
+            fmt_count(self.arrivals),
             fmt_duration(self.end_ns)
         )?;
         let label_width = self
@@ -284,7 +284,7 @@ fn fmt_timeline(f: &mut fmt::Formatter<'_>, l: &LimiterReport) -> fmt::Result {
         writeln!(
             f,
             "  ... {} more ops (--rows all shows every op)",
-            l.timeline_omitted
+            fmt_count(l.timeline_omitted)
         )?;
     }
     Ok(())
@@ -301,14 +301,14 @@ fn summary_table(limiters: &[LimiterReport]) -> String {
             vec![
                 l.limiter.clone(),
                 fmt_rate(l.target_rate),
-                l.ops.to_string(),
-                l.refused.to_string(),
+                fmt_count(l.ops),
+                fmt_count(l.refused),
                 if any(l) {
                     fmt_rate(l.achieved_rate)
                 } else {
                     "-".to_owned()
                 },
-                l.max_burst.to_string(),
+                fmt_count(l.max_burst),
                 dur(when(l.wait_ns.p50)),
                 dur(when(l.wait_ns.p99)),
                 dur(when(l.wait_ns.max)),

@@ -12,7 +12,7 @@ use super::model::Op;
 use super::{LimiterSpec, Rows, SimulateArgs};
 use crate::limiter::{strictness_mode_name, LimiterFields};
 use crate::report::{
-    duration_nanos, fmt_duration, fmt_effective, fmt_rate, per_second, resolution_note,
+    duration_nanos, fmt_duration, fmt_effective, fmt_number, fmt_rate, per_second, resolution_note,
     EffectiveRate, WaitSummary,
 };
 
@@ -158,7 +158,7 @@ fn describe(config: &LimiterConfig) -> String {
         } => format!(
             "Guava SmoothBursty, {rate}, max burst {max_burst_seconds}s ({} permits stored while \
              idle){}",
-            max_burst_seconds * r.get(),
+            fmt_number(max_burst_seconds * r.get()),
             resolution()
         ),
         KindConfig::WarmingUp { warmup, .. } if warmup.is_zero() => {
@@ -177,16 +177,16 @@ fn describe(config: &LimiterConfig) -> String {
         KindConfig::Refill(c) => format!(
             "Resilience4j RefillLimiter, {} permits per {} ({rate}), capacity {}, {} initial \
              permits, timeout {}",
-            c.limit_for_period(),
+            fmt_number(c.limit_for_period()),
             d(c.limit_refresh_period()),
-            c.capacity(),
-            c.initial_permits(),
+            fmt_number(c.capacity()),
+            fmt_number(c.initial_permits()),
             d(c.timeout())
         ),
         KindConfig::Cycle(c) => format!(
             "Resilience4j CycleLimiter, {} permits at the start of each {} cycle ({rate}), \
              timeout {}",
-            c.limit_for_period(),
+            fmt_number(c.limit_for_period()),
             d(c.limit_refresh_period()),
             d(c.timeout())
         ),
