@@ -1341,6 +1341,10 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
         text.contains("(the stages' mean over the launch span)"),
         "{text}"
     );
+    assert!(
+        text.contains("(at --rate, where the stages start)"),
+        "{text}"
+    );
     // Without --stages: null.
     let v = exec_json(&["--rate", "50", "-n", "1", "--", "true"]);
     assert!(v["stages"].is_null() && v["rate_changes"].is_null(), "{v}");

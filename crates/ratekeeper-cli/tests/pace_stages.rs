@@ -101,6 +101,11 @@ fn with_the_thread_scope_every_limiter_follows_the_stages() {
     let target = fields(&text, "target rate");
     assert_eq!(target[..2], ["160", "ops/s"], "{text}");
     assert!(text.contains("(the stages' mean over the run)"), "{text}");
+    // The effective rate is --rate's, and says so beside the stages' mean.
+    assert!(
+        text.contains("(at --rate, where the stages start)"),
+        "{text}"
+    );
     // The plot's target line is the staircase of the rates set; standard
     // error says where it went.
     assert!(

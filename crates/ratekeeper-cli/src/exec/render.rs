@@ -371,8 +371,13 @@ impl ExecReport {
         self.fmt_target(f)?;
         writeln!(
             f,
-            "effective rate  {}",
-            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "runs")
+            "effective rate  {}{}",
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "runs"),
+            if self.staged.stages.is_some() {
+                " (at --rate, where the stages start)"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             f,

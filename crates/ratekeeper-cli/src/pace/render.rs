@@ -211,8 +211,13 @@ impl PaceReport {
         self.fmt_target(f)?;
         writeln!(
             f,
-            "effective rate  {}",
-            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops")
+            "effective rate  {}{}",
+            fmt_effective(self.effective_rate, self.effective_note.as_deref(), "ops"),
+            if self.staged.stages.is_some() {
+                " (at --rate, where the stages start)"
+            } else {
+                ""
+            }
         )?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
         writeln!(f, "ops             {}", fmt_count(self.ops))?;

@@ -144,7 +144,8 @@ impl Unwritten {
         if self.buf.len() - self.end < READ_BLOCK {
             // Two blocks at first: the rest of one read then moves to the
             // front rather than growing the buffer.
-            self.buf.resize((self.end + READ_BLOCK).max(2 * READ_BLOCK), 0);
+            self.buf
+                .resize((self.end + READ_BLOCK).max(2 * READ_BLOCK), 0);
         }
         &mut self.buf[self.end..]
     }

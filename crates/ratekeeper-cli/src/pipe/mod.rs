@@ -36,8 +36,8 @@ use crate::flags::rate::{parse_rate, parse_rate_spec, Counting};
 use crate::run::interrupt::Interrupt;
 
 use copy::Copy;
-use input::InputBuf;
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
+use input::InputBuf;
 use live::{Gauges, LiveLine, Screen};
 use schedule::{Schedule, MAX_BYTES_RATE, MAX_LINES_RATE};
 pub use summary::PipeReport;
