@@ -80,6 +80,13 @@ pub enum ConfigErrorKind {
     /// A textual configuration that does not parse (`KIND:ARGS`), or fields
     /// that do not go together.
     Syntax,
+    /// A limiter kind or setting the chosen backend does not keep (for
+    /// example a token pool on `ratekeeper-redis`, which keeps the Pacer's
+    /// schedule and the refill bucket).
+    Unsupported,
+    /// A setting of a backend rather than of the limit itself: a failure
+    /// policy's share, a deadline, a key (`ratekeeper-redis`).
+    Backend,
 }
 
 impl ConfigError {

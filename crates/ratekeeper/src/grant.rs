@@ -202,9 +202,10 @@ impl Ticket {
 
 /// Why a reservation was not granted.
 ///
-/// [`WouldWait`](AcquireError::WouldWait) is "not now": the caller may retry
-/// later, or wait longer. The other variants are "never": retrying the same
-/// request cannot succeed.
+/// [`WouldWait`](AcquireError::WouldWait) and
+/// [`Unavailable`](AcquireError::Unavailable) are "not now": the caller may
+/// retry later, or wait longer. The other variants are "never": retrying the
+/// same request cannot succeed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AcquireError {
@@ -235,6 +236,12 @@ pub enum AcquireError {
     /// ready.
     #[error("the request needs more schedule than the limiter can hold")]
     ScheduleExhausted,
+    /// The limiter's shared state (a limit kept on a server, such as
+    /// `ratekeeper-redis`'s) could not be reached in time, and its failure
+    /// policy refuses rather than admits. Nothing was reserved; a later
+    /// request may succeed.
+    #[error("the shared limiter could not be reached, and its failure policy refuses")]
+    Unavailable,
 }
 
 impl AcquireError {

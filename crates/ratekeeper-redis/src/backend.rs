@@ -1,0 +1,416 @@
+//! [`Backend`]: one connection to the server shared by every limiter on
+//! it, the scripts it runs, the per-decision deadline and the circuit
+//! breaker.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::breaker::Breaker;
+use crate::error::RedisError;
+
+/// The Pacer's script (see `scripts/pacer.lua`).
+pub(crate) const PACER_LUA: &str = include_str!("scripts/pacer.lua");
+/// The refill bucket's script (see `scripts/refill.lua`).
+pub(crate) const REFILL_LUA: &str = include_str!("scripts/refill.lua");
+
+/// The default per-decision deadline: 20 ms, as Sentinel's token client.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(20);
+/// The default time allowed to connect at start: 2 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Failures in a row before the circuit breaker opens, by default.
+pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
+/// How long an open circuit breaker skips the server before one probe.
+pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_millis(500);
+
+/// Which script a decision runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lua {
+    Pacer,
+    Refill,
+}
+
+/// A connection to one Redis (or Valkey) server, shared by every limiter
+/// built on it: cheap to clone (an [`Arc`]), and safe to use from many
+/// tasks at once (requests are pipelined on one multiplexed connection,
+/// which reconnects by itself).
+///
+/// [`connect`](Backend::connect) probes `SCRIPT LOAD` and fails loudly
+/// when the server does not run scripts. Each decision then is one
+/// `EVALSHA`, bounded by the deadline (which also bounds a reconnect); a
+/// `NOSCRIPT` reply (the server restarted, failed over or flushed its
+/// scripts) reloads both scripts once, however many requests met it, and
+/// retries. After [`DEFAULT_BREAKER_FAILURES`] failures in a row the
+/// circuit breaker skips the server for a cool-down, then lets one probe
+/// through.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), ratekeeper_redis::RedisError> {
+/// use std::time::Duration;
+/// use ratekeeper_redis::Backend;
+///
+/// let backend = Backend::builder("redis://127.0.0.1:6379/")
+///     .deadline(Duration::from_millis(10))
+///     .connect()
+///     .await?;
+/// assert_eq!(backend.stats().round_trips, 0);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Backend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: ConnectionManager,
+    pacer_sha: String,
+    refill_sha: String,
+    /// Reload generation: bumped by each reload, so that requests that met
+    /// `NOSCRIPT` together reload once.
+    generation: AtomicU64,
+    reload: tokio::sync::Mutex<()>,
+    deadline: Duration,
+    breaker: Breaker,
+    base: Instant,
+    stats: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    round_trips: AtomicU64,
+    failures: AtomicU64,
+    deadlines: AtomicU64,
+    reloads: AtomicU64,
+    skipped: AtomicU64,
+}
+
+/// What a [`Backend`] has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BackendStats {
+    /// Requests sent to the server (each `EVALSHA` and each reload).
+    pub round_trips: u64,
+    /// Decisions that failed (errors and deadlines).
+    pub failures: u64,
+    /// Of those, decisions that ran past the deadline.
+    pub deadlines: u64,
+    /// Script reloads after `NOSCRIPT`.
+    pub reloads: u64,
+    /// Decisions not sent because the circuit breaker was open.
+    pub skipped: u64,
+    /// Whether the circuit breaker is open now.
+    pub breaker_open: bool,
+}
+
+/// Settings of a [`Backend`]: [`Backend::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct BackendBuilder {
+    url: String,
+    deadline: Duration,
+    connect_timeout: Duration,
+    breaker_failures: u32,
+    breaker_cooldown: Duration,
+}
+
+impl BackendBuilder {
+    /// The most one decision may take, reconnects and script reloads
+    /// included ([`DEFAULT_DEADLINE`]); past it, the limiter's failure
+    /// policy decides.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The most [`connect`](Self::connect) may take
+    /// ([`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The circuit breaker: `failures` in a row open it (0: never) for
+    /// `cooldown`, then one probe at a time goes to the server.
+    pub fn breaker(mut self, failures: u32, cooldown: Duration) -> Self {
+        self.breaker_failures = failures;
+        self.breaker_cooldown = cooldown;
+        self
+    }
+
+    /// Connects, and loads the scripts (`SCRIPT LOAD`).
+    ///
+    /// # Errors
+    ///
+    /// [`RedisError::Url`] for a URL that does not parse;
+    /// [`RedisError::Deadline`] if the connect timeout passes first;
+    /// [`RedisError::ScriptingUnavailable`] if the server refuses to load
+    /// scripts; [`RedisError::Redis`] if it cannot be reached.
+    pub async fn connect(self) -> Result<Backend, RedisError> {
+        let client = redis::Client::open(self.url.as_str()).map_err(|source| RedisError::Url {
+            url: self.url.clone(),
+            source,
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.deadline))
+            .set_number_of_retries(1);
+        let connect = async {
+            let mut conn = ConnectionManager::new_with_config(client, config)
+                .await
+                .map_err(RedisError::Redis)?;
+            let pacer_sha = load(&mut conn, PACER_LUA).await?;
+            let refill_sha = load(&mut conn, REFILL_LUA).await?;
+            Ok::<_, RedisError>((conn, pacer_sha, refill_sha))
+        };
+        let (conn, pacer_sha, refill_sha) = tokio::time::timeout(self.connect_timeout, connect)
+            .await
+            .map_err(|_| RedisError::Deadline(self.connect_timeout))??;
+        Ok(Backend {
+            inner: Arc::new(Inner {
+                conn,
+                pacer_sha,
+                refill_sha,
+                generation: AtomicU64::new(0),
+                reload: tokio::sync::Mutex::new(()),
+                deadline: self.deadline,
+                breaker: Breaker::new(self.breaker_failures, self.breaker_cooldown),
+                base: Instant::now(),
+                stats: Counters::default(),
+            }),
+        })
+    }
+}
+
+/// `SCRIPT LOAD` of `source`, returning its SHA1.
+async fn load(conn: &mut ConnectionManager, source: &str) -> Result<String, RedisError> {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(source)
+        .query_async(conn)
+        .await
+        .map_err(|e| {
+            if e.code().is_some() {
+                // The server answered with an error: it will not load it.
+                RedisError::ScriptingUnavailable(e)
+            } else {
+                RedisError::Redis(e)
+            }
+        })
+}
+
+impl Backend {
+    /// Settings for a backend on the server at `url` (`redis://host:port/`,
+    /// `rediss://` for TLS where the client is built with it,
+    /// `unix:///path`), with the defaults.
+    pub fn builder(url: impl Into<String>) -> BackendBuilder {
+        BackendBuilder {
+            url: url.into(),
+            deadline: DEFAULT_DEADLINE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            breaker_failures: DEFAULT_BREAKER_FAILURES,
+            breaker_cooldown: DEFAULT_BREAKER_COOLDOWN,
+        }
+    }
+
+    /// [`builder`](Self::builder)`(url).connect()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`BackendBuilder::connect`].
+    pub async fn connect(url: &str) -> Result<Backend, RedisError> {
+        Backend::builder(url).connect().await
+    }
+
+    /// The per-decision deadline.
+    pub fn deadline(&self) -> Duration {
+        self.inner.deadline
+    }
+
+    /// What the backend has done so far.
+    pub fn stats(&self) -> BackendStats {
+        let c = &self.inner.stats;
+        // Ordering: Relaxed; statistics.
+        BackendStats {
+            round_trips: c.round_trips.load(Ordering::Relaxed),
+            failures: c.failures.load(Ordering::Relaxed),
+            deadlines: c.deadlines.load(Ordering::Relaxed),
+            reloads: c.reloads.load(Ordering::Relaxed),
+            skipped: c.skipped.load(Ordering::Relaxed),
+            breaker_open: self.inner.breaker.is_open(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.inner.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Runs `lua` on `key` with `args`: one `EVALSHA` (a reload and one
+    /// retry on `NOSCRIPT`) within the deadline, through the breaker.
+    pub(crate) async fn eval(
+        &self,
+        lua: Lua,
+        key: &str,
+        args: &[i64],
+    ) -> Result<Vec<i64>, RedisError> {
+        let inner = &self.inner;
+        if inner.breaker.admit(self.now()).is_none() {
+            // Ordering: Relaxed; a statistic.
+            inner.stats.skipped.fetch_add(1, Ordering::Relaxed);
+            return Err(RedisError::BreakerOpen);
+        }
+        let outcome = tokio::time::timeout(inner.deadline, self.eval_reloading(lua, key, args))
+            .await
+            .unwrap_or(Err(RedisError::Deadline(inner.deadline)));
+        self.account(&outcome);
+        outcome
+    }
+
+    /// Counts `outcome` and tells the breaker. A wrong type or a bad reply
+    /// says nothing of the server's health: the breaker only hears that it
+    /// answered.
+    fn account(&self, outcome: &Result<Vec<i64>, RedisError>) {
+        let inner = &self.inner;
+        // Ordering: Relaxed for the counters; statistics.
+        match outcome {
+            Ok(_) | Err(RedisError::WrongType { .. } | RedisError::BadReply(_)) => {
+                inner.breaker.success();
+            }
+            Err(e) => {
+                if matches!(e, RedisError::Deadline(_)) {
+                    inner.stats.deadlines.fetch_add(1, Ordering::Relaxed);
+                }
+                inner.breaker.failure(self.now());
+            }
+        }
+        if outcome.is_err() {
+            inner.stats.failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    async fn eval_reloading(
+        &self,
+        lua: Lua,
+        key: &str,
+        args: &[i64],
+    ) -> Result<Vec<i64>, RedisError> {
+        // Ordering: Acquire, pairing with the reload's Release: a request
+        // that sees the new generation finds the scripts loaded.
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        match self.evalsha(lua, key, args).await {
+            Err(e) if e.code() == Some("NOSCRIPT") => {
+                self.reload(generation).await?;
+                self.evalsha(lua, key, args)
+                    .await
+                    .map_err(|e| RedisError::from_redis(e, key))
+            }
+            r => r.map_err(|e| RedisError::from_redis(e, key)),
+        }
+        .and_then(|reply| check_reply(lua, reply))
+    }
+
+    async fn evalsha(
+        &self,
+        lua: Lua,
+        key: &str,
+        args: &[i64],
+    ) -> Result<redis::Value, redis::RedisError> {
+        let sha = match lua {
+            Lua::Pacer => &self.inner.pacer_sha,
+            Lua::Refill => &self.inner.refill_sha,
+        };
+        // Ordering: Relaxed; a statistic.
+        self.inner.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("EVALSHA")
+            .arg(sha)
+            .arg(1)
+            .arg(key)
+            .arg(args)
+            .query_async(&mut conn)
+            .await
+    }
+
+    /// Loads both scripts again, once for every request that met
+    /// `NOSCRIPT` at `generation` (single flight: the others wait for it).
+    async fn reload(&self, generation: u64) -> Result<(), RedisError> {
+        let _one = self.inner.reload.lock().await;
+        // Ordering: Acquire; see `eval_reloading`.
+        if self.inner.generation.load(Ordering::Acquire) != generation {
+            return Ok(()); // reloaded by another request meanwhile
+        }
+        let mut conn = self.inner.conn.clone();
+        for source in [PACER_LUA, REFILL_LUA] {
+            // Ordering: Relaxed; a statistic.
+            self.inner.stats.round_trips.fetch_add(1, Ordering::Relaxed);
+            load(&mut conn, source).await?;
+        }
+        // Ordering: Relaxed for the statistic; Release for the generation
+        // (see `eval_reloading`).
+        self.inner.stats.reloads.fetch_add(1, Ordering::Relaxed);
+        self.inner.generation.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// The script's reply as integers, if it is the array of integers `lua`
+/// returns.
+fn check_reply(lua: Lua, reply: redis::Value) -> Result<Vec<i64>, RedisError> {
+    let expected = match lua {
+        Lua::Pacer => 4,
+        Lua::Refill => 3,
+    };
+    let bad = |what: &str| RedisError::BadReply(format!("{what} (expected {expected} integers)"));
+    let redis::Value::Array(items) = reply else {
+        return Err(bad(&format!("{reply:?}")));
+    };
+    if items.len() != expected {
+        return Err(bad(&format!("{} values", items.len())));
+    }
+    let ints: Vec<i64> = items
+        .iter()
+        .map(|v| match v {
+            redis::Value::Int(i) => Some(*i),
+            _ => None,
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| bad(&format!("{items:?}")))?;
+    if !matches!(ints[0], 0 | 1) {
+        return Err(bad(&format!("a verdict of {}", ints[0])));
+    }
+    Ok(ints)
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("deadline", &self.inner.deadline)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    #[test]
+    fn replies_are_checked() {
+        let ok = Value::Array(vec![Value::Int(1), Value::Int(-5), Value::Int(0)]);
+        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0]);
+        for bad in [
+            Value::Nil,
+            Value::Int(1),
+            Value::Array(vec![Value::Int(1)]),
+            Value::Array(vec![Value::Int(2), Value::Int(0), Value::Int(0)]),
+            Value::Array(vec![Value::Int(1), Value::Nil, Value::Int(0)]),
+        ] {
+            assert!(
+                matches!(check_reply(Lua::Refill, bad), Err(RedisError::BadReply(_))),
+                "refused"
+            );
+        }
+    }
+}

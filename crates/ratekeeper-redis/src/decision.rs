@@ -1,0 +1,100 @@
+//! [`Decision`]: a grant or a refusal, and where it came from.
+
+use ratekeeper::{AcquireError, Grant};
+
+use crate::error::RedisError;
+
+/// Where a [`Decision`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Source {
+    /// The server decided (one round trip).
+    Redis,
+    /// The denial cache: the server refused this limit until a known time,
+    /// and that time has not come (no round trip).
+    Cache,
+    /// Permits leased from the server earlier (no round trip).
+    Lease,
+    /// The server failed and the policy is
+    /// [`Open`](crate::FailurePolicy::Open): admitted unchecked.
+    FailOpen,
+    /// The server failed and the policy is
+    /// [`Closed`](crate::FailurePolicy::Closed): refused.
+    FailClosed,
+    /// The server failed and the policy is
+    /// [`Local`](crate::FailurePolicy::Local): the in-process fallback
+    /// limiter decided.
+    Local,
+}
+
+impl Source {
+    /// Every source, in a fixed order (for reports).
+    pub const ALL: [Source; 6] = [
+        Source::Redis,
+        Source::Cache,
+        Source::Lease,
+        Source::FailOpen,
+        Source::FailClosed,
+        Source::Local,
+    ];
+
+    /// A short name: `redis`, `cache`, `lease`, `fail_open`, `fail_closed`,
+    /// `local`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Source::Redis => "redis",
+            Source::Cache => "cache",
+            Source::Lease => "lease",
+            Source::FailOpen => "fail_open",
+            Source::FailClosed => "fail_closed",
+            Source::Local => "local",
+        }
+    }
+
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A shared limiter's answer to one request: the grant (its times on the
+/// local clock) or why not, where the answer came from, and the server's
+/// error when the failure policy decided.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub(crate) result: Result<Grant, AcquireError>,
+    pub(crate) source: Source,
+    pub(crate) error: Option<RedisError>,
+}
+
+impl Decision {
+    /// The grant, or why there is none.
+    pub fn result(&self) -> Result<Grant, AcquireError> {
+        self.result
+    }
+
+    /// Whether the request was granted.
+    pub fn is_granted(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    /// Where the decision came from.
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// The server's error, when the failure policy decided instead.
+    pub fn backend_error(&self) -> Option<&RedisError> {
+        self.error.as_ref()
+    }
+
+    /// The grant or the refusal, dropping the rest.
+    pub fn into_result(self) -> Result<Grant, AcquireError> {
+        self.result
+    }
+}

@@ -1,0 +1,72 @@
+//! One ratekeeper limit shared by many processes and machines, kept on
+//! Redis (or Valkey, which speaks the same protocol).
+//!
+//! A [`RedisLimiter`] keeps one limit under one key: the Pacer's schedule
+//! (nosqlbench's ticks accumulator, in its average, burst-compensation,
+//! strict and burst-ratio modes) or the refill bucket (Resilience4j's
+//! strict token bucket: rate, capacity, initial permits, a timeout that
+//! refuses without changing anything). Each decision is one Lua script run
+//! atomically on the server (`EVALSHA`), on the **server's clock** (`TIME`
+//! inside the script), so the clocks of the processes sharing the limit
+//! never matter. The script does what the in-memory [`Pacer`] and
+//! [`RefillLimiter`] do, in the same integer nanoseconds, so a grant
+//! carries the same scheduled and ready times and the same exact wait, on
+//! the local clock.
+//!
+//! Failure is a [`FailurePolicy`] chosen per limiter (admit, refuse, or
+//! decide locally at a share of the rate); a per-decision deadline (default
+//! 20 ms) bounds every decision, reconnects included, and a circuit breaker
+//! skips a failing server with one probe at a time. Every [`Decision`] says
+//! where it came from ([`Source`]).
+//!
+//! # Layout
+//!
+//! * `backend`: the connection (redis-rs's `ConnectionManager`, one
+//!   multiplexed connection per [`Backend`]), the scripts, the deadline,
+//!   the breaker and the single-flight reload after `NOSCRIPT`;
+//! * `limit`: [`SharedLimit`], what a key limits to, from a
+//!   [`LimiterConfig`](ratekeeper::config::LimiterConfig);
+//! * `limiter`: [`RedisLimiter`], the policy, and the translation of the
+//!   server's answers into [`Grant`](ratekeeper::Grant)s;
+//! * `blocking`: [`BlockingLimiter`], the same as a
+//!   [`RateLimiter`](ratekeeper::RateLimiter) for threads;
+//! * `scripts/*.lua`: the two scripts.
+//!
+//! # The scripts' state and its bounds
+//!
+//! A key is a hash: its origin (the server clock, whole microseconds, when
+//! it was created) and the limiter's time indexes in nanoseconds since
+//! then, below 2^53 so that Lua's doubles hold them exactly (the origin
+//! moves up after 52 days). The server clock has microsecond resolution: a
+//! schedule's times are whole nanoseconds, its clock readings whole
+//! microseconds. A key lives until its limit has caught up with the clock
+//! plus an idle TTL ([`DEFAULT_IDLE_TTL`]); a key that expired starts again
+//! as a new limiter would (a new bucket holds its initial permits; a new
+//! schedule starts at the first request).
+//!
+//! Unlike the in-memory Pacer, the shared schedule does not excuse the
+//! lateness of a process's own wake-ups (it cannot see them): in strict
+//! mode, a late op spaces the next one from its late start.
+//!
+//! [`Pacer`]: ratekeeper::Pacer
+//! [`RefillLimiter`]: ratekeeper::RefillLimiter
+
+mod backend;
+mod blocking;
+mod breaker;
+mod decision;
+mod error;
+mod limit;
+mod limiter;
+
+pub use backend::{
+    Backend, BackendBuilder, BackendStats, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_FAILURES,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE,
+};
+pub use blocking::{BlockingBackend, BlockingLimiter};
+pub use decision::{Decision, Source};
+pub use error::RedisError;
+pub use limit::SharedLimit;
+pub use limiter::{
+    DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer, DEFAULT_IDLE_TTL,
+};

@@ -1,0 +1,463 @@
+//! [`RedisLimiter`]: one limit on the server, its failure policy, and the
+//! translation of the server's answers into grants on the local clock.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use ratekeeper::config::AnyLimiter;
+use ratekeeper::{
+    AcquireError, Clock, ConfigError, ConfigErrorKind, DefaultClock, Grant, RateLimiter,
+};
+
+use crate::backend::{Backend, Lua};
+use crate::decision::{Decision, Source};
+use crate::error::RedisError;
+use crate::limit::{Script, SharedLimit};
+
+/// How long a key whose limit has caught up with the clock is kept, by
+/// default: an hour. A key idle for longer starts again as a new one.
+pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(3600);
+
+/// The largest span of schedule (ns) or wait one request may carry: the
+/// scripts compute in Lua numbers (doubles), exact below 2^53.
+const MAX_LUA_NANOS: u64 = 1 << 52;
+
+/// What a limiter does when the server cannot decide in time (an error, the
+/// deadline, the circuit breaker open). Chosen per limiter; every decision
+/// it makes says so in its [`Source`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
+pub enum FailurePolicy {
+    /// Admit the request unchecked ([`Source::FailOpen`]): the default, as
+    /// Envoy, Kong and Stripe's limiters; for limits that protect capacity,
+    /// where an outage of the limiter must not become an outage of the
+    /// service.
+    #[default]
+    Open,
+    /// Refuse it ([`AcquireError::Unavailable`], [`Source::FailClosed`]):
+    /// for abuse-sensitive limits (logins, payments).
+    Closed,
+    /// Decide in this process, on an in-memory limiter of the same kind at
+    /// `share` of the rate ([`Source::Local`]); `share` is typically one
+    /// over the number of processes sharing the limit.
+    Local {
+        /// The part of the rate this process keeps alone, in (0, 1].
+        share: f64,
+    },
+}
+
+/// Decisions a [`RedisLimiter`] made, by source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct DecisionStats {
+    /// Decisions by [`Source`], indexed as [`Source::ALL`].
+    pub by_source: [u64; 6],
+    /// Of all decisions, the refusals.
+    pub refused: u64,
+}
+
+impl DecisionStats {
+    /// Decisions from `source`.
+    pub fn from(&self, source: Source) -> u64 {
+        self.by_source[source.index()]
+    }
+
+    /// All decisions.
+    pub fn total(&self) -> u64 {
+        self.by_source.iter().sum()
+    }
+}
+
+/// Settings of a [`RedisLimiter`]: [`RedisLimiter::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct RedisLimiterBuilder {
+    backend: Backend,
+    key: String,
+    limit: SharedLimit,
+    policy: FailurePolicy,
+    idle_ttl: Duration,
+}
+
+impl RedisLimiterBuilder {
+    /// What to do when the server cannot decide ([`FailurePolicy::Open`]).
+    pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// How long a caught-up key is kept ([`DEFAULT_IDLE_TTL`]).
+    pub fn idle_ttl(mut self, ttl: Duration) -> Self {
+        self.idle_ttl = ttl;
+        self
+    }
+
+    /// The limiter.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigErrorKind::Backend`] for an empty key or a local share
+    /// outside (0, 1]; the in-memory limiter's error if the local fallback
+    /// cannot keep `share` of the rate.
+    pub fn build(self) -> Result<RedisLimiter, ConfigError> {
+        if self.key.is_empty() {
+            return Err(ConfigError::new(
+                ConfigErrorKind::Backend,
+                Invalid("the key is empty: name the limit (e.g. \"api:global\")".into()),
+            ));
+        }
+        let fallback = match self.policy {
+            FailurePolicy::Local { share } if !(share > 0.0 && share <= 1.0) => {
+                return Err(ConfigError::new(
+                    ConfigErrorKind::Backend,
+                    Invalid(format!(
+                        "a local share of {share} is not in (0, 1]: give the part of the \
+                         rate one process keeps alone (e.g. 0.25 for four processes)"
+                    )),
+                ));
+            }
+            FailurePolicy::Local { share } => Some(
+                self.limit
+                    .scaled_config(share)?
+                    .build_with_clock(DefaultClock::new())?,
+            ),
+            _ => None,
+        };
+        Ok(RedisLimiter {
+            script: self.limit.script(),
+            backend: self.backend,
+            key: self.key,
+            limit: self.limit,
+            policy: self.policy,
+            fallback,
+            clock: DefaultClock::new(),
+            idle_ms: i64::try_from(self.idle_ttl.as_millis()).unwrap_or(i64::MAX),
+            by_source: Default::default(),
+            refused: AtomicU64::new(0),
+            backlog: AtomicI64::new(0),
+        })
+    }
+}
+
+/// A setting a [`RedisLimiterBuilder`] refuses.
+#[derive(Debug)]
+struct Invalid(String);
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// One limit kept on the server under one key, shared by every process
+/// that names the same key and limit, decided on the server's clock.
+///
+/// [`reserve`](Self::reserve) asks the server for permits (one `EVALSHA`)
+/// and returns a [`Decision`]: the grant, with its scheduled and ready
+/// times and its exact wait as the in-memory limiter would give them,
+/// translated to this process's clock, or the refusal; and where it came
+/// from. When the server cannot decide in time, the
+/// [`FailurePolicy`] does, and says so.
+///
+/// Grants are translated at the moment the answer arrives: `ready` is the
+/// local reading then plus the server's remaining wait, so a grant is never
+/// ready before the server allowed it (it may be up to one network delay
+/// later), and `ready − scheduled` is the server's exact wait.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use ratekeeper::Rate;
+/// use ratekeeper_redis::{Backend, FailurePolicy, RedisLimiter, SharedLimit, Source};
+///
+/// let backend = Backend::connect("redis://127.0.0.1:6379/").await?;
+/// let limit = SharedLimit::pacer(Rate::new(1000.0)?, 1.0)?;
+/// let limiter = RedisLimiter::builder(&backend, "load:target-a", limit)
+///     .failure_policy(FailurePolicy::Local { share: 0.25 })
+///     .build()?;
+/// let decision = limiter.acquire(1).await; // waits for its slot
+/// let grant = decision.result()?;
+/// assert!(grant.ready_nanos() >= grant.scheduled_nanos());
+/// assert!(matches!(decision.source(), Source::Redis | Source::Local));
+/// # Ok(()) }
+/// ```
+pub struct RedisLimiter {
+    backend: Backend,
+    key: String,
+    limit: SharedLimit,
+    script: Script,
+    policy: FailurePolicy,
+    fallback: Option<AnyLimiter<DefaultClock>>,
+    clock: DefaultClock,
+    idle_ms: i64,
+    by_source: [AtomicU64; 6],
+    refused: AtomicU64,
+    /// The server's schedule ahead of (or behind) its clock at the last
+    /// answer, ns (the Pacer's backlog, for `wait_stats`).
+    backlog: AtomicI64,
+}
+
+/// The server's answer in its own terms, for tests that replay the scripts
+/// against the in-memory limiters (see [`RedisLimiter::decide_at`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerAnswer {
+    /// Whether the request was granted.
+    pub granted: bool,
+    /// Pacer: scheduled − now (ns). Refill: the wait (ns).
+    pub scheduled: i64,
+    /// Pacer: ready − now (ns). Refill: the wait (ns).
+    pub ready: i64,
+    /// Pacer: the accumulator − now (ns). Refill: permits available.
+    pub extra: i64,
+}
+
+impl RedisLimiter {
+    /// Settings for the limit `limit` kept under `key` on `backend`.
+    pub fn builder(
+        backend: &Backend,
+        key: impl Into<String>,
+        limit: SharedLimit,
+    ) -> RedisLimiterBuilder {
+        RedisLimiterBuilder {
+            backend: backend.clone(),
+            key: key.into(),
+            limit,
+            policy: FailurePolicy::default(),
+            idle_ttl: DEFAULT_IDLE_TTL,
+        }
+    }
+
+    /// The key on the server.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> &SharedLimit {
+        &self.limit
+    }
+
+    /// The failure policy.
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.policy
+    }
+
+    /// The backend (its statistics: round trips, failures).
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The clock grants are on.
+    pub fn clock(&self) -> &DefaultClock {
+        &self.clock
+    }
+
+    /// Decisions so far, by source.
+    pub fn stats(&self) -> DecisionStats {
+        // Ordering: Relaxed; statistics.
+        DecisionStats {
+            by_source: std::array::from_fn(|i| self.by_source[i].load(Ordering::Relaxed)),
+            refused: self.refused.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Asks for `permits`, refusing if the wait would pass `max_wait`
+    /// (`None`: any wait; nothing is reserved on a refusal). Does not wait
+    /// itself: see [`acquire`](Self::acquire).
+    pub async fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Decision {
+        let decision = match self.args(permits, max_wait) {
+            Err(e) => Decision {
+                result: Err(e),
+                source: Source::Redis,
+                error: None,
+            },
+            Ok(args) => match self.backend.eval(self.lua(), &self.key, &args).await {
+                Ok(reply) => self.translate(&reply, permits, max_wait),
+                Err(e) => self.on_failure(e, permits, max_wait),
+            },
+        };
+        self.count(&decision);
+        decision
+    }
+
+    /// [`reserve`](Self::reserve) with the limit's own maximum wait (the
+    /// refill bucket's timeout; any wait for the Pacer), then sleeps until
+    /// the grant is ready.
+    pub async fn acquire(&self, permits: u32) -> Decision {
+        let decision = self.reserve(permits, self.limit.max_wait()).await;
+        if let Ok(grant) = decision.result {
+            let now = self.clock.now_nanos();
+            if grant.ready_nanos() > now {
+                tokio::time::sleep(Duration::from_nanos(grant.ready_nanos() - now)).await;
+            }
+        }
+        decision
+    }
+
+    /// The script's answer at the server time `now_us` (whole microseconds
+    /// on the server's clock) instead of `TIME`: for tests that replay the
+    /// scripts against the in-memory limiters. Not for production: every
+    /// client of a key must use the same clock.
+    #[doc(hidden)]
+    pub async fn decide_at(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+        now_us: u64,
+    ) -> Result<Result<ServerAnswer, AcquireError>, RedisError> {
+        let mut args = match self.args(permits, max_wait) {
+            Ok(args) => args,
+            Err(e) => return Ok(Err(e)),
+        };
+        args[5] = i64::try_from(now_us).unwrap_or(i64::MAX);
+        let r = self.backend.eval(self.lua(), &self.key, &args).await?;
+        let (scheduled, ready, extra) = match self.script {
+            Script::Pacer { .. } => (r[1], r[2], r[3]),
+            Script::Refill { .. } => (r[1], r[1], r[2]),
+        };
+        Ok(Ok(ServerAnswer {
+            granted: r[0] == 1,
+            scheduled,
+            ready,
+            extra,
+        }))
+    }
+
+    fn lua(&self) -> Lua {
+        match self.script {
+            Script::Pacer { .. } => Lua::Pacer,
+            Script::Refill { .. } => Lua::Refill,
+        }
+    }
+
+    /// The script's arguments for a request, or why it can never be
+    /// granted.
+    fn args(&self, permits: u32, max_wait: Option<Duration>) -> Result<[i64; 7], AcquireError> {
+        if permits == 0 {
+            return Err(AcquireError::ZeroPermits);
+        }
+        let max_wait = max_wait.map_or(-1, |d| d.as_nanos().min(u128::from(MAX_LUA_NANOS)) as i64);
+        let lua = |v: u64| v.min(MAX_LUA_NANOS) as i64;
+        Ok(match self.script {
+            Script::Pacer {
+                kind,
+                op,
+                burst,
+                shift,
+            } => {
+                let span = u64::from(permits) * op;
+                if span > MAX_LUA_NANOS {
+                    return Err(AcquireError::InsufficientCapacity {
+                        requested: permits,
+                        max: u32::try_from(MAX_LUA_NANOS / op).unwrap_or(u32::MAX),
+                    });
+                }
+                let burst = u64::from(permits).saturating_mul(burst);
+                [
+                    i64::from(kind),
+                    span as i64,
+                    lua(burst),
+                    i64::from(shift),
+                    max_wait,
+                    -1,
+                    self.idle_ms,
+                ]
+            }
+            Script::Refill {
+                npp,
+                capacity,
+                initial,
+            } => {
+                if u64::from(permits) > capacity {
+                    return Err(AcquireError::InsufficientCapacity {
+                        requested: permits,
+                        max: u32::try_from(capacity).unwrap_or(u32::MAX),
+                    });
+                }
+                [
+                    lua(npp),
+                    capacity as i64,
+                    initial as i64,
+                    i64::from(permits),
+                    max_wait,
+                    -1,
+                    self.idle_ms,
+                ]
+            }
+        })
+    }
+
+    /// The server's reply as a decision on the local clock.
+    fn translate(&self, reply: &[i64], permits: u32, max_wait: Option<Duration>) -> Decision {
+        let now = self.clock.now_nanos();
+        let at = |delta: i64| now.saturating_add_signed(delta);
+        let (scheduled, ready) = match self.script {
+            Script::Pacer { .. } => {
+                // Ordering: Relaxed; a statistic.
+                self.backlog.store(reply[3], Ordering::Relaxed);
+                (at(reply[1]), at(reply[2]))
+            }
+            Script::Refill { .. } => (at(reply[1]), at(reply[1])),
+        };
+        let result = if reply[0] == 1 {
+            Ok(Grant::new(scheduled, ready, now, permits))
+        } else {
+            Err(AcquireError::WouldWait {
+                wait: Duration::from_nanos(ready.saturating_sub(now)),
+                max_wait: max_wait.unwrap_or(Duration::MAX),
+            })
+        };
+        Decision {
+            result,
+            source: Source::Redis,
+            error: None,
+        }
+    }
+
+    /// The failure policy's decision after `error`.
+    fn on_failure(&self, error: RedisError, permits: u32, max_wait: Option<Duration>) -> Decision {
+        let (result, source) = match (&self.policy, &self.fallback) {
+            (FailurePolicy::Local { .. }, Some(local)) => {
+                (local.reserve(permits, max_wait), Source::Local)
+            }
+            (FailurePolicy::Closed, _) => (Err(AcquireError::Unavailable), Source::FailClosed),
+            _ => {
+                let now = self.clock.now_nanos();
+                (Ok(Grant::new(now, now, now, permits)), Source::FailOpen)
+            }
+        };
+        Decision {
+            result,
+            source,
+            error: Some(error),
+        }
+    }
+
+    fn count(&self, decision: &Decision) {
+        // Ordering: Relaxed; statistics.
+        self.by_source[decision.source.index()].fetch_add(1, Ordering::Relaxed);
+        if decision.result.is_err() {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The server's schedule ahead of its clock at the last answer (ns;
+    /// negative when behind: a backlog).
+    pub(crate) fn last_backlog(&self) -> i64 {
+        // Ordering: Relaxed; a statistic.
+        self.backlog.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for RedisLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLimiter")
+            .field("key", &self.key)
+            .field("limit", &self.limit)
+            .field("policy", &self.policy)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,68 @@
+-- The Pacer's shared schedule (nosqlbench's ticks accumulator), one atomic
+-- step per grant, on the server's clock. Mirrors ratekeeper's in-memory
+-- Pacer (crates/ratekeeper/src/pacer): see ratekeeper-redis's docs.
+--
+-- KEYS[1]  the schedule: a hash {o = origin (server clock, whole us),
+--          i = ideal (the accumulator), a = actual (strict/burst spacing)},
+--          i and a in ns since o.
+-- ARGV[1]  kind: 0 average, 1 burst compensation, 2 strict or burst ratio
+-- ARGV[2]  span: permits x the slice of one permit (ns)
+-- ARGV[3]  burst span: permits x the burst slice (ns; kind 2)
+-- ARGV[4]  compensation shift (kind 1: forfeit gap / 2^shift)
+-- ARGV[5]  the most the grant may wait (ns), or -1 for any wait
+-- ARGV[6]  now (whole us) for tests, or -1 for the server's TIME
+-- ARGV[7]  how long an idle schedule is kept (ms) once caught up
+-- Reply: { granted 1|0, scheduled - now (ns), ready - now (ns), i - now (ns) }
+-- Every value is an integer below 2^53 (a Lua double holds it exactly).
+local key = KEYS[1]
+local kind = tonumber(ARGV[1])
+local span = tonumber(ARGV[2])
+local burst = tonumber(ARGV[3])
+local shift = tonumber(ARGV[4])
+local max_wait = tonumber(ARGV[5])
+local now_us = tonumber(ARGV[6])
+local idle_ms = tonumber(ARGV[7])
+if now_us < 0 then
+  local t = redis.call('TIME')
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local state = redis.call('HMGET', key, 'o', 'i', 'a')
+local o, i, a = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
+if o == nil then
+  -- A new schedule starts now (as an idle Pacer's first reservation).
+  o, i, a = now_us, 0, 0
+end
+local now = (now_us - o) * 1000
+if now >= 4503599627370496 then
+  -- 2^52 ns (52 days) since the origin: move it up, keeping a day, so that
+  -- every value stays below 2^53.
+  local d = (now_us - o) - 86400000000
+  o = o + d
+  now = now - d * 1000
+  i = math.max(i - d * 1000, -4503599627370496)
+  a = math.max(a - d * 1000, -4503599627370496)
+end
+local slot = i
+local ready
+if kind == 2 then
+  ready = math.max(a, slot, now)
+else
+  ready = math.max(slot, now)
+end
+if max_wait >= 0 and ready - now > max_wait then
+  return { 0, slot - now, ready - now, i - now }
+end
+i = slot + span
+if kind == 1 then
+  local finish = slot + span
+  if now > finish then
+    i = i + math.floor((now - finish) / 2 ^ shift)
+  end
+elseif kind == 2 and ready ~= slot then
+  a = ready + burst
+end
+redis.call('HSET', key, 'o', o, 'i', i, 'a', a)
+-- Kept until the schedule has caught up with the clock, and idle_ms after.
+local ahead = math.max(i, a, now) - now
+redis.call('PEXPIRE', key, math.ceil(ahead / 1000000) + idle_ms)
+return { 1, slot - now, ready - now, i - now }

@@ -1,0 +1,55 @@
+-- The refill bucket (Resilience4j's strict token bucket, GCRA in its
+-- "empty instant" form) on the server's clock. Mirrors ratekeeper's
+-- in-memory RefillLimiter (crates/ratekeeper/src/resilience4j/bucket.rs).
+--
+-- KEYS[1]  the bucket: a hash {o = origin (server clock, whole us),
+--          e = the instant the bucket would be empty, ns since o}
+-- ARGV[1]  ns per permit (npp)
+-- ARGV[2]  capacity (permits)
+-- ARGV[3]  initial permits of a new bucket
+-- ARGV[4]  permits asked for
+-- ARGV[5]  the most the grant may wait (ns), or -1 for any wait
+-- ARGV[6]  now (whole us) for tests, or -1 for the server's TIME
+-- ARGV[7]  how long a full bucket is kept (ms)
+-- Reply: { granted 1|0, wait (ns), available permits after the decision }
+-- A refusal writes nothing. Every value is an integer below 2^53.
+local key = KEYS[1]
+local npp = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local initial = tonumber(ARGV[3])
+local permits = tonumber(ARGV[4])
+local max_wait = tonumber(ARGV[5])
+local now_us = tonumber(ARGV[6])
+local idle_ms = tonumber(ARGV[7])
+if now_us < 0 then
+  local t = redis.call('TIME')
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local full = capacity * npp
+local state = redis.call('HMGET', key, 'o', 'e')
+local o, e = tonumber(state[1]), tonumber(state[2])
+if o == nil then
+  -- A new bucket holds its initial permits.
+  o, e = now_us, -initial * npp
+end
+local now = (now_us - o) * 1000
+if now >= 4503599627370496 then
+  local d = (now_us - o) - 86400000000
+  o = o + d
+  now = now - d * 1000
+  e = math.max(e - d * 1000, now - full)
+end
+local base = math.max(e, now - full)
+local next = base + permits * npp
+local wait = next - now
+local function available(index)
+  return math.min(capacity, math.floor((now - index) / npp))
+end
+if max_wait >= 0 and wait > max_wait then
+  return { 0, wait, available(e) }
+end
+redis.call('HSET', key, 'o', o, 'e', next)
+-- Kept until it is full again (then it equals a new one when initial =
+-- capacity), and idle_ms after.
+redis.call('PEXPIRE', key, math.ceil(math.max(next + full - now, 0) / 1000000) + idle_ms)
+return { 1, math.max(wait, 0), available(next) }
