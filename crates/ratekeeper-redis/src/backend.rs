@@ -358,8 +358,8 @@ impl Backend {
 /// returns.
 fn check_reply(lua: Lua, reply: redis::Value) -> Result<Vec<i64>, RedisError> {
     let expected = match lua {
-        Lua::Pacer => 4,
-        Lua::Refill => 3,
+        Lua::Pacer => 5,
+        Lua::Refill => 4,
     };
     let bad = |what: &str| RedisError::BadReply(format!("{what} (expected {expected} integers)"));
     let redis::Value::Array(items) = reply else {
@@ -398,14 +398,29 @@ mod tests {
 
     #[test]
     fn replies_are_checked() {
-        let ok = Value::Array(vec![Value::Int(1), Value::Int(-5), Value::Int(0)]);
-        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0]);
+        let ok = Value::Array(vec![
+            Value::Int(1),
+            Value::Int(-5),
+            Value::Int(0),
+            Value::Int(7),
+        ]);
+        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0, 7]);
         for bad in [
             Value::Nil,
             Value::Int(1),
             Value::Array(vec![Value::Int(1)]),
-            Value::Array(vec![Value::Int(2), Value::Int(0), Value::Int(0)]),
-            Value::Array(vec![Value::Int(1), Value::Nil, Value::Int(0)]),
+            Value::Array(vec![
+                Value::Int(2),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(0),
+            ]),
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Nil,
+                Value::Int(0),
+                Value::Int(0),
+            ]),
         ] {
             assert!(
                 matches!(check_reply(Lua::Refill, bad), Err(RedisError::BadReply(_))),

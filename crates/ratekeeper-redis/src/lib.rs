@@ -48,16 +48,43 @@
 //! lateness of a process's own wake-ups (it cannot see them): in strict
 //! mode, a late op spaces the next one from its late start.
 //!
+//! # Fewer round trips
+//!
+//! * **The denial cache** (always on): a refusal from the server bounds
+//!   the limit's time index from below, so later requests that could not
+//!   wait that long are refused here ([`Source::Cache`]) until the refused
+//!   wait has passed. It refuses nothing the server would grant (the
+//!   indexes only move forward, whoever writes them), and is keyed by this
+//!   limiter's own quota; see the `cache` module.
+//!
+//! # Leases
+//!
+//! With [`RedisLimiterBuilder::lease`], a limiter takes permits (the
+//! bucket) or slots of the schedule (the Pacer) from the server one lease
+//! window (e.g. 1 ms) of its measured rate at a time, in one round trip,
+//! and hands them out locally ([`Source::Lease`]); concurrent requests
+//! that find the lease empty are coalesced into one refill sized for all
+//! of them. The bound: leased Pacer slots keep the schedule's rate exactly
+//! (each op goes at its own slot), but a process late to use them may use
+//! up to one lease closer together than strict mode spaces them; leased
+//! bucket permits admit, over any interval, at most one lease per process
+//! beyond the bucket (they were taken when leased), which summed over all
+//! processes is at most one window of the whole limit's rate. Unused
+//! leases expire one window after they were due.
+//!
 //! [`Pacer`]: ratekeeper::Pacer
 //! [`RefillLimiter`]: ratekeeper::RefillLimiter
 
 mod backend;
 mod blocking;
 mod breaker;
+mod cache;
 mod decision;
 mod error;
+mod lease;
 mod limit;
 mod limiter;
+mod offset;
 
 pub use backend::{
     Backend, BackendBuilder, BackendStats, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_FAILURES,

@@ -1,7 +1,7 @@
 //! [`RedisLimiter`]: one limit on the server, its failure policy, and the
 //! translation of the server's answers into grants on the local clock.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ratekeeper::config::AnyLimiter;
@@ -10,9 +10,12 @@ use ratekeeper::{
 };
 
 use crate::backend::{Backend, Lua};
+use crate::cache::DenialCache;
 use crate::decision::{Decision, Source};
 use crate::error::RedisError;
+use crate::lease::{Lease, Take};
 use crate::limit::{Script, SharedLimit};
+use crate::offset::Offset;
 
 /// How long a key whose limit has caught up with the clock is kept, by
 /// default: an hour. A key idle for longer starts again as a new one.
@@ -77,12 +80,23 @@ pub struct RedisLimiterBuilder {
     limit: SharedLimit,
     policy: FailurePolicy,
     idle_ttl: Duration,
+    lease: Option<Duration>,
 }
 
 impl RedisLimiterBuilder {
     /// What to do when the server cannot decide ([`FailurePolicy::Open`]).
     pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Leases of `window` (e.g. 1 ms): permits or slots taken from the
+    /// server one window of this process's rate at a time and handed out
+    /// here, and concurrent requests coalesced into one round trip; see
+    /// [Leases](crate#leases) for what they cost and their bound. Off by
+    /// default (every decision is the server's).
+    pub fn lease(mut self, window: Duration) -> Self {
+        self.lease = Some(window);
         self
     }
 
@@ -96,10 +110,16 @@ impl RedisLimiterBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Backend`] for an empty key or a local share
-    /// outside (0, 1]; the in-memory limiter's error if the local fallback
-    /// cannot keep `share` of the rate.
+    /// [`ConfigErrorKind::Backend`] for an empty key, a local share
+    /// outside (0, 1] or a zero lease window; the in-memory limiter's error
+    /// if the local fallback cannot keep `share` of the rate.
     pub fn build(self) -> Result<RedisLimiter, ConfigError> {
+        if self.lease == Some(Duration::ZERO) {
+            return Err(ConfigError::new(
+                ConfigErrorKind::Backend,
+                Invalid("a lease window of 0 leases nothing: give e.g. 1ms, or no lease".into()),
+            ));
+        }
         if self.key.is_empty() {
             return Err(ConfigError::new(
                 ConfigErrorKind::Backend,
@@ -123,14 +143,45 @@ impl RedisLimiterBuilder {
             ),
             _ => None,
         };
+        let script = self.limit.script();
+        let clock = DefaultClock::new();
+        let (unit, cap) = match script {
+            Script::Pacer { op, .. } => (op, u64::from(u32::MAX)),
+            Script::Refill { npp, capacity, .. } => (npp, capacity),
+        };
+        let leases = self.lease.map(|window| {
+            // One window of the whole limit at most.
+            let max = (window.as_nanos() / u128::from(unit.max(1))).clamp(1, u128::from(cap));
+            let step = if matches!(script, Script::Pacer { .. }) {
+                unit
+            } else {
+                0
+            };
+            Leases {
+                lease: tokio::sync::Mutex::new(Lease::new(
+                    window,
+                    step,
+                    u32::try_from(max).unwrap_or(u32::MAX),
+                    clock.now_nanos(),
+                )),
+                waiting: AtomicU32::new(0),
+            }
+        });
         Ok(RedisLimiter {
-            script: self.limit.script(),
+            cache: DenialCache::new(if matches!(script, Script::Pacer { .. }) {
+                0
+            } else {
+                unit
+            }),
+            leases,
+            offset: Offset::default(),
+            script,
             backend: self.backend,
             key: self.key,
             limit: self.limit,
             policy: self.policy,
             fallback,
-            clock: DefaultClock::new(),
+            clock,
             idle_ms: i64::try_from(self.idle_ttl.as_millis()).unwrap_or(i64::MAX),
             by_source: Default::default(),
             refused: AtomicU64::new(0),
@@ -161,10 +212,13 @@ impl std::error::Error for Invalid {}
 /// from. When the server cannot decide in time, the
 /// [`FailurePolicy`] does, and says so.
 ///
-/// Grants are translated at the moment the answer arrives: `ready` is the
-/// local reading then plus the server's remaining wait, so a grant is never
-/// ready before the server allowed it (it may be up to one network delay
-/// later), and `ready − scheduled` is the server's exact wait.
+/// Grants are translated to the local clock by an estimate of the server
+/// clock's offset: the largest "server reading minus arrival" of the last
+/// second, a lower bound of the true offset. So a grant is never ready
+/// before the server allowed it (at most the fastest answer's travel time
+/// later), grants keep their spacing, and `ready − scheduled` is the
+/// server's exact wait, unless the answer arrived after the slot (then the
+/// grant is ready on arrival, as an op that asks late is in memory).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -196,6 +250,16 @@ pub struct RedisLimiter {
     /// The server's schedule ahead of (or behind) its clock at the last
     /// answer, ns (the Pacer's backlog, for `wait_stats`).
     backlog: AtomicI64,
+    cache: DenialCache,
+    leases: Option<Leases>,
+    offset: Offset,
+}
+
+/// The lease, and the requests waiting for its refill.
+#[derive(Debug)]
+struct Leases {
+    lease: tokio::sync::Mutex<Lease>,
+    waiting: AtomicU32,
 }
 
 /// The server's answer in its own terms, for tests that replay the scripts
@@ -226,6 +290,7 @@ impl RedisLimiter {
             limit,
             policy: FailurePolicy::default(),
             idle_ttl: DEFAULT_IDLE_TTL,
+            lease: None,
         }
     }
 
@@ -267,19 +332,132 @@ impl RedisLimiter {
     /// (`None`: any wait; nothing is reserved on a refusal). Does not wait
     /// itself: see [`acquire`](Self::acquire).
     pub async fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Decision {
-        let decision = match self.args(permits, max_wait) {
-            Err(e) => Decision {
+        let decision = self.decide(permits, max_wait).await;
+        self.count(&decision);
+        decision
+    }
+
+    async fn decide(&self, permits: u32, max_wait: Option<Duration>) -> Decision {
+        if let Err(e) = self.args(permits, max_wait) {
+            return Decision {
                 result: Err(e),
                 source: Source::Redis,
                 error: None,
-            },
-            Ok(args) => match self.backend.eval(self.lua(), &self.key, &args).await {
-                Ok(reply) => self.translate(&reply, permits, max_wait),
-                Err(e) => self.on_failure(e, permits, max_wait),
-            },
+            };
+        }
+        if let Some(max) = max_wait {
+            let max_ns = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+            if let Some(wait) = self.cache.refuses(self.clock.now_nanos(), permits, max_ns) {
+                return Decision {
+                    result: Err(would_wait(wait, max_wait)),
+                    source: Source::Cache,
+                    error: None,
+                };
+            }
+        }
+        match &self.leases {
+            Some(leases) => self.via_lease(leases, permits, max_wait).await,
+            None => self.remote(permits, max_wait).await,
+        }
+    }
+
+    /// One round trip for `permits`; a refusal is noted in the cache; the
+    /// failure policy decides if the server cannot.
+    async fn remote(&self, permits: u32, max_wait: Option<Duration>) -> Decision {
+        match self.server(permits, max_wait).await {
+            Ok(decision) => decision,
+            Err(e) => self.on_failure(e, permits, max_wait),
+        }
+    }
+
+    /// The server's decision on `permits` (one round trip), the refusal
+    /// noted in the cache; or why the server could not decide.
+    async fn server(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Decision, RedisError> {
+        let args = match self.args(permits, max_wait) {
+            Ok(args) => args,
+            Err(e) => {
+                return Ok(Decision {
+                    result: Err(e),
+                    source: Source::Redis,
+                    error: None,
+                })
+            }
         };
-        self.count(&decision);
-        decision
+        let sent = self.clock.now_nanos();
+        let reply = self.backend.eval(self.lua(), &self.key, &args).await?;
+        let decision = self.translate(&reply, permits, max_wait);
+        if let Err(AcquireError::WouldWait { wait, .. }) = decision.result {
+            let wait = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+            self.cache.refused(sent, permits, wait);
+        }
+        Ok(decision)
+    }
+
+    /// `permits` from the lease, or from a refill of it sized for this
+    /// request and those queued behind it (one round trip for all).
+    async fn via_lease(
+        &self,
+        leases: &Leases,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Decision {
+        let max_ns = max_wait.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        // Ordering: Relaxed for `waiting`; a count for sizing, no data.
+        leases.waiting.fetch_add(1, Ordering::Relaxed);
+        let mut lease = leases.lease.lock().await;
+        let waiting = leases.waiting.fetch_sub(1, Ordering::Relaxed) - 1;
+        match lease.take(permits, self.clock.now_nanos(), max_ns) {
+            Take::Granted(grant) => return self.leased(Ok(grant)),
+            Take::TooLate(wait) => return self.leased(Err(would_wait(wait, max_wait))),
+            Take::Empty => {}
+        }
+        let size = lease.size(self.clock.now_nanos(), permits, waiting);
+        // The bucket leases only what it holds now; the Pacer leases slots
+        // from its next one, which the request may wait for.
+        let bucket = matches!(self.script, Script::Refill { .. });
+        let lease_wait = if bucket {
+            Some(Duration::ZERO)
+        } else {
+            max_wait
+        };
+        if size <= permits || self.args(size, lease_wait).is_err() {
+            let decision = self.remote(permits, max_wait).await;
+            if decision.source == Source::Redis && decision.result.is_ok() {
+                lease.count(permits);
+            }
+            return decision;
+        }
+        let block = match self.server(size, lease_wait).await {
+            Ok(block) => block,
+            // The policy decides for the request's own permits, not a lease.
+            Err(e) => return self.on_failure(e, permits, max_wait),
+        };
+        match block.result {
+            Ok(grant) => {
+                let grant = lease.fill(&grant, size, permits, self.clock.now_nanos());
+                Decision {
+                    result: Ok(grant),
+                    ..block
+                }
+            }
+            // The bucket holds fewer than a lease: the request alone.
+            Err(_) if bucket => self.remote(permits, max_wait).await,
+            // The Pacer's next slot is later than the request may wait: a
+            // request alone would be refused too.
+            Err(_) => block,
+        }
+    }
+
+    fn leased(&self, result: Result<Grant, AcquireError>) -> Decision {
+        Decision {
+            result,
+            source: Source::Lease,
+            error: None,
+        }
     }
 
     /// [`reserve`](Self::reserve) with the limit's own maximum wait (the
@@ -392,22 +570,28 @@ impl RedisLimiter {
     /// The server's reply as a decision on the local clock.
     fn translate(&self, reply: &[i64], permits: u32, max_wait: Option<Duration>) -> Decision {
         let now = self.clock.now_nanos();
-        let at = |delta: i64| now.saturating_add_signed(delta);
-        let (scheduled, ready) = match self.script {
+        // The server's reading, translated to the local clock by the
+        // offset estimate (see the `offset` module): `at(delta)` is the
+        // local time of the server's reading plus `delta`.
+        let server_ns = reply[reply.len() - 1].saturating_mul(1000);
+        let offset = self.offset.sample(server_ns, now);
+        let at = |delta: i64| {
+            u64::try_from(server_ns.saturating_add(delta).saturating_sub(offset)).unwrap_or(0)
+        };
+        let (scheduled, ready, wait) = match self.script {
             Script::Pacer { .. } => {
                 // Ordering: Relaxed; a statistic.
                 self.backlog.store(reply[3], Ordering::Relaxed);
-                (at(reply[1]), at(reply[2]))
+                (at(reply[1]), at(reply[2]), reply[2])
             }
-            Script::Refill { .. } => (at(reply[1]), at(reply[1])),
+            Script::Refill { .. } => (at(reply[1]), at(reply[1]), reply[1]),
         };
         let result = if reply[0] == 1 {
-            Ok(Grant::new(scheduled, ready, now, permits))
+            // Never ready before the answer came (as in memory: a late op
+            // is ready when it asks).
+            Ok(Grant::new(scheduled, ready.max(now), now, permits))
         } else {
-            Err(AcquireError::WouldWait {
-                wait: Duration::from_nanos(ready.saturating_sub(now)),
-                max_wait: max_wait.unwrap_or(Duration::MAX),
-            })
+            Err(would_wait(u64::try_from(wait).unwrap_or(0), max_wait))
         };
         Decision {
             result,
@@ -448,6 +632,14 @@ impl RedisLimiter {
     pub(crate) fn last_backlog(&self) -> i64 {
         // Ordering: Relaxed; a statistic.
         self.backlog.load(Ordering::Relaxed)
+    }
+}
+
+/// A refusal for a wait of `wait` ns.
+fn would_wait(wait: u64, max_wait: Option<Duration>) -> AcquireError {
+    AcquireError::WouldWait {
+        wait: Duration::from_nanos(wait),
+        max_wait: max_wait.unwrap_or(Duration::MAX),
     }
 }
 

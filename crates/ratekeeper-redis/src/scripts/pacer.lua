@@ -12,7 +12,8 @@
 -- ARGV[5]  the most the grant may wait (ns), or -1 for any wait
 -- ARGV[6]  now (whole us) for tests, or -1 for the server's TIME
 -- ARGV[7]  how long an idle schedule is kept (ms) once caught up
--- Reply: { granted 1|0, scheduled - now (ns), ready - now (ns), i - now (ns) }
+-- Reply: { granted 1|0, scheduled - now (ns), ready - now (ns), i - now (ns),
+--          now (the server clock, whole us) }
 -- Every value is an integer below 2^53 (a Lua double holds it exactly).
 local key = KEYS[1]
 local kind = tonumber(ARGV[1])
@@ -50,7 +51,7 @@ else
   ready = math.max(slot, now)
 end
 if max_wait >= 0 and ready - now > max_wait then
-  return { 0, slot - now, ready - now, i - now }
+  return { 0, slot - now, ready - now, i - now, now_us }
 end
 i = slot + span
 if kind == 1 then
@@ -65,4 +66,4 @@ redis.call('HSET', key, 'o', o, 'i', i, 'a', a)
 -- Kept until the schedule has caught up with the clock, and idle_ms after.
 local ahead = math.max(i, a, now) - now
 redis.call('PEXPIRE', key, math.ceil(ahead / 1000000) + idle_ms)
-return { 1, slot - now, ready - now, i - now }
+return { 1, slot - now, ready - now, i - now, now_us }

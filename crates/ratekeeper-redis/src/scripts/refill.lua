@@ -11,7 +11,8 @@
 -- ARGV[5]  the most the grant may wait (ns), or -1 for any wait
 -- ARGV[6]  now (whole us) for tests, or -1 for the server's TIME
 -- ARGV[7]  how long a full bucket is kept (ms)
--- Reply: { granted 1|0, wait (ns), available permits after the decision }
+-- Reply: { granted 1|0, wait (ns), available permits after the decision,
+--          now (the server clock, whole us) }
 -- A refusal writes nothing. Every value is an integer below 2^53.
 local key = KEYS[1]
 local npp = tonumber(ARGV[1])
@@ -46,10 +47,10 @@ local function available(index)
   return math.min(capacity, math.floor((now - index) / npp))
 end
 if max_wait >= 0 and wait > max_wait then
-  return { 0, wait, available(e) }
+  return { 0, wait, available(e), now_us }
 end
 redis.call('HSET', key, 'o', o, 'e', next)
 -- Kept until it is full again (then it equals a new one when initial =
 -- capacity), and idle_ms after.
 redis.call('PEXPIRE', key, math.ceil(math.max(next + full - now, 0) / 1000000) + idle_ms)
-return { 1, math.max(wait, 0), available(next) }
+return { 1, math.max(wait, 0), available(next), now_us }

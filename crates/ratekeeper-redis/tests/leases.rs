@@ -1,0 +1,204 @@
+//! The denial cache, leases and coalescing against a real server: fewer
+//! round trips, and no more granted than the limit and the lease bound
+//! allow.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratekeeper::refill::RefillConfig;
+use ratekeeper::{AcquireError, Rate};
+use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit, Source};
+
+fn refill(limit: u32, period: Duration, capacity: u32) -> SharedLimit {
+    SharedLimit::Refill(
+        RefillConfig::builder()
+            .limit_for_period(limit)
+            .limit_refresh_period(period)
+            .permit_capacity(capacity)
+            .initial_permits(capacity)
+            .timeout(Duration::ZERO)
+            .build()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn a_refusal_is_cached_until_its_wait_has_passed() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // 2 permits, one a second.
+        let limit = refill(1, Duration::from_secs(1), 2);
+        let l = RedisLimiter::builder(&backend, common::key("cache"), limit)
+            .build()
+            .unwrap();
+        let zero = Some(Duration::ZERO);
+        assert!(l.reserve(1, zero).await.is_granted());
+        assert!(l.reserve(1, zero).await.is_granted());
+        let refused = l.reserve(1, zero).await;
+        assert_eq!(refused.source(), Source::Redis);
+        assert!(matches!(
+            refused.result(),
+            Err(AcquireError::WouldWait { .. })
+        ));
+        let trips = backend.stats().round_trips;
+        // The server would refuse these too: no round trip.
+        for _ in 0..100 {
+            let d = l.reserve(1, zero).await;
+            assert_eq!(d.source(), Source::Cache);
+            let Err(AcquireError::WouldWait { wait, .. }) = d.result() else {
+                panic!("refused: {d:?}")
+            };
+            assert!(wait > Duration::from_millis(500), "{wait:?}");
+        }
+        assert_eq!(backend.stats().round_trips, trips);
+        // A request that may wait long enough goes to the server.
+        let d = l.reserve(1, Some(Duration::from_secs(2))).await;
+        assert_eq!(d.source(), Source::Redis);
+        assert!(d.is_granted());
+        assert_eq!(l.stats().from(Source::Cache), 100);
+    });
+}
+
+#[test]
+fn a_pacer_lease_serves_many_requests_per_round_trip_and_keeps_the_schedule() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // 200 000 a second: a 5 µs slot; a 1 ms lease holds up to 200.
+        let limit = SharedLimit::pacer(Rate::new(200_000.0).unwrap(), 1.0).unwrap();
+        let l = Arc::new(
+            RedisLimiter::builder(&backend, common::key("lease"), limit)
+                .lease(Duration::from_millis(1))
+                .build()
+                .unwrap(),
+        );
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let l = Arc::clone(&l);
+            tasks.push(tokio::spawn(async move {
+                let mut slots = Vec::new();
+                for _ in 0..500 {
+                    let d = l.acquire(1).await;
+                    slots.push(d.result().unwrap().scheduled_nanos());
+                }
+                slots
+            }));
+        }
+        let mut slots = Vec::new();
+        for t in tasks {
+            slots.extend(t.await.unwrap());
+        }
+        slots.sort_unstable();
+        // Every grant its own slot of the shared schedule: 4000 slots of
+        // 5 µs span 20 ms. On the local clock, slots keep their spacing
+        // within one offset estimate; when a faster answer tightens the
+        // estimate, later slots move earlier by the difference (tens of µs),
+        // so a few neighbours come closer than a slot.
+        let span = slots[slots.len() - 1] - slots[0];
+        assert!(span >= 19_900_000, "4000 slots over {span} ns");
+        let close = slots.windows(2).filter(|w| w[1] - w[0] < 4_000).count();
+        assert!(close < 100, "{close} of 4000 grants closer than a slot");
+        let stats = l.stats();
+        assert_eq!(stats.total(), 4000);
+        assert!(stats.from(Source::Lease) > 2000, "{stats:?}");
+        let trips = backend.stats().round_trips;
+        assert!(trips < 1000, "{trips} round trips for 4000 permits");
+    });
+}
+
+#[test]
+fn concurrent_requests_are_coalesced_into_one_round_trip() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        let limit = SharedLimit::pacer(Rate::new(1_000_000.0).unwrap(), 0.0).unwrap();
+        let l = Arc::new(
+            RedisLimiter::builder(&backend, common::key("coalesce"), limit)
+                .lease(Duration::from_millis(1))
+                .build()
+                .unwrap(),
+        );
+        let tasks: Vec<_> = (0..200)
+            .map(|_| {
+                let l = Arc::clone(&l);
+                tokio::spawn(async move { l.reserve(1, None).await })
+            })
+            .collect();
+        for t in tasks {
+            assert!(t.await.unwrap().is_granted());
+        }
+        let trips = backend.stats().round_trips;
+        // 200 requests at once: a handful of refills, not 200 round trips.
+        assert!(
+            trips <= 40,
+            "{trips} round trips for 200 concurrent requests"
+        );
+    });
+}
+
+#[test]
+fn a_bucket_lease_admits_at_most_one_lease_beyond_the_bucket() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // 10 000 a second, capacity 100; 2 ms leases (up to 20 permits).
+        let limit = refill(10, Duration::from_millis(1), 100);
+        let key = common::key("bucket-lease");
+        let limiters: Vec<_> = (0..4)
+            .map(|_| {
+                Arc::new(
+                    RedisLimiter::builder(&backend, key.clone(), limit)
+                        .lease(Duration::from_millis(2))
+                        .build()
+                        .unwrap(),
+                )
+            })
+            .collect();
+        let start = std::time::Instant::now();
+        let tasks: Vec<_> = limiters
+            .iter()
+            .map(|l| {
+                let l = Arc::clone(l);
+                tokio::spawn(async move {
+                    let mut granted = 0u64;
+                    while start.elapsed() < Duration::from_millis(300) {
+                        if l.reserve(1, Some(Duration::ZERO)).await.is_granted() {
+                            granted += 1;
+                        } else {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                    granted
+                })
+            })
+            .collect();
+        let mut granted = 0;
+        for t in tasks {
+            granted += t.await.unwrap();
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        // The bucket's bound, plus one lease per limiter (20 each).
+        let bound = 100.0 + 10_000.0 * elapsed + 4.0 * 20.0;
+        assert!(
+            (granted as f64) <= bound,
+            "{granted} granted in {elapsed:.3} s, bound {bound:.0}"
+        );
+        let leased: u64 = limiters.iter().map(|l| l.stats().from(Source::Lease)).sum();
+        assert!(leased > 0, "leases were used");
+    });
+}
