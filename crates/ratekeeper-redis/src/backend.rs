@@ -359,7 +359,7 @@ impl Backend {
 fn check_reply(lua: Lua, reply: redis::Value) -> Result<Vec<i64>, RedisError> {
     let expected = match lua {
         Lua::Pacer => 5,
-        Lua::Refill => 4,
+        Lua::Refill => 5,
     };
     let bad = |what: &str| RedisError::BadReply(format!("{what} (expected {expected} integers)"));
     let redis::Value::Array(items) = reply else {
@@ -403,21 +403,18 @@ mod tests {
             Value::Int(-5),
             Value::Int(0),
             Value::Int(7),
+            Value::Int(1),
         ]);
-        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0, 7]);
+        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0, 7, 1]);
         for bad in [
             Value::Nil,
             Value::Int(1),
             Value::Array(vec![Value::Int(1)]),
-            Value::Array(vec![
-                Value::Int(2),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(0),
-            ]),
+            Value::Array(vec![Value::Int(2); 5]),
             Value::Array(vec![
                 Value::Int(1),
                 Value::Nil,
+                Value::Int(0),
                 Value::Int(0),
                 Value::Int(0),
             ]),

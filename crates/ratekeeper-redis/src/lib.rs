@@ -85,6 +85,7 @@ mod lease;
 mod limit;
 mod limiter;
 mod offset;
+pub mod sim;
 
 pub use backend::{
     Backend, BackendBuilder, BackendStats, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_FAILURES,

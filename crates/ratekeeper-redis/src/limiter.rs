@@ -377,7 +377,19 @@ impl RedisLimiter {
         permits: u32,
         max_wait: Option<Duration>,
     ) -> Result<Decision, RedisError> {
-        let args = match self.args(permits, max_wait) {
+        self.server_at_least(permits, permits, max_wait).await
+    }
+
+    /// [`server`](Self::server), granting (the bucket) as many of `permits`
+    /// as fit `max_wait` if that is at least `least`: the grant's permits
+    /// say how many.
+    async fn server_at_least(
+        &self,
+        permits: u32,
+        least: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Decision, RedisError> {
+        let mut args = match self.args(permits, max_wait) {
             Ok(args) => args,
             Err(e) => {
                 return Ok(Decision {
@@ -387,12 +399,15 @@ impl RedisLimiter {
                 })
             }
         };
+        if matches!(self.script, Script::Refill { .. }) {
+            args[7] = i64::from(least.min(permits));
+        }
         let sent = self.clock.now_nanos();
         let reply = self.backend.eval(self.lua(), &self.key, &args).await?;
         let decision = self.translate(&reply, permits, max_wait);
         if let Err(AcquireError::WouldWait { wait, .. }) = decision.result {
             let wait = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
-            self.cache.refused(sent, permits, wait);
+            self.cache.refused(sent, least.min(permits), wait);
         }
         Ok(decision)
     }
@@ -431,14 +446,17 @@ impl RedisLimiter {
             }
             return decision;
         }
-        let block = match self.server(size, lease_wait).await {
+        let block = match self.server_at_least(size, permits, lease_wait).await {
             Ok(block) => block,
             // The policy decides for the request's own permits, not a lease.
             Err(e) => return self.on_failure(e, permits, max_wait),
         };
         match block.result {
             Ok(grant) => {
-                let grant = lease.fill(&grant, size, permits, self.clock.now_nanos());
+                // The bucket may have granted fewer than asked, never
+                // fewer than the request's.
+                let leased = grant.permits();
+                let grant = lease.fill(&grant, leased, permits, self.clock.now_nanos());
                 Decision {
                     result: Ok(grant),
                     ..block
@@ -512,7 +530,7 @@ impl RedisLimiter {
 
     /// The script's arguments for a request, or why it can never be
     /// granted.
-    fn args(&self, permits: u32, max_wait: Option<Duration>) -> Result<[i64; 7], AcquireError> {
+    fn args(&self, permits: u32, max_wait: Option<Duration>) -> Result<[i64; 8], AcquireError> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
@@ -541,6 +559,7 @@ impl RedisLimiter {
                     max_wait,
                     -1,
                     self.idle_ms,
+                    0,
                 ]
             }
             Script::Refill {
@@ -562,6 +581,7 @@ impl RedisLimiter {
                     max_wait,
                     -1,
                     self.idle_ms,
+                    i64::from(permits),
                 ]
             }
         })
@@ -573,7 +593,15 @@ impl RedisLimiter {
         // The server's reading, translated to the local clock by the
         // offset estimate (see the `offset` module): `at(delta)` is the
         // local time of the server's reading plus `delta`.
-        let server_ns = reply[reply.len() - 1].saturating_mul(1000);
+        let (server_us, permits) = match self.script {
+            Script::Pacer { .. } => (reply[4], permits),
+            // The bucket says how many it granted (fewer, for a lease).
+            Script::Refill { .. } => (
+                reply[3],
+                u32::try_from(reply[4]).unwrap_or(permits).clamp(1, permits),
+            ),
+        };
+        let server_ns = server_us.saturating_mul(1000);
         let offset = self.offset.sample(server_ns, now);
         let at = |delta: i64| {
             u64::try_from(server_ns.saturating_add(delta).saturating_sub(offset)).unwrap_or(0)

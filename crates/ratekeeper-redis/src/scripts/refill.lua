@@ -11,8 +11,10 @@
 -- ARGV[5]  the most the grant may wait (ns), or -1 for any wait
 -- ARGV[6]  now (whole us) for tests, or -1 for the server's TIME
 -- ARGV[7]  how long a full bucket is kept (ms)
+-- ARGV[8]  the fewest permits to grant: ARGV[4] for all or nothing; less
+--          for "as many as fit the maximum wait, at most ARGV[4]" (a lease)
 -- Reply: { granted 1|0, wait (ns), available permits after the decision,
---          now (the server clock, whole us) }
+--          now (the server clock, whole us), permits granted }
 -- A refusal writes nothing. Every value is an integer below 2^53.
 local key = KEYS[1]
 local npp = tonumber(ARGV[1])
@@ -22,6 +24,7 @@ local permits = tonumber(ARGV[4])
 local max_wait = tonumber(ARGV[5])
 local now_us = tonumber(ARGV[6])
 local idle_ms = tonumber(ARGV[7])
+local least = tonumber(ARGV[8])
 if now_us < 0 then
   local t = redis.call('TIME')
   now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -41,16 +44,26 @@ if now >= 4503599627370496 then
   e = math.max(e - d * 1000, now - full)
 end
 local base = math.max(e, now - full)
+if least < permits and max_wait >= 0 then
+  -- As many as fit the wait, and at least `least` (else refused below).
+  local fit = math.floor((now + max_wait - base) / npp)
+  if fit < permits then
+    permits = math.max(fit, least)
+  end
+end
 local next = base + permits * npp
 local wait = next - now
+-- min(C, (now - index) / npp), the quotient truncated toward zero.
 local function available(index)
-  return math.min(capacity, math.floor((now - index) / npp))
+  local q = (now - index) / npp
+  if q >= 0 then q = math.floor(q) else q = math.ceil(q) end
+  return math.min(capacity, q)
 end
 if max_wait >= 0 and wait > max_wait then
-  return { 0, wait, available(e), now_us }
+  return { 0, wait, available(e), now_us, 0 }
 end
 redis.call('HSET', key, 'o', o, 'e', next)
 -- Kept until it is full again (then it equals a new one when initial =
 -- capacity), and idle_ms after.
 redis.call('PEXPIRE', key, math.ceil(math.max(next + full - now, 0) / 1000000) + idle_ms)
-return { 1, math.max(wait, 0), available(next), now_us }
+return { 1, math.max(wait, 0), available(next), now_us, permits }
