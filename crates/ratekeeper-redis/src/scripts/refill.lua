@@ -12,7 +12,8 @@
 -- ARGV[6]  now (whole us) for tests, or -1 for the server's TIME
 -- ARGV[7]  how long a full bucket is kept (ms)
 -- Reply: { granted 1|0, wait (ns), available permits after the decision }
--- A refusal writes nothing. Every value is an integer below 2^53.
+-- A refusal writes nothing, except to a new bucket, which starts at its
+-- first request, granted or not. Every value is an integer below 2^53.
 local key = KEYS[1]
 local npp = tonumber(ARGV[1])
 local capacity = tonumber(ARGV[2])
@@ -28,7 +29,8 @@ end
 local full = capacity * npp
 local state = redis.call('HMGET', key, 'o', 'e')
 local o, e = tonumber(state[1]), tonumber(state[2])
-if o == nil then
+local new = o == nil
+if new then
   -- A new bucket holds its initial permits.
   o, e = now_us, -initial * npp
 end
@@ -45,11 +47,20 @@ local wait = next - now
 local function available(index)
   return math.min(capacity, math.floor((now - index) / npp))
 end
+-- Keeps the bucket emptying at `index` until it is full again (then it
+-- equals a new one when initial = capacity), and idle_ms after.
+local function store(index)
+  redis.call('HSET', key, 'o', o, 'e', index)
+  redis.call('PEXPIRE', key, math.ceil(math.max(index + full - now, 0) / 1000000) + idle_ms)
+end
 if max_wait >= 0 and wait > max_wait then
+  if new then
+    -- The refill counts from now, as the in-memory limiter's from its
+    -- creation: a new key left unwritten would start again at every
+    -- request, and never fill for a request above its initial permits.
+    store(e)
+  end
   return { 0, wait, available(e) }
 end
-redis.call('HSET', key, 'o', o, 'e', next)
--- Kept until it is full again (then it equals a new one when initial =
--- capacity), and idle_ms after.
-redis.call('PEXPIRE', key, math.ceil(math.max(next + full - now, 0) / 1000000) + idle_ms)
+store(next)
 return { 1, math.max(wait, 0), available(next) }
