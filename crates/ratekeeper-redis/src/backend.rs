@@ -260,9 +260,16 @@ impl Backend {
             inner.stats.skipped.fetch_add(1, Ordering::Relaxed);
             return Err(RedisError::BreakerOpen);
         }
-        let outcome = tokio::time::timeout(inner.deadline, self.eval_reloading(lua, key, args))
-            .await
-            .unwrap_or(Err(RedisError::Deadline(inner.deadline)));
+        let outcome =
+            match tokio::time::timeout(inner.deadline, self.eval_reloading(lua, key, args)).await {
+                // The client's own response timeout is the deadline too, and
+                // may fire first: either way the answer missed the deadline.
+                Err(_) => Err(RedisError::Deadline(inner.deadline)),
+                Ok(Err(RedisError::Redis(e))) if e.is_timeout() => {
+                    Err(RedisError::Deadline(inner.deadline))
+                }
+                Ok(r) => r,
+            };
         self.account(&outcome);
         outcome
     }

@@ -41,8 +41,9 @@
 //! schedule's times are whole nanoseconds, its clock readings whole
 //! microseconds. A key lives until its limit has caught up with the clock
 //! plus an idle TTL ([`DEFAULT_IDLE_TTL`]); a key that expired starts again
-//! as a new limiter would (a new bucket holds its initial permits; a new
-//! schedule starts at the first request).
+//! as a new limiter would (a new bucket holds its initial permits and
+//! refills from its first request, granted or refused; a new schedule
+//! starts at the first request).
 //!
 //! Unlike the in-memory Pacer, the shared schedule does not excuse the
 //! lateness of a process's own wake-ups (it cannot see them): in strict

@@ -15,7 +15,8 @@
 --          for "as many as fit the maximum wait, at most ARGV[4]" (a lease)
 -- Reply: { granted 1|0, wait (ns), available permits after the decision,
 --          now (the server clock, whole us), permits granted }
--- A refusal writes nothing. Every value is an integer below 2^53.
+-- A refusal writes nothing, except to a new bucket, which starts at its
+-- first request, granted or not. Every value is an integer below 2^53.
 local key = KEYS[1]
 local npp = tonumber(ARGV[1])
 local capacity = tonumber(ARGV[2])
@@ -32,7 +33,8 @@ end
 local full = capacity * npp
 local state = redis.call('HMGET', key, 'o', 'e')
 local o, e = tonumber(state[1]), tonumber(state[2])
-if o == nil then
+local new = o == nil
+if new then
   -- A new bucket holds its initial permits.
   o, e = now_us, -initial * npp
 end
@@ -59,11 +61,20 @@ local function available(index)
   if q >= 0 then q = math.floor(q) else q = math.ceil(q) end
   return math.min(capacity, q)
 end
+-- Keeps the bucket emptying at `index` until it is full again (then it
+-- equals a new one when initial = capacity), and idle_ms after.
+local function store(index)
+  redis.call('HSET', key, 'o', o, 'e', index)
+  redis.call('PEXPIRE', key, math.ceil(math.max(index + full - now, 0) / 1000000) + idle_ms)
+end
 if max_wait >= 0 and wait > max_wait then
+  if new then
+    -- The refill counts from now, as the in-memory limiter's from its
+    -- creation: a new key left unwritten would start again at every
+    -- request, and never fill for a request above its initial permits.
+    store(e)
+  end
   return { 0, wait, available(e), now_us, 0 }
 end
-redis.call('HSET', key, 'o', o, 'e', next)
--- Kept until it is full again (then it equals a new one when initial =
--- capacity), and idle_ms after.
-redis.call('PEXPIRE', key, math.ceil(math.max(next + full - now, 0) / 1000000) + idle_ms)
+store(next)
 return { 1, math.max(wait, 0), available(next), now_us, permits }

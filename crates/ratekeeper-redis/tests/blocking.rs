@@ -1,0 +1,74 @@
+//! The blocking facade: threads calling `acquire()` on one
+//! `BlockingLimiter` are paced by the shared schedule on the server.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use ratekeeper::{Rate, RateLimiter};
+use ratekeeper_redis::{
+    Backend, BlockingBackend, FailurePolicy, RedisLimiter, SharedLimit, Source,
+};
+
+/// Far above the wait policy's early bound.
+const EARLY: Duration = Duration::from_millis(20);
+
+#[test]
+fn acquire_on_several_threads_follows_the_shared_schedule() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let blocking =
+        BlockingBackend::connect(Backend::builder(url).deadline(Duration::from_secs(2))).unwrap();
+    // 50/s in strict mode: one grant every 20 ms.
+    let slot = Duration::from_millis(20);
+    let limit = SharedLimit::pacer(Rate::new(50.0).unwrap(), 1.0).unwrap();
+    let limiter = blocking.limiter(
+        RedisLimiter::builder(blocking.backend(), common::key("blocking"), limit)
+            // A failure would panic in acquire() instead of admitting.
+            .failure_policy(FailurePolicy::Closed)
+            .build()
+            .unwrap(),
+    );
+    let (threads, each) = (4, 5);
+    let start = Instant::now();
+    let mut readies: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let limiter = &limiter;
+                s.spawn(move || {
+                    (0..each)
+                        .map(|_| {
+                            let grant = limiter.acquire();
+                            // acquire() returned once the grant was ready
+                            // (the default wait policy may release it up to
+                            // its early bound before: tens of microseconds).
+                            let now = limiter.clock().now_nanos();
+                            assert!(now + EARLY.as_nanos() as u64 >= grant.ready_nanos());
+                            grant.ready_nanos()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a thread panicked"))
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    let n = threads * each;
+    assert_eq!(limiter.stats().from(Source::Redis), n as u64);
+    // The n grants span n - 1 slots of the one schedule (less a little for
+    // the network delay in translating each to the local clock).
+    readies.sort_unstable();
+    let span = Duration::from_nanos(readies[n - 1] - readies[0]);
+    let paced = slot * (n as u32 - 1);
+    let tolerance = Duration::from_millis(30);
+    assert!(
+        span + tolerance >= paced,
+        "grants span {span:?} < {paced:?}"
+    );
+    assert!(elapsed + tolerance >= paced, "took {elapsed:?} < {paced:?}");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+}
