@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratekeeper::{AcquireError, Clock, Grant, RateLimiter, WaitStats};
+use ratekeeper::{AcquireError, Clock, Grant, RateLimiter, WaitPolicy, WaitStats};
 
 use crate::backend::{Backend, BackendBuilder};
 use crate::error::RedisError;
@@ -70,7 +70,7 @@ impl BlockingBackend {
 /// the backend's runtime and blocks the calling thread for the answer (at
 /// most the backend's deadline, then the failure policy decides); the
 /// waits are the library's own (`acquire` sleeps to the grant's ready
-/// time on the local clock). A refusal by the [`Closed`](crate::FailurePolicy::Closed)
+/// time on the local clock, never returning before it). A refusal by the [`Closed`](crate::FailurePolicy::Closed)
 /// policy is [`AcquireError::Unavailable`].
 ///
 /// It blocks: call it from threads, not from async tasks (which use
@@ -116,6 +116,13 @@ impl RateLimiter for BlockingLimiter {
 
     fn clock(&self) -> &dyn Clock {
         self.limiter.clock()
+    }
+
+    /// Sleep for every wait, never going early: the default policy's early
+    /// bound would let an op go before the server allowed it (other
+    /// processes share the limit, so no early release is "made up" here).
+    fn wait_policy(&self) -> WaitPolicy {
+        WaitPolicy::coalesce(Duration::ZERO)
     }
 
     /// The backlog the server's schedule had at the last answer (the

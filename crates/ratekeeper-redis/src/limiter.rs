@@ -28,6 +28,10 @@ const MAX_LUA_NANOS: u64 = 1 << 52;
 /// What a limiter does when the server cannot decide in time (an error, the
 /// deadline, the circuit breaker open). Chosen per limiter; every decision
 /// it makes says so in its [`Source`].
+///
+/// A request that ran past the deadline may still reach the server and be
+/// granted there after the policy decided: its permits are then spent
+/// without being used (the limit errs toward admitting less, never more).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[non_exhaustive]
 pub enum FailurePolicy {
