@@ -201,10 +201,16 @@ fn bucket(sim: &LeaseSim, clock: ManualClock) -> RefillLimiter<ManualClock> {
     RefillLimiter::new_with_clock("sim", config, clock)
 }
 
-/// The most admitted over any interval beyond `capacity + rate × length`:
-/// `max over i ≤ j of (j − i + 1) − rate × (t_j − t_i) − capacity`, in one
-/// pass (the best start so far for each end).
-fn excess(times: &[u64], rate: f64, capacity: f64) -> f64 {
+/// The most admitted over any interval beyond `capacity + rate × length`
+/// (`rate` a second, `times` sorted, in ns): `max over i ≤ j of (j − i + 1)
+/// − rate × (t_j − t_i) − capacity`, or 0, in one pass (the best start so
+/// far for each end).
+///
+/// ```
+/// // 1 a second, capacity 1: three at once exceed by 2.
+/// assert_eq!(ratekeeper_redis::sim::excess(&[0, 0, 0], 1.0, 1.0), 2.0);
+/// ```
+pub fn excess(times: &[u64], rate: f64, capacity: f64) -> f64 {
     let mut best_start = f64::NEG_INFINITY;
     let mut worst = f64::NEG_INFINITY;
     for (j, &t) in times.iter().enumerate() {
