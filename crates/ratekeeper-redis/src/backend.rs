@@ -64,7 +64,7 @@ pub struct Backend {
 }
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: Conn,
     pacer_sha: String,
     refill_sha: String,
     /// Reload generation: bumped by each reload, so that requests that met
@@ -104,11 +104,32 @@ pub struct BackendStats {
     pub breaker_open: bool,
 }
 
+/// The connection: one server's, or a cluster's (feature `cluster`).
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    #[cfg(feature = "cluster")]
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl Conn {
+    async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        match self {
+            Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
+            #[cfg(feature = "cluster")]
+            Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
+        }
+    }
+}
+
 /// Settings of a [`Backend`]: [`Backend::builder`].
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct BackendBuilder {
     url: String,
+    /// The cluster's seed nodes, for a cluster backend.
+    #[cfg(feature = "cluster")]
+    nodes: Option<Vec<String>>,
     deadline: Duration,
     connect_timeout: Duration,
     breaker_failures: u32,
@@ -148,20 +169,10 @@ impl BackendBuilder {
     /// [`RedisError::ScriptingUnavailable`] if the server refuses to load
     /// scripts; [`RedisError::Redis`] if it cannot be reached.
     pub async fn connect(self) -> Result<Backend, RedisError> {
-        let client = redis::Client::open(self.url.as_str()).map_err(|source| RedisError::Url {
-            url: self.url.clone(),
-            source,
-        })?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.deadline))
-            .set_number_of_retries(1);
         let connect = async {
-            let mut conn = ConnectionManager::new_with_config(client, config)
-                .await
-                .map_err(RedisError::Redis)?;
-            let pacer_sha = load(&mut conn, PACER_LUA).await?;
-            let refill_sha = load(&mut conn, REFILL_LUA).await?;
+            let conn = self.open().await?;
+            let pacer_sha = load(&conn, PACER_LUA).await?;
+            let refill_sha = load(&conn, REFILL_LUA).await?;
             Ok::<_, RedisError>((conn, pacer_sha, refill_sha))
         };
         let (conn, pacer_sha, refill_sha) = tokio::time::timeout(self.connect_timeout, connect)
@@ -183,12 +194,45 @@ impl BackendBuilder {
     }
 }
 
-/// `SCRIPT LOAD` of `source`, returning its SHA1.
-async fn load(conn: &mut ConnectionManager, source: &str) -> Result<String, RedisError> {
-    redis::cmd("SCRIPT")
-        .arg("LOAD")
-        .arg(source)
-        .query_async(conn)
+impl BackendBuilder {
+    /// The connection: a `ConnectionManager` to the URL's server, or a
+    /// cluster connection to the seed nodes.
+    async fn open(&self) -> Result<Conn, RedisError> {
+        #[cfg(feature = "cluster")]
+        if let Some(nodes) = &self.nodes {
+            let client = redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
+                .connection_timeout(self.connect_timeout)
+                .response_timeout(self.deadline)
+                .build()
+                .map_err(|source| RedisError::Url {
+                    url: nodes.join(","),
+                    source,
+                })?;
+            let conn = client
+                .get_async_connection()
+                .await
+                .map_err(RedisError::Redis)?;
+            return Ok(Conn::Cluster(conn));
+        }
+        let client = redis::Client::open(self.url.as_str()).map_err(|source| RedisError::Url {
+            url: self.url.clone(),
+            source,
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.deadline))
+            .set_number_of_retries(1);
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(RedisError::Redis)?;
+        Ok(Conn::Single(conn))
+    }
+}
+
+/// `SCRIPT LOAD` of `source` (on every primary of a cluster), returning its
+/// SHA1.
+async fn load(conn: &Conn, source: &str) -> Result<String, RedisError> {
+    conn.query(redis::cmd("SCRIPT").arg("LOAD").arg(source))
         .await
         .map_err(|e| {
             if e.code().is_some() {
@@ -207,10 +251,27 @@ impl Backend {
     pub fn builder(url: impl Into<String>) -> BackendBuilder {
         BackendBuilder {
             url: url.into(),
+            #[cfg(feature = "cluster")]
+            nodes: None,
             deadline: DEFAULT_DEADLINE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             breaker_failures: DEFAULT_BREAKER_FAILURES,
             breaker_cooldown: DEFAULT_BREAKER_COOLDOWN,
+        }
+    }
+
+    /// Settings for a backend on a Redis Cluster reached through `nodes`
+    /// (seed URLs, e.g. `redis://127.0.0.1:7000/`), with the defaults.
+    /// Each limiter's key is one slot, so its script runs on that slot's
+    /// primary (redirections followed); the scripts are loaded on every
+    /// primary, and reloaded on all of them when one answers `NOSCRIPT`
+    /// (a failover, a new node).
+    #[cfg(feature = "cluster")]
+    pub fn cluster_builder<S: Into<String>>(nodes: impl IntoIterator<Item = S>) -> BackendBuilder {
+        let nodes: Vec<String> = nodes.into_iter().map(Into::into).collect();
+        BackendBuilder {
+            nodes: Some(nodes.clone()),
+            ..Backend::builder(nodes.join(","))
         }
     }
 
@@ -329,13 +390,9 @@ impl Backend {
         };
         // Ordering: Relaxed; a statistic.
         self.inner.stats.round_trips.fetch_add(1, Ordering::Relaxed);
-        let mut conn = self.inner.conn.clone();
-        redis::cmd("EVALSHA")
-            .arg(sha)
-            .arg(1)
-            .arg(key)
-            .arg(args)
-            .query_async(&mut conn)
+        self.inner
+            .conn
+            .query(redis::cmd("EVALSHA").arg(sha).arg(1).arg(key).arg(args))
             .await
     }
 
@@ -347,11 +404,10 @@ impl Backend {
         if self.inner.generation.load(Ordering::Acquire) != generation {
             return Ok(()); // reloaded by another request meanwhile
         }
-        let mut conn = self.inner.conn.clone();
         for source in [PACER_LUA, REFILL_LUA] {
             // Ordering: Relaxed; a statistic.
             self.inner.stats.round_trips.fetch_add(1, Ordering::Relaxed);
-            load(&mut conn, source).await?;
+            load(&self.inner.conn, source).await?;
         }
         // Ordering: Relaxed for the statistic; Release for the generation
         // (see `eval_reloading`).
