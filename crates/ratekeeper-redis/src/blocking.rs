@@ -76,6 +76,12 @@ impl BlockingBackend {
 /// It blocks: call it from threads, not from async tasks (which use
 /// [`RedisLimiter`] itself). From inside an async runtime it still works,
 /// but holds that runtime's thread for a round trip.
+///
+/// The core's [`BatchHandle`](ratekeeper::BatchHandle) batches over it as
+/// over any limiter (one reservation per lease of permits); give it a
+/// `max_lease` of a few round trips
+/// ([`with_max_lease`](ratekeeper::BatchHandle::with_max_lease), e.g.
+/// 5 ms), since a lease covers the handle's rate over that time.
 #[derive(Debug, Clone)]
 pub struct BlockingLimiter {
     runtime: Arc<tokio::runtime::Runtime>,

@@ -73,3 +73,32 @@ fn acquire_on_several_threads_follows_the_shared_schedule() {
     assert!(elapsed + tolerance >= paced, "took {elapsed:?} < {paced:?}");
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
 }
+
+#[test]
+fn a_batch_handle_over_the_blocking_limiter_leases_from_the_server() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let blocking =
+        BlockingBackend::connect(Backend::builder(url).deadline(Duration::from_secs(2))).unwrap();
+    // 1 M a second, average mode: the handle's leases are granted at once.
+    let limit = SharedLimit::pacer(Rate::new(1_000_000.0).unwrap(), 0.0).unwrap();
+    let limiter = blocking.limiter(
+        RedisLimiter::builder(blocking.backend(), common::key("batch"), limit)
+            .failure_policy(FailurePolicy::Closed)
+            .build()
+            .unwrap(),
+    );
+    // The core's batching, on a limiter kept on the server: one
+    // reservation per lease of many permits. A lease covers the handle's
+    // rate over `max_lease`, which must span a few round trips (the 100 µs
+    // default is about one).
+    let handle =
+        ratekeeper::BatchHandle::new(limiter.clone()).with_max_lease(Duration::from_millis(5));
+    for _ in 0..5_000 {
+        handle.acquire();
+    }
+    let trips = blocking.backend().stats().round_trips;
+    assert!(trips < 500, "{trips} round trips for 5000 permits");
+    assert!(limiter.stats().from(Source::Redis) >= 1);
+}
