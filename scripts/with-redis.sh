@@ -25,11 +25,19 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
   --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir"
 stop() {
   if [ -f "$dir/redis.pid" ]; then
-    kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
-    # SIGCONT in case a test left it stopped (kill -STOP).
-    kill -CONT "$(cat "$dir/redis.pid")" 2>/dev/null || true
+    pid=$(cat "$dir/redis.pid" 2>/dev/null || true)
+    if [ -n "$pid" ]; then
+      kill "$pid" 2>/dev/null || true
+      # SIGCONT in case a test left it stopped (kill -STOP).
+      kill -CONT "$pid" 2>/dev/null || true
+      # Until it has exited (it writes to $dir as it does), 2 s at most.
+      for _ in $(seq 40); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+      done
+    fi
   fi
-  rm -rf "$dir"
+  rm -rf "$dir" 2>/dev/null || true
 }
 trap stop EXIT
 for _ in $(seq 100); do

@@ -34,6 +34,7 @@ mod plot;
 mod progress;
 mod report;
 mod run;
+mod shared;
 mod simulate;
 #[cfg(test)]
 mod test_util;

@@ -126,6 +126,15 @@ pub(super) struct Dispatched {
     pub(super) driven: Driven,
 }
 
+/// The limiter runs are dispatched on: one built in memory (its schedule
+/// started at the start and, with --stages, its rate ramped), or a limit
+/// shared through Redis (`--redis`: neither).
+#[derive(Clone, Copy)]
+pub(super) enum Limiter<'a> {
+    Local(LimiterRef<'a, DefaultClock>),
+    Shared(&'a dyn RateLimiter),
+}
+
 /// Starts `plan.concurrency` workers running `spawner`'s command, then the
 /// limiter's schedule, and dispatches runs until the count, the deadline,
 /// a signal or (with --fail-fast) a failure; then waits for the running
@@ -136,7 +145,7 @@ pub(super) struct Dispatched {
 /// A worker thread that cannot be started or stopped early, or a permit
 /// the limiter refused for good.
 pub(super) fn dispatch(
-    limiter: LimiterRef<'_, DefaultClock>,
+    limiter: Limiter<'_>,
     spawner: &Spawner,
     plan: &Plan<'_>,
 ) -> anyhow::Result<Dispatched> {
@@ -147,12 +156,21 @@ pub(super) fn dispatch(
     let ended = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let jobs = start_workers(scope, &slots, done_tx, spawner, &plan.clock)?;
-        let t0 = limiter::start_schedules(&[limiter], &plan.clock);
-        let driver = start_ramp(scope, limiter, plan, t0, &ended)?;
+        let (t0, driver) = match limiter {
+            Limiter::Local(l) => {
+                let t0 = limiter::start_schedules(&[l], &plan.clock);
+                (t0, start_ramp(scope, l, plan, t0, &ended)?)
+            }
+            // A shared schedule has no restart, and no --stages.
+            Limiter::Shared(_) => (plan.clock.now_nanos(), None),
+        };
         let deadline = plan.duration.map(|d| t0.saturating_add(duration_nanos(d)));
         let line = progress_line(&counters, plan.target_rate);
         let mut d = Dispatcher {
-            limiter: limiter.as_dyn(),
+            limiter: match limiter {
+                Limiter::Local(l) => l.as_dyn(),
+                Limiter::Shared(l) => l,
+            },
             plan,
             deadline,
             jobs,

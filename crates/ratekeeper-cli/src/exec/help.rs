@@ -2,7 +2,8 @@
 //! schema.
 
 /// `exec --help` text above the options.
-pub const LONG_ABOUT: &str = "\
+pub const LONG_ABOUT: &str = concat!(
+    "\
 Run a command repeatedly at a rate, at most --concurrency runs at once, and \
 report each run's service time and response time, with counts by exit status.
 
@@ -222,7 +223,9 @@ the whole run until the last run ended, as one line per figure tagged \
 Tag=wait, Tag=service and Tag=response, of values in nanoseconds (give such \
 a tool a divisor of 1e6 for milliseconds). The file is created before the \
 run (one that cannot be is an error, exit status 1) and written after it, \
-also when a signal or a stop ended it.";
+also when a signal or a stop ended it.\n\n",
+    crate::shared::redis_report_help!()
+);
 
 /// Examples, shown by `exec -h` and `exec --help`.
 pub const AFTER_HELP: &str = "\
@@ -236,7 +239,8 @@ Examples:
   ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh";
 
 /// `exec --help` text below the options: examples and the JSON schema.
-pub const AFTER_LONG_HELP: &str = "\
+pub const AFTER_LONG_HELP: &str = concat!(
+    "\
 Examples:
   ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
   ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
@@ -324,4 +328,6 @@ status 130 or 143)
 status 3)
   fail_if          array    the --fail-if conditions as given (empty without)
   failed_conditions array   those that held after the run, as given (empty \
-when none did; exit status 99)";
+when none did; exit status 99)",
+    crate::shared::redis_json_help!()
+);

@@ -50,6 +50,7 @@ use ratekeeper::{DefaultClock, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::limiter::LimiterArgs;
+use crate::flags::redis::RedisArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec, parse_timeout};
 use crate::limiter;
 use crate::plot;
@@ -57,10 +58,11 @@ use crate::report::duration_nanos;
 use crate::run::interrupt::Interrupt;
 use crate::run::ramp::{self, Ramp, StagesArg};
 use crate::run::verdict::{parse_condition, Condition, TimeFigure};
+use crate::shared::{self, Shared};
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
-use dispatch::{dispatch, Plan};
+use dispatch::{dispatch, Limiter, Plan};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 pub use render::write_plot;
 use render::{write_hdr_log, PlotArg};
@@ -82,6 +84,10 @@ pub struct ExecArgs {
     // The rate limiter that schedules the runs, and its options.
     #[command(flatten)]
     pub limiter: LimiterArgs,
+
+    // A limit shared with other processes through Redis.
+    #[command(flatten)]
+    pub redis: RedisArgs,
 
     /// How many runs may run at once (1 to 1024).
     #[arg(long, short = 'c', value_name = "N", default_value = "1", value_parser = parse_concurrency)]
@@ -185,6 +191,24 @@ fn limiter_config(args: &ExecArgs) -> anyhow::Result<LimiterConfig> {
             args.rate.rate().get()
         ))
         .into());
+    }
+    if args.redis.redis.is_some() {
+        let refuse = |flag: &str, why: &str| {
+            Err(UsageError(format!("{flag} cannot be used with --redis: {why}")).into())
+        };
+        if args.stages.is_some() {
+            return refuse(
+                "--stages",
+                "the shared limit's rate is every process's, set by the --rate each one gives",
+            );
+        }
+        if args.max_behind.is_some() {
+            return refuse(
+                "--max-behind",
+                "this process's share of the shared rate is not known, so neither is its \
+                 schedule",
+            );
+        }
     }
     args.limiter.config(&args.rate, Access::Exact)
 }
@@ -307,7 +331,11 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
     let config = limiter_config(args)?;
     check_conditions(&args.fail_if)?;
     let spawner = spawner(args)?;
-    let clock = DefaultClock::new();
+    let shared = shared::connect(&args.redis, &config)?;
+    // A shared limiter's grants are on its own clock.
+    let clock = shared
+        .as_ref()
+        .map_or_else(DefaultClock::new, Shared::clock);
     let limiter = config.build_with_clock(clock)?;
     let effective = limiter::effective_rate(&[limiter.as_ref()], &config, "run");
     effective.warn(
@@ -342,7 +370,11 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         File::create(path)
             .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
     }
-    let d = dispatch(limiter.as_ref(), &spawner, &plan)?;
+    let on = match &shared {
+        Some(s) => Limiter::Shared(s.limiter()),
+        None => Limiter::Local(limiter.as_ref()),
+    };
+    let d = dispatch(on, &spawner, &plan)?;
     let started = run::started_at(&clock, d.tally.t0);
     let ran = Ran {
         launched: d.launched,
@@ -363,6 +395,9 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         driven: d.driven,
     };
     let mut report = report(args, &d.tally, ran);
+    if let Some(s) = &shared {
+        report.share(s.report(shared::granted(s.limiter())));
+    }
     report.judge(&args.fail_if);
     if let Some(warning) = report.below_target_warning() {
         crate::report::warn(&warning);

@@ -236,6 +236,9 @@ impl fmt::Display for ExecReport {
         self.fmt_rates(f)?;
         self.fmt_statuses(f)?;
         self.fmt_times(f)?;
+        if let Some(redis) = &self.redis {
+            redis.fmt_lines(f)?;
+        }
         self.fmt_verdict(f)
     }
 }

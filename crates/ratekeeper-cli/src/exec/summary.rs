@@ -23,6 +23,7 @@ use crate::report::{
 use crate::run::ramp::{Driven, Ramp, Staged};
 use crate::run::verdict::{recorded, Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
+use crate::shared::RedisReport;
 
 /// What the dispatcher has seen of the finished runs.
 #[derive(Debug)]
@@ -273,6 +274,10 @@ pub struct ExecReport {
     /// time bucket.
     #[serde(skip)]
     pub(super) buckets: Option<(Buckets, Buckets)>,
+    /// With --redis: the shared limit, its decisions by source and its
+    /// round trips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) redis: Option<RedisReport>,
 }
 
 impl ExecReport {
@@ -313,6 +318,14 @@ impl ExecReport {
     /// held.
     pub(super) fn judge(&mut self, conditions: &[Condition]) {
         self.verdict = Verdict::of(conditions, self);
+    }
+
+    /// Adds what the run's limit shared through Redis reports. Whether
+    /// the run is below its target is not checked: the target is the
+    /// shared rate, which every process sharing it makes up together.
+    pub(super) fn share(&mut self, redis: RedisReport) {
+        self.redis = Some(redis);
+        self.below_target = false;
     }
 
     /// The warning for an achieved rate below the target, if it was.
@@ -446,6 +459,7 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         response_ns: tally.response.summary(),
         histograms: Histograms::of(tally),
         verdict: Verdict::default(),
+        redis: None,
         refused: ran.config.kind().max_wait().map(|_| ran.refused),
         interrupted: ran.signal.is_some(),
         signal: ran.signal.map(|s| signal_name(s).unwrap_or("SIGINT")),

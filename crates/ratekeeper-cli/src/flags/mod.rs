@@ -3,6 +3,7 @@
 
 pub mod limiter;
 pub mod rate;
+pub mod redis;
 
 use std::time::Duration;
 

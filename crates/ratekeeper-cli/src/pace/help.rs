@@ -2,7 +2,8 @@
 //! schema.
 
 /// `pace --help` text above the options.
-pub const LONG_ABOUT: &str = "\
+pub const LONG_ABOUT: &str = concat!(
+    "\
 Pace worker threads through one shared rate limiter and report the achieved \
 rate, the ops' wait times (with --work, their service and response times) and \
 the CPU cost per permit.
@@ -279,7 +280,9 @@ interval, the whole run until every worker had stopped (wall), as one line \
 per figure tagged Tag=wait (and Tag=service, Tag=response), of values in \
 nanoseconds (give such a tool a divisor of 1e6 for milliseconds). The file \
 is created before the run (one that cannot be is an error, exit status 1) \
-and written after it, also when Ctrl-C or --max-behind ended it.";
+and written after it, also when Ctrl-C or --max-behind ended it.\n\n",
+    crate::shared::redis_report_help!()
+);
 
 /// Examples, shown by `pace -h` and `pace --help`.
 pub const AFTER_HELP: &str = "\
@@ -303,7 +306,8 @@ Examples:
   ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog";
 
 /// `pace --help` text below the options: examples and the JSON schema.
-pub const AFTER_LONG_HELP: &str = "\
+pub const AFTER_LONG_HELP: &str = concat!(
+    "\
 Examples:
   ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --rate 2000 --count 200 --json
@@ -399,4 +403,6 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   stopped_behind   boolean  whether --max-behind ended the run (exit status 3)
   fail_if          array    the --fail-if conditions as given (empty without)
   failed_conditions array   those that held after the run, as given (empty \
-when none did; exit status 99)";
+when none did; exit status 99)",
+    crate::shared::redis_json_help!()
+);

@@ -26,6 +26,7 @@ mod behind;
 mod drive;
 mod gate;
 mod help;
+mod on_redis;
 mod render;
 mod summary;
 mod target;
@@ -43,12 +44,14 @@ use ratekeeper::{DefaultClock, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::limiter::{AccessArgs, LimiterArgs};
+use crate::flags::redis::RedisArgs;
 use crate::flags::{parse_count, parse_duration, parse_spec};
 use crate::plot::{self, PlotPath};
 use crate::report;
 use crate::run::interrupt::Interrupt;
 use crate::run::ramp::{self, Ramp, StagesArg};
 use crate::run::verdict::{parse_condition, Condition, TimeFigure};
+use crate::shared;
 // The module only (`{self}`), not main.rs's `fn run` beside it.
 use crate::run::{self};
 
@@ -79,6 +82,10 @@ pub struct PaceArgs {
     // How the workers reach the limiter: batching handles or shards.
     #[command(flatten)]
     pub access: AccessArgs,
+
+    // A limit shared with other processes through Redis.
+    #[command(flatten)]
+    pub redis: RedisArgs,
 
     /// Worker threads (at least 1).
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
@@ -250,7 +257,9 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     let spec = args.rate;
     let work = args.work()?;
     check_conditions(&args.fail_if, work.is_some())?;
+    on_redis::check(args)?;
     let config = args.limiter.config(&spec, args.access.access())?;
+    let shared = shared::connect(&args.redis, &config)?;
     let limiter_count = if spec.scope() == Scope::Thread {
         args.threads
     } else {
@@ -265,24 +274,26 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         limiters: limiter_count,
         ramp: ramp.as_ref(),
     };
-    let plan = run_plan(args, target, config.kind().max_wait(), work, interrupt)?;
+    let mut plan = run_plan(args, target, config.kind().max_wait(), work, interrupt)?;
     if let Some(path) = &args.hdr_out {
         File::create(path)
             .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
     }
-    let visitor = Pace {
-        plan,
-        config: &config,
+    let (mut outcome, stats, effective) = match &shared {
+        Some(shared) => {
+            // The shared limiter's grants are on its own clock.
+            plan.clock = shared.clock();
+            on_redis::run(shared, &config, plan)?
+        }
+        None => visit(&config, plan, limiter_count)?,
     };
-    let (mut outcome, stats, effective) = config
-        .visit_with_clock(plan.clock, limiter_count as usize, visitor)
-        .map_err(|e| {
-            anyhow::Error::new(e).context(UsageError("cannot build the limiter".into()))
-        })??;
     if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }
     let mut report = summarize(args, &config, &plan, &outcome, stats, &effective);
+    if let Some(shared) = &shared {
+        report.share(shared.report(shared::granted(shared.limiter())));
+    }
     report.judge(&args.fail_if);
     // A run --max-behind ended says so in its error line instead.
     if let (Some(w), None) = (report.below_target_warning(), report.stopped_behind()) {
@@ -295,6 +306,18 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         write_hdr_log(path, &report, run::started_at(&plan.clock, outcome.t0))?;
     }
     Ok(report)
+}
+
+/// Runs `plan` on `limiter_count` limiters `config` builds.
+fn visit(
+    config: &ratekeeper::config::LimiterConfig,
+    plan: RunPlan<'_>,
+    limiter_count: u32,
+) -> anyhow::Result<(drive::Outcome, visit::LimiterStats, report::EffectiveRate)> {
+    let visitor = Pace { plan, config };
+    config
+        .visit_with_clock(plan.clock, limiter_count as usize, visitor)
+        .map_err(|e| anyhow::Error::new(e).context(UsageError("cannot build the limiter".into())))?
 }
 
 #[cfg(test)]

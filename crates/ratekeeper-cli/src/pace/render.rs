@@ -35,6 +35,9 @@ impl fmt::Display for PaceReport {
         self.fmt_waits(f)?;
         self.fmt_backlog(f)?;
         self.fmt_costs(f)?;
+        if let Some(redis) = &self.redis {
+            redis.fmt_lines(f)?;
+        }
         // With --fail-if: how many conditions held (each is told on
         // standard error after the report, with the value measured).
         match self.verdict.report_line() {

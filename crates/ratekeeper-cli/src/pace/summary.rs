@@ -19,6 +19,7 @@ use crate::report::{
 use crate::run::ramp::Staged;
 use crate::run::verdict::{recorded, Condition, Failed, Figures, Stat, TimeFigure, Verdict};
 use crate::run::{self, schedule_span};
+use crate::shared::RedisReport;
 
 /// The name the JSON report gives `access`.
 fn access_name(access: Access) -> &'static str {
@@ -109,6 +110,10 @@ pub struct PaceReport {
     /// With --fail-if: the conditions and those that held.
     #[serde(flatten)]
     pub(super) verdict: Verdict,
+    /// With --redis: the shared limit, its decisions by source and its
+    /// round trips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) redis: Option<RedisReport>,
 }
 
 /// With --work: the work each op did and the ops' service (end - start)
@@ -180,6 +185,14 @@ impl PaceReport {
     /// held.
     pub(super) fn judge(&mut self, conditions: &[Condition]) {
         self.verdict = Verdict::of(conditions, self);
+    }
+
+    /// Adds what the run's limit shared through Redis reports. Whether
+    /// the run is below its target is not checked: the target is the
+    /// shared rate, which every process sharing it makes up together.
+    pub(super) fn share(&mut self, redis: RedisReport) {
+        self.redis = Some(redis);
+        self.below_target = None;
     }
 
     /// How many limiters the workers shared (one each for the thread
@@ -315,6 +328,7 @@ pub(super) fn summarize(
         max_behind_ns: plan.max_behind,
         stopped_behind,
         verdict: Verdict::default(),
+        redis: None,
     }
 }
 

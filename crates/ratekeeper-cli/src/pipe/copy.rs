@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ratekeeper::{DefaultClock, Pacer};
+use ratekeeper::{DefaultClock, Pacer, RateLimiter};
+use ratekeeper_redis::BlockingLimiter;
 
 use super::input::{next_item, Input, InputBuf, Next};
 use super::live::{Gauges, Screen};
@@ -17,6 +18,15 @@ use crate::run::interrupt::{self, Interrupt};
 /// At most this many items go by without a look at the rate steps asked
 /// for (at millions of lines a second, a few microseconds).
 const STEP_CHECKS: u32 = 64;
+
+/// Where a write's permits come from: the Pacer in this process, or a
+/// limit shared through Redis (`--redis`), whose rate SIGUSR1 and SIGUSR2
+/// do not change.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Limit<'a> {
+    Pacer(&'a Pacer<DefaultClock>),
+    Shared(&'a BlockingLimiter),
+}
 
 /// What a request for a write's permits gave.
 pub(super) enum Permit {
@@ -97,16 +107,12 @@ impl Copy {
         }
     }
 
-    /// Copies standard input through `pacer` until it ends,
+    /// Copies standard input through `limit` until it ends,
     /// the output is closed or Ctrl-C, then writes out what was let
     /// through. Rate changes (SIGUSR1, SIGUSR2) apply from the next item.
-    pub(super) fn run(
-        &mut self,
-        pacer: &Pacer<DefaultClock>,
-        interrupt: &Interrupt,
-    ) -> anyhow::Result<()> {
+    pub(super) fn run(&mut self, limit: Limit<'_>, interrupt: &Interrupt) -> anyhow::Result<()> {
         while !self.output.closed {
-            self.look_at_rate_steps(pacer, interrupt);
+            self.look_at_rate_steps(limit, interrupt);
             let next = next_item(
                 self.input.unwritten(),
                 self.scanned,
@@ -128,7 +134,7 @@ impl Copy {
                 self.interrupted = true;
                 break;
             }
-            let permit = self.permits(pacer, len, interrupt)?;
+            let permit = self.permits(limit, len, interrupt)?;
             if let Permit::Interrupted = permit {
                 break;
             }
@@ -142,7 +148,7 @@ impl Copy {
     /// items: a look is an
     /// atomic swap, which would cost more than a line's own work at
     /// millions of lines a second.
-    fn look_at_rate_steps(&mut self, pacer: &Pacer<DefaultClock>, interrupt: &Interrupt) {
+    fn look_at_rate_steps(&mut self, limit: Limit<'_>, interrupt: &Interrupt) {
         self.until_look = self.until_look.saturating_sub(1);
         if self.until_look > 0 {
             return;
@@ -150,14 +156,18 @@ impl Copy {
         self.until_look = STEP_CHECKS;
         let steps = interrupt.take_rate_steps();
         if steps != 0 {
-            self.change_rate(pacer, steps);
+            self.change_rate(limit, steps);
         }
     }
 
     /// Makes `steps` rate changes (see [`Schedule::step`]) and shows them:
     /// the progress line's rate, and a warning for each one refused.
-    fn change_rate(&mut self, pacer: &Pacer<DefaultClock>, steps: i32) {
-        for note in self.schedule.step(pacer, steps, self.unit) {
+    fn change_rate(&mut self, limit: Limit<'_>, steps: i32) {
+        let notes = match limit {
+            Limit::Pacer(pacer) => self.schedule.step(pacer, steps, self.unit),
+            Limit::Shared(_) => vec![self.schedule.refuse_steps(steps)],
+        };
+        for note in notes {
             self.screen.warn(&note);
         }
         self.gauges.set_rate(self.schedule.rate());
@@ -191,23 +201,32 @@ impl Copy {
     }
 
     /// The permits of the next `len` bytes (a line or a chunk) from
-    /// `pacer`, waited for (after writing out what was let through, if
+    /// `limit`, waited for (after writing out what was let through, if
     /// there is a wait). The first request starts the schedule.
     fn permits(
         &mut self,
-        pacer: &Pacer<DefaultClock>,
+        limit: Limit<'_>,
         len: usize,
         interrupt: &Interrupt,
     ) -> anyhow::Result<Permit> {
-        if self.t0.is_none() {
-            // The schedule starts with the first input.
-            pacer.restart();
-            self.t0 = Some(pacer.next_slot_nanos());
-        }
-        let reserved = self
-            .schedule
-            .reserve(pacer, len)
-            .context("the pacer refused a permit")?;
+        let reserved = match limit {
+            Limit::Pacer(pacer) => {
+                if self.t0.is_none() {
+                    // The schedule starts with the first input.
+                    pacer.restart();
+                    self.t0 = Some(pacer.next_slot_nanos());
+                }
+                self.schedule
+                    .reserve(pacer, len)
+                    .context("the pacer refused a permit")?
+            }
+            Limit::Shared(shared) => {
+                // A shared schedule has no restart: the copy starts now.
+                self.t0.get_or_insert_with(|| shared.clock().now_nanos());
+                let r = self.schedule.reserve_shared(shared, len);
+                Some(r.context("the shared limit (--redis) refused a permit")?)
+            }
+        };
         let Some(Reserved { grant, share_ns }) = reserved else {
             return Ok(Permit::Paid);
         };
@@ -216,7 +235,10 @@ impl Copy {
         }
         self.output.flush()?;
         let waited = Instant::now();
-        let grant = interrupt::wait_for_grant(pacer, grant, interrupt);
+        let grant = match limit {
+            Limit::Pacer(pacer) => interrupt::wait_for_grant(pacer, grant, interrupt),
+            Limit::Shared(shared) => interrupt::wait_for_grant(shared, grant, interrupt),
+        };
         self.rate_wait += waited.elapsed();
         // A signal during the wait is seen before the next item.
         self.until_look = 0;

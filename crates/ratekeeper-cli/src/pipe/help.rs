@@ -2,7 +2,8 @@
 //! schema.
 
 /// `pipe --help` text above the options.
-pub const LONG_ABOUT: &str = "\
+pub const LONG_ABOUT: &str = concat!(
+    "\
 Copy standard input to standard output at a rate: lines per second (the \
 default) or, with --bytes, bytes per second, like pv -L.
 
@@ -91,7 +92,9 @@ what the reader did not take when it closed the pipe does not)
 --bytes
   rate wait       time spent waiting for permits
   input wait      time spent waiting for standard input, after the first \
-input";
+input\n\nIn pipe, with --redis a permit is a line, or with --bytes a byte (the shared Pacer's slot is floor(1e9 / rate) ns a byte, so --bytes is shared up to 1e9 bytes/s), and each write is one request, one round trip; SIGUSR1 and SIGUSR2 are ignored with a warning (the rate is every process's). ",
+    crate::shared::redis_report_help!()
+);
 
 /// Examples, shown by `pipe -h` and `pipe --help`.
 pub const AFTER_HELP: &str = "\
@@ -104,7 +107,8 @@ Examples:
   yes | ratekeeper pipe --rate 10 --json | head -5";
 
 /// `pipe --help` text below the options: examples and the JSON schema.
-pub const AFTER_LONG_HELP: &str = "\
+pub const AFTER_LONG_HELP: &str = concat!(
+    "\
 Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
@@ -132,4 +136,6 @@ are integer nanoseconds, rates per second (floating point):
   rate_wait_ns     integer  time spent waiting for permits
   input_wait_ns    integer  time spent waiting for input after the first
   output_closed    boolean  whether standard output was closed by its reader
-  interrupted      boolean  whether Ctrl-C ended the copy (exit status 130)";
+  interrupted      boolean  whether Ctrl-C ended the copy (exit status 130)",
+    crate::shared::redis_json_help!()
+);

@@ -28,14 +28,18 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use ratekeeper::config::{KindConfig, LimiterConfig};
 use ratekeeper::{DefaultClock, Pacer, Rate, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::parse_strictness;
 use crate::flags::rate::{parse_rate, parse_rate_spec, Counting};
+use crate::flags::redis::RedisArgs;
 use crate::run::interrupt::Interrupt;
+use crate::shared::{self, Shared};
 
-use copy::Copy;
+use crate::report::EffectiveRate;
+use copy::{Copy, Limit};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
 use input::InputBuf;
 use live::{Gauges, LiveLine, Screen};
@@ -87,6 +91,10 @@ pub struct PipeArgs {
     /// Never show the progress line.
     #[arg(long, overrides_with = "progress")]
     pub no_progress: bool,
+
+    // A limit shared with other processes through Redis.
+    #[command(flatten)]
+    pub redis: RedisArgs,
 }
 
 impl PipeArgs {
@@ -195,6 +203,31 @@ fn check_options(args: &PipeArgs) -> Result<RateSpec, UsageError> {
     Ok(spec)
 }
 
+/// With `--redis`: the shared limit, a Pacer at `rate` lines (or bytes)
+/// per second, a permit a line (or a byte) at `strictness`.
+///
+/// # Errors
+///
+/// A [`UsageError`] for a `--bytes` rate above 1e9 bytes/s, which a permit
+/// per byte cannot keep; as [`shared::connect`].
+fn connect(args: &PipeArgs, rate: f64, strictness: f64) -> anyhow::Result<Option<Shared>> {
+    if args.redis.redis.is_none() {
+        return Ok(None);
+    }
+    if args.bytes && rate > 1e9 {
+        return Err(UsageError(format!(
+            "--rate {} with --bytes cannot be shared with --redis: a shared limit takes a \
+             permit per byte, at most 1e9 bytes/s (about 953 MiB/s)",
+            args.rate
+        ))
+        .into());
+    }
+    let cannot = || UsageError(format!("cannot share rate {rate} with --redis"));
+    let rate = Rate::new(rate).map_err(|e| anyhow::Error::new(e).context(cannot()))?;
+    let config = LimiterConfig::new(KindConfig::Pacer { rate, strictness });
+    shared::connect(&args.redis, &config)
+}
+
 /// `--max-line`: a whole number of bytes, at least 1.
 fn parse_max_line(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
@@ -233,7 +266,15 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
         .strictness(strictness)
         .build_with_clock(DefaultClock::new())
         .map_err(|e| anyhow::Error::new(e).context(cannot()))?;
-    let effective = schedule.effective(&pacer);
+    let shared = connect(args, rate, strictness)?;
+    let (limit, effective) = match &shared {
+        Some(s) if args.bytes => (
+            Limit::Shared(s.limiter()),
+            EffectiveRate::pacer(pacer.effective_rate(), pacer.nanos_per_op(), "byte"),
+        ),
+        Some(s) => (Limit::Shared(s.limiter()), schedule.effective(&pacer)),
+        None => (Limit::Pacer(&pacer), schedule.effective(&pacer)),
+    };
     effective.warn("pipe", rate, unit);
 
     let input = InputBuf::new().context("opening standard input")?;
@@ -244,8 +285,9 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
         .then(|| LiveLine::start(unit, Arc::clone(&gauges), Arc::clone(&screen)))
         .flatten();
     let mut copy = Copy::new(input, schedule, args.max_line, unit, gauges, screen);
-    let copied = copy.run(&pacer, interrupt);
-    let report = summary::report(&spec, unit, strictness, &effective, &copy);
+    let copied = copy.run(limit, interrupt);
+    let mut report = summary::report(&spec, unit, strictness, &effective, &copy);
+    report.redis = shared.map(|s| s.report(copy.units));
     if let Some(live) = live {
         live.finish(report.achieved_rate);
     }

@@ -59,7 +59,10 @@ impl fmt::Display for PipeReport {
         if self.interrupted {
             writeln!(f, "interrupted     by Ctrl-C: the copy stopped there")?;
         }
-        Ok(())
+        match &self.redis {
+            Some(redis) => redis.fmt_lines(f),
+            None => Ok(()),
+        }
     }
 }
 
@@ -121,6 +124,7 @@ mod tests {
             input_wait_ns: 1_500_000,
             output_closed: false,
             interrupted: false,
+            redis: None,
         };
         let text = report.to_string();
         let json = serde_json::to_value(&report).unwrap();

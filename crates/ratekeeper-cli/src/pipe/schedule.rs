@@ -202,6 +202,46 @@ impl Schedule {
         Ok(reserved)
     }
 
+    /// The permits of a write of `len` bytes from a limit shared through
+    /// Redis (`--redis`), without waiting: one permit per line, or per byte
+    /// with `--bytes` (the shared Pacer's slot is then `floor(1e9 / rate)`
+    /// ns a byte, as every process sharing the key has it), one request
+    /// (one round trip) per write either way.
+    ///
+    /// # Errors
+    ///
+    /// The limiter's [`AcquireError`]: a refusal by `--on-redis-failure
+    /// closed`.
+    pub(super) fn reserve_shared(
+        &mut self,
+        limiter: &dyn RateLimiter,
+        len: usize,
+    ) -> Result<Reserved, AcquireError> {
+        if !self.bytes {
+            let grant = limiter.reserve(1, None)?;
+            let share_ns = self.line_ns;
+            return Ok(Reserved { grant, share_ns });
+        }
+        // A write is at most MAX_CHUNK bytes.
+        let permits = u32::try_from(len).unwrap_or(u32::MAX);
+        let grant = limiter.reserve(permits, None)?;
+        let share_ns = nanos_for(len as u64, self.rate);
+        Ok(Reserved { grant, share_ns })
+    }
+
+    /// Refuses `steps` rate changes (SIGUSR1, SIGUSR2) on a limit shared
+    /// through Redis, whose rate is every process's: the note for standard
+    /// error.
+    pub(super) fn refuse_steps(&mut self, steps: i32) -> String {
+        self.refused += u64::from(steps.unsigned_abs());
+        let signal = if steps > 0 { "SIGUSR1" } else { "SIGUSR2" };
+        format!(
+            "{signal} ignored: the rate is shared through --redis with the other processes \
+             using the key; it stays {}",
+            self.rate
+        )
+    }
+
     /// Makes `steps` rate changes, doublings (SIGUSR1) if positive, halvings
     /// (SIGUSR2) if negative, one at a time, each only if the Pacer keeps
     /// the result; then sets the Pacer to the new rate (checkpoint and keep:

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::copy::Copy;
 use crate::limiter::strictness_mode_name;
 use crate::report::{duration_nanos, per_second, EffectiveRate};
+use crate::shared::RedisReport;
 
 /// The result of a `pipe` run; `Display` is the text report, `Serialize`
 /// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
@@ -36,6 +37,10 @@ pub struct PipeReport {
     pub(super) input_wait_ns: u64,
     pub(super) output_closed: bool,
     pub(super) interrupted: bool,
+    /// With --redis: the shared limit, its decisions by source and its
+    /// round trips (per permit: per line, or per byte with --bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) redis: Option<RedisReport>,
 }
 
 impl PipeReport {
@@ -86,5 +91,6 @@ pub(super) fn report(
         input_wait_ns: duration_nanos(copy.input_wait),
         output_closed: output.closed,
         interrupted: copy.interrupted,
+        redis: None,
     }
 }

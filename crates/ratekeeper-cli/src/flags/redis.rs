@@ -1,0 +1,187 @@
+//! The flags that share a run's limit with other processes through Redis
+//! (`--redis URL --key NAME`), which `pace`, `exec` and `pipe` take
+//! ([`RedisArgs`]); [`crate::shared`] connects and reports.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use ratekeeper_redis::FailurePolicy;
+
+use super::parse_duration;
+
+/// What a shared limiter does when Redis cannot decide in time
+/// (`--on-redis-failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailureArg {
+    /// admit the request unchecked (the library's default)
+    Open,
+    /// refuse it: the run stops with an error
+    Closed,
+    /// decide in this process, on a limiter of the same kind at
+    /// --redis-share of the rate
+    Local,
+}
+
+impl FailureArg {
+    /// The name the flag and the report give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureArg::Open => "open",
+            FailureArg::Closed => "closed",
+            FailureArg::Local => "local",
+        }
+    }
+}
+
+/// `--redis`, `--key` and the options of a limit shared through Redis.
+#[derive(Debug, Clone, Args)]
+pub struct RedisArgs {
+    /// Share the limit through the Redis (or Valkey) server at URL, e.g.
+    /// redis://127.0.0.1:6379/, with every process that names the same
+    /// --key and the same limiter: the limit is the total of them all,
+    /// decided on the server's clock (one round trip per request). Needs
+    /// --key; the limiter must be the Pacer or refill.
+    #[arg(long, value_name = "URL", requires = "key")]
+    pub redis: Option<String>,
+
+    /// With --redis: the key the shared limit is kept under, e.g.
+    /// api:global (processes naming the same key share one limit).
+    #[arg(long, value_name = "NAME", requires = "redis", value_parser = parse_key)]
+    pub key: Option<String>,
+
+    /// With --redis: what a request does when Redis cannot decide within
+    /// --redis-deadline (an error, a timeout, the circuit breaker open):
+    /// admitted unchecked, refused (the run stops with an error), or
+    /// decided by a limiter in this process at --redis-share of the rate
+    /// [default: open].
+    #[arg(long, value_enum, value_name = "POLICY", requires = "redis")]
+    pub on_redis_failure: Option<FailureArg>,
+
+    /// With --on-redis-failure local: the part of the rate this process
+    /// keeps alone while Redis fails, a fraction in (0, 1] or 1/N for N
+    /// processes, e.g. 0.25 or 1/4 [default: 1, the whole rate].
+    #[arg(long, value_name = "F", value_parser = parse_share)]
+    pub redis_share: Option<f64>,
+
+    /// With --redis: the most one decision may take, reconnecting
+    /// included, before the failure policy decides, e.g. 50ms [default:
+    /// 20ms].
+    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_duration)]
+    pub redis_deadline: Option<Duration>,
+}
+
+impl RedisArgs {
+    /// The failure policy these flags ask for.
+    ///
+    /// # Errors
+    ///
+    /// A message for `--redis-share` without `--on-redis-failure local`.
+    pub fn policy(&self) -> Result<FailurePolicy, String> {
+        let arg = self.on_redis_failure.unwrap_or(FailureArg::Open);
+        match (arg, self.redis_share) {
+            (FailureArg::Local, share) => Ok(FailurePolicy::Local {
+                share: share.unwrap_or(1.0),
+            }),
+            (other, Some(share)) => Err(format!(
+                "--redis-share {share} applies to --on-redis-failure local (the part of the \
+                 rate kept in this process while Redis fails), not to --on-redis-failure {}",
+                other.name()
+            )),
+            (FailureArg::Open, None) => Ok(FailurePolicy::Open),
+            (FailureArg::Closed, None) => Ok(FailurePolicy::Closed),
+        }
+    }
+}
+
+/// `--key`: a name that is not empty.
+fn parse_key(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the key is empty: name the shared limit, e.g. --key api:global".to_owned());
+    }
+    Ok(s.to_owned())
+}
+
+/// `--redis-share`: a fraction in (0, 1], or `1/N`.
+fn parse_share(s: &str) -> Result<f64, String> {
+    const EXPECTED: &str = "expected a fraction of the rate in (0, 1] or 1/N, e.g. 0.25 or 1/4";
+    let t = s.trim();
+    let v = match t.split_once('/') {
+        Some((one, n)) if one.trim() == "1" => match n.trim().parse::<u32>() {
+            Ok(n) if n >= 1 => 1.0 / f64::from(n),
+            _ => return Err(EXPECTED.to_owned()),
+        },
+        Some(_) => return Err(EXPECTED.to_owned()),
+        None => t.parse::<f64>().map_err(|_| EXPECTED.to_owned())?,
+    };
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(EXPECTED.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        redis: RedisArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<RedisArgs, String> {
+        Flags::try_parse_from(std::iter::once("t").chain(flags.iter().copied()))
+            .map(|f| f.redis)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shares_are_fractions_or_one_over_n() {
+        assert_eq!(parse_share("0.25"), Ok(0.25));
+        assert_eq!(parse_share("1/4"), Ok(0.25));
+        assert_eq!(parse_share("1"), Ok(1.0));
+        for bad in ["0", "1.5", "-1", "2/3", "1/0", "x", "nan"] {
+            assert!(parse_share(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_and_redis_go_together() {
+        let e = parse(&["--redis", "redis://h/"]).unwrap_err();
+        assert!(e.contains("--key <NAME>"), "{e}");
+        let e = parse(&["--key", "k"]).unwrap_err();
+        assert!(e.contains("--redis <URL>"), "{e}");
+        let e = parse(&["--redis", "redis://h/", "--key", ""]).unwrap_err();
+        assert!(e.contains("the key is empty"), "{e}");
+        let e = parse(&["--on-redis-failure", "closed"]).unwrap_err();
+        assert!(e.contains("--redis <URL>"), "{e}");
+    }
+
+    #[test]
+    fn policies_follow_the_flags() {
+        let base = ["--redis", "redis://h/", "--key", "k"];
+        let with = |more: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(more);
+            parse(&v).unwrap().policy()
+        };
+        assert_eq!(with(&[]), Ok(FailurePolicy::Open));
+        assert_eq!(
+            with(&["--on-redis-failure", "closed"]),
+            Ok(FailurePolicy::Closed)
+        );
+        assert_eq!(
+            with(&["--on-redis-failure", "local"]),
+            Ok(FailurePolicy::Local { share: 1.0 })
+        );
+        assert_eq!(
+            with(&["--on-redis-failure", "local", "--redis-share", "1/4"]),
+            Ok(FailurePolicy::Local { share: 0.25 })
+        );
+        let e = with(&["--redis-share", "0.5"]).unwrap_err();
+        assert!(e.contains("--on-redis-failure local"), "{e}");
+    }
+}
