@@ -58,14 +58,16 @@ pub fn connect(args: &RedisArgs, config: &LimiterConfig) -> anyhow::Result<Optio
         ))),
         e => anyhow::Error::new(e).context(format!("--redis {url}: cannot use the server")),
     })?;
-    let limiter = RedisLimiter::builder(backend.backend(), key.as_str(), limit)
-        .failure_policy(policy)
-        .build()
-        .map_err(|e| {
-            anyhow::Error::new(e).context(UsageError(format!(
-                "cannot share the limit under --key {key} on --redis {url}"
-            )))
-        })?;
+    let mut limiter =
+        RedisLimiter::builder(backend.backend(), key.as_str(), limit).failure_policy(policy);
+    if let Some(window) = args.lease() {
+        limiter = limiter.lease(window);
+    }
+    let limiter = limiter.build().map_err(|e| {
+        anyhow::Error::new(e).context(UsageError(format!(
+            "cannot share the limit under --key {key} on --redis {url}"
+        )))
+    })?;
     Ok(Some(Shared {
         limiter: backend.limiter(limiter),
         url: hide_password(url),
@@ -146,6 +148,7 @@ impl Shared {
             failure_policy: policy,
             local_share: share,
             deadline_ns: duration_nanos(l.backend().deadline()),
+            lease_ns: l.lease_window().map(duration_nanos),
             decisions: Decisions {
                 redis: stats.from(Source::Redis),
                 cache: stats.from(Source::Cache),
@@ -190,6 +193,8 @@ pub struct RedisReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_share: Option<f64>,
     pub deadline_ns: u64,
+    /// The lease window (`--redis-lease`); null without leases.
+    pub lease_ns: Option<u64>,
     pub decisions: Decisions,
     /// Of the decisions, the refusals.
     pub refused: u64,
@@ -215,9 +220,13 @@ impl RedisReport {
             .local_share
             .map(|s| format!(" at {s} of the rate"))
             .unwrap_or_default();
+        let lease = self.lease_ns.map_or_else(
+            || "no leases".to_owned(),
+            |l| format!("leases of {}", fmt_duration(l)),
+        );
         writeln!(
             f,
-            "shared limit    key {} on {} (on failure: {}{share}; deadline {})",
+            "shared limit    key {} on {} (on failure: {}{share}; deadline {}; {lease})",
             self.key,
             self.url,
             self.failure_policy,

@@ -332,3 +332,46 @@ fn two_processes_on_one_key_share_the_rate() {
     );
     assert!(ops.iter().all(|&n| n > 40.0), "both took a share: {ops:?}");
 }
+
+#[test]
+fn leases_cut_round_trips_and_zero_turns_them_off() {
+    let Some(url) = redis_url() else { return };
+    // 100 000/s: a 1 ms lease (the default) holds up to 100 slots.
+    let leased = pace_json(&[
+        "--rate",
+        "100k",
+        "--count",
+        "5000",
+        "--redis",
+        &url,
+        "--key",
+        &key("lease"),
+    ]);
+    let redis = &leased["redis"];
+    assert_eq!(leased["ops"], 5000);
+    assert_eq!(redis["lease_ns"], 1_000_000, "{redis}");
+    assert!(
+        redis["decisions"]["lease"].as_u64().unwrap() > 2500,
+        "{redis}"
+    );
+    assert!(
+        redis["round_trips_per_permit"].as_f64().unwrap() < 0.5,
+        "{redis}"
+    );
+    let exact = pace_json(&[
+        "--rate",
+        "100k",
+        "--count",
+        "500",
+        "--redis",
+        &url,
+        "--key",
+        &key("no-lease"),
+        "--redis-lease",
+        "0",
+    ]);
+    let redis = &exact["redis"];
+    assert_eq!(redis["lease_ns"], Value::Null, "{redis}");
+    assert_eq!(redis["decisions"]["redis"], 500, "{redis}");
+    assert_eq!(redis["round_trips_per_permit"], 1.0);
+}

@@ -101,6 +101,15 @@ impl BlockingLimiter {
 
     /// [`RedisLimiter::reserve`], blocking: the whole decision.
     pub fn decide(&self, permits: u32, max_wait: Option<Duration>) -> Decision {
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Not on a runtime's thread: run the request here, on the
+            // backend's runtime (its worker drives the connection).
+            return self
+                .runtime
+                .block_on(self.limiter.reserve(permits, max_wait));
+        }
+        // On a runtime's thread, where block_on would panic: the request
+        // runs on the backend's runtime, and this thread waits for it.
         let limiter = Arc::clone(&self.limiter);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.runtime.spawn(async move {

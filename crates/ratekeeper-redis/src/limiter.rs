@@ -178,6 +178,7 @@ impl RedisLimiterBuilder {
                 unit
             }),
             leases,
+            lease_window: self.lease,
             offset: Offset::default(),
             script,
             backend: self.backend,
@@ -256,6 +257,7 @@ pub struct RedisLimiter {
     backlog: AtomicI64,
     cache: DenialCache,
     leases: Option<Leases>,
+    lease_window: Option<Duration>,
     offset: Offset,
 }
 
@@ -311,6 +313,11 @@ impl RedisLimiter {
     /// The failure policy.
     pub fn failure_policy(&self) -> FailurePolicy {
         self.policy
+    }
+
+    /// The lease window, if leases are on.
+    pub fn lease_window(&self) -> Option<Duration> {
+        self.lease_window
     }
 
     /// The backend (its statistics: round trips, failures).

@@ -39,7 +39,8 @@ pub struct RedisArgs {
     /// Share the limit through the Redis (or Valkey) server at URL, e.g.
     /// redis://127.0.0.1:6379/, with every process that names the same
     /// --key and the same limiter: the limit is the total of them all,
-    /// decided on the server's clock (one round trip per request). Needs
+    /// decided on the server's clock (a round trip per request, or per
+    /// lease: --redis-lease). Needs
     /// --key; the limiter must be the Pacer or refill.
     #[arg(long, value_name = "URL", requires = "key")]
     pub redis: Option<String>,
@@ -68,9 +69,26 @@ pub struct RedisArgs {
     /// 20ms].
     #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_duration)]
     pub redis_deadline: Option<Duration>,
+
+    /// With --redis: lease slots (the Pacer) or permits (refill) from the
+    /// server one DUR of this process's rate at a time, and hand them out
+    /// here: fewer round trips per permit. Leased Pacer slots keep the
+    /// shared schedule's rate; leased refill permits can exceed the bucket
+    /// over an interval by one lease per process (see ratekeeper-redis's
+    /// docs). 0 asks the server for every request [default: 1ms].
+    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_lease)]
+    pub redis_lease: Option<Duration>,
 }
 
+/// The lease window when --redis-lease is not given.
+pub const DEFAULT_LEASE: Duration = Duration::from_millis(1);
+
 impl RedisArgs {
+    /// The lease window, `None` for no leases (`--redis-lease 0`).
+    pub fn lease(&self) -> Option<Duration> {
+        Some(self.redis_lease.unwrap_or(DEFAULT_LEASE)).filter(|d| !d.is_zero())
+    }
+
     /// The failure policy these flags ask for.
     ///
     /// # Errors
@@ -91,6 +109,12 @@ impl RedisArgs {
             (FailureArg::Closed, None) => Ok(FailurePolicy::Closed),
         }
     }
+}
+
+/// `--redis-lease`: a duration; 0 turns leases off.
+fn parse_lease(s: &str) -> Result<Duration, String> {
+    super::parse_timeout(s)
+        .map_err(|_| "expected a duration such as 1ms or 500us, or 0 for no leases".to_owned())
 }
 
 /// `--key`: a name that is not empty.

@@ -92,7 +92,7 @@ what the reader did not take when it closed the pipe does not)
 --bytes
   rate wait       time spent waiting for permits
   input wait      time spent waiting for standard input, after the first \
-input\n\nIn pipe, with --redis a permit is a line, or with --bytes a byte (the shared Pacer's slot is floor(1e9 / rate) ns a byte, so --bytes is shared up to 1e9 bytes/s), and each write is one request, one round trip; SIGUSR1 and SIGUSR2 are ignored with a warning (the rate is every process's). ",
+input\n\nIn pipe, with --redis a permit is a line, or with --bytes a byte (the shared Pacer's slot is floor(1e9 / rate) ns a byte, so --bytes is shared up to 1e9 bytes/s), and each write is one request (one round trip, unless leased: --redis-lease); SIGUSR1 and SIGUSR2 are ignored with a warning (the rate is every process's). ",
     crate::shared::redis_report_help!()
 );
 
