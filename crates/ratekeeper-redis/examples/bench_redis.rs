@@ -333,6 +333,14 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The machine's CPUs (`processor` lines of `/proc/cpuinfo`), whatever
+/// this process's affinity.
+fn cpu_count() -> usize {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| s.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0)
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -355,7 +363,12 @@ async fn bench(args: Args) -> Result<(), BoxError> {
     let dirty = !command_line("git", &["status", "--porcelain", "--untracked-files=no"])
         .trim()
         .is_empty();
-    println!("machine: {} (nproc {})", cpu_model(), num_cpus());
+    println!(
+        "machine: {} ({} CPUs; this process may run on {})",
+        cpu_model(),
+        cpu_count(),
+        num_cpus()
+    );
     println!("kernel: {}", command_line("uname", &["-r"]));
     println!(
         "server: redis {} (pid {}) at {}",
