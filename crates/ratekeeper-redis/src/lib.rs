@@ -34,7 +34,7 @@
 //!
 //! # The scripts' state and its bounds
 //!
-//! A key is a hash: its origin (the server clock, whole microseconds, when
+//! A key is one string value: its origin (the server clock, whole microseconds, when
 //! it was created) and the limiter's time indexes in nanoseconds since
 //! then, below 2^53 so that Lua's doubles hold them exactly (the origin
 //! moves up after 52 days). The server clock has microsecond resolution: a

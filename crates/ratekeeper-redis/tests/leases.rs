@@ -107,21 +107,24 @@ fn a_pacer_lease_serves_many_requests_per_round_trip_and_keeps_the_schedule() {
         let span = slots[slots.len() - 1] - slots[0];
         // Less the offset estimate's tightening over the run (under 1 ms).
         assert!(span >= 19_000_000, "4000 slots over {span} ns");
-        // On the server, the schedule advanced by one slot per grant, plus
-        // the slots of the last lease left unused (at most one lease: 200).
+        // On the server, the schedule advanced by one slot per grant (never
+        // less: no slot was handed out twice), plus the leased slots left
+        // unused: the last lease's, and any a lease dropped as stale (time
+        // not used, as in strict mode), which a loaded machine makes more.
         let mut conn = redis::Client::open(url.as_str())
             .unwrap()
             .get_multiplexed_async_connection()
             .await
             .unwrap();
-        let ideal: i64 = redis::cmd("HGET")
+        // The key holds "origin ideal actual".
+        let state: String = redis::cmd("GET")
             .arg(l.key())
-            .arg("i")
             .query_async(&mut conn)
             .await
             .unwrap();
+        let ideal: i64 = state.split(' ').nth(1).unwrap().parse().unwrap();
         assert!(
-            (4000 * 5_000..=(4000 + 200) * 5_000).contains(&ideal),
+            (4000 * 5_000..=8000 * 5_000).contains(&ideal),
             "the schedule advanced {ideal} ns for 4000 grants of 5 µs"
         );
         let stats = l.stats();

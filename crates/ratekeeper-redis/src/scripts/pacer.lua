@@ -2,9 +2,10 @@
 -- step per grant, on the server's clock. Mirrors ratekeeper's in-memory
 -- Pacer (crates/ratekeeper/src/pacer): see ratekeeper-redis's docs.
 --
--- KEYS[1]  the schedule: a hash {o = origin (server clock, whole us),
---          i = ideal (the accumulator), a = actual (strict/burst spacing)},
---          i and a in ns since o.
+-- KEYS[1]  the schedule: a string "o i a" of three integers: the origin
+--          (server clock, whole us), the ideal (the accumulator) and the
+--          actual (strict/burst spacing), i and a in ns since o. (One GET
+--          and one SET ... PX: each redis.call costs a few microseconds.)
 -- ARGV[1]  kind: 0 average, 1 burst compensation, 2 strict or burst ratio
 -- ARGV[2]  span: permits x the slice of one permit (ns)
 -- ARGV[3]  burst span: permits x the burst slice (ns; kind 2)
@@ -27,9 +28,15 @@ if now_us < 0 then
   local t = redis.call('TIME')
   now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local state = redis.call('HMGET', key, 'o', 'i', 'a')
-local o, i, a = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
-if o == nil then
+local o, i, a
+local state = redis.call('GET', key)
+if state then
+  o, i, a = string.match(state, '^(%-?%d+) (%-?%d+) (%-?%d+)$')
+  if o == nil then
+    return redis.error_reply('WRONGTYPE the key holds a value that is not a ratekeeper schedule')
+  end
+  o, i, a = tonumber(o), tonumber(i), tonumber(a)
+else
   -- A new schedule starts now (as an idle Pacer's first reservation).
   o, i, a = now_us, 0, 0
 end
@@ -62,8 +69,8 @@ if kind == 1 then
 elseif kind == 2 and ready ~= slot then
   a = ready + burst
 end
-redis.call('HSET', key, 'o', o, 'i', i, 'a', a)
 -- Kept until the schedule has caught up with the clock, and idle_ms after.
 local ahead = math.max(i, a, now) - now
-redis.call('PEXPIRE', key, math.ceil(ahead / 1000000) + idle_ms)
+redis.call('SET', key, string.format('%.0f %.0f %.0f', o, i, a),
+  'PX', math.ceil(ahead / 1000000) + idle_ms)
 return { 1, slot - now, ready - now, i - now, now_us }

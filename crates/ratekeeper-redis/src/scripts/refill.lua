@@ -2,8 +2,9 @@
 -- "empty instant" form) on the server's clock. Mirrors ratekeeper's
 -- in-memory RefillLimiter (crates/ratekeeper/src/resilience4j/bucket.rs).
 --
--- KEYS[1]  the bucket: a hash {o = origin (server clock, whole us),
---          e = the instant the bucket would be empty, ns since o}
+-- KEYS[1]  the bucket: a string "o e" of two integers: the origin (server
+--          clock, whole us) and the instant the bucket would be empty, in
+--          ns since o (one GET and one SET ... PX)
 -- ARGV[1]  ns per permit (npp)
 -- ARGV[2]  capacity (permits)
 -- ARGV[3]  initial permits of a new bucket
@@ -31,10 +32,16 @@ if now_us < 0 then
   now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local full = capacity * npp
-local state = redis.call('HMGET', key, 'o', 'e')
-local o, e = tonumber(state[1]), tonumber(state[2])
-local new = o == nil
-if new then
+local o, e
+local state = redis.call('GET', key)
+local new = not state
+if state then
+  o, e = string.match(state, '^(%-?%d+) (%-?%d+)$')
+  if o == nil then
+    return redis.error_reply('WRONGTYPE the key holds a value that is not a ratekeeper bucket')
+  end
+  o, e = tonumber(o), tonumber(e)
+else
   -- A new bucket holds its initial permits.
   o, e = now_us, -initial * npp
 end
@@ -64,8 +71,8 @@ end
 -- Keeps the bucket emptying at `index` until it is full again (then it
 -- equals a new one when initial = capacity), and idle_ms after.
 local function store(index)
-  redis.call('HSET', key, 'o', o, 'e', index)
-  redis.call('PEXPIRE', key, math.ceil(math.max(index + full - now, 0) / 1000000) + idle_ms)
+  redis.call('SET', key, string.format('%.0f %.0f', o, index),
+    'PX', math.ceil(math.max(index + full - now, 0) / 1000000) + idle_ms)
 end
 if max_wait >= 0 and wait > max_wait then
   if new then
