@@ -9,7 +9,8 @@
 #
 # Usage: scripts/with-redis.sh scripts/bench-redis-pace.sh [BIN]
 #   BIN defaults to target/release/ratekeeper (cargo build --release -p ratekeeper-cli)
-#   PROCS=4 RATE=10000 DUR=5s RUNS=3 (environment) set the run; THREADS=N adds --threads N.
+#   PROCS=4 RATE=10000 DUR=5s RUNS=3 (environment) set the run; THREADS=N adds --threads N;
+#   EXTRA="..." adds pace arguments (e.g. EXTRA="--redis-lease 0": a round trip per permit).
 set -euo pipefail
 : "${REDIS_URL:?run through scripts/with-redis.sh, or set REDIS_URL}"
 bin=${1:-target/release/ratekeeper}
@@ -19,13 +20,13 @@ dur=${DUR:-5s}
 runs=${RUNS:-3}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-echo "bench-redis-pace: $procs x $bin pace --redis $REDIS_URL --key K --rate $rate --duration $dur --json ($runs runs)"
+echo "bench-redis-pace: $procs x $bin pace --redis $REDIS_URL --key K --rate $rate --duration $dur --json ${EXTRA:+$EXTRA }($runs runs)"
 totals=()
 for run in $(seq "$runs"); do
   key="bench-redis-pace:$$:$run:$(date +%s%N)"
   pids=()
   for p in $(seq "$procs"); do
-    "$bin" pace --redis "$REDIS_URL" --key "$key" --rate "$rate" --duration "$dur" --json ${THREADS:+--threads "$THREADS"} \
+    "$bin" pace --redis "$REDIS_URL" --key "$key" --rate "$rate" --duration "$dur" --json ${THREADS:+--threads "$THREADS"} ${EXTRA:-} \
       >"$dir/$run.$p.json" 2>"$dir/$run.$p.err" &
     pids+=($!)
   done
