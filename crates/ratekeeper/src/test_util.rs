@@ -32,3 +32,41 @@ pub(crate) fn within<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'stati
         Err(RecvTimeoutError::Timeout) => panic!("timed out after {REAL_TIME_LIMIT:?}"),
     }
 }
+
+/// A clock whose readings are given in advance: each read takes the next
+/// one, and the last repeats. For tests of a decision made on a reading
+/// older than the limiter's state (a thread preempted between reading the
+/// clock and deciding).
+#[derive(Debug)]
+pub(crate) struct ScriptedClock(std::sync::Mutex<std::collections::VecDeque<u64>>);
+
+impl ScriptedClock {
+    pub(crate) fn new(readings: &[u64]) -> ScriptedClock {
+        ScriptedClock(std::sync::Mutex::new(readings.iter().copied().collect()))
+    }
+
+    /// The readings to come after the current one: the last reading given
+    /// (the one repeating) is replaced.
+    pub(crate) fn then(&self, readings: &[u64]) {
+        let mut q = self.0.lock().unwrap();
+        if q.len() == 1 {
+            q.clear();
+        }
+        q.extend(readings.iter().copied());
+    }
+}
+
+impl crate::clock::Clock for ScriptedClock {
+    fn now_nanos(&self) -> u64 {
+        let mut q = self.0.lock().unwrap();
+        if q.len() > 1 {
+            q.pop_front().unwrap()
+        } else {
+            *q.front().expect("a reading")
+        }
+    }
+
+    fn sleep_overshoot_nanos(&self) -> u64 {
+        0
+    }
+}

@@ -983,6 +983,7 @@ impl<C: Clock> Pacer<C> {
         let max = saturating_nanos(max_wait);
         // Ordering: Acquire, to start from the latest published schedule.
         let mut slot = self.ideal.load(Ordering::Acquire);
+        let mut refreshed = false;
         loop {
             if slot >= self.params.limit {
                 return Err(AcquireError::ScheduleExhausted);
@@ -1003,6 +1004,15 @@ impl<C: Clock> Pacer<C> {
             };
             let ready = self.spaced(mode, slot.max(now));
             if ready - now > max {
+                if !refreshed {
+                    // The reading may predate grants other threads made
+                    // since (this one preempted between reading the clock
+                    // and deciding): decide once more on a fresh reading
+                    // before refusing. Ordering: Acquire, as above.
+                    refreshed = true;
+                    slot = self.ideal.load(Ordering::Acquire);
+                    continue;
+                }
                 return Err(would_wait(ready - now, max_wait));
             }
             // Ordering: AcqRel on success as for fetch_add; Acquire on failure
@@ -1034,6 +1044,7 @@ impl<C: Clock> Pacer<C> {
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
         let max = saturating_nanos(max_wait);
+        let mut refreshed = false;
         loop {
             // A fresh reading, taken first, as in `reserve_dual`.
             let now = self.now();
@@ -1049,6 +1060,12 @@ impl<C: Clock> Pacer<C> {
                 return Err(AcquireError::ScheduleExhausted);
             }
             if start.saturating_sub(now) > max {
+                if !refreshed {
+                    // As in `reserve_accumulator_bounded`: once more on a
+                    // fresh reading (the loop reads the clock again).
+                    refreshed = true;
+                    continue;
+                }
                 return Err(would_wait(start - now, max_wait));
             }
             // Ordering: AcqRel on success as for fetch_add; Acquire on failure.

@@ -816,3 +816,30 @@ fn effective_rate_is_what_a_strict_schedule_delivers() {
     assert_eq!(span, 1000);
     assert_eq!(1000.0 * 1e9 / span as f64, p.effective_rate());
 }
+
+/// A bounded request decided on a clock reading older than the schedule
+/// (its thread was preempted after reading the clock, while another
+/// thread's grant moved the spacing past that reading) reads the clock
+/// again before refusing: at a rate far below its slot it is granted.
+#[test]
+fn a_stale_reading_is_refreshed_before_a_refusal() {
+    use crate::test_util::ScriptedClock;
+    for strictness in [1.0, 0.0] {
+        // 1 000 a second: 1 ms slots.
+        let clock = ScriptedClock::new(&[0]);
+        let p = Pacer::builder(Rate::new(1000.0).unwrap())
+            .strictness(strictness)
+            .build_with_clock(&clock)
+            .unwrap();
+        p.try_acquire().unwrap();
+        // Another thread's op at 10 ms (its slot and spacing to 11 ms).
+        clock.then(&[10 * MS]);
+        p.try_acquire().unwrap();
+        // This thread read 9.5 ms before that op, and decides now, at 20 ms.
+        clock.then(&[9 * MS + MS / 2, 20 * MS]);
+        let g = p
+            .try_acquire()
+            .unwrap_or_else(|e| panic!("strictness {strictness}: {e}"));
+        assert!(g.ready_nanos() <= 20 * MS, "{g:?}");
+    }
+}

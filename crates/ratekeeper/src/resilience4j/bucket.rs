@@ -739,7 +739,18 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
                 .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
             return Ok(g);
         }
-        let (decision, tag) = self.decide(permits, max, rel);
+        let (mut decision, mut tag) = self.decide(permits, max, rel);
+        let mut now = now;
+        if let Decision::Refuse { .. } = decision {
+            // The reading may predate grants other threads made since (this
+            // one preempted between reading the clock and deciding): decide
+            // once more on a fresh reading before refusing.
+            let (fresh, fresh_rel) = self.now();
+            if fresh_rel > rel {
+                (decision, tag) = self.decide(permits, max, fresh_rel);
+                now = fresh;
+            }
+        }
         match decision {
             Decision::Grant { wait, .. } => {
                 self.hub
