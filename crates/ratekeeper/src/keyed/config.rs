@@ -193,7 +193,9 @@ impl KeyedBuilder {
     {
         let shards = self.check()?;
         let spare = make()?;
-        if spare.recovery() != Recovery::Fresh {
+        // A fresh limiter on a running clock may already hold credit (a
+        // pacer started at build is behind schedule a moment later).
+        if spare.recovery() == Recovery::Unknown {
             return Err(refused(
                 ConfigErrorKind::Unsupported,
                 KeyedConfigError::Unsupported,
