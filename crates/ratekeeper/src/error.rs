@@ -87,6 +87,11 @@ pub enum ConfigErrorKind {
     /// A setting of a backend rather than of the limit itself: a failure
     /// policy's share, a deadline, a key (`ratekeeper-redis`).
     Backend,
+    /// A keyed limiter's cap on live keys: zero, or above
+    /// [`MAX_KEYS`](crate::keyed::MAX_KEYS).
+    MaxKeys,
+    /// An IP key's prefix length: above 128 for IPv6 or 32 for IPv4.
+    IpPrefix,
 }
 
 impl ConfigError {

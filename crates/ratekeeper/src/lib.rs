@@ -113,6 +113,7 @@ pub mod config;
 pub mod error;
 pub mod grant;
 mod internal;
+pub mod keyed;
 pub mod limiter;
 pub mod pacer;
 pub mod pool;
@@ -138,7 +139,7 @@ pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
-pub use limiter::RateLimiter;
+pub use limiter::{RateLimiter, Recovery};
 #[allow(deprecated)]
 pub use pacer::PacerError;
 pub use pacer::{Pacer, PacerBuilder, PacerHandle, ShardHandle, ShardedPacer};

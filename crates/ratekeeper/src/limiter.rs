@@ -61,6 +61,29 @@ pub trait RateLimiter {
         WaitPolicy::default()
     }
 
+    /// How the limiter's state compares, now, with a fresh limiter of the
+    /// same configuration built at this moment: what a keyed map
+    /// ([`Keyed`](crate::keyed::Keyed)) needs to know to drop a key without
+    /// changing any decision. The default, [`Recovery::Unknown`], says the
+    /// limiter cannot tell; the [`Pacer`](crate::Pacer) and the
+    /// [`RefillLimiter`](crate::RefillLimiter) can.
+    ///
+    /// ```
+    /// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter, Recovery};
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let pacer = Pacer::builder(Rate::new(1000.0)?).strictness(1.0).build_with_clock(clock.clone())?;
+    /// assert_eq!(pacer.recovery(), Recovery::Fresh);
+    /// pacer.try_acquire()?;
+    /// assert_eq!(pacer.recovery(), Recovery::Debt { nanos: 1_000_000 });
+    /// clock.advance_nanos(1_000_000);
+    /// assert_eq!(pacer.recovery(), Recovery::Fresh);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn recovery(&self) -> Recovery {
+        Recovery::Unknown
+    }
+
     /// Gives back a reservation its caller will not use (Go's
     /// `Reservation.Cancel`), as far as the algorithm allows: the permits
     /// become available again as if they had never been reserved, except
@@ -289,6 +312,34 @@ pub trait RateLimiter {
     }
 }
 
+/// How a limiter's state compares with a fresh limiter's of the same
+/// configuration built at the same moment ([`RateLimiter::recovery`]).
+///
+/// Dropping a limiter whose state is [`Fresh`](Recovery::Fresh) and building
+/// a new one later changes no decision: the state carried no information.
+/// Dropping one with [`Credit`](Recovery::Credit) only forfeits credit (the
+/// new one is stricter, never looser); dropping one in
+/// [`Debt`](Recovery::Debt) forgives debt, which lets its caller through
+/// sooner than the limit allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Recovery {
+    /// Decides every request exactly as a fresh limiter would.
+    Fresh,
+    /// Would grant at least as much as a fresh limiter, and sometimes more:
+    /// an average-mode pacer's backlog, a bucket fuller than its initial
+    /// permits.
+    Credit,
+    /// Would grant less than a fresh limiter until `nanos` have passed
+    /// (without further requests).
+    Debt {
+        /// Nanoseconds until the limiter is no longer in debt.
+        nanos: u64,
+    },
+    /// The limiter cannot tell.
+    Unknown,
+}
+
 #[cold]
 #[inline(never)]
 pub(crate) fn refused(e: AcquireError) -> ! {
@@ -307,6 +358,9 @@ impl<L: RateLimiter + ?Sized> RateLimiter for &L {
     }
     fn wait_policy(&self) -> WaitPolicy {
         (**self).wait_policy()
+    }
+    fn recovery(&self) -> Recovery {
+        (**self).recovery()
     }
     fn cancel(&self, grant: &Grant) -> bool {
         (**self).cancel(grant)
@@ -340,6 +394,9 @@ impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
     }
     fn wait_policy(&self) -> WaitPolicy {
         (**self).wait_policy()
+    }
+    fn recovery(&self) -> Recovery {
+        (**self).recovery()
     }
     fn cancel(&self, grant: &Grant) -> bool {
         (**self).cancel(grant)

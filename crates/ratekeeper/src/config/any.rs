@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::LimiterKind;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
-use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, Recovery, WaitStats};
 use crate::pacer::{Pacer, ShardedPacer};
 use crate::pool::TokenPool;
 use crate::rate::Rate;
@@ -314,6 +314,9 @@ impl<C: Clock + 'static> RateLimiter for AnyLimiter<C> {
     }
     fn wait_policy(&self) -> WaitPolicy {
         self.as_ref().as_dyn().wait_policy()
+    }
+    fn recovery(&self) -> Recovery {
+        self.as_ref().as_dyn().recovery()
     }
     fn cancel(&self, grant: &Grant) -> bool {
         self.as_ref().as_dyn().cancel(grant)

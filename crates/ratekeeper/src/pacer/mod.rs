@@ -271,7 +271,7 @@ use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::internal::cancel::CancelWindow;
 use crate::internal::handoff::Handoff;
-use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate, RateError};
 use crate::spec::{RateSpec, Verb};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
@@ -1392,6 +1392,50 @@ impl<C: Clock> Pacer<C> {
     pub fn clock_ref(&self) -> &C {
         &self.clock
     }
+
+    /// [`RateLimiter::recovery`]: how the schedule compares with a fresh
+    /// pacer's. A fresh pacer starts its schedule at its first request, so
+    /// its first op goes at once and the next one a slot later.
+    ///
+    /// * Idle (never started, or stopped): [`Recovery::Fresh`].
+    /// * The next slot, or in strict and burst modes the spacing, after
+    ///   now: [`Recovery::Debt`] until then.
+    /// * Otherwise, in strict mode, or when the next slot is exactly now:
+    ///   [`Recovery::Fresh`]: every request goes when a fresh pacer's would.
+    ///   Only the reports differ: a strict pacer behind schedule reports
+    ///   its backlog as wait time, a fresh one starts without it.
+    /// * Otherwise (average, compensation and burst modes behind
+    ///   schedule): [`Recovery::Credit`], the backlog they may still catch
+    ///   up faster than the rate.
+    fn recovery_now(&self) -> Recovery {
+        // Ordering: Acquire, as in `reserve`: the timelines read below are
+        // at least those of the mode word's configuration.
+        let mode = self.params.mode.load(Ordering::Acquire);
+        if mode & IDLE != 0 {
+            return Recovery::Fresh;
+        }
+        let now = self.now();
+        // Ordering: Acquire, to observe the latest reservation on each
+        // timeline (a snapshot: a racing grant makes the answer stale, as
+        // any answer about a shared limiter is).
+        let ideal = self.ideal.load(Ordering::Acquire);
+        // Ordering: Acquire, as above; stale in average mode (never above
+        // `ideal` there once caught up), which can only report debt.
+        let actual = self.actual.load(Ordering::Acquire);
+        let busy = ideal.max(actual);
+        if busy > now {
+            return Recovery::Debt { nanos: busy - now };
+        }
+        let kind = (mode >> KIND_SHIFT) & 0b11;
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        // Ordering: Relaxed; configuration snapshot, as in `nanos_per_op`.
+        let burst = self.params.burst_nanos.load(Ordering::Relaxed);
+        if ideal == now || (kind == KIND_DUAL && burst == op) {
+            Recovery::Fresh
+        } else {
+            Recovery::Credit
+        }
+    }
 }
 
 fn would_wait(wait: u64, max_wait: Duration) -> AcquireError {
@@ -1402,6 +1446,10 @@ fn would_wait(wait: u64, max_wait: Duration) -> AcquireError {
 }
 
 impl<C: Clock> RateLimiter for Pacer<C> {
+    fn recovery(&self) -> Recovery {
+        self.recovery_now()
+    }
+
     /// Reserves `permits` slices of the schedule.
     ///
     /// Without a maximum wait, the common path is one atomic add (plus, in

@@ -42,7 +42,7 @@ use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::internal::cancel::{CancelWindow, Epoch};
 use crate::internal::handoff::Handoff;
-use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::per_second_of_nanos;
 use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
@@ -730,6 +730,34 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
 /// against. Blocking waits through this trait do not count as waiting
 /// threads.
 impl<C: Clock> RateLimiter for RefillLimiter<C> {
+    /// Compares `max(E, now − full)` with a fresh bucket's time index,
+    /// `now − initial × npp`: equal is [`Recovery::Fresh`] (with initial
+    /// permits equal to the capacity, as soon as the bucket is full again),
+    /// earlier [`Recovery::Credit`] (more permits stored than a fresh
+    /// bucket starts with), later [`Recovery::Debt`] by the difference.
+    /// Grants kept from cancels (see [Cancelling a
+    /// reservation](super#cancelling-a-reservation)) are already charged to
+    /// `E`.
+    fn recovery(&self) -> Recovery {
+        let (_, now) = self.now();
+        let core = self.core.load();
+        // Ordering: Acquire, as in `reserve`: the latest grant's index.
+        let index = core.index.load(Ordering::Acquire);
+        if index == FROZEN {
+            return Recovery::Unknown; // a limit change in flight
+        }
+        let p = &core.params;
+        let base = p.base(index as i64, now);
+        let fresh = i128::from(now) - i128::from(self.initial) * i128::from(p.npp);
+        match base.cmp(&fresh) {
+            std::cmp::Ordering::Equal => Recovery::Fresh,
+            std::cmp::Ordering::Less => Recovery::Credit,
+            std::cmp::Ordering::Greater => Recovery::Debt {
+                nanos: clamp_u64(base - fresh).max(1),
+            },
+        }
+    }
+
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);

@@ -1,0 +1,202 @@
+//! Keyed limiters (issue 20): check-and-grant throughput of
+//! `ratekeeper::keyed::Keyed` against governor's keyed limiter
+//! (`DefaultKeyedRateLimiter`, a dashmap) in the same run, and the bytes
+//! each spends per live key.
+//!
+//! ```text
+//! cargo run --release -p ratekeeper-bench --example keyed_report
+//! cargo run --release -p ratekeeper-bench --example keyed_report -- \
+//!     --threads 1,2,4,8,16 --keys 1,1000,1000000 --millis 1000
+//! ```
+//!
+//! Every limiter allows 100 M permits a second per key, so nearly every
+//! check is granted and the figure is the map plus the decision. Keys are
+//! `u64`, hashed by std's `RandomState` on both sides; each thread walks
+//! the key space in a pseudo-random order. All keys are inserted before
+//! the timing (the cap is twice the key count: no eviction while timed).
+//! Memory: the resident-set growth of a child process that inserts
+//! `--mem-keys` keys (default 1 M) into one structure, divided by the key
+//! count.
+
+use std::error::Error;
+use std::num::NonZeroU32;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter as Governor};
+use ratekeeper::config::{AnyLimiter, LimiterConfig};
+use ratekeeper::keyed::Keyed;
+
+const RATE: u32 = 100_000_000;
+const LIMITERS: [(&str, &str); 2] = [("pacer", "pacer:100M,0"), ("refill", "refill:100M")];
+
+struct Args {
+    threads: Vec<usize>,
+    keys: Vec<u64>,
+    millis: u64,
+    mem_keys: u64,
+    child: Option<String>,
+}
+
+fn parse_args() -> Result<Args, Box<dyn Error>> {
+    let list = |s: &str| -> Result<Vec<u64>, Box<dyn Error>> {
+        s.split(',').map(|v| Ok(v.trim().parse::<u64>()?)).collect()
+    };
+    let mut args = Args {
+        threads: vec![1, 2],
+        keys: vec![1, 1000, 1_000_000],
+        millis: 500,
+        mem_keys: 1_000_000,
+        child: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--threads" => args.threads = list(&value)?.into_iter().map(|t| t as usize).collect(),
+            "--keys" => args.keys = list(&value)?,
+            "--millis" => args.millis = value.parse()?,
+            "--mem-keys" => args.mem_keys = value.parse()?,
+            "--child-mem" => args.child = Some(value),
+            _ => return Err(format!("unknown flag {flag}").into()),
+        }
+    }
+    Ok(args)
+}
+
+fn governor() -> DefaultKeyedRateLimiter<u64> {
+    Governor::keyed(Quota::per_second(NonZeroU32::new(RATE).expect("non-zero")))
+}
+
+fn keyed(config: &str, keys: u64) -> Result<Keyed<u64, AnyLimiter>, Box<dyn Error>> {
+    let config: LimiterConfig = config.parse()?;
+    let cap = usize::try_from(keys.max(64) * 2)?;
+    Ok(Keyed::builder().max_keys(cap).build(&config)?)
+}
+
+/// A cheap pseudo-random walk over `0..keys`.
+#[inline]
+fn next_key(state: &mut u64, keys: u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state % keys
+}
+
+/// Grants per second of `check` from `threads` threads for `millis`.
+fn throughput(threads: usize, keys: u64, millis: u64, check: &(dyn Fn(u64) -> bool + Sync)) -> f64 {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let granted: u64 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ (t as u64 + 1);
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..1024 {
+                            n += u64::from(check(next_key(&mut state, keys)));
+                        }
+                    }
+                    n
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(millis));
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().expect("worker")).sum()
+    });
+    granted as f64 / start.elapsed().as_secs_f64()
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// In a child process: the resident growth per key of one structure.
+fn child_mem(which: &str, keys: u64) -> Result<(), Box<dyn Error>> {
+    let before = rss_bytes();
+    let kept: Box<dyn std::any::Any> = match which {
+        "governor" => {
+            let g = governor();
+            (0..keys).for_each(|k| drop(g.check_key(&k)));
+            Box::new(g)
+        }
+        name => {
+            let (_, config) = LIMITERS.iter().find(|(n, _)| *n == name).ok_or("limiter")?;
+            let k = keyed(config, keys)?;
+            (0..keys).for_each(|key| drop(k.try_acquire(&key)));
+            Box::new(k)
+        }
+    };
+    let after = rss_bytes();
+    println!("{}", (after - before) as f64 / keys as f64);
+    drop(kept);
+    Ok(())
+}
+
+fn mem_per_key(which: &str, keys: u64) -> Result<f64, Box<dyn Error>> {
+    let out = Command::new(std::env::current_exe()?)
+        .args(["--child-mem", which, "--mem-keys", &keys.to_string()])
+        .output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args = parse_args()?;
+    if let Some(which) = &args.child {
+        return child_mem(which, args.mem_keys);
+    }
+    println!(
+        "bytes per live key ({} keys, resident-set growth):",
+        args.mem_keys
+    );
+    let gov_mem = mem_per_key("governor", args.mem_keys)?;
+    println!("  governor keyed   {gov_mem:>8.1}");
+    for (name, _) in LIMITERS {
+        println!(
+            "  keyed {name:<10} {:>8.1}",
+            mem_per_key(name, args.mem_keys)?
+        );
+    }
+    println!(
+        "\ncheck-and-grant throughput, M grants/s ({} ms each):",
+        args.millis
+    );
+    println!(
+        "{:>7} {:>8} {:>10} {:>12} {:>12} {:>8} {:>8}",
+        "threads", "keys", "governor", "keyed pacer", "keyed refill", "pacer×", "refill×"
+    );
+    for &keys in &args.keys {
+        let g = governor();
+        (0..keys).for_each(|k| drop(g.check_key(&k)));
+        let (pacer, refill) = (keyed(LIMITERS[0].1, keys)?, keyed(LIMITERS[1].1, keys)?);
+        (0..keys).for_each(|k| drop((pacer.try_acquire(&k), refill.try_acquire(&k))));
+        for &threads in &args.threads {
+            let gov = throughput(threads, keys, args.millis, &|k| g.check_key(&k).is_ok());
+            let p = throughput(threads, keys, args.millis, &|k| {
+                pacer.try_acquire(&k).is_ok()
+            });
+            let r = throughput(threads, keys, args.millis, &|k| {
+                refill.try_acquire(&k).is_ok()
+            });
+            println!(
+                "{threads:>7} {keys:>8} {:>10.2} {:>12.2} {:>12.2} {:>8.2} {:>8.2}",
+                gov / 1e6,
+                p / 1e6,
+                r / 1e6,
+                p / gov,
+                r / gov
+            );
+        }
+    }
+    Ok(())
+}

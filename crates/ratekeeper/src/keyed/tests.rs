@@ -1,0 +1,262 @@
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::config::{AnyLimiter, LimiterConfig};
+use crate::error::ConfigErrorKind;
+use crate::{ManualClock, Recovery};
+
+const MS: u64 = 1_000_000;
+
+fn keyed(
+    text: &str,
+    cap: usize,
+    shards: usize,
+    overflow: Overflow,
+) -> (Keyed<u64, AnyLimiter<ManualClock>>, ManualClock) {
+    let clock = ManualClock::new(0);
+    let config: LimiterConfig = text.parse().unwrap();
+    let k = Keyed::builder()
+        .max_keys(cap)
+        .shards(shards)
+        .overflow(overflow)
+        .build_with_clock(&config, clock.clone())
+        .unwrap();
+    (k, clock)
+}
+
+#[test]
+fn bad_settings_are_typed_errors() {
+    let config: LimiterConfig = "pacer:10".parse().unwrap();
+    let kind = |b: KeyedBuilder| {
+        b.build_with_clock::<u64, _>(&config, ManualClock::new(0))
+            .unwrap_err()
+            .kind()
+    };
+    assert_eq!(kind(Keyed::builder().max_keys(0)), ConfigErrorKind::MaxKeys);
+    assert_eq!(
+        kind(Keyed::builder().max_keys(MAX_KEYS + 1)),
+        ConfigErrorKind::MaxKeys
+    );
+    assert_eq!(
+        kind(Keyed::builder().max_keys(4).shards(5)),
+        ConfigErrorKind::Shards
+    );
+    assert_eq!(kind(Keyed::builder().shards(0)), ConfigErrorKind::Shards);
+    for text in [
+        "pool:10",
+        "bursty:10",
+        "warmup:10,1s",
+        "cycle:10",
+        "pacer:10,shards=2",
+    ] {
+        let config: LimiterConfig = text.parse().unwrap();
+        let err = Keyed::builder().build_with_clock::<u64, _>(&config, ManualClock::new(0));
+        assert_eq!(
+            err.unwrap_err().kind(),
+            ConfigErrorKind::Unsupported,
+            "{text}"
+        );
+    }
+    assert_eq!(
+        IpKeyer::with_ipv6_prefix(200).unwrap_err().kind(),
+        ConfigErrorKind::IpPrefix
+    );
+}
+
+#[test]
+fn pacer_recovery_by_mode() {
+    let clock = ManualClock::new(5 * MS);
+    let build = |s: f64| {
+        crate::Pacer::builder(crate::Rate::new(1000.0).unwrap())
+            .strictness(s)
+            .build_with_clock(clock.clone())
+            .unwrap()
+    };
+    for s in [0.0, 0.5, 1.0, 1.1] {
+        let p = build(s);
+        assert_eq!(p.recovery(), Recovery::Fresh, "{s}");
+        p.try_acquire().unwrap();
+        assert_eq!(p.recovery(), Recovery::Debt { nanos: MS }, "{s}");
+        clock.advance_nanos(MS);
+        assert_eq!(p.recovery(), Recovery::Fresh, "{s}: the next slot is now");
+        clock.advance_nanos(3 * MS);
+        let want = if s == 1.0 {
+            Recovery::Fresh
+        } else {
+            Recovery::Credit
+        };
+        assert_eq!(p.recovery(), want, "{s}: behind schedule");
+        clock.set_nanos(5 * MS);
+    }
+}
+
+#[test]
+fn refill_recovery() {
+    let clock = ManualClock::new(0);
+    let full = |initial: i64| {
+        let c: LimiterConfig = format!("refill:5,1s,capacity=5,initial={initial}")
+            .parse()
+            .unwrap();
+        c.build_with_clock(clock.clone()).unwrap()
+    };
+    let (a, b) = (full(5), full(2));
+    assert_eq!(
+        (a.recovery(), b.recovery()),
+        (Recovery::Fresh, Recovery::Fresh)
+    );
+    a.try_acquire_n(2).unwrap();
+    b.try_acquire().unwrap();
+    assert_eq!(a.recovery(), Recovery::Debt { nanos: 400 * MS });
+    assert_eq!(b.recovery(), Recovery::Debt { nanos: 200 * MS });
+    clock.advance_nanos(200 * MS);
+    assert_eq!(b.recovery(), Recovery::Fresh);
+    clock.advance_nanos(200 * MS);
+    assert_eq!(a.recovery(), Recovery::Fresh, "full again");
+    assert_eq!(
+        b.recovery(),
+        Recovery::Credit,
+        "more than its 2 initial permits"
+    );
+}
+
+#[test]
+fn fresh_keys_are_evicted_for_free_and_debt_is_kept() {
+    let (k, clock) = keyed("pacer:10,1.0", 4, 1, Overflow::DenyNew);
+    for key in 0..4 {
+        k.try_acquire(&key).unwrap();
+    }
+    assert_eq!(
+        k.try_acquire(&9),
+        Err(KeyedError::Full),
+        "every key holds 100 ms of debt"
+    );
+    assert_eq!(k.metrics().denied_new, 1);
+    clock.advance(Duration::from_millis(100));
+    k.try_acquire(&9).unwrap();
+    let m = k.metrics();
+    assert_eq!((m.live_keys, m.evicted_fresh, m.evicted_credit), (1, 4, 0));
+}
+
+#[test]
+fn overflow_policies() {
+    let (k, _) = keyed("pacer:10,1.0", 2, 1, Overflow::Shared);
+    k.try_acquire(&1).unwrap();
+    k.try_acquire(&2).unwrap();
+    k.try_acquire(&3).unwrap(); // the shared limiter's first permit
+    assert!(matches!(
+        k.try_acquire(&4),
+        Err(KeyedError::Limiter(AcquireError::WouldWait { .. }))
+    ));
+    assert_eq!(k.metrics().overflowed, 2);
+    assert_eq!(k.metrics().live_keys, 2);
+
+    let (k, clock) = keyed("pacer:10,1.0", 2, 1, Overflow::EvictLeastDebt);
+    k.reserve(&1, 3, None).unwrap(); // 300 ms of debt
+    k.try_acquire(&2).unwrap(); // 100 ms
+    clock.advance(Duration::from_millis(50));
+    k.try_acquire(&3).unwrap();
+    assert_eq!(k.metrics().evicted_debt, 1);
+    assert!(
+        k.with_limiter(&2, |_| ()).is_none(),
+        "the least indebted went"
+    );
+    assert!(k.with_limiter(&1, |_| ()).is_some());
+}
+
+#[test]
+fn refused_requests_take_no_room() {
+    let (k, _) = keyed("pacer:10,1.0", 2, 1, Overflow::DenyNew);
+    assert!(k.try_acquire_n(&1, 0).is_err());
+    assert_eq!(k.metrics().live_keys, 0);
+}
+
+/// 1 M unique keys, 1000 a millisecond, each holding 10 ms of debt after
+/// its grant: about 10 000 in debt at any time. A steady client asks every
+/// millisecond for its 100 a second.
+fn flood(cap: usize, overflow: Overflow) -> (u64, KeyedMetrics) {
+    let (k, clock) = keyed("pacer:100,1.0", cap, 16, overflow);
+    let steady = u64::MAX;
+    let mut granted = 0u64;
+    for i in 0..1_000_000u64 {
+        let _ = k.try_acquire(&i);
+        if i % 1000 == 0 {
+            granted += u64::from(k.try_acquire(&steady).is_ok());
+            clock.advance_nanos(MS);
+        }
+        if i % 4096 == 0 {
+            assert!(k.metrics().live_keys <= cap as u64);
+        }
+    }
+    (granted, k.metrics())
+}
+
+#[test]
+fn a_million_key_flood_stays_under_the_cap_and_a_steady_key_keeps_its_limit() {
+    for overflow in [
+        Overflow::DenyNew,
+        Overflow::Shared,
+        Overflow::EvictLeastDebt,
+    ] {
+        if overflow == Overflow::DenyNew {
+            // Room for the flood's indebted keys (so no policy acts): the
+            // steady key's limit is exact, a grant every 10 ms over 1000 ms.
+            let (granted, m) = flood(20_000, overflow);
+            assert_eq!(granted, 100);
+            assert!(m.live_keys <= 20_000 && m.evicted_fresh > 900_000, "{m:?}");
+            assert_eq!((m.evicted_debt, m.denied_new, m.overflowed), (0, 0, 0));
+        }
+        // Half the room: never above the limit; the flood's cost is the
+        // policy's (denied new keys, a shared limiter, forgiven debt).
+        let (granted, m) = flood(5_000, overflow);
+        assert!(m.live_keys <= 5_000, "{m:?}");
+        if overflow == Overflow::EvictLeastDebt {
+            // The steady key's debt is forgiven too, and counted.
+            assert!(m.evicted_debt > 0, "{m:?}");
+        } else {
+            assert!(granted <= 100, "{overflow:?}: {granted}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any script of requests over few keys: the cap holds, a key is
+    /// dropped only when fresh or by the policy, and each key's grants
+    /// stay within its limit.
+    #[test]
+    fn invariants(
+        cap in 1usize..6,
+        policy in 0..3u8,
+        steps in prop::collection::vec((0u64..12, 0u64..40), 1..300),
+    ) {
+        let overflow = [Overflow::DenyNew, Overflow::Shared, Overflow::EvictLeastDebt][policy as usize];
+        let (k, clock) = keyed("pacer:100,1.0", cap, 1, overflow);
+        let mut last: std::collections::HashMap<u64, u64> = Default::default();
+        for (key, advance_ms) in steps {
+            clock.advance_nanos(advance_ms * MS / 4);
+            let before = k.metrics();
+            let tracked = k.with_limiter(&key, |_| ()).is_some();
+            let res = k.try_acquire(&key);
+            let m = k.metrics();
+            prop_assert!(m.live_keys <= cap as u64);
+            if overflow != Overflow::EvictLeastDebt {
+                prop_assert_eq!(m.evicted_debt, 0);
+            }
+            if res.is_ok() && (tracked || m.overflowed == before.overflowed) {
+                // A grant on the key's own limiter: 10 ms after its last
+                // one unless the key was dropped while in debt.
+                let now = clock.now_nanos();
+                if let Some(prev) = last.insert(key, now) {
+                    if m.evicted_debt == before.evicted_debt || tracked {
+                        prop_assert!(now - prev >= 10 * MS || m.evicted_debt > 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+use crate::Clock;
