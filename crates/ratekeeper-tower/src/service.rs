@@ -416,7 +416,9 @@ pin_project! {
         Ready { response: Option<S::Response> },
         Inner { #[pin] fut: S::Future, admitted: Option<Admitted> },
         Waiting {
-            #[pin] sleep: Sleep,
+            // Boxed: only waiting requests pay for the timer's size, not
+            // every response future.
+            sleep: Pin<Box<Sleep>>,
             svc: Option<S>,
             req: Option<Request<B>>,
             cancel: CancelOnDrop,
@@ -453,7 +455,7 @@ impl<S: Service<Request<B>>, B> ResponseFuture<S, B> {
     ) -> Self {
         ResponseFuture {
             state: State::Waiting {
-                sleep,
+                sleep: Box::pin(sleep),
                 svc: Some(svc),
                 req: Some(req),
                 cancel,
@@ -490,7 +492,7 @@ where
                     cancel,
                     admitted,
                 } => {
-                    std::task::ready!(sleep.poll(cx));
+                    std::task::ready!(sleep.as_mut().poll(cx));
                     cancel.0 = None; // waited to the end: the grant is used
                     let mut svc = svc.take().expect("polled after completion");
                     let req = req.take().expect("polled after completion");
