@@ -1,0 +1,69 @@
+//! An axum server limited per client: 5 requests at once, then 2 per
+//! second, for each client address. The client is the connection's peer,
+//! or, for connections from the loopback proxy, the rightmost hop of
+//! `X-Forwarded-For` that is not the proxy (a spoofed left-most entry does
+//! not change the key). Refusals get 429, `Retry-After` and the draft-11
+//! `RateLimit` / `RateLimit-Policy` fields; admitted responses carry them
+//! too.
+//!
+//! ```text
+//! cargo run -p ratekeeper-tower --example axum_server -- 127.0.0.1:3000
+//! curl -i -H 'X-Forwarded-For: 6.6.6.6, 203.0.113.7' http://127.0.0.1:3000/
+//! ```
+//!
+//! `tests/e2e.rs` starts this same server on a loopback port.
+
+use std::net::SocketAddr;
+
+use axum::extract::ConnectInfo;
+use axum::routing::get;
+use axum::Router;
+use ratekeeper_tower::{KeyedMap, OnMissingKey, Policy, RateLimitLayer, RightmostTrusted};
+
+/// Each client's burst.
+pub const BURST: u32 = 5;
+/// Each client's rate, per second.
+pub const RATE: u32 = 2;
+
+/// The peer address axum puts in the extensions when served with
+/// `into_make_service_with_connect_info::<SocketAddr>()`.
+fn axum_peer(ext: &http::Extensions) -> Option<std::net::IpAddr> {
+    ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
+}
+
+/// The application: one route, limited per client.
+pub fn app() -> Result<Router, Box<dyn std::error::Error + Send + Sync>> {
+    // A token bucket: BURST permits, refilled at RATE per second.
+    let config = format!("refill:{RATE},1s,capacity={BURST},initial={BURST}").parse()?;
+    let policy = Policy::from_rate("per-client", f64::from(RATE))?.with_burst(BURST)?;
+    let map = KeyedMap::from_config(&config, policy, 100_000)?;
+    let layer = RateLimitLayer::builder(map)
+        .key(RightmostTrusted::x_forwarded_for(["127.0.0.1", "::1"])?.with_peer(axum_peer))
+        .on_missing_key(OnMissingKey::Refuse(http::StatusCode::BAD_REQUEST))
+        .headers_on_admitted(true)
+        .build()?;
+    Ok(Router::new()
+        .route("/", get(|| async { "hello\n" }))
+        .layer(layer))
+}
+
+/// Serves [`app`] on `listener` until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    let app = app().map_err(std::io::Error::other)?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .await
+}
+
+#[allow(dead_code)] // the end-to-end test includes this file without main
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:3000".to_owned());
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    eprintln!("listening on {}", listener.local_addr()?);
+    serve(listener).await
+}

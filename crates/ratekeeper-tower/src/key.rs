@@ -1,0 +1,548 @@
+//! Key extractors: what a keyed limit is keyed by.
+//!
+//! There is no guessing ("smart" extraction): each extractor reads one
+//! explicit source. Behind proxies use [`RightmostTrusted`], which walks
+//! `X-Forwarded-For` or `Forwarded` from the right and stops at the first
+//! hop that is not a trusted proxy: a client can prepend whatever it likes
+//! on the left, but not change what the trusted proxies appended.
+
+use std::hash::Hash;
+use std::net::{IpAddr, SocketAddr};
+
+use http::header::{HeaderName, HeaderValue, FORWARDED};
+use http::{Extensions, HeaderMap, Method, Uri};
+
+use crate::net::{canonical, mask};
+use crate::{ConfigError, IpNet};
+
+/// What an extractor sees of a request: its head, not its body.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    method: &'a Method,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+    extensions: &'a Extensions,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The head of `req`.
+    pub fn of<B>(req: &'a http::Request<B>) -> RequestHead<'a> {
+        RequestHead {
+            method: req.method(),
+            uri: req.uri(),
+            headers: req.headers(),
+            extensions: req.extensions(),
+        }
+    }
+    /// The request method.
+    pub fn method(&self) -> &'a Method {
+        self.method
+    }
+    /// The request URI.
+    pub fn uri(&self) -> &'a Uri {
+        self.uri
+    }
+    /// The request headers.
+    pub fn headers(&self) -> &'a HeaderMap {
+        self.headers
+    }
+    /// The request extensions (where servers put the peer address).
+    pub fn extensions(&self) -> &'a Extensions {
+        self.extensions
+    }
+}
+
+/// Why no key could be taken from a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The source is absent from this request (no such header).
+    #[error("the request carries no key")]
+    Missing,
+    /// The source is there but does not parse (a hop that is not an IP
+    /// address, a header value that is not visible ASCII).
+    #[error("the request's key is malformed")]
+    Malformed,
+    /// The server does not put the peer address where the extractor reads
+    /// it: a deployment mistake, not the client's. See [`PeerIp`].
+    #[error(
+        "no peer address in the request extensions: the server is not configured to provide it"
+    )]
+    NoPeerAddress,
+}
+
+impl KeyError {
+    /// Whether the error is the server's configuration, not the request's.
+    pub fn is_configuration(&self) -> bool {
+        matches!(self, KeyError::NoPeerAddress)
+    }
+}
+
+/// Takes a key from a request's head.
+pub trait KeyExtractor: Send + Sync + 'static {
+    /// The key.
+    type Key: Hash + Eq + Clone + Send + Sync + 'static;
+
+    /// The key of the request whose head is `head`.
+    ///
+    /// # Errors
+    ///
+    /// A [`KeyError`] when the request carries no usable key.
+    fn extract(&self, head: &RequestHead<'_>) -> Result<Self::Key, KeyError>;
+}
+
+/// One key for every request: a global limit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GlobalKey;
+
+impl KeyExtractor for GlobalKey {
+    type Key = ();
+    #[inline]
+    fn extract(&self, _: &RequestHead<'_>) -> Result<(), KeyError> {
+        Ok(())
+    }
+}
+
+/// Reads the peer address from the request extensions.
+pub type PeerSource = fn(&Extensions) -> Option<IpAddr>;
+
+fn socket_addr_extension(ext: &Extensions) -> Option<IpAddr> {
+    ext.get::<SocketAddr>().map(SocketAddr::ip)
+}
+
+/// The IPv6 prefix length addresses are keyed by unless told otherwise: one
+/// key per /64, since a single client commonly holds a whole /64.
+pub const DEFAULT_IPV6_PREFIX: u8 = 64;
+
+/// The peer's IP address, from the connection (the address the TCP
+/// connection came from), IPv6 addresses keyed by their /64.
+///
+/// The server must put the address in the request extensions:
+///
+/// * **axum**: serve with
+///   `app.into_make_service_with_connect_info::<SocketAddr>()` and read
+///   axum's `ConnectInfo` (a non-capturing closure is a [`PeerSource`]):
+///   ```ignore
+///   PeerIp::from_fn(|e| e.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip()))
+///   ```
+/// * **hyper**: in the accept loop, insert the `SocketAddr` from
+///   `accept()` into each request's extensions (for example with
+///   `tower::util::MapRequest`), and use [`PeerIp::socket_addr`].
+///
+/// A request without the address is the server's mistake, not the client's:
+/// it is answered 500 and counted in
+/// [`Metrics::config_errors`](crate::Metrics::config_errors) (never limited
+/// under one shared key). Send one request through the stack at startup to
+/// find out.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerIp {
+    source: PeerSource,
+    ipv6_prefix: u8,
+}
+
+impl PeerIp {
+    /// The peer from a `SocketAddr` in the request extensions.
+    pub fn socket_addr() -> PeerIp {
+        PeerIp::from_fn(socket_addr_extension)
+    }
+
+    /// The peer as `source` reads it from the extensions.
+    pub fn from_fn(source: PeerSource) -> PeerIp {
+        PeerIp {
+            source,
+            ipv6_prefix: DEFAULT_IPV6_PREFIX,
+        }
+    }
+
+    /// Keys IPv6 addresses by their first `prefix` bits (128: each address).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Network`] for a prefix over 128.
+    pub fn ipv6_prefix(mut self, prefix: u8) -> Result<PeerIp, ConfigError> {
+        check_v6_prefix(prefix)?;
+        self.ipv6_prefix = prefix;
+        Ok(self)
+    }
+}
+
+fn check_v6_prefix(prefix: u8) -> Result<(), ConfigError> {
+    if prefix > 128 {
+        return Err(ConfigError::Network(format!("::/{prefix}")));
+    }
+    Ok(())
+}
+
+fn key_ip(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
+    match canonical(ip) {
+        v6 @ IpAddr::V6(_) => mask(v6, ipv6_prefix),
+        v4 => v4,
+    }
+}
+
+impl KeyExtractor for PeerIp {
+    type Key = IpAddr;
+    fn extract(&self, head: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
+        let ip = (self.source)(head.extensions).ok_or(KeyError::NoPeerAddress)?;
+        Ok(key_ip(ip, self.ipv6_prefix))
+    }
+}
+
+/// Which forwarding header [`RightmostTrusted`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forwarding {
+    XForwardedFor,
+    Forwarded,
+}
+
+/// The client address behind trusted proxies: the rightmost hop of
+/// `X-Forwarded-For` (or of `Forwarded`'s `for=`, RFC 7239) that is not in
+/// the trusted networks, the peer address counted as the last hop.
+///
+/// Each proxy appends the address it received the request from, so hops
+/// right of the first untrusted one were written by trusted proxies and
+/// that hop is the client; anything left of it is whatever the client
+/// sent, and is never read (the left-most entry is spoofable).
+///
+/// ```
+/// use ratekeeper_tower::key::{KeyExtractor, RequestHead, RightmostTrusted};
+///
+/// let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])?;
+/// let req = http::Request::builder()
+///     .header("x-forwarded-for", "6.6.6.6, 203.0.113.7, 10.0.0.2")
+///     .body(())?;
+/// assert_eq!(xff.extract(&RequestHead::of(&req))?, "203.0.113.7".parse::<std::net::IpAddr>()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// With [`with_peer`](RightmostTrusted::with_peer), the connection's peer
+/// is the last hop: a request that did not come through a trusted proxy is
+/// keyed by its peer whatever its headers say. Without it, the layer must
+/// only be reachable through the trusted proxies.
+///
+/// A hop that is not an IP address (`unknown`, an obfuscated `_id`) where
+/// the walk needs it is [`KeyError::Malformed`]; no header at all (and no
+/// peer) is [`KeyError::Missing`]; all hops trusted gives the left-most.
+#[derive(Debug, Clone)]
+pub struct RightmostTrusted {
+    header: Forwarding,
+    trusted: Vec<IpNet>,
+    peer: Option<PeerSource>,
+    ipv6_prefix: u8,
+}
+
+impl RightmostTrusted {
+    /// Reads `X-Forwarded-For`; `trusted` are the proxies' networks.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Network`] for an entry that is not a network.
+    pub fn x_forwarded_for<I, S>(trusted: I) -> Result<RightmostTrusted, ConfigError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        RightmostTrusted::new(Forwarding::XForwardedFor, trusted)
+    }
+
+    /// Reads `Forwarded` (RFC 7239) `for=` parameters.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Network`] for an entry that is not a network.
+    pub fn forwarded<I, S>(trusted: I) -> Result<RightmostTrusted, ConfigError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        RightmostTrusted::new(Forwarding::Forwarded, trusted)
+    }
+
+    fn new<I, S>(header: Forwarding, trusted: I) -> Result<RightmostTrusted, ConfigError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let trusted = trusted
+            .into_iter()
+            .map(|s| s.as_ref().parse())
+            .collect::<Result<Vec<IpNet>, _>>()?;
+        Ok(RightmostTrusted {
+            header,
+            trusted,
+            peer: None,
+            ipv6_prefix: DEFAULT_IPV6_PREFIX,
+        })
+    }
+
+    /// Counts the peer address, as `source` reads it, as the last hop.
+    pub fn with_peer(mut self, source: PeerSource) -> RightmostTrusted {
+        self.peer = Some(source);
+        self
+    }
+
+    /// Keys IPv6 addresses by their first `prefix` bits (128: each address).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Network`] for a prefix over 128.
+    pub fn ipv6_prefix(mut self, prefix: u8) -> Result<RightmostTrusted, ConfigError> {
+        check_v6_prefix(prefix)?;
+        self.ipv6_prefix = prefix;
+        Ok(self)
+    }
+
+    fn trusted(&self, ip: IpAddr) -> bool {
+        self.trusted.iter().any(|n| n.contains(ip))
+    }
+
+    fn walk<'h>(
+        &self,
+        hops: impl DoubleEndedIterator<Item = &'h str>,
+        peer: Option<IpAddr>,
+    ) -> Result<IpAddr, KeyError> {
+        if let Some(p) = peer {
+            if !self.trusted(p) {
+                return Ok(p);
+            }
+        }
+        let mut leftmost = peer;
+        for hop in hops.rev() {
+            let ip = match self.header {
+                Forwarding::XForwardedFor => parse_xff_hop(hop),
+                Forwarding::Forwarded => parse_forwarded_for(hop),
+            }
+            .ok_or(KeyError::Malformed)?;
+            if !self.trusted(ip) {
+                return Ok(ip);
+            }
+            leftmost = Some(ip);
+        }
+        leftmost.ok_or(KeyError::Missing)
+    }
+}
+
+impl KeyExtractor for RightmostTrusted {
+    type Key = IpAddr;
+    fn extract(&self, head: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
+        let peer = match self.peer {
+            Some(source) => Some(source(head.extensions).ok_or(KeyError::NoPeerAddress)?),
+            None => None,
+        };
+        let name = match self.header {
+            Forwarding::XForwardedFor => &X_FORWARDED_FOR,
+            Forwarding::Forwarded => &FORWARDED,
+        };
+        let mut values = Vec::new();
+        for v in head.headers.get_all(name) {
+            values.push(v.to_str().map_err(|_| KeyError::Malformed)?);
+        }
+        let hops = values.iter().flat_map(|v| v.split(',')).map(str::trim);
+        let ip = self.walk(hops, peer)?;
+        Ok(key_ip(ip, self.ipv6_prefix))
+    }
+}
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// An `X-Forwarded-For` entry: an address, or one with a port.
+fn parse_xff_hop(hop: &str) -> Option<IpAddr> {
+    hop.parse::<IpAddr>()
+        .ok()
+        .or_else(|| hop.parse::<SocketAddr>().ok().map(|s| s.ip()))
+}
+
+/// A `Forwarded` element's `for=` node (RFC 7239 §6): `192.0.2.43`,
+/// `"[2001:db8:cafe::17]:4711"`, `"192.0.2.43:47011"`.
+fn parse_forwarded_for(element: &str) -> Option<IpAddr> {
+    let node = element.split(';').find_map(|pair| {
+        let (k, v) = pair.trim().split_once('=')?;
+        k.trim().eq_ignore_ascii_case("for").then_some(v.trim())
+    })?;
+    let node = node
+        .strip_prefix('"')
+        .and_then(|n| n.strip_suffix('"'))
+        .unwrap_or(node);
+    if let Some(rest) = node.strip_prefix('[') {
+        let (addr, _port) = rest.split_once(']')?;
+        return addr.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6);
+    }
+    parse_xff_hop(node).filter(|ip| ip.is_ipv4())
+}
+
+/// A request header's value as the key: an API key, a tenant id.
+///
+/// A missing header is [`KeyError::Missing`]; so is an empty one.
+#[derive(Debug, Clone)]
+pub struct HeaderKey {
+    name: HeaderName,
+}
+
+impl HeaderKey {
+    /// Keys by the header `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::HeaderName`] for a name that is not a header name.
+    pub fn new(name: &str) -> Result<HeaderKey, ConfigError> {
+        let name = HeaderName::try_from(name).map_err(|_| ConfigError::HeaderName(name.into()))?;
+        Ok(HeaderKey { name })
+    }
+}
+
+impl KeyExtractor for HeaderKey {
+    type Key = HeaderValue;
+    fn extract(&self, head: &RequestHead<'_>) -> Result<HeaderValue, KeyError> {
+        match head.headers.get(&self.name) {
+            Some(v) if !v.is_empty() => Ok(v.clone()),
+            _ => Err(KeyError::Missing),
+        }
+    }
+}
+
+/// A closure as the extractor; `None` is [`KeyError::Missing`].
+///
+/// ```
+/// use ratekeeper_tower::key::{FnKey, KeyExtractor, RequestHead};
+///
+/// let by_path = FnKey::new(|head: &RequestHead<'_>| Some(head.uri().path().to_owned()));
+/// let req = http::Request::get("/a/b").body(())?;
+/// assert_eq!(by_path.extract(&RequestHead::of(&req))?, "/a/b");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct FnKey<F> {
+    f: F,
+}
+
+impl<F> FnKey<F> {
+    /// Keys by what `f` returns.
+    pub fn new(f: F) -> FnKey<F> {
+        FnKey { f }
+    }
+}
+
+impl<F> std::fmt::Debug for FnKey<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FnKey")
+    }
+}
+
+impl<F, K> KeyExtractor for FnKey<F>
+where
+    F: Fn(&RequestHead<'_>) -> Option<K> + Send + Sync + 'static,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    type Key = K;
+    fn extract(&self, head: &RequestHead<'_>) -> Result<K, KeyError> {
+        (self.f)(head).ok_or(KeyError::Missing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(name: &str, values: &[&str]) -> http::Request<()> {
+        let mut b = http::Request::builder();
+        for v in values {
+            b = b.header(name, *v);
+        }
+        b.body(()).unwrap()
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn xff_spoofed_leftmost_is_never_read() {
+        let x = RightmostTrusted::x_forwarded_for(["10.0.0.0/8", "192.168.0.1"]).unwrap();
+        let honest = req("x-forwarded-for", &["203.0.113.7, 10.0.0.2"]);
+        let spoofed = req("x-forwarded-for", &["1.2.3.4, 203.0.113.7, 10.0.0.2"]);
+        let split = req("x-forwarded-for", &["9.9.9.9", "203.0.113.7,192.168.0.1"]);
+        for r in [&honest, &spoofed, &split] {
+            assert_eq!(x.extract(&RequestHead::of(r)), Ok(ip("203.0.113.7")));
+        }
+        // All trusted: the left-most; none: missing; garbage where read: malformed.
+        let inside = req("x-forwarded-for", &["10.0.0.9, 10.0.0.2"]);
+        assert_eq!(x.extract(&RequestHead::of(&inside)), Ok(ip("10.0.0.9")));
+        assert_eq!(
+            x.extract(&RequestHead::of(&req("a", &[]))),
+            Err(KeyError::Missing)
+        );
+        let bad = req("x-forwarded-for", &["203.0.113.7, nonsense, 10.0.0.2"]);
+        assert_eq!(x.extract(&RequestHead::of(&bad)), Err(KeyError::Malformed));
+        // Garbage left of the client is never parsed.
+        let junk_left = req("x-forwarded-for", &["<script>, 203.0.113.7"]);
+        assert_eq!(
+            x.extract(&RequestHead::of(&junk_left)),
+            Ok(ip("203.0.113.7"))
+        );
+    }
+
+    #[test]
+    fn xff_with_peer() {
+        let x = RightmostTrusted::x_forwarded_for(["127.0.0.1"])
+            .unwrap()
+            .with_peer(socket_addr_extension);
+        let mut r = req("x-forwarded-for", &["1.2.3.4"]);
+        assert_eq!(
+            x.extract(&RequestHead::of(&r)),
+            Err(KeyError::NoPeerAddress)
+        );
+        r.extensions_mut()
+            .insert("198.51.100.1:5000".parse::<SocketAddr>().unwrap());
+        // An untrusted peer is the client, whatever it claims.
+        assert_eq!(x.extract(&RequestHead::of(&r)), Ok(ip("198.51.100.1")));
+        r.extensions_mut()
+            .insert("127.0.0.1:5000".parse::<SocketAddr>().unwrap());
+        assert_eq!(x.extract(&RequestHead::of(&r)), Ok(ip("1.2.3.4")));
+    }
+
+    #[test]
+    fn forwarded_rfc7239() {
+        let f = RightmostTrusted::forwarded(["10.0.0.0/8", "2001:db8:cafe::/48"]).unwrap();
+        let r = req(
+            "forwarded",
+            &[r#"for=6.6.6.6, for="[2001:db8::17]:4711";proto=http, For="10.1.1.1:80""#],
+        );
+        // /64 of the client's IPv6 address.
+        assert_eq!(f.extract(&RequestHead::of(&r)), Ok(ip("2001:db8::")));
+        let f128 = f.clone().ipv6_prefix(128).unwrap();
+        assert_eq!(f128.extract(&RequestHead::of(&r)), Ok(ip("2001:db8::17")));
+        let unknown = req("forwarded", &["for=unknown, for=10.0.0.1"]);
+        assert_eq!(
+            f.extract(&RequestHead::of(&unknown)),
+            Err(KeyError::Malformed)
+        );
+        let no_for = req("forwarded", &["proto=https"]);
+        assert_eq!(
+            f.extract(&RequestHead::of(&no_for)),
+            Err(KeyError::Malformed)
+        );
+    }
+
+    #[test]
+    fn peer_ip_and_header() {
+        let p = PeerIp::socket_addr();
+        let mut r = req("x-api-key", &["k1"]);
+        assert_eq!(
+            p.extract(&RequestHead::of(&r)),
+            Err(KeyError::NoPeerAddress)
+        );
+        assert!(KeyError::NoPeerAddress.is_configuration());
+        r.extensions_mut()
+            .insert("[::ffff:1.2.3.4]:80".parse::<SocketAddr>().unwrap());
+        assert_eq!(p.extract(&RequestHead::of(&r)), Ok(ip("1.2.3.4")));
+        let h = HeaderKey::new("x-api-key").unwrap();
+        assert_eq!(h.extract(&RequestHead::of(&r)).unwrap(), "k1");
+        assert!(HeaderKey::new("bad header").is_err());
+        assert_eq!(
+            h.extract(&RequestHead::of(&req("x-api-key", &[""]))),
+            Err(KeyError::Missing)
+        );
+        assert!(PeerIp::socket_addr().ipv6_prefix(129).is_err());
+        assert!(RightmostTrusted::x_forwarded_for(["10.0.0.0/40"]).is_err());
+    }
+}

@@ -1,0 +1,506 @@
+//! [`RateLimitLayer`] and [`RateLimit`]: the middleware.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{HeaderValue, Request, Response, StatusCode};
+use pin_project_lite::pin_project;
+use ratekeeper::{AcquireError, Grant};
+use tokio::time::Sleep;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::headers::{self, retry_after_secs};
+use crate::key::{GlobalKey, KeyExtractor, RequestHead};
+use crate::metrics::Metrics;
+use crate::{ConfigError, Global, KeyedLimit, Policy};
+
+/// What to do with a request whose key cannot be extracted (no such
+/// header, a malformed `X-Forwarded-For`). Each such request is counted
+/// in [`Metrics::key_errors`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnMissingKey<K> {
+    /// Answer with this client-error status (400 or 429, typically).
+    Refuse(StatusCode),
+    /// Limit it under this one key, shared by every such request.
+    Shared(K),
+}
+
+struct Shared<X: KeyExtractor, Lim> {
+    extractor: X,
+    limit: Lim,
+    on_missing: OnMissingKey<X::Key>,
+    max_wait: Duration,
+    admitted_headers: bool,
+    /// The `RateLimit-Policy` value, made once.
+    policy_value: HeaderValue,
+    metrics: Metrics,
+}
+
+/// Builds a [`RateLimitLayer`]: the limit, then how requests are keyed,
+/// what a request without a key gets, whether to wait, which headers.
+pub struct Builder<X: KeyExtractor, Lim> {
+    extractor: X,
+    limit: Lim,
+    on_missing: OnMissingKey<X::Key>,
+    max_wait: Duration,
+    admitted_headers: bool,
+}
+
+impl<X: KeyExtractor, Lim> std::fmt::Debug for Builder<X, Lim> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("max_wait", &self.max_wait)
+            .field("admitted_headers", &self.admitted_headers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Lim> Builder<GlobalKey, Lim> {
+    /// Keys requests by `extractor` (the default, [`GlobalKey`], is one
+    /// key for all). A request whose key cannot be extracted gets 429
+    /// unless [`on_missing_key`](Builder::on_missing_key) says otherwise.
+    pub fn key<X: KeyExtractor>(self, extractor: X) -> Builder<X, Lim> {
+        Builder {
+            extractor,
+            limit: self.limit,
+            on_missing: OnMissingKey::Refuse(StatusCode::TOO_MANY_REQUESTS),
+            max_wait: self.max_wait,
+            admitted_headers: self.admitted_headers,
+        }
+    }
+}
+
+impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
+    /// What a request whose key cannot be extracted gets.
+    pub fn on_missing_key(mut self, policy: OnMissingKey<X::Key>) -> Self {
+        self.on_missing = policy;
+        self
+    }
+
+    /// Lets a request wait up to `deadline` for the limit instead of being
+    /// refused at once (zero, the default, refuses). A waiting request
+    /// holds a clone of the inner service and sleeps on tokio's timer; if
+    /// it is dropped while waiting, its reservation is given back as far as
+    /// the limiter can ([`KeyedLimit::cancel`]).
+    pub fn wait_up_to(mut self, deadline: Duration) -> Self {
+        self.max_wait = deadline;
+        self
+    }
+
+    /// Also writes `RateLimit` and `RateLimit-Policy` on admitted
+    /// responses (refusals always carry them).
+    pub fn headers_on_admitted(mut self, yes: bool) -> Self {
+        self.admitted_headers = yes;
+        self
+    }
+
+    /// The layer.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Status`] for an [`OnMissingKey::Refuse`] status that
+    /// is not 4xx.
+    pub fn build(self) -> Result<RateLimitLayer<X, Lim>, ConfigError> {
+        if let OnMissingKey::Refuse(s) = &self.on_missing {
+            if !s.is_client_error() {
+                return Err(ConfigError::Status(s.as_u16()));
+            }
+        }
+        let policy_value = HeaderValue::try_from(self.limit.policy().to_string())
+            .map_err(|_| ConfigError::PolicyName(self.limit.policy().name().to_owned()))?;
+        Ok(RateLimitLayer {
+            shared: Arc::new(Shared {
+                extractor: self.extractor,
+                limit: self.limit,
+                on_missing: self.on_missing,
+                max_wait: self.max_wait,
+                admitted_headers: self.admitted_headers,
+                policy_value,
+                metrics: Metrics::default(),
+            }),
+        })
+    }
+}
+
+/// A [`Layer`] that limits the request rate of the services it wraps, all
+/// of them against one shared limit.
+///
+/// Every decision is made in `call()` on state shared through an `Arc`:
+/// clones of the layer and of its services (axum clones the service per
+/// request) share one limit, and no `Buffer` is needed. The service stays
+/// as ready as the service it wraps: the limit never acts through
+/// `poll_ready`.
+///
+/// A refused request is answered at once with 429, `Retry-After` (whole
+/// seconds, rounded up, at least 1), and the draft-11 `RateLimit` and
+/// `RateLimit-Policy` fields:
+///
+/// ```text
+/// HTTP/1.1 429 Too Many Requests
+/// retry-after: 1
+/// ratelimit-policy: "per-ip";q=10;w=1;rk-burst=5
+/// ratelimit: "per-ip";r=0;t=1
+/// ```
+///
+/// Stacked layers merge their policies into one field of each
+/// (`"global";…, "per-ip";…`).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::{Pacer, Rate};
+/// use ratekeeper_tower::{Policy, RateLimitLayer};
+/// use tower::{Service, ServiceBuilder, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let pacer = Pacer::builder(Rate::new(1.0)?).strictness(1.0).build()?;
+/// let layer = RateLimitLayer::global(pacer, Policy::from_rate("all", 1.0)?)?;
+/// let mut svc = ServiceBuilder::new().layer(layer).service_fn(|_req: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("hello")))
+/// });
+/// let first = svc.ready().await?.call(http::Request::new(())).await?;
+/// assert_eq!(first.status(), 200);
+/// let second = svc.ready().await?.call(http::Request::new(())).await?;
+/// assert_eq!(second.status(), 429);
+/// assert_eq!(second.headers()["retry-after"], "1");
+/// assert_eq!(second.headers()["ratelimit"], r#""all";r=0;t=1"#);
+/// # Ok(())
+/// # }
+/// ```
+pub struct RateLimitLayer<X: KeyExtractor, Lim> {
+    shared: Arc<Shared<X, Lim>>,
+}
+
+impl<X: KeyExtractor, Lim> Clone for RateLimitLayer<X, Lim> {
+    fn clone(&self) -> Self {
+        RateLimitLayer {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<X: KeyExtractor, Lim> std::fmt::Debug for RateLimitLayer<X, Lim> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("metrics", &self.shared.metrics)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Lim> RateLimitLayer<GlobalKey, Lim> {
+    /// Starts a layer over `limit`; see [`Builder`].
+    pub fn builder(limit: Lim) -> Builder<GlobalKey, Lim> {
+        Builder {
+            extractor: GlobalKey,
+            limit,
+            on_missing: OnMissingKey::Shared(()),
+            max_wait: Duration::ZERO,
+            admitted_headers: false,
+        }
+    }
+}
+
+impl<L: ratekeeper::RateLimiter + Send + Sync> RateLimitLayer<GlobalKey, Global<L>> {
+    /// One limiter for all requests, described by `policy`; refuses at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    pub fn global(limiter: L, policy: Policy) -> Result<Self, ConfigError> {
+        RateLimitLayer::builder(Global::new(limiter, policy)).build()
+    }
+}
+
+impl<X: KeyExtractor, Lim> RateLimitLayer<X, Lim> {
+    /// The counters of this layer and all its services.
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> &Lim {
+        &self.shared.limit
+    }
+}
+
+impl<S, X: KeyExtractor, Lim> Layer<S> for RateLimitLayer<X, Lim> {
+    type Service = RateLimit<S, X, Lim>;
+    fn layer(&self, inner: S) -> RateLimit<S, X, Lim> {
+        RateLimit {
+            inner,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The service [`RateLimitLayer`] wraps around `S`.
+pub struct RateLimit<S, X: KeyExtractor, Lim> {
+    inner: S,
+    shared: Arc<Shared<X, Lim>>,
+}
+
+impl<S: Clone, X: KeyExtractor, Lim> Clone for RateLimit<S, X, Lim> {
+    fn clone(&self) -> Self {
+        RateLimit {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: std::fmt::Debug, X: KeyExtractor, Lim> std::fmt::Debug for RateLimit<S, X, Lim> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+fn respond<B: Default>(status: StatusCode) -> Response<B> {
+    let mut r = Response::new(B::default());
+    *r.status_mut() = status;
+    r
+}
+
+impl<S, X, Lim, ReqB, ResB> Service<Request<ReqB>> for RateLimit<S, X, Lim>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
+    X: KeyExtractor,
+    Lim: KeyedLimit<X::Key> + 'static,
+    ResB: Default,
+{
+    type Response = Response<ResB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, ReqB>;
+
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqB>) -> Self::Future {
+        let shared = &*self.shared;
+        let extracted = shared.extractor.extract(&RequestHead::of(&req));
+        let owned;
+        let key = match (&extracted, &shared.on_missing) {
+            (Ok(k), _) => k,
+            (Err(e), _) if e.is_configuration() => {
+                Metrics::bump(&shared.metrics.config_errors);
+                return ResponseFuture::ready(respond(StatusCode::INTERNAL_SERVER_ERROR));
+            }
+            (Err(_), OnMissingKey::Refuse(status)) => {
+                Metrics::bump(&shared.metrics.key_errors);
+                return ResponseFuture::ready(respond(*status));
+            }
+            (Err(_), OnMissingKey::Shared(k)) => {
+                Metrics::bump(&shared.metrics.key_errors);
+                owned = k;
+                owned
+            }
+        };
+        let policy = shared.limit.policy();
+        match shared.limit.reserve(key, 1, Some(shared.max_wait)) {
+            Ok(g) if g.ready_nanos() <= g.started_nanos() => {
+                let admitted = shared.admitted_headers.then(|| {
+                    let r = shared.limit.remaining(key, &g);
+                    Admitted {
+                        item: headers::ratelimit_item(policy, r, reset_secs(policy, &g)),
+                        policy: shared.policy_value.clone(),
+                    }
+                });
+                ResponseFuture::inner(self.inner.call(req), admitted)
+            }
+            Ok(g) => {
+                Metrics::bump(&shared.metrics.waited);
+                // Call the instance that was driven to readiness, after the wait.
+                let clone = self.inner.clone();
+                let svc = std::mem::replace(&mut self.inner, clone);
+                let admitted = shared.admitted_headers.then(|| Admitted {
+                    item: headers::ratelimit_item(policy, 0, reset_secs(policy, &g)),
+                    policy: shared.policy_value.clone(),
+                });
+                let limit = Arc::clone(&self.shared);
+                let k = key.clone();
+                let cancel = CancelOnDrop(Some(Box::new(move || {
+                    limit.limit.cancel(&k, &g);
+                })));
+                let wait = Duration::from_nanos(g.ready_nanos() - g.started_nanos());
+                ResponseFuture::waiting(tokio::time::sleep(wait), svc, req, cancel, admitted)
+            }
+            Err(AcquireError::WouldWait { wait, .. }) => {
+                Metrics::bump(&shared.metrics.refused);
+                let secs = retry_after_secs(wait);
+                let mut resp = respond(StatusCode::TOO_MANY_REQUESTS);
+                headers::write(
+                    resp.headers_mut(),
+                    policy,
+                    &shared.policy_value,
+                    0,
+                    secs,
+                    Some(secs),
+                );
+                ResponseFuture::ready(resp)
+            }
+            Err(AcquireError::Unavailable) => {
+                Metrics::bump(&shared.metrics.unavailable);
+                let mut resp = respond(StatusCode::SERVICE_UNAVAILABLE);
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from(1u64));
+                ResponseFuture::ready(resp)
+            }
+            Err(_) => {
+                // One permit that can never be granted: the limiter is misconfigured.
+                Metrics::bump(&shared.metrics.config_errors);
+                ResponseFuture::ready(respond(StatusCode::INTERNAL_SERVER_ERROR))
+            }
+        }
+    }
+}
+
+/// `t` on an admitted response: whole seconds (at least 1) until one more
+/// permit accrues after this grant's ready time.
+fn reset_secs(policy: &Policy, g: &Grant) -> u64 {
+    let ahead = g.ready_nanos().saturating_sub(g.started_nanos());
+    retry_after_secs(Duration::from_nanos(
+        ahead.saturating_add(policy.interval_nanos()),
+    ))
+}
+
+struct Admitted {
+    item: String,
+    policy: HeaderValue,
+}
+
+impl Admitted {
+    fn write<B>(self, resp: &mut Response<B>) {
+        let h = resp.headers_mut();
+        if h.contains_key(&headers::RATELIMIT_POLICY) {
+            if let Ok(ours) = self.policy.to_str() {
+                headers::append_list(h, &headers::RATELIMIT_POLICY, ours);
+            }
+        } else {
+            h.insert(headers::RATELIMIT_POLICY.clone(), self.policy);
+        }
+        headers::append_list(h, &headers::RATELIMIT, &self.item);
+    }
+}
+
+/// Gives a waiting request's reservation back if it is dropped before its
+/// wait ends.
+struct CancelOnDrop(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.0.take() {
+            cancel();
+        }
+    }
+}
+
+pin_project! {
+    /// The response future of [`RateLimit`].
+    pub struct ResponseFuture<S: Service<Request<B>>, B> {
+        #[pin]
+        state: State<S, B>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<S: Service<Request<B>>, B> {
+        Ready { response: Option<S::Response> },
+        Inner { #[pin] fut: S::Future, admitted: Option<Admitted> },
+        Waiting {
+            // Boxed: only waiting requests pay for the timer's size, not
+            // every response future.
+            sleep: Pin<Box<Sleep>>,
+            svc: Option<S>,
+            req: Option<Request<B>>,
+            cancel: CancelOnDrop,
+            admitted: Option<Admitted>,
+        },
+    }
+}
+
+impl<S: Service<Request<B>>, B> std::fmt::Debug for ResponseFuture<S, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResponseFuture")
+    }
+}
+
+impl<S: Service<Request<B>>, B> ResponseFuture<S, B> {
+    fn ready(response: S::Response) -> Self {
+        ResponseFuture {
+            state: State::Ready {
+                response: Some(response),
+            },
+        }
+    }
+    fn inner(fut: S::Future, admitted: Option<Admitted>) -> Self {
+        ResponseFuture {
+            state: State::Inner { fut, admitted },
+        }
+    }
+    fn waiting(
+        sleep: Sleep,
+        svc: S,
+        req: Request<B>,
+        cancel: CancelOnDrop,
+        admitted: Option<Admitted>,
+    ) -> Self {
+        ResponseFuture {
+            state: State::Waiting {
+                sleep: Box::pin(sleep),
+                svc: Some(svc),
+                req: Some(req),
+                cancel,
+                admitted,
+            },
+        }
+    }
+}
+
+impl<S, B, ResB> Future for ResponseFuture<S, B>
+where
+    S: Service<Request<B>, Response = Response<ResB>>,
+{
+    type Output = Result<Response<ResB>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            match state.as_mut().project() {
+                StateProj::Ready { response } => {
+                    return Poll::Ready(Ok(response.take().expect("polled after completion")));
+                }
+                StateProj::Inner { fut, admitted } => {
+                    let mut resp = std::task::ready!(fut.poll(cx))?;
+                    if let Some(a) = admitted.take() {
+                        a.write(&mut resp);
+                    }
+                    return Poll::Ready(Ok(resp));
+                }
+                StateProj::Waiting {
+                    sleep,
+                    svc,
+                    req,
+                    cancel,
+                    admitted,
+                } => {
+                    std::task::ready!(sleep.as_mut().poll(cx));
+                    cancel.0 = None; // waited to the end: the grant is used
+                    let mut svc = svc.take().expect("polled after completion");
+                    let req = req.take().expect("polled after completion");
+                    let admitted = admitted.take();
+                    let fut = svc.call(req);
+                    state.set(State::Inner { fut, admitted });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Helpers shared by the test binaries: the header checks, through sfv.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+/// One List member: its String value and its Integer parameters.
+pub type Member = (String, BTreeMap<String, i64>);
+
+/// Parses `value` as an RFC 9651 List of String items with Integer
+/// parameters (what draft-11's two fields are); panics on anything else.
+pub fn parse_list(value: &str) -> Vec<Member> {
+    let list: sfv::List = sfv::Parser::new(value)
+        .parse()
+        .unwrap_or_else(|e| panic!("{value:?} is not a structured List: {e}"));
+    list.into_iter()
+        .map(|entry| match entry {
+            sfv::ListEntry::Item(item) => {
+                let name = item
+                    .bare_item
+                    .as_string()
+                    .unwrap_or_else(|| panic!("{value:?}: member is not a String"))
+                    .as_str()
+                    .to_owned();
+                let params = item
+                    .params
+                    .iter()
+                    .map(|(k, v)| {
+                        let n = v
+                            .as_integer()
+                            .unwrap_or_else(|| panic!("{value:?}: {k:?} not an Integer"));
+                        (k.as_str().to_owned(), i64::from(n))
+                    })
+                    .collect();
+                (name, params)
+            }
+            sfv::ListEntry::InnerList(_) => panic!("{value:?}: inner list"),
+        })
+        .collect()
+}
+
+/// Checks a 429's headers: `Retry-After` whole seconds ≥ 1, and the draft-11
+/// fields naming `policy` with `r=0` and `t == Retry-After`. Returns
+/// Retry-After.
+pub fn check_refusal(headers: &http::HeaderMap, policy: &str) -> u64 {
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1, "Retry-After {retry}");
+    let rl = parse_list(headers["ratelimit"].to_str().unwrap());
+    let ours = rl.iter().find(|(n, _)| n == policy).expect("our policy");
+    assert_eq!(ours.1["r"], 0);
+    assert_eq!(ours.1["t"] as u64, retry);
+    let pol = parse_list(headers["ratelimit-policy"].to_str().unwrap());
+    let p = pol.iter().find(|(n, _)| n == policy).expect("our policy");
+    assert!(p.1["q"] >= 1 && p.1["w"] >= 1);
+    retry
+}

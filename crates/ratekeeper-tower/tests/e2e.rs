@@ -1,0 +1,94 @@
+//! End to end: the example server on a loopback port, driven by a real
+//! HTTP client over many concurrent connections.
+
+mod common;
+
+#[path = "../examples/axum_server.rs"]
+mod server;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+const KEYS: usize = 8;
+const CONNECTIONS: usize = 32;
+const PER_CONNECTION: usize = 12;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admitted_counts_per_key_headers_and_spoofing() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(server::serve(listener));
+
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..CONNECTIONS {
+        tasks.push(tokio::spawn(async move {
+            // One client (one pooled connection) per task: many connections.
+            let client = Client::builder(TokioExecutor::new())
+                .pool_max_idle_per_host(1)
+                .build_http::<Empty<Bytes>>();
+            let key = c % KEYS;
+            let mut seen = Vec::new();
+            for i in 0..PER_CONNECTION {
+                // Half the requests spoof a different left-most hop each time.
+                let xff = if i % 2 == 0 {
+                    format!("203.0.113.{key}")
+                } else {
+                    format!(
+                        "198.51.100.{}, 203.0.113.{key}",
+                        (c * PER_CONNECTION + i) % 250
+                    )
+                };
+                let req = http::Request::get(format!("http://{addr}/"))
+                    .header("x-forwarded-for", xff)
+                    .body(Empty::new())
+                    .unwrap();
+                let resp = client.request(req).await.unwrap();
+                let (parts, body) = resp.into_parts();
+                body.collect().await.unwrap();
+                seen.push((key, parts.status, parts.headers));
+            }
+            seen
+        }));
+    }
+    let mut admitted: HashMap<usize, u64> = HashMap::new();
+    let mut refused = 0;
+    for t in tasks {
+        for (key, status, headers) in t.await.unwrap() {
+            match status.as_u16() {
+                200 => {
+                    *admitted.entry(key).or_default() += 1;
+                    let rl = common::parse_list(headers["ratelimit"].to_str().unwrap());
+                    assert_eq!(rl[0].0, "per-client");
+                    assert!(rl[0].1["r"] < i64::from(server::BURST) && rl[0].1["t"] >= 1);
+                    let p = common::parse_list(headers["ratelimit-policy"].to_str().unwrap());
+                    assert_eq!(p[0].1["rk-burst"], i64::from(server::BURST));
+                    assert_eq!((p[0].1["q"], p[0].1["w"]), (i64::from(server::RATE), 1));
+                }
+                429 => {
+                    refused += 1;
+                    common::check_refusal(&headers, "per-client");
+                }
+                s => panic!("status {s}"),
+            }
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    // Each key: its burst, plus what refilled while the test ran.
+    let most = u64::from(server::BURST) + (elapsed * f64::from(server::RATE)).ceil() as u64;
+    assert_eq!(admitted.len(), KEYS, "{admitted:?}");
+    for (key, n) in &admitted {
+        assert!(
+            (u64::from(server::BURST)..=most).contains(n),
+            "key {key}: {n} admitted, limit {most} in {elapsed:.2} s"
+        );
+    }
+    let total = (CONNECTIONS * PER_CONNECTION) as u64;
+    assert_eq!(admitted.values().sum::<u64>() + refused, total);
+    server.abort();
+}

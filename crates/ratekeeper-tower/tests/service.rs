@@ -1,0 +1,317 @@
+//! The layer in-process: decisions, headers (parsed with sfv), waiting,
+//! keys, bad configuration. Paused tokio time, so waits are exact.
+
+mod common;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use ratekeeper::tokio::TokioClock;
+use ratekeeper::{Pacer, Rate};
+use ratekeeper_tower::{
+    ConfigError, Global, HeaderKey, KeyedMap, OnMissingKey, PeerIp, Policy, RateLimitLayer,
+};
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+type Svc = tower::util::BoxCloneService<Request<()>, Response<String>, Infallible>;
+
+fn hello(
+) -> impl Service<Request<()>, Response = Response<String>, Error = Infallible, Future: Send>
+       + Clone
+       + Send {
+    tower::service_fn(|_req: Request<()>| async { Ok(Response::new("hello".to_owned())) })
+}
+
+async fn send(svc: &mut Svc, req: Request<()>) -> Response<String> {
+    svc.ready().await.unwrap().call(req).await.unwrap()
+}
+
+fn strict_pacer(rate: f64) -> Pacer<TokioClock> {
+    Pacer::builder(Rate::new(rate).unwrap())
+        .strictness(1.0)
+        .build_with_clock(TokioClock::new())
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn global_refuses_with_draft11_headers_and_retry_after_rounded_up() {
+    // 2 per second: the refusal's wait is 500 ms, Retry-After is 1 (not 0).
+    let layer =
+        RateLimitLayer::global(strict_pacer(2.0), Policy::from_rate("all", 2.0).unwrap()).unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer.clone()).service(hello()));
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 200);
+    let refused = send(&mut svc, Request::new(())).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(common::check_refusal(refused.headers(), "all"), 1);
+    assert_eq!(
+        refused.headers()["ratelimit-policy"],
+        r#""all";q=2;w=1;rk-burst=1"#
+    );
+    assert_eq!(layer.metrics().refused(), 1);
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn long_waits_round_up_to_whole_seconds() {
+    // 1 per 2.5 s: the second request would wait 2.5 s -> Retry-After 3.
+    let layer =
+        RateLimitLayer::global(strict_pacer(0.4), Policy::from_rate("slow", 0.4).unwrap()).unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    send(&mut svc, Request::new(())).await;
+    let refused = send(&mut svc, Request::new(())).await;
+    assert_eq!(common::check_refusal(refused.headers(), "slow"), 3);
+    let p = common::parse_list(refused.headers()["ratelimit-policy"].to_str().unwrap());
+    assert_eq!((p[0].1["q"], p[0].1["w"]), (2, 5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn waits_up_to_the_deadline_instead_of_refusing() {
+    let limit = Global::new(strict_pacer(1.0), Policy::from_rate("all", 1.0).unwrap());
+    let layer = RateLimitLayer::builder(limit)
+        .wait_up_to(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer.clone()).service(hello()));
+    let start = tokio::time::Instant::now();
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 200);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    // The second waits exactly 1 s; a third would need 2 s > 1.5 s: refused.
+    let second = tokio::spawn({
+        let mut svc = svc.clone();
+        async move { send(&mut svc, Request::new(())).await }
+    });
+    tokio::task::yield_now().await;
+    let third = send(&mut svc, Request::new(())).await;
+    assert_eq!(third.status(), 429);
+    assert_eq!(common::check_refusal(third.headers(), "all"), 2);
+    assert_eq!(second.await.unwrap().status(), 200);
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    assert_eq!(layer.metrics().waited(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_waiter_gives_its_slot_back() {
+    let limit = Global::new(strict_pacer(1.0), Policy::from_rate("all", 1.0).unwrap());
+    let layer = RateLimitLayer::builder(limit)
+        .wait_up_to(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer.clone()).service(hello()));
+    send(&mut svc, Request::new(())).await;
+    let fut = svc.ready().await.unwrap().call(Request::new(())); // due at 1 s
+    drop(fut);
+    // The next request takes the slot at 1 s again, not 2 s.
+    let start = tokio::time::Instant::now();
+    send(&mut svc, Request::new(())).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+}
+
+fn keyed_layer(
+    on_missing: OnMissingKey<http::HeaderValue>,
+) -> RateLimitLayer<
+    HeaderKey,
+    KeyedMap<http::HeaderValue, ratekeeper::config::AnyLimiter<TokioClock>, TokioClock>,
+> {
+    let policy = Policy::from_rate("per-key", 1.0).unwrap();
+    let map = KeyedMap::from_config_with_clock(
+        &"pacer:1,1".parse().unwrap(),
+        policy,
+        100,
+        TokioClock::new(),
+    )
+    .unwrap();
+    RateLimitLayer::builder(map)
+        .key(HeaderKey::new("x-api-key").unwrap())
+        .on_missing_key(on_missing)
+        .headers_on_admitted(true)
+        .build()
+        .unwrap()
+}
+
+fn with_key(key: &str) -> Request<()> {
+    Request::builder()
+        .header("x-api-key", key)
+        .body(())
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_are_limited_apart_and_missing_keys_follow_the_policy() {
+    let layer = keyed_layer(OnMissingKey::Refuse(StatusCode::BAD_REQUEST));
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer.clone()).service(hello()));
+    let a = send(&mut svc, with_key("a")).await;
+    assert_eq!(a.status(), 200);
+    let rl = common::parse_list(a.headers()["ratelimit"].to_str().unwrap());
+    assert_eq!(rl[0].0, "per-key");
+    assert_eq!((rl[0].1["r"], rl[0].1["t"]), (0, 1));
+    common::parse_list(a.headers()["ratelimit-policy"].to_str().unwrap());
+    assert_eq!(send(&mut svc, with_key("a")).await.status(), 429);
+    assert_eq!(send(&mut svc, with_key("b")).await.status(), 200);
+    let missing = send(&mut svc, Request::new(())).await;
+    assert_eq!(missing.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(layer.metrics().key_errors(), 1);
+
+    // Or every keyless request shares one key.
+    let shared = keyed_layer(OnMissingKey::Shared(http::HeaderValue::from_static("-")));
+    let mut svc = Svc::new(ServiceBuilder::new().layer(shared.clone()).service(hello()));
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 200);
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 429);
+    assert_eq!(send(&mut svc, with_key("a")).await.status(), 200);
+    assert_eq!(shared.metrics().key_errors(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_peer_address_is_a_configuration_error_not_a_shared_key() {
+    let policy = Policy::from_rate("per-ip", 1.0).unwrap();
+    let map = KeyedMap::from_config_with_clock(
+        &"pacer:1,1".parse().unwrap(),
+        policy,
+        10,
+        TokioClock::new(),
+    )
+    .unwrap();
+    let layer = RateLimitLayer::builder(map)
+        .key(PeerIp::socket_addr())
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer.clone()).service(hello()));
+    for _ in 0..3 {
+        assert_eq!(send(&mut svc, Request::new(())).await.status(), 500);
+    }
+    assert_eq!(layer.metrics().config_errors(), 3);
+    assert_eq!(layer.metrics().refused(), 0);
+    let mut req = Request::new(());
+    req.extensions_mut()
+        .insert("192.0.2.1:4000".parse::<SocketAddr>().unwrap());
+    assert_eq!(send(&mut svc, req).await.status(), 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stacked_layers_share_one_field_of_each() {
+    let global = RateLimitLayer::builder(Global::new(
+        strict_pacer(1000.0),
+        Policy::new("global", 1000, 1).unwrap(),
+    ))
+    .headers_on_admitted(true)
+    .build()
+    .unwrap();
+    let inner = keyed_layer(OnMissingKey::Refuse(StatusCode::BAD_REQUEST));
+    let mut svc = Svc::new(
+        ServiceBuilder::new()
+            .layer(global)
+            .layer(inner)
+            .service(hello()),
+    );
+    let ok = send(&mut svc, with_key("a")).await;
+    let names =
+        |v: &str| -> Vec<String> { common::parse_list(v).into_iter().map(|(n, _)| n).collect() };
+    let h = ok.headers();
+    assert_eq!(
+        names(h["ratelimit-policy"].to_str().unwrap()),
+        ["per-key", "global"]
+    );
+    assert_eq!(
+        names(h["ratelimit"].to_str().unwrap()),
+        ["per-key", "global"]
+    );
+    assert_eq!(h.get_all("ratelimit").iter().count(), 1);
+    tokio::time::advance(Duration::from_millis(10)).await; // past the global slot
+    let refused = send(&mut svc, with_key("a")).await;
+    assert_eq!(refused.status(), 429);
+    common::check_refusal(refused.headers(), "per-key");
+}
+
+#[tokio::test(start_paused = true)]
+async fn clones_share_one_limit() {
+    // The tower RateLimit + Buffer trap under axum: every clone its own window.
+    let layer = RateLimitLayer::global(
+        Pacer::builder(Rate::new(5.0).unwrap())
+            .strictness(1.0)
+            .build_with_clock(TokioClock::new())
+            .unwrap(),
+        Policy::from_rate("all", 5.0).unwrap(),
+    )
+    .unwrap();
+    let svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    let mut tasks = Vec::new();
+    for _ in 0..200 {
+        let mut s = svc.clone();
+        tasks.push(tokio::spawn(async move {
+            send(&mut s, Request::new(())).await.status()
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        ok += usize::from(t.await.unwrap() == 200);
+    }
+    assert_eq!(ok, 1);
+}
+
+#[test]
+fn bad_configuration_is_a_typed_error() {
+    assert_eq!(
+        Policy::new("x", 0, 1).unwrap_err(),
+        ConfigError::ZeroQuota {
+            quota: 0,
+            window: 1
+        }
+    );
+    assert!(matches!(
+        Policy::new("é", 1, 1),
+        Err(ConfigError::PolicyName(_))
+    ));
+    assert!(matches!(
+        Policy::new("\n", 1, 1),
+        Err(ConfigError::PolicyName(_))
+    ));
+    assert!(matches!(
+        Policy::from_rate("x", f64::NAN),
+        Err(ConfigError::Rate(_))
+    ));
+    assert!(matches!(
+        Policy::from_rate("x", 0.0),
+        Err(ConfigError::Rate(_))
+    ));
+    assert_eq!(
+        Policy::new("x", 1, 1).unwrap().with_burst(0).unwrap_err(),
+        ConfigError::ZeroBurst
+    );
+    let p = || Policy::new("x", 1, 1).unwrap();
+    let cfg = "pacer:1".parse().unwrap();
+    assert_eq!(
+        KeyedMap::<u32, _, _>::from_config(&cfg, p(), 0).unwrap_err(),
+        ConfigError::ZeroCap
+    );
+    assert_eq!(
+        KeyedMap::<u32, _, _>::from_config(&cfg, p(), usize::MAX).unwrap_err(),
+        ConfigError::TooManyKeys(usize::MAX)
+    );
+    assert!(matches!(
+        KeyedMap::<u32, _, _>::from_config(&"pool:10,fill=1ms".parse().unwrap(), p(), 10),
+        Err(ConfigError::PerKeyKind(_))
+    ));
+    let global = Global::new(strict_pacer_std(), p());
+    assert_eq!(
+        RateLimitLayer::builder(global)
+            .on_missing_key(OnMissingKey::Refuse(StatusCode::OK))
+            .build()
+            .unwrap_err(),
+        ConfigError::Status(200)
+    );
+    // Quoting: a name with quotes and backslashes still parses.
+    let odd = Policy::new(r#"a "b" \c"#, 1, 1).unwrap().to_string();
+    assert_eq!(common::parse_list(&odd)[0].0, r#"a "b" \c"#);
+}
+
+fn strict_pacer_std() -> Pacer {
+    Pacer::builder(Rate::new(1.0).unwrap()).build().unwrap()
+}
+
+#[allow(dead_code)]
+fn _arc_limit_is_a_limit(l: Arc<Global<Pacer>>) -> impl ratekeeper_tower::KeyedLimit<()> {
+    l
+}
