@@ -46,6 +46,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod core_keyed;
 mod error;
 pub mod headers;
 pub mod key;
@@ -55,6 +56,7 @@ mod net;
 mod policy;
 mod service;
 
+pub use core_keyed::CoreKeyed;
 pub use error::ConfigError;
 pub use key::{FnKey, GlobalKey, HeaderKey, KeyError, KeyExtractor, PeerIp, RightmostTrusted};
 pub use limit::{schedule_remaining, Global, KeyedLimit, KeyedMap, MAX_KEYS};

@@ -315,3 +315,40 @@ fn strict_pacer_std() -> Pacer {
 fn _arc_limit_is_a_limit(l: Arc<Global<Pacer>>) -> impl ratekeeper_tower::KeyedLimit<()> {
     l
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_core_keyed_map_bounds_keys_and_refuses_new_ones_when_full_of_debt() {
+    use ratekeeper::keyed::{Keyed, Overflow};
+    use ratekeeper_tower::CoreKeyed;
+    // Two keys at most (one shard), 1 a second each, strict.
+    let keyed = Keyed::builder()
+        .max_keys(2)
+        .shards(1)
+        .overflow(Overflow::DenyNew)
+        .build_with_clock(&"pacer:1,1".parse().unwrap(), TokioClock::new())
+        .unwrap();
+    let limit = Arc::new(CoreKeyed::new(
+        keyed,
+        Policy::from_rate("per-key", 1.0).unwrap(),
+    ));
+    let layer = RateLimitLayer::builder(Arc::clone(&limit))
+        .key(HeaderKey::new("x-api-key").unwrap())
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    assert_eq!(send(&mut svc, with_key("a")).await.status(), 200);
+    assert_eq!(send(&mut svc, with_key("b")).await.status(), 200);
+    // Each key's next slot is a second away: both hold debt.
+    assert_eq!(send(&mut svc, with_key("a")).await.status(), 429);
+    // A third key finds the map full of debt: refused, not tracked.
+    assert_eq!(
+        send(&mut svc, with_key("c")).await.status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let m = limit.metrics();
+    assert_eq!((m.live_keys, m.denied_new), (2, 1), "{m:?}");
+    // A second later both recovered: the new key evicts a fresh one.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(send(&mut svc, with_key("c")).await.status(), 200);
+    assert!(limit.metrics().live_keys <= 2);
+}
