@@ -489,6 +489,40 @@ impl RedisLimiter {
         }
     }
 
+    /// [`reserve`](Self::reserve) on the limit of one client among many:
+    /// the same limit kept under the key `{this limiter's key}{client}`
+    /// (the limiter's key is the prefix, e.g. `api:per-ip:`), one per
+    /// client. Each client's key expires on the server once its limit has
+    /// caught up (plus the idle TTL), when it equals a new one, so the
+    /// server holds only clients that still owe time (about 112 bytes a
+    /// key, shared_limits_2026 §5). This limiter's denial cache and leases
+    /// are its own key's and are not used here: each decision is one round
+    /// trip, or the failure policy (a `Local` fallback is one limiter for
+    /// all clients together).
+    pub async fn reserve_for(
+        &self,
+        client: &str,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Decision {
+        let decision = match self.args(permits, max_wait) {
+            Err(e) => Decision {
+                result: Err(e),
+                source: Source::Redis,
+                error: None,
+            },
+            Ok(args) => {
+                let key = format!("{}{client}", self.key);
+                match self.backend.eval(self.lua(), &key, &args).await {
+                    Ok(reply) => self.translate(&reply, permits, max_wait),
+                    Err(e) => self.on_failure(e, permits, max_wait),
+                }
+            }
+        };
+        self.count(&decision);
+        decision
+    }
+
     /// [`reserve`](Self::reserve) with the limit's own maximum wait (the
     /// refill bucket's timeout; any wait for the Pacer), then sleeps until
     /// the grant is ready.

@@ -221,3 +221,47 @@ fn a_bucket_lease_admits_at_most_one_lease_beyond_the_bucket_over_any_interval()
         assert!(leased > 0, "leases were used");
     });
 }
+
+#[test]
+fn clients_under_a_prefix_are_limited_apart_and_expire_when_recovered() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // Each client: 2 permits, one a second; kept 0 ms after recovering.
+        let prefix = format!("{}:", common::key("per-client"));
+        let l = RedisLimiter::builder(
+            &backend,
+            prefix.clone(),
+            refill(1, Duration::from_secs(1), 2),
+        )
+        .idle_ttl(Duration::ZERO)
+        .build()
+        .unwrap();
+        let zero = Some(Duration::ZERO);
+        for client in ["a", "b"] {
+            assert!(
+                l.reserve_for(client, 2, zero).await.is_granted(),
+                "{client}"
+            );
+            assert!(
+                !l.reserve_for(client, 1, zero).await.is_granted(),
+                "{client}"
+            );
+        }
+        let mut conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(format!("{prefix}a"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        // Full again (equal to a new bucket) in 2 s: the key expires then.
+        assert!((1_000..=2_001).contains(&ttl), "PTTL {ttl}");
+    });
+}
