@@ -567,7 +567,11 @@ fn help_shows_examples_grammar_and_schema() {
                 .and(predicate::str::contains("refill:RATE[,PERIOD]"))
                 .and(predicate::str::contains("timeline_omitted"))
                 .and(predicate::str::contains("behind_ns"))
-                .and(predicate::str::contains("--plot <FILE>")),
+                .and(predicate::str::contains("--plot <FILE>"))
+                .and(predicate::str::contains("--client <NAME=PATTERN>"))
+                .and(predicate::str::contains("--overflow <POLICY>"))
+                .and(predicate::str::contains("ratekeeper simulate --client"))
+                .and(predicate::str::contains("\"evicted_debt\"")),
         );
     ratekeeper().arg("--help").assert().success().stdout(
         predicate::str::contains("simulate")
