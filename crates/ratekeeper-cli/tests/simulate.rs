@@ -567,7 +567,11 @@ fn help_shows_examples_grammar_and_schema() {
                 .and(predicate::str::contains("refill:RATE[,PERIOD]"))
                 .and(predicate::str::contains("timeline_omitted"))
                 .and(predicate::str::contains("behind_ns"))
-                .and(predicate::str::contains("--plot <FILE>")),
+                .and(predicate::str::contains("--plot <FILE>"))
+                .and(predicate::str::contains("--client <NAME=PATTERN>"))
+                .and(predicate::str::contains("--overflow <POLICY>"))
+                .and(predicate::str::contains("ratekeeper simulate --client"))
+                .and(predicate::str::contains("\"evicted_debt\"")),
         );
     ratekeeper().arg("--help").assert().success().stdout(
         predicate::str::contains("simulate")
@@ -989,5 +993,359 @@ fn effective_rates_are_reported_and_truncated_ones_warned_about() {
     assert!(
         line("bursty:95k ").contains("; effective 100,000 ops/s (+5.26 %"),
         "{text}"
+    );
+}
+
+/// Two clients for the keyed tests: `a` 20 ops, one every 50 ms (twice a
+/// 10 ops/s limit); `b` 15 ops, 5 at once and then one every 100 ms.
+const CLIENTS: [&str; 4] = [
+    "--client",
+    "a=every 50ms for 1s",
+    "--client",
+    "b=burst 5; every 100ms for 1s",
+];
+
+/// `simulate` with `CLIENTS`, `limiter` and `more`, no timeline.
+fn with_clients<'a>(limiter: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["simulate", "--limiter", limiter, "--rows", "0"];
+    args.extend(CLIENTS);
+    args.extend(more);
+    args
+}
+
+/// Each client's `(granted, refused)` in a limiter's JSON `clients`.
+fn client_counts(limiter: &Value) -> Vec<(String, u64, u64)> {
+    limiter["clients"]
+        .as_array()
+        .expect("clients")
+        .iter()
+        .map(|c| {
+            (
+                c["client"].as_str().unwrap().to_owned(),
+                u(c, "ops"),
+                u(c, "refused"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn keyed_clients_each_get_their_own_limit_exactly() {
+    const MS: u64 = 1_000_000;
+    // A refill bucket of 10 permits, 10 at 0 s and one more every 100 ms,
+    // refusing any wait: by 950 ms a bucket has given at most 10 + 9 = 19.
+    let refill = "refill:10,1s,timeout=0s";
+    let keyed = json_of(&with_clients(refill, &["--keyed"]));
+    let counts = client_counts(&keyed["limiters"][0]);
+    assert_eq!(counts, [("a".into(), 19, 1), ("b".into(), 15, 0)]);
+    // Shared: the two clients together get one bucket's 19.
+    let shared = json_of(&with_clients(refill, &[]));
+    let l = &shared["limiters"][0];
+    assert_eq!(client_counts(l), [("a".into(), 12, 8), ("b".into(), 7, 8)]);
+    assert_eq!(u(l, "ops"), 19);
+    assert!(l.get("keyed").is_none() && shared.get("keyed").is_none());
+    // A strict pacer grants every op, one per 100 ms per client: `a`'s 20
+    // end at 1.9 s, `b`'s 15 at 1.4 s, each at exactly 10 ops/s.
+    let v = json_of(&with_clients("pacer:10,1", &["--keyed"]));
+    let clients = v["limiters"][0]["clients"].as_array().unwrap();
+    assert_eq!(u(&clients[0], "last_grant_ns"), 1_900 * MS);
+    assert_eq!(u(&clients[1], "last_grant_ns"), 1_400 * MS);
+    for c in clients {
+        assert_eq!(c["achieved_rate"].as_f64(), Some(10.0), "{c}");
+    }
+    let k = &v["limiters"][0]["keyed"];
+    assert_eq!((u(k, "live_keys"), u(k, "max_keys")), (2, 100_000));
+    assert_eq!(v["keyed"]["overflow"], "deny");
+    assert!(v["pattern"].is_null());
+    assert_eq!(u(&v, "arrivals"), 35);
+    assert_eq!(v["clients"][1]["pattern"], "burst 5; every 100ms for 1s");
+}
+
+#[test]
+fn overflow_policies_differ_with_one_key() {
+    const MS: u64 = 1_000_000;
+    let run = |policy: &str| {
+        let args = with_clients(
+            "pacer:10,1",
+            &["--keyed", "--max-keys", "1", "--overflow", policy],
+        );
+        json_of(&args)["limiters"][0].clone()
+    };
+    // `a` arrives first and holds debt (its next slot is in the future)
+    // whenever `b` arrives, so `b` is never tracked.
+    let deny = run("deny");
+    assert_eq!(
+        client_counts(&deny),
+        [("a".into(), 20, 0), ("b".into(), 0, 15)]
+    );
+    let k = &deny["keyed"];
+    assert_eq!(
+        (u(k, "denied_new"), u(k, "overflowed"), u(k, "live_keys")),
+        (15, 0, 1)
+    );
+    // Shared: `b` gets the one overflow limiter, a client's limit of its own.
+    let shared = run("shared");
+    assert_eq!(
+        client_counts(&shared),
+        [("a".into(), 20, 0), ("b".into(), 15, 0)]
+    );
+    assert_eq!(u(&shared["clients"][1], "last_grant_ns"), 1_400 * MS);
+    let k = &shared["keyed"];
+    assert_eq!((u(k, "denied_new"), u(k, "overflowed")), (0, 15));
+    // Evict: each client evicts the other's debt, so neither is held to
+    // the limit: `a` goes about as it arrives.
+    let evict = run("evict");
+    assert_eq!(
+        client_counts(&evict),
+        [("a".into(), 20, 0), ("b".into(), 15, 0)]
+    );
+    let k = &evict["keyed"];
+    assert!(u(k, "evicted_debt") > 0, "{k}");
+    assert_eq!((u(k, "denied_new"), u(k, "overflowed")), (0, 0));
+    assert!(u(&evict["clients"][0], "last_grant_ns") < 1_000 * MS);
+    assert_eq!(u(&deny["clients"][0], "last_grant_ns"), 1_900 * MS);
+}
+
+#[test]
+fn client_json_agrees_with_the_text_report() {
+    for more in [
+        &["--keyed", "--max-keys", "1"][..],
+        &["--keyed", "--overflow", "evict", "--max-keys", "1"],
+        &[],
+    ] {
+        let args = with_clients("refill:10,1s,timeout=0s", more);
+        let text = stdout_of(&args);
+        let v = json_of(&args);
+        let l = &v["limiters"][0];
+        let rows: Vec<Vec<String>> = text
+            .lines()
+            .skip_while(|line| !line.starts_with("client "))
+            .skip(1)
+            .take_while(|line| !line.starts_with("keyed:") && !line.is_empty())
+            .map(|line| {
+                line.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .collect();
+        let clients = l["clients"].as_array().unwrap();
+        assert_eq!(rows.len(), clients.len(), "{text}");
+        for (row, c) in rows.iter().zip(clients) {
+            assert_eq!(row[0], c["client"].as_str().unwrap());
+            let n = |i: usize| row[i].replace(',', "").parse::<u64>().unwrap();
+            assert_eq!(
+                (n(1), n(2), n(3)),
+                (u(c, "arrivals"), u(c, "ops"), u(c, "refused"))
+            );
+            match c["last_grant_ns"].as_u64() {
+                Some(last) => agrees(&row[7], last),
+                None => assert_eq!((row[7].as_str(), u(c, "ops")), ("-", 0)),
+            }
+        }
+        match l.get("keyed") {
+            Some(k) => {
+                let line = format!(
+                    "keyed: {} of at most {} clients live; evicted {} fresh, {} with credit, {} in \
+                     debt; {} ops of new clients denied; {} ops overflowed to the shared limiter",
+                    u(k, "live_keys"),
+                    u(k, "max_keys"),
+                    u(k, "evicted_fresh"),
+                    u(k, "evicted_credit"),
+                    u(k, "evicted_debt"),
+                    u(k, "denied_new"),
+                    u(k, "overflowed")
+                );
+                assert!(text.contains(&line), "{line} not in {text}");
+            }
+            None => assert!(!text.contains("keyed:"), "{text}"),
+        }
+    }
+}
+
+#[test]
+fn client_timeline_names_each_ops_client() {
+    let args = [
+        "simulate",
+        "--client",
+        "a=burst 2",
+        "--client",
+        "b=burst 1",
+        "--limiter",
+        "pacer:10",
+        "--keyed",
+    ];
+    let text = stdout_of(&args);
+    assert!(
+        text.contains("  op  client   arrival  scheduled   granted      wait    behind\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("   3       b  0.000000   0.000000  0.000000  0.000000  0.000000\n"),
+        "{text}"
+    );
+    let v = json_of(&args);
+    let clients: Vec<&str> = v["limiters"][0]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["client"].as_str().unwrap())
+        .collect();
+    assert_eq!(clients, ["a", "a", "b"]);
+}
+
+#[test]
+fn keyed_plot_draws_each_client() {
+    let path = scratch("keyed.svg");
+    let p = path.to_str().unwrap();
+    stdout_of(&with_clients(
+        "pacer:10,1",
+        &[
+            "--keyed",
+            "--max-keys",
+            "1",
+            "--overflow",
+            "shared",
+            "--plot",
+            p,
+        ],
+    ));
+    let svg = std::fs::read_to_string(&path).expect("the plot");
+    let texts = svg_texts(&svg);
+    for name in ["a", "b", "a arrivals", "b arrivals", "target 10 ops/s"] {
+        assert!(texts.iter().any(|t| t == name), "{name} not in {texts:?}");
+    }
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("2 clients, one limiter each")),
+        "{texts:?}"
+    );
+}
+
+#[test]
+fn bad_client_values_exit_2() {
+    let keyed = |more: &[&'static str]| {
+        let mut args = vec![
+            "simulate",
+            "--client",
+            "a=burst 1",
+            "--limiter",
+            "pacer:10",
+            "--keyed",
+        ];
+        args.extend(more);
+        args
+    };
+    rejects(
+        &[
+            "simulate",
+            "--client",
+            "a=burst 1",
+            "--client",
+            "a=burst 2",
+            "--limiter",
+            "pacer:10",
+        ],
+        &["--client a=burst 2", "the client a is given twice"],
+    );
+    rejects(
+        &["simulate", "--client", "a=", "--limiter", "pacer:10"],
+        &["'a='", "--client", "client a: the pattern has no steps"],
+    );
+    rejects(
+        &["simulate", "--client", "burst 1", "--limiter", "pacer:10"],
+        &["'burst 1'", "--client", "NAME=PATTERN"],
+    );
+    rejects(
+        &["simulate", "--client", " =burst 1", "--limiter", "pacer:10"],
+        &["--client", "name is empty"],
+    );
+    rejects(
+        &keyed(&["--max-keys", "0"]),
+        &["'0'", "--max-keys", "from 1"],
+    );
+    rejects(
+        &keyed(&["--overflow", "drop"]),
+        &["'drop'", "--overflow", "deny, shared, evict"],
+    );
+}
+
+#[test]
+fn client_options_that_cannot_go_together_exit_2() {
+    rejects(
+        &[
+            "simulate",
+            "--client",
+            "a=burst 1",
+            "--limiter",
+            "bursty:10",
+            "--keyed",
+        ],
+        &[
+            "--limiter bursty:10 with --keyed",
+            "a pacer or a refill bucket",
+        ],
+    );
+    rejects(
+        &[
+            "simulate",
+            "--client",
+            "a=burst 1",
+            "--limiter",
+            "pool:10",
+            "--keyed",
+        ],
+        &["--limiter pool:10 with --keyed"],
+    );
+    rejects(
+        &[
+            "simulate",
+            "--arrivals",
+            "burst 1",
+            "--limiter",
+            "pacer:10",
+            "--keyed",
+        ],
+        &["--keyed", "--client NAME=PATTERN"],
+    );
+    rejects(
+        &[
+            "simulate",
+            "--client",
+            "a=burst 1",
+            "--limiter",
+            "pacer:10",
+            "--overflow",
+            "deny",
+        ],
+        &["--keyed"],
+    );
+    rejects(
+        &[
+            "simulate",
+            "--arrivals",
+            "burst 1",
+            "--client",
+            "a=burst 1",
+            "--limiter",
+            "pacer:10",
+        ],
+        &["--arrivals", "--client"],
+    );
+    rejects(
+        &[
+            "simulate",
+            "--client",
+            "a=burst 1",
+            "--limiter",
+            "pacer:10",
+            "--limiter",
+            "pacer:20",
+            "--plot",
+            "x.svg",
+        ],
+        &["--plot with --client draws one limiter's clients"],
     );
 }

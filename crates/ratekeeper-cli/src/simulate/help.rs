@@ -26,6 +26,28 @@ cursor moves to the end
 Durations and times are one word each: 0s, 50ms, 2s, 1m30s. At most 1000000 \
 arrivals.
 
+Clients (--client NAME=PATTERN, instead of --arrivals, once per client): \
+each client has its own pattern in the grammar above; their arrivals are \
+merged in time order (at one instant, in the order given). Without --keyed \
+the clients share each limiter, and the report says what each got. With \
+--keyed each --limiter runs once per client, through ratekeeper's Keyed map \
+on the same manual clock (one shard, so the cap is exact): a client's \
+limiter is built when it first arrives. Keyed takes pacer and refill \
+limiters only (it must tell when a limiter is fresh again, to drop it). \
+--max-keys N caps the clients tracked at once [100000]; a new client that \
+finds the map full drops the clients that are fresh or hold only credit, \
+and if every tracked client holds debt, --overflow decides [deny]:
+  deny      refuse the new client's op (counted as denied new)
+  shared    decide it on one shared limiter of the same kind (overflowed)
+  evict     drop the client with the least debt, forgiving it (evicted in \
+debt), and track the new one
+With --client, the summary's target is each client's rate (--keyed) or the \
+clients' together, and a table per limiter gives each client's arrivals, \
+granted, refused, achieved rate, wait p99 and max, and last grant; with \
+--keyed a line gives the map's live clients, evictions by kind (fresh, with \
+credit, in debt), denied new ops and overflowed ops. --plot then takes one \
+--limiter and draws one line per client (its arrivals thin).
+
 Limiters (--limiter KIND:ARGS, once per limiter to compare, at most 9): ARGS \
 are comma-separated fields in the order shown; any field may instead be \
 written NAME=VALUE (e.g. warmup:10,2s,cold_factor=4), and named fields come \
@@ -97,7 +119,8 @@ Examples:
   ratekeeper simulate --arrivals 'burst 20 @0s; every 50ms for 3s; idle 2s; burst 10' --limiter pacer:10,1.0 --limiter pacer:10,1.5 --limiter warmup:10,2s
   ratekeeper simulate --arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s' --limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s --rows 0 --plot compare.svg
   ratekeeper simulate --arrivals 'rate 200 for 1s' --limiter refill:100,100ms,capacity=20,timeout=50ms --limiter cycle:100,100ms,timeout=50ms
-  ratekeeper simulate --arrivals 'burst 5; idle 1s; burst 5' --limiter pool:10,1.5 --json";
+  ratekeeper simulate --arrivals 'burst 5; idle 1s; burst 5' --limiter pool:10,1.5 --json
+  ratekeeper simulate --client 'a=every 50ms for 2s' --client 'b=burst 5; every 100ms for 2s' --limiter pacer:10,1 --keyed --max-keys 1 --overflow shared --rows 0 --plot clients.svg";
 
 /// `simulate --help` text below the options: examples and the JSON schema.
 pub const AFTER_LONG_HELP: &str = "\
@@ -106,11 +129,16 @@ Examples:
   ratekeeper simulate --arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s' --limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s --rows 0 --plot compare.svg
   ratekeeper simulate --arrivals 'rate 200 for 1s' --limiter refill:100,100ms,capacity=20,timeout=50ms --limiter cycle:100,100ms,timeout=50ms
   ratekeeper simulate --arrivals 'burst 5; idle 1s; burst 5' --limiter pool:10,1.5 --json
+  ratekeeper simulate --client 'a=every 50ms for 2s' --client 'b=burst 5; every 100ms for 2s' --limiter pacer:10,1 --keyed --max-keys 1 --overflow shared --rows 0 --plot clients.svg
 
 JSON output (--json): one object on one line, the same report as the text. \
 Durations and times are integer nanoseconds from 0, rates are ops per second \
 (floating point):
-  pattern          string   the arrival pattern, canonical
+  pattern          string   the arrival pattern, canonical; null with --client
+  clients          array    (--client) {\"client\", \"pattern\", \"arrivals\"} per \
+client, in order
+  keyed            object   (--keyed) {\"max_keys\", \"overflow\": \"deny\", \
+\"shared\" or \"evict\"}
   arrivals         integer  how many arrivals it gives
   end_ns           integer  where it ends: its last arrival, or the end of its \
 last every, rate or idle step
@@ -147,6 +175,13 @@ Summary above); null for a limiter that does not limit at all
 granted - arrival over the granted ops: exact, nearest rank; mean rounded down
     behind_ns        object   the same of granted - scheduled
     timeline         array    the first --rows ops in arrival order: {\"op\" \
-(1-based), \"arrival_ns\", \"refused\", \"scheduled_ns\", \"granted_ns\", \
+(1-based), \"client\" (with --client), \"arrival_ns\", \"refused\", \"scheduled_ns\", \"granted_ns\", \
 \"wait_ns\", \"behind_ns\"}; the last four are null for a refused op
-    timeline_omitted integer  ops left out of the timeline";
+    timeline_omitted integer  ops left out of the timeline
+    clients          array    (--client) per client, in order: {\"client\", \
+\"arrivals\", \"ops\" (granted), \"refused\", \"first_grant_ns\", \
+\"last_grant_ns\" (null if none), \"achieved_rate\" (as above, per client), \
+\"wait_ns\" (as above)}
+    keyed            object   (--keyed) the map after the run: {\"live_keys\", \
+\"max_keys\", \"evicted_fresh\", \"evicted_credit\", \"evicted_debt\", \
+\"denied_new\", \"overflowed\"}";

@@ -18,6 +18,7 @@
 //! report from them and [`render`] prints it and draws the plot.
 
 mod arrivals;
+mod clients;
 mod help;
 mod model;
 mod render;
@@ -29,15 +30,16 @@ use std::time::Duration;
 
 use arrivals::Arrivals;
 use clap::Args;
+use clients::{parse_client, parse_max_keys, KeyedSpec, Workload};
 use ratekeeper::config::{Access, KindConfig, LimiterConfig};
 use ratekeeper::pool::Filling;
 
 use crate::error::UsageError;
 use crate::plot::{self, PlotPath};
-use crate::report::EffectiveRate;
 
+pub use clients::{ClientSpec, OverflowArg};
 pub use help::{AFTER_HELP, AFTER_LONG_HELP, LONG_ABOUT};
-use model::{simulate, Op};
+use model::{simulate, simulate_keyed, Run};
 use render::make_plot;
 use summary::SimulateReport;
 
@@ -46,8 +48,34 @@ use summary::SimulateReport;
 pub struct SimulateArgs {
     /// The arrival pattern: steps separated by ';' (see above), e.g.
     /// 'burst 20 @0s; every 50ms for 3s; idle 2s; burst 10'.
-    #[arg(long, value_name = "PATTERN", value_parser = parse_arrivals)]
-    pub arrivals: Arrivals,
+    #[arg(
+        long,
+        value_name = "PATTERN",
+        value_parser = parse_arrivals,
+        required_unless_present = "clients",
+        conflicts_with = "clients"
+    )]
+    pub arrivals: Option<Arrivals>,
+
+    /// A client with its own arrival pattern (the --arrivals grammar), e.g.
+    /// 'a=every 50ms for 2s'; repeat for several clients, instead of
+    /// --arrivals. Without --keyed the clients share each limiter.
+    #[arg(long = "client", value_name = "NAME=PATTERN", value_parser = parse_client)]
+    pub clients: Vec<ClientSpec>,
+
+    /// Give each --client its own limiter: each --limiter runs once per
+    /// client through ratekeeper's Keyed map (pacer or refill).
+    #[arg(long, requires = "clients")]
+    pub keyed: bool,
+
+    /// With --keyed, the most clients tracked at once [default: 100000].
+    #[arg(long, value_name = "N", value_parser = parse_max_keys, requires = "keyed")]
+    pub max_keys: Option<usize>,
+
+    /// With --keyed, what a full map does with a new client while every
+    /// tracked one holds debt [default: deny].
+    #[arg(long, value_name = "POLICY", value_enum, requires = "keyed")]
+    pub overflow: Option<OverflowArg>,
 
     /// A limiter to run the arrivals through, KIND:ARGS (see above), e.g.
     /// pacer:10,1.5 or warmup:10,2s; repeat to compare limiters.
@@ -160,30 +188,85 @@ fn parse_limiter(s: &str) -> Result<LimiterSpec, String> {
 ///
 /// # Errors
 ///
-/// A [`UsageError`] for more limiters than the plot has colours or a pool
-/// pattern too long to fill; a library error (none is expected); an I/O
+/// A [`UsageError`] for more limiters (or, with `--client --plot`, clients)
+/// than the plot has colours, a client named twice, a limiter `--keyed`
+/// cannot run per client, or a pool pattern too long to fill; a library error (none is expected); an I/O
 /// error writing the plot.
 pub fn run(args: &SimulateArgs) -> anyhow::Result<SimulateReport> {
-    if args.limiters.len() > plot::PALETTE.len() {
-        return Err(UsageError(format!(
-            "{} --limiter options given; at most {} can be compared at once",
-            args.limiters.len(),
-            plot::PALETTE.len()
-        ))
-        .into());
-    }
-    let times = args.arrivals.times();
-    let (results, effective): (Vec<Vec<Op>>, Vec<EffectiveRate>) = args
+    check_counts(args)?;
+    let workload = match &args.arrivals {
+        Some(arrivals) => Workload::single(arrivals),
+        None => Workload::merge(&args.clients)?,
+    };
+    let keyed = keyed_spec(args);
+    let runs = args
         .limiters
         .iter()
-        .map(|spec| simulate(spec, times))
-        .collect::<anyhow::Result<Vec<_>>>()?
-        .into_iter()
-        .unzip();
+        .map(|spec| match keyed {
+            Some(k) => simulate_keyed(spec, k, &workload.times, &workload.owner).map(
+                |(ops, effective, m)| Run {
+                    ops,
+                    effective,
+                    keyed: Some(m),
+                },
+            ),
+            None => simulate(spec, &workload.times).map(|(ops, effective)| Run {
+                ops,
+                effective,
+                keyed: None,
+            }),
+        })
+        .collect::<anyhow::Result<Vec<Run>>>()?;
     if let Some(to) = &args.plot {
-        let plot = make_plot(args, &results)?;
+        let plot = make_plot(args, &workload, &runs)?;
         plot::write(to, &plot)?;
         crate::report::wrote(to.path());
     }
-    Ok(summary::report(args, &results, &effective))
+    Ok(summary::report(args, &workload, &runs, keyed))
+}
+
+/// The keyed map's settings, with `--keyed`.
+fn keyed_spec(args: &SimulateArgs) -> Option<KeyedSpec> {
+    let overflow = args.overflow.unwrap_or(OverflowArg::Deny);
+    args.keyed.then(|| KeyedSpec {
+        max_keys: args.max_keys.unwrap_or(ratekeeper::keyed::DEFAULT_MAX_KEYS),
+        overflow: overflow.name(),
+        policy: overflow.policy(),
+    })
+}
+
+/// `--keyed` with clients; no more limiters than the plot has colours; with
+/// `--client --plot`, one limiter and no more clients than colours.
+fn check_counts(args: &SimulateArgs) -> Result<(), UsageError> {
+    let colours = plot::PALETTE.len();
+    if args.keyed && args.clients.is_empty() {
+        // clap lets --keyed through beside --arrivals, which conflicts with
+        // the --client it requires.
+        return Err(UsageError(
+            "--keyed gives each --client its own limiter: give the clients as --client \
+             NAME=PATTERN instead of --arrivals"
+                .to_owned(),
+        ));
+    }
+    if args.limiters.len() > colours {
+        return Err(UsageError(format!(
+            "{} --limiter options given; at most {colours} can be compared at once",
+            args.limiters.len(),
+        )));
+    }
+    if args.plot.is_some() && !args.clients.is_empty() {
+        if args.limiters.len() > 1 {
+            return Err(UsageError(format!(
+                "--plot with --client draws one limiter's clients; {} --limiter options given",
+                args.limiters.len()
+            )));
+        }
+        if args.clients.len() > colours {
+            return Err(UsageError(format!(
+                "--plot with {} --client options; at most {colours} can be drawn",
+                args.clients.len()
+            )));
+        }
+    }
+    Ok(())
 }

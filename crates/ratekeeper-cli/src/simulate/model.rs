@@ -1,14 +1,18 @@
 //! The simulation: each limiter on a manual clock of its own, the arrivals
 //! reserving their permits in time order, and the token pool filled by hand.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
+use std::hash::BuildHasherDefault;
 use std::task::Waker;
 use std::time::Duration;
 
 use ratekeeper::config::{AnyLimiter, KindConfig};
+use ratekeeper::keyed::{Keyed, KeyedError};
 use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{AcquireError, Grant, ManualClock, RateLimiter, Readiness};
 
+use super::clients::{KeyedReport, KeyedSpec};
 use super::{chain, LimiterSpec};
 use crate::error::UsageError;
 use crate::limiter;
@@ -18,6 +22,15 @@ use crate::report::{duration_nanos, fmt_duration, EffectiveRate};
 /// huge backlog and a short fill interval fails quickly instead of running
 /// for minutes.
 const MAX_FILLS: u64 = 50_000_000;
+
+/// One limiter's run: its ops in arrival order, its effective rate and,
+/// with `--keyed`, its keyed map's metrics.
+#[derive(Debug, Clone)]
+pub(super) struct Run {
+    pub(super) ops: Vec<Op>,
+    pub(super) effective: EffectiveRate,
+    pub(super) keyed: Option<KeyedReport>,
+}
 
 /// What happened to one arrival.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,18 +67,84 @@ pub(super) fn simulate(
     let built = config
         .build_with_clock(clock.clone())
         .map_err(|e| UsageError(format!("--limiter {}: {}", spec.label, chain(&e))))?;
-    let effective = limiter::effective_rate(&[built.as_ref()], &spec.config, "op");
-    effective.warn(
-        &format!("--limiter {}", spec.label),
-        spec.config.kind().rate(),
-        "ops",
-    );
+    let effective = effective_rate(spec, &built);
     let ops = match (&built, fill) {
         (AnyLimiter::Pool(p), Some(fill)) => fill_pool(p, &clock, arrivals, fill),
         _ => reserve_each(&built, &clock, arrivals, spec.config.kind().max_wait()),
     };
     ops.map(|ops| (ops, effective))
         .map_err(|e| e.context(format!("simulating --limiter {}", spec.label)))
+}
+
+/// The effective rate of `spec`'s limiter `built`, warned about on
+/// standard error when it is off the target.
+fn effective_rate(spec: &LimiterSpec, built: &AnyLimiter<ManualClock>) -> EffectiveRate {
+    let effective = limiter::effective_rate(&[built.as_ref()], &spec.config, "op");
+    effective.warn(
+        &format!("--limiter {}", spec.label),
+        spec.config.kind().rate(),
+        "ops",
+    );
+    effective
+}
+
+/// Runs `arrivals` (in order, the client of each in `owner`) through a
+/// [`Keyed`] map of `spec`'s limiter, one per client, on one manual clock;
+/// the ops, the effective rate of one client's limiter and the map's
+/// metrics. One shard, so that the cap on clients is exact, and a fixed
+/// hasher, so that runs repeat.
+///
+/// # Errors
+///
+/// A [`UsageError`] for a limiter `Keyed` refuses (it must tell when it is
+/// fresh again: a pacer or a refill bucket).
+pub(super) fn simulate_keyed(
+    spec: &LimiterSpec,
+    keyed: KeyedSpec,
+    arrivals: &[u64],
+    owner: &[usize],
+) -> anyhow::Result<(Vec<Op>, EffectiveRate, KeyedReport)> {
+    let refused = |why: String| UsageError(format!("--limiter {} with --keyed: {why}", spec.label));
+    if matches!(spec.config.kind(), KindConfig::Pool { .. }) {
+        // Its filler thread is modelled by hand, one pool at a time.
+        return Err(
+            refused("simulate models one token pool, not one per client".to_owned()).into(),
+        );
+    }
+    let clock = ManualClock::new(0);
+    let (config, make_clock) = (spec.config, clock.clone());
+    let map: Keyed<usize, _, _> = Keyed::builder()
+        .max_keys(keyed.max_keys)
+        .shards(1)
+        .overflow(keyed.policy)
+        .build_with_hasher(
+            move || config.build_with_clock(make_clock.clone()),
+            BuildHasherDefault::<DefaultHasher>::default(),
+        )
+        .map_err(|e| refused(chain(&e)))?;
+    let built = config
+        .build_with_clock(clock.clone())
+        .map_err(|e| refused(chain(&e)))?;
+    let effective = effective_rate(spec, &built);
+    let max_wait = config.kind().max_wait();
+    let ops = arrivals
+        .iter()
+        .zip(owner)
+        .map(|(&t, client)| {
+            clock.set_nanos(t);
+            let grant = match map.reserve(client, 1, max_wait) {
+                Ok(g) => Some((g.scheduled_nanos(), g.ready_nanos().max(t))),
+                Err(KeyedError::Full) => None,
+                Err(KeyedError::Limiter(AcquireError::WouldWait { .. })) if max_wait.is_some() => {
+                    None
+                }
+                Err(e) => return Err(anyhow::Error::new(e).context("a single permit refused")),
+            };
+            Ok(Op { arrival: t, grant })
+        })
+        .collect::<anyhow::Result<Vec<Op>>>()
+        .map_err(|e| e.context(format!("simulating --limiter {} --keyed", spec.label)))?;
+    Ok((ops, effective, map.metrics().into()))
 }
 
 /// One reservation per arrival, at its time; a reservation refused because

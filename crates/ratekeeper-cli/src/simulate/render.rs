@@ -3,7 +3,10 @@
 
 use std::fmt;
 
-use super::model::Op;
+use plotters::style::RGBColor;
+
+use super::clients::{ClientReport, KeyedReport, Workload};
+use super::model::{Op, Run};
 use super::summary::{LimiterReport, SimulateReport};
 use super::SimulateArgs;
 use crate::error::UsageError;
@@ -17,29 +20,46 @@ use crate::report::{duration_nanos, fmt_count, fmt_duration, fmt_nanos, fmt_rate
 ///
 /// A [`UsageError`] for a `--bucket` that cuts the timeline into too many
 /// buckets.
-pub(super) fn make_plot(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<Plot, UsageError> {
-    let (width, end) = time_axis(args, results)?;
+pub(super) fn make_plot(
+    args: &SimulateArgs,
+    workload: &Workload,
+    runs: &[Run],
+) -> Result<Plot, UsageError> {
+    let results: Vec<&[Op]> = runs.iter().map(|r| r.ops.as_slice()).collect();
+    let (width, end) = time_axis(args, workload, &results)?;
     let end_secs = end as f64 / 1e9;
-    let mut arrivals = Buckets::new(width);
-    for &t in args.arrivals.times() {
-        arrivals.record(t, 0);
-    }
-    let mut rate_series = vec![Series {
-        name: "arrivals".to_owned(),
-        color: plot::ARRIVALS,
-        dashed: false,
-        width: 2,
-        points: plot::rate_points(&arrivals, end),
-    }];
-    let (granted, wait_series) = limiter_series(args, results, width, end);
+    let mut rate_series = Vec::new();
+    let (granted, wait_series) = if args.clients.is_empty() {
+        rate_series.push(arrival_series(
+            "arrivals",
+            plot::ARRIVALS,
+            2,
+            &workload.times,
+            width,
+            end,
+        ));
+        limiter_series(args, &results, width, end)
+    } else {
+        client_series(args, workload, &runs[0].ops, width, end)
+    };
     rate_series.extend(granted);
     rate_series.extend(target_lines(args, end_secs));
+    let title = match &workload.pattern {
+        Some(p) => p.clone(),
+        None if args.keyed => format!("{} clients, one limiter each", args.clients.len()),
+        None => format!("{} clients sharing one limiter", args.clients.len()),
+    };
+    let whose = if args.clients.is_empty() {
+        "arrivals in grey"
+    } else {
+        "each client's arrivals thin"
+    };
     Ok(Plot {
-        title: format!("ratekeeper simulate: {}", args.arrivals),
+        title: format!("ratekeeper simulate: {title}"),
         end_secs,
         rate: Panel {
             title: format!(
-                "ops granted per {} bucket, as a rate (arrivals in grey, target dashed)",
+                "ops granted per {} bucket, as a rate ({whose}, target dashed)",
                 fmt_duration(width)
             ),
             quantity: "rate".to_owned(),
@@ -57,14 +77,19 @@ pub(super) fn make_plot(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<Plot
 
 /// The plot's bucket width and the end of its time axis, in nanoseconds:
 /// whole buckets, and at least one past the last arrival or grant.
-fn time_axis(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<(u64, u64), UsageError> {
+fn time_axis(
+    args: &SimulateArgs,
+    workload: &Workload,
+    results: &[&[Op]],
+) -> Result<(u64, u64), UsageError> {
     let last_grant = results
         .iter()
+        .copied()
         .flatten()
         .filter_map(|o| o.grant.map(|g| g.1))
         .max()
         .unwrap_or(0);
-    let span = last_grant.max(args.arrivals.end_ns()).max(1);
+    let span = last_grant.max(workload.end_ns).max(1);
     let slowest = args
         .limiters
         .iter()
@@ -78,10 +103,76 @@ fn time_axis(args: &SimulateArgs, results: &[Vec<Op>]) -> Result<(u64, u64), Usa
     Ok((width, (span / width + 1) * width))
 }
 
+/// The arrivals at `times` as a rate per bucket.
+fn arrival_series(
+    name: &str,
+    color: RGBColor,
+    stroke: u32,
+    times: &[u64],
+    width: u64,
+    end: u64,
+) -> Series {
+    let mut b = Buckets::new(width);
+    for &t in times {
+        b.record(t, 0);
+    }
+    Series {
+        name: name.to_owned(),
+        color,
+        dashed: false,
+        width: stroke,
+        points: plot::rate_points(&b, end),
+    }
+}
+
+/// With `--client` (and one limiter, whose ops are `ops`): each client's
+/// arrivals (thin), granted rate and longest wait per bucket, in its colour.
+fn client_series(
+    args: &SimulateArgs,
+    workload: &Workload,
+    ops: &[Op],
+    width: u64,
+    end: u64,
+) -> (Vec<Series>, Vec<Series>) {
+    let mut rate_series = Vec::new();
+    let mut wait_series = Vec::new();
+    for (i, client) in args.clients.iter().enumerate() {
+        let color = plot::PALETTE[i];
+        let mine = || {
+            ops.iter()
+                .zip(&workload.owner)
+                .filter(move |(_, &o)| o == i)
+        };
+        let times: Vec<u64> = mine().map(|(op, _)| op.arrival).collect();
+        let name = format!("{} arrivals", client.name);
+        rate_series.push(arrival_series(&name, color, 1, &times, width, end));
+        let mut b = Buckets::new(width);
+        for (o, _) in mine() {
+            if let Some((_, g)) = o.grant {
+                b.record(g, g - o.arrival);
+            }
+        }
+        let stroke = 2 + (args.clients.len() - 1 - i).min(3) as u32;
+        for (series, points) in [
+            (&mut rate_series, plot::rate_points(&b, end)),
+            (&mut wait_series, plot::wait_points(&b, WaitStat::Max)),
+        ] {
+            series.push(Series {
+                name: client.name.clone(),
+                color,
+                dashed: false,
+                width: stroke,
+                points,
+            });
+        }
+    }
+    (rate_series, wait_series)
+}
+
 /// Each limiter's granted rate and longest wait per bucket, in its colour.
 fn limiter_series(
     args: &SimulateArgs,
-    results: &[Vec<Op>],
+    results: &[&[Op]],
     width: u64,
     end: u64,
 ) -> (Vec<Series>, Vec<Series>) {
@@ -93,7 +184,7 @@ fn limiter_series(
         // The first limiter's line widest: identical behaviours stay visible.
         let stroke = 2 + (count - 1 - i as u32).min(4);
         let mut b = Buckets::new(width);
-        for o in ops {
+        for o in ops.iter() {
             if let Some((_, g)) = o.grant {
                 b.record(g, g - o.arrival);
             }
@@ -210,14 +301,86 @@ impl fmt::Display for SimulateReport {
             f,
             "summary (wait = granted - arrival; behind = granted - scheduled)"
         )?;
-        f.write_str(&summary_table(&self.limiters))
+        f.write_str(&summary_table(&self.limiters))?;
+        for l in self.limiters.iter().filter(|l| !l.clients.is_empty()) {
+            writeln!(f)?;
+            writeln!(f, "clients of {}", l.limiter)?;
+            f.write_str(&client_table(&l.clients))?;
+            if let Some(k) = &l.keyed {
+                writeln!(f, "{}", keyed_line(k))?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// A limiter's clients: a row per client.
+fn client_table(clients: &[ClientReport]) -> String {
+    let dur = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), fmt_nanos);
+    let rows: Vec<Vec<String>> = clients
+        .iter()
+        .map(|c| {
+            let any = c.ops > 0;
+            vec![
+                c.client.clone(),
+                fmt_count(c.arrivals),
+                fmt_count(c.ops),
+                fmt_count(c.refused),
+                if any {
+                    fmt_rate(c.achieved_rate)
+                } else {
+                    "-".to_owned()
+                },
+                dur(any.then_some(c.wait_ns.p99)),
+                dur(any.then_some(c.wait_ns.max)),
+                dur(c.last_grant_ns),
+            ]
+        })
+        .collect();
+    table(
+        "",
+        Align::Left,
+        &[
+            "client",
+            "arrivals",
+            "granted",
+            "refused",
+            "achieved",
+            "wait p99",
+            "wait max",
+            "last grant",
+        ],
+        &rows,
+    )
+}
+
+/// The keyed map's metrics, as one line.
+fn keyed_line(k: &KeyedReport) -> String {
+    format!(
+        "keyed: {} of at most {} clients live; evicted {} fresh, {} with credit, {} in debt; \
+         {} ops of new clients denied; {} ops overflowed to the shared limiter",
+        fmt_count(k.live_keys),
+        fmt_count(k.max_keys),
+        fmt_count(k.evicted_fresh),
+        fmt_count(k.evicted_credit),
+        fmt_count(k.evicted_debt),
+        fmt_count(k.denied_new),
+        fmt_count(k.overflowed)
+    )
 }
 
 impl SimulateReport {
     /// The pattern, its arrivals and one line per limiter.
     fn fmt_head(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "pattern   {}", self.pattern)?;
+        if let Some(pattern) = &self.pattern {
+            writeln!(f, "pattern   {pattern}")?;
+        }
+        let name_width = self.clients.iter().map(|c| c.client.chars().count()).max();
+        for (i, c) in self.clients.iter().enumerate() {
+            let head = if i == 0 { "clients" } else { "" };
+            let w = name_width.unwrap_or(0);
+            writeln!(f, "{head:<10}{:<w$}  {}", c.client, c.pattern)?;
+        }
         writeln!(
             f,
             "arrivals  {}, until {} (open loop: each arrival asks for its permit at its own \
@@ -225,6 +388,17 @@ impl SimulateReport {
             fmt_count(self.arrivals),
             fmt_duration(self.end_ns)
         )?;
+        match (&self.keyed, self.clients.is_empty()) {
+            (Some(k), _) => writeln!(
+                f,
+                "keyed     one limiter per client (ratekeeper Keyed, one shard), at most {} \
+                 clients tracked, overflow {}",
+                fmt_count(k.max_keys as u64),
+                k.overflow
+            )?,
+            (None, false) => writeln!(f, "shared    the clients share each limiter")?,
+            (None, true) => {}
+        }
         let label_width = self
             .limiters
             .iter()
@@ -258,28 +432,39 @@ fn fmt_timeline(f: &mut fmt::Formatter<'_>, l: &LimiterReport) -> fmt::Result {
         .timeline
         .iter()
         .map(|r| {
-            vec![
-                r.op.to_string(),
-                secs(Some(r.arrival_ns)),
-                secs(r.scheduled_ns),
-                if r.refused {
-                    "refused".to_owned()
-                } else {
-                    secs(r.granted_ns)
-                },
-                secs(r.wait_ns),
-                secs(r.behind_ns),
-            ]
+            let client = r.client.iter().cloned();
+            std::iter::once(r.op.to_string())
+                .chain(client)
+                .chain([
+                    secs(Some(r.arrival_ns)),
+                    secs(r.scheduled_ns),
+                    if r.refused {
+                        "refused".to_owned()
+                    } else {
+                        secs(r.granted_ns)
+                    },
+                    secs(r.wait_ns),
+                    secs(r.behind_ns),
+                ])
+                .collect()
         })
         .collect();
+    let header: &[&str] = if l.timeline.iter().any(|r| r.client.is_some()) {
+        &[
+            "op",
+            "client",
+            "arrival",
+            "scheduled",
+            "granted",
+            "wait",
+            "behind",
+        ]
+    } else {
+        &["op", "arrival", "scheduled", "granted", "wait", "behind"]
+    };
     writeln!(f)?;
     writeln!(f, "timeline of {} (seconds)", l.limiter)?;
-    f.write_str(&table(
-        "  ",
-        Align::Right,
-        &["op", "arrival", "scheduled", "granted", "wait", "behind"],
-        &rows,
-    ))?;
+    f.write_str(&table("  ", Align::Right, header, &rows))?;
     if l.timeline_omitted > 0 {
         writeln!(
             f,

@@ -8,7 +8,8 @@ use ratekeeper::config::{KindConfig, LimiterConfig};
 use ratekeeper::pool::Filling;
 use serde::Serialize;
 
-use super::model::Op;
+use super::clients::{client_reports, ClientInfo, ClientReport, KeyedReport, KeyedSpec, Workload};
+use super::model::{Op, Run};
 use super::{LimiterSpec, Rows, SimulateArgs};
 use crate::limiter::{strictness_mode_name, LimiterFields};
 use crate::report::{
@@ -57,6 +58,9 @@ pub(super) fn max_burst(granted: &[u64], interval_ns: f64) -> u64 {
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Row {
     pub(super) op: u64,
+    /// With `--client`: whose op.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) client: Option<String>,
     pub(super) arrival_ns: u64,
     pub(super) refused: bool,
     pub(super) scheduled_ns: Option<u64>,
@@ -93,39 +97,67 @@ pub(super) struct LimiterReport {
     pub(super) behind_ns: WaitSummary,
     pub(super) timeline: Vec<Row>,
     pub(super) timeline_omitted: u64,
+    /// With `--client`: each client's share.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) clients: Vec<ClientReport>,
+    /// With `--keyed`: the keyed map's metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) keyed: Option<KeyedReport>,
 }
 
 /// The result of a `simulate` run; `Display` is the text report,
 /// `Serialize` the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
 #[derive(Debug, Clone, Serialize)]
 pub struct SimulateReport {
-    pub(super) pattern: String,
+    /// `--arrivals`; null with `--client`.
+    pub(super) pattern: Option<String>,
     pub(super) arrivals: u64,
     pub(super) end_ns: u64,
     pub(super) model: &'static str,
     pub(super) rows: Option<usize>,
+    /// With `--client`: the clients and their patterns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) clients: Vec<ClientInfo>,
+    /// With `--keyed`: the keyed map's settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) keyed: Option<KeyedSpec>,
     pub(super) limiters: Vec<LimiterReport>,
 }
 
-/// The report of a run of `args`: each limiter's ops (`results`, in the
-/// order of `args.limiters`) and effective rate, summarized.
+/// The report of a run of `args` on `workload`: each limiter's run (in the
+/// order of `args.limiters`), summarized, and with `--client` each
+/// client's share.
 pub(super) fn report(
     args: &SimulateArgs,
-    results: &[Vec<Op>],
-    effective: &[EffectiveRate],
+    workload: &Workload,
+    runs: &[Run],
+    keyed: Option<KeyedSpec>,
 ) -> SimulateReport {
     SimulateReport {
-        pattern: args.arrivals.to_string(),
-        arrivals: args.arrivals.times().len() as u64,
-        end_ns: args.arrivals.end_ns(),
+        pattern: workload.pattern.clone(),
+        arrivals: workload.times.len() as u64,
+        end_ns: workload.end_ns,
         model: "open_loop",
         rows: args.rows.0,
+        clients: args.clients.iter().map(ClientInfo::of).collect(),
+        keyed,
         limiters: args
             .limiters
             .iter()
-            .zip(results)
-            .zip(effective)
-            .map(|((spec, ops), effective)| summarize(spec, ops, args.rows, effective))
+            .zip(runs)
+            .map(|(spec, run)| {
+                let mut l = summarize(spec, &run.ops, args.rows, &run.effective);
+                if !args.clients.is_empty() {
+                    let interval = 1e9 / l.target_rate;
+                    l.clients = client_reports(&args.clients, &workload.owner, &run.ops, interval);
+                    for row in &mut l.timeline {
+                        let client = &args.clients[workload.owner[row.op as usize - 1]];
+                        row.client = Some(client.name.clone());
+                    }
+                }
+                l.keyed = run.keyed;
+                l
+            })
             .collect(),
     }
 }
@@ -255,6 +287,8 @@ fn summarize(
         behind_ns: exact_summary(&mut behind),
         timeline,
         timeline_omitted,
+        clients: Vec::new(),
+        keyed: None,
     }
 }
 
@@ -266,6 +300,7 @@ fn timeline(ops: &[Op], rows: Rows) -> (Vec<Row>, u64) {
         .enumerate()
         .map(|(i, o)| Row {
             op: i as u64 + 1,
+            client: None,
             arrival_ns: o.arrival,
             refused: o.grant.is_none(),
             scheduled_ns: o.grant.map(|g| g.0),
