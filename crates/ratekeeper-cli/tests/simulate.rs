@@ -1147,7 +1147,7 @@ fn client_json_agrees_with_the_text_report() {
         match l.get("keyed") {
             Some(k) => {
                 let line = format!(
-                    "keyed: {} of at most {} clients live; evicted {} fresh, {} with credit, {} in \
+                    "keyed: {} live of at most {} clients; evicted {} fresh, {} with credit, {} in \
                      debt; {} ops of new clients denied; {} ops overflowed to the shared limiter",
                     u(k, "live_keys"),
                     u(k, "max_keys"),

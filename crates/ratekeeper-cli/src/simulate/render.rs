@@ -357,7 +357,7 @@ fn client_table(clients: &[ClientReport]) -> String {
 /// The keyed map's metrics, as one line.
 fn keyed_line(k: &KeyedReport) -> String {
     format!(
-        "keyed: {} of at most {} clients live; evicted {} fresh, {} with credit, {} in debt; \
+        "keyed: {} live of at most {} clients; evicted {} fresh, {} with credit, {} in debt; \
          {} ops of new clients denied; {} ops overflowed to the shared limiter",
         fmt_count(k.live_keys),
         fmt_count(k.max_keys),
@@ -391,8 +391,8 @@ impl SimulateReport {
         match (&self.keyed, self.clients.is_empty()) {
             (Some(k), _) => writeln!(
                 f,
-                "keyed     one limiter per client (ratekeeper Keyed, one shard), at most {} \
-                 clients tracked, overflow {}",
+                "keyed     one limiter per client (ratekeeper Keyed, one shard), clients tracked \
+                 at most {}, overflow {}",
                 fmt_count(k.max_keys as u64),
                 k.overflow
             )?,
