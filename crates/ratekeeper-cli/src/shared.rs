@@ -274,8 +274,11 @@ pub fn granted(limiter: &BlockingLimiter) -> u64 {
 macro_rules! redis_report_help {
     () => {
         "With --redis URL --key NAME the limit is shared with every process that \
-names the same key (and the same limiter) on that server: one round trip per \
-request decides on the server's clock (a Lua script); the server must answer \
+names the same key (and the same limiter) on that server, decided on the \
+server's clock (a Lua script): a round trip per request, or per lease \
+(--redis-lease, 1ms by default: this process takes about that much of its \
+own rate of slots or permits at a time and hands them out itself; 0 for a \
+round trip per request). The server must answer \
 at the start (connect and SCRIPT LOAD; exit status 1 otherwise, 2 for a URL \
 that does not parse), and --on-redis-failure decides the requests it fails \
 during the run (open: admitted; closed: refused, the run stops with an \
@@ -285,10 +288,11 @@ default). Only the Pacer and the refill limiter are shared; --batch, \
 with it. A key keeps its schedule for an hour after it caught up: a later run \
 on the same key with a burst ratio above 1 (or average mode) catches up the \
 time an earlier run left behind, so use a new key per run for measurements. \
-The target is the shared rate (all processes together), so a process is not \
-warned for running below it. The report adds:
-  shared limit    the key, the URL (a password hidden), the failure policy \
-and the per-decision deadline (--redis-deadline, 20ms by default)
+The target is the shared rate (all processes together), so pace and exec do \
+not warn a process for running below it. The report adds:
+  shared limit    the key, the URL (a password hidden), the failure policy, \
+the per-decision deadline (--redis-deadline, 20ms by default) and the lease \
+window (--redis-lease)
   decisions       decisions by source: redis (the server decided), cache, \
 lease, fail_open, fail_closed, local (the failure policy decided), and the \
 refusals among them
