@@ -28,8 +28,22 @@ fn main() {
         })
     };
     let demand = arg(0, 2.0);
-    let rate = arg(1, 100_000.0) as u32;
-    let capacity = arg(2, 1000.0) as u32;
+    if !(demand.is_finite() && demand > 0.0) {
+        eprintln!("lease_sim: the demand must be a positive multiple of the rate, not {demand}");
+        std::process::exit(2);
+    }
+    let whole = |name: &str, v: f64| {
+        if !(1.0..=f64::from(u32::MAX)).contains(&v) || v.fract() != 0.0 {
+            eprintln!(
+                "lease_sim: the {name} must be a whole number from 1 to {}, not {v}",
+                u32::MAX
+            );
+            std::process::exit(2);
+        }
+        v as u32
+    };
+    let rate = whole("rate", arg(1, 100_000.0));
+    let capacity = whole("capacity", arg(2, 1000.0));
     println!(
         "bucket {rate}/s, capacity {capacity}, demand {demand}x the rate, 1 s virtual, \
          100 us round trips, try-acquire requests"

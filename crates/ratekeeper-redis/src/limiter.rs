@@ -467,6 +467,14 @@ impl RedisLimiter {
                 // The bucket may have granted fewer than asked, never
                 // fewer than the request's.
                 let leased = grant.permits();
+                if leased < permits {
+                    // The script never grants fewer than asked at least: a
+                    // reply that says so is not its own.
+                    let e = RedisError::BadReply(format!(
+                        "{leased} permits granted where at least {permits} were asked"
+                    ));
+                    return self.on_failure(e, permits, max_wait);
+                }
                 let grant = lease.fill(&grant, leased, permits, self.clock.now_nanos());
                 Decision {
                     result: Ok(grant),

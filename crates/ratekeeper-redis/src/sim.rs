@@ -128,7 +128,7 @@ pub fn simulate(sim: &LeaseSim) -> LeaseSimReport {
         if t >= duration {
             break;
         }
-        arrivals.push(Reverse((t + gap, p)));
+        arrivals.push(Reverse((t.saturating_add(gap), p)));
         requests += 1;
         let (lease, cache) = (&mut leases[p as usize], &caches[p as usize]);
         if sim.window.is_some() {
