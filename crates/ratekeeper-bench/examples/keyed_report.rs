@@ -11,8 +11,11 @@
 //!
 //! Every limiter allows 100 M permits a second per key, so nearly every
 //! check is granted and the figure is the map plus the decision. Keys are
-//! `u64`, hashed by std's `RandomState` on both sides; each thread walks
-//! the key space in a pseudo-random order. All keys are inserted before
+//! `u64`. Three tables (`--hashers default,std,fold` picks): each crate's
+//! default hash (governor: std's `RandomState`, SipHash-1-3; ratekeeper:
+//! `KeyHasher`, a seeded foldhash), then the same hash on both sides: std's
+//! `RandomState`, then foldhash. Each thread walks the key space in a
+//! pseudo-random order. All keys are inserted before
 //! the timing (the cap is twice the key count: no eviction while timed).
 //! Memory: the resident-set growth of a child process that inserts
 //! `--mem-keys` keys (default 1 M) into one structure, divided by the key
@@ -24,9 +27,15 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter as Governor};
-use ratekeeper::config::{AnyLimiter, LimiterConfig};
-use ratekeeper::keyed::Keyed;
+use std::hash::{BuildHasher, RandomState};
+
+use governor::clock::DefaultClock as GovernorClock;
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter as Governor};
+use ratekeeper::config::LimiterConfig;
+use ratekeeper::keyed::{KeyHasher, Keyed};
+use ratekeeper::DefaultClock;
 
 const RATE: u32 = 100_000_000;
 const LIMITERS: [(&str, &str); 2] = [("pacer", "pacer:100M,0"), ("refill", "refill:100M")];
@@ -36,6 +45,7 @@ struct Args {
     keys: Vec<u64>,
     millis: u64,
     mem_keys: u64,
+    hashers: Vec<String>,
     child: Option<String>,
 }
 
@@ -48,6 +58,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
         keys: vec![1, 1000, 1_000_000],
         millis: 500,
         mem_keys: 1_000_000,
+        hashers: ["default", "std", "fold"].map(str::to_owned).to_vec(),
         child: None,
     };
     let mut it = std::env::args().skip(1);
@@ -58,6 +69,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             "--keys" => args.keys = list(&value)?,
             "--millis" => args.millis = value.parse()?,
             "--mem-keys" => args.mem_keys = value.parse()?,
+            "--hashers" => args.hashers = value.split(',').map(str::to_owned).collect(),
             "--child-mem" => args.child = Some(value),
             _ => return Err(format!("unknown flag {flag}").into()),
         }
@@ -65,14 +77,21 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     Ok(args)
 }
 
-fn governor() -> DefaultKeyedRateLimiter<u64> {
-    Governor::keyed(Quota::per_second(NonZeroU32::new(RATE).expect("non-zero")))
+type GovernorKeyed<S> = Governor<u64, DashMapStateStore<u64, S>, GovernorClock, NoOpMiddleware>;
+
+fn governor<S: BuildHasher + Clone + Default>() -> GovernorKeyed<S> {
+    let quota = Quota::per_second(NonZeroU32::new(RATE).expect("non-zero"));
+    Governor::dashmap_with_hasher(quota, S::default())
 }
 
-fn keyed(config: &str, keys: u64) -> Result<Keyed<u64, AnyLimiter>, Box<dyn Error>> {
+fn keyed<S: BuildHasher + Default>(
+    config: &str,
+    keys: u64,
+) -> Result<Keyed<u64, DefaultClock, S>, Box<dyn Error>> {
     let config: LimiterConfig = config.parse()?;
     let cap = usize::try_from(keys.max(64) * 2)?;
-    Ok(Keyed::builder().max_keys(cap).build(&config)?)
+    let builder = Keyed::builder().max_keys(cap);
+    Ok(builder.build_with_hasher(&config, DefaultClock::new(), S::default())?)
 }
 
 /// A cheap pseudo-random walk over `0..keys`.
@@ -126,13 +145,13 @@ fn child_mem(which: &str, keys: u64) -> Result<(), Box<dyn Error>> {
     let before = rss_bytes();
     let kept: Box<dyn std::any::Any> = match which {
         "governor" => {
-            let g = governor();
+            let g = governor::<RandomState>();
             (0..keys).for_each(|k| drop(g.check_key(&k)));
             Box::new(g)
         }
         name => {
             let (_, config) = LIMITERS.iter().find(|(n, _)| *n == name).ok_or("limiter")?;
-            let k = keyed(config, keys)?;
+            let k = keyed::<KeyHasher>(config, keys)?;
             (0..keys).for_each(|key| drop(k.try_acquire(&key)));
             Box::new(k)
         }
@@ -167,8 +186,30 @@ fn main() -> Result<(), Box<dyn Error>> {
             mem_per_key(name, args.mem_keys)?
         );
     }
+    for hasher in &args.hashers {
+        match hasher.as_str() {
+            "default" => table::<RandomState, KeyHasher>(
+                "each crate's default (governor: SipHash-1-3; ratekeeper: KeyHasher, foldhash)",
+                &args,
+            )?,
+            "std" => table::<RandomState, RandomState>("SipHash-1-3 on both sides", &args)?,
+            "fold" => {
+                table::<foldhash::fast::RandomState, KeyHasher>("foldhash on both sides", &args)?
+            }
+            other => return Err(format!("unknown hasher {other} (default, std, fold)").into()),
+        }
+    }
+    Ok(())
+}
+
+/// The throughput table, governor hashing keys with `G`, ratekeeper with `S`.
+fn table<G, S>(name: &str, args: &Args) -> Result<(), Box<dyn Error>>
+where
+    G: BuildHasher + Clone + Default + Send + Sync,
+    S: BuildHasher + Default + Send + Sync,
+{
     println!(
-        "\ncheck-and-grant throughput, M grants/s ({} ms each):",
+        "\ncheck-and-grant throughput, M grants/s ({} ms each), keys hashed by {name}:",
         args.millis
     );
     println!(
@@ -176,9 +217,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         "threads", "keys", "governor", "keyed pacer", "keyed refill", "pacer×", "refill×"
     );
     for &keys in &args.keys {
-        let g = governor();
+        let g = governor::<G>();
         (0..keys).for_each(|k| drop(g.check_key(&k)));
-        let (pacer, refill) = (keyed(LIMITERS[0].1, keys)?, keyed(LIMITERS[1].1, keys)?);
+        let pacer = keyed::<S>(LIMITERS[0].1, keys)?;
+        let refill = keyed::<S>(LIMITERS[1].1, keys)?;
         (0..keys).for_each(|k| drop((pacer.try_acquire(&k), refill.try_acquire(&k))));
         for &threads in &args.threads {
             let gov = throughput(threads, keys, args.millis, &|k| g.check_key(&k).is_ok());

@@ -5,14 +5,17 @@ use std::hash::{BuildHasher, Hash};
 use std::time::Duration;
 
 use ratekeeper::keyed::{Keyed, KeyedError, KeyedMetrics};
-use ratekeeper::{AcquireError, Grant, RateLimiter};
+use ratekeeper::{AcquireError, Clock, DefaultClock, Grant};
 
 use crate::limit::KeyedLimit;
 use crate::policy::Policy;
 
-/// A [`Keyed`] map of per-key limiters (a hard cap on live keys, exact
+/// A [`Keyed`] map of per-key limits (a hard cap on live keys, exact
 /// eviction of recovered keys, an explicit overflow policy) with the quota
-/// its headers describe. A key the map cannot track now (a full map whose
+/// its headers describe. For a refill bucket's configuration, the
+/// `RateLimit` header's remaining count on admitted responses is the
+/// key's exact available permits; for a pacer's, the schedule's lower
+/// bound ([`schedule_remaining`](crate::schedule_remaining)). A key the map cannot track now (a full map whose
 /// keys all hold debt, under [`Overflow::DenyNew`](ratekeeper::keyed::Overflow::DenyNew))
 /// is refused with [`AcquireError::Unavailable`] (503 at the layer); its
 /// metrics stay the map's ([`CoreKeyed::keyed`]).
@@ -32,28 +35,28 @@ use crate::policy::Policy;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct CoreKeyed<K, L, S = std::collections::hash_map::RandomState> {
-    keyed: Keyed<K, L, S>,
+pub struct CoreKeyed<K, C = DefaultClock, S = std::collections::hash_map::RandomState> {
+    keyed: Keyed<K, C, S>,
     policy: Policy,
 }
 
-impl<K, L, S> CoreKeyed<K, L, S> {
+impl<K, C, S> CoreKeyed<K, C, S> {
     /// `keyed`, described by `policy` in the headers.
-    pub fn new(keyed: Keyed<K, L, S>, policy: Policy) -> Self {
+    pub fn new(keyed: Keyed<K, C, S>, policy: Policy) -> Self {
         CoreKeyed { keyed, policy }
     }
 
     /// The map (its [`metrics`](Keyed::metrics): live keys, evictions by
     /// kind, keys denied, requests overflowed).
-    pub fn keyed(&self) -> &Keyed<K, L, S> {
+    pub fn keyed(&self) -> &Keyed<K, C, S> {
         &self.keyed
     }
 }
 
-impl<K, L, S> CoreKeyed<K, L, S>
+impl<K, C, S> CoreKeyed<K, C, S>
 where
     K: Hash + Eq + Clone,
-    L: RateLimiter,
+    C: Clock,
     S: BuildHasher,
 {
     /// The map's metrics.
@@ -62,10 +65,10 @@ where
     }
 }
 
-impl<K, L, S> KeyedLimit<K> for CoreKeyed<K, L, S>
+impl<K, C, S> KeyedLimit<K> for CoreKeyed<K, C, S>
 where
     K: Hash + Eq + Clone + Send + Sync,
-    L: RateLimiter + Send + Sync,
+    C: Clock + Send + Sync,
     S: BuildHasher + Send + Sync,
 {
     fn reserve(
@@ -78,10 +81,18 @@ where
             .reserve(key, permits, max_wait)
             .map_err(|e| match e {
                 KeyedError::Limiter(e) => e,
-                // Not tracked now, or its limiter could not be built: not
-                // this request's fault, and not its rate.
+                // Not tracked now: not this request's fault, and not its
+                // rate.
                 _ => AcquireError::Unavailable,
             })
+    }
+
+    fn remaining(&self, key: &K, grant: &Grant) -> u64 {
+        match self.keyed.available(key) {
+            // Read after the grant: exact but for requests racing it.
+            Some(available) => available.min(u64::from(self.policy.burst())),
+            None => crate::schedule_remaining(&self.policy, grant),
+        }
     }
 
     fn policy(&self) -> &Policy {

@@ -352,3 +352,39 @@ async fn the_core_keyed_map_bounds_keys_and_refuses_new_ones_when_full_of_debt()
     assert_eq!(send(&mut svc, with_key("c")).await.status(), 200);
     assert!(limit.metrics().live_keys <= 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn admitted_responses_count_a_buckets_remaining_permits_exactly() {
+    use ratekeeper::keyed::Keyed;
+    use ratekeeper_tower::CoreKeyed;
+    // 5 per second, a bucket of 5: each admitted response says how many
+    // permits the key has left, not the schedule's lower bound (0).
+    let keyed = Keyed::builder()
+        .build_with_clock(
+            &"refill:5,1s,capacity=5,timeout=0s".parse().unwrap(),
+            TokioClock::new(),
+        )
+        .unwrap();
+    let policy = Policy::from_rate("per-key", 5.0)
+        .unwrap()
+        .with_burst(5)
+        .unwrap();
+    let layer = RateLimitLayer::builder(CoreKeyed::new(keyed, policy))
+        .key(HeaderKey::new("x-api-key").unwrap())
+        .headers_on_admitted(true)
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    let remaining = |r: &Response<String>| {
+        let item = r.headers()["ratelimit"].to_str().unwrap().to_owned();
+        common::parse_list(&item)[0].1.get("r").copied()
+    };
+    for left in (0..5).rev() {
+        let r = send(&mut svc, with_key("a")).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(remaining(&r), Some(left), "{left}");
+    }
+    assert_eq!(send(&mut svc, with_key("a")).await.status(), 429);
+    // Another key has its own bucket.
+    assert_eq!(remaining(&send(&mut svc, with_key("b")).await), Some(4));
+}

@@ -112,13 +112,14 @@ pub(super) fn simulate_keyed(
         );
     }
     let clock = ManualClock::new(0);
-    let (config, make_clock) = (spec.config, clock.clone());
+    let config = spec.config;
     let map: Keyed<usize, _, _> = Keyed::builder()
         .max_keys(keyed.max_keys)
         .shards(1)
         .overflow(keyed.policy)
         .build_with_hasher(
-            move || config.build_with_clock(make_clock.clone()),
+            &config,
+            clock.clone(),
             BuildHasherDefault::<DefaultHasher>::default(),
         )
         .map_err(|e| refused(chain(&e)))?;

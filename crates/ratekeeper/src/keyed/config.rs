@@ -1,13 +1,13 @@
 //! [`KeyedBuilder`]: the cap, the shards and the overflow policy, checked
 //! when the keyed limiter is built.
 
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::{BuildHasher, Hash};
 
-use super::{Keyed, KeyedError};
+use super::{KeyHasher, Keyed, Map, Rules};
 use crate::clock::{Clock, DefaultClock};
 use crate::config::{AnyLimiter, LimiterConfig};
 use crate::error::{ConfigError, ConfigErrorKind};
-use crate::limiter::{RateLimiter, Recovery};
+use crate::pacer::keyed::PacerRule;
 
 /// The largest cap on live keys a keyed limiter takes: 2^32. A cap is a
 /// memory bound; one above this is a mistake, not a bound.
@@ -16,8 +16,23 @@ pub const MAX_KEYS: usize = 1 << 32;
 /// The most shards a keyed limiter takes.
 pub const MAX_SHARDS: usize = 4096;
 
-/// The shard count when none is given: 64, or the cap if smaller.
-pub const DEFAULT_SHARDS: usize = 64;
+/// The most shards a default count takes: 64.
+pub const DEFAULT_SHARDS_MAX: usize = 64;
+
+/// The shard count when none is given: four per available CPU, rounded up
+/// to a power of two, at most [`DEFAULT_SHARDS_MAX`] (dashmap's rule); the
+/// cap if smaller. Reads do not contend on a shard's lock (each thread
+/// takes its own read slot); shards spread inserts and sweeps, and each
+/// table's growth (fewer, larger tables leave less of the allocator's
+/// slack behind: 64 tables for 1 M keys cost about 1 byte a key more than
+/// 8 on the machine of `BENCHMARKS.md`).
+pub fn default_shards() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    cpus.saturating_mul(4)
+        .checked_next_power_of_two()
+        .unwrap_or(DEFAULT_SHARDS_MAX)
+        .min(DEFAULT_SHARDS_MAX)
+}
 
 /// What a keyed limiter does with a new key when its map is full and no
 /// key can be dropped for free (every one of them holds debt).
@@ -27,7 +42,7 @@ pub const DEFAULT_SHARDS: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Overflow {
-    /// Refuse the new key with [`KeyedError::Full`] (fail closed). Keys
+    /// Refuse the new key with [`KeyedError::Full`](super::KeyedError::Full) (fail closed). Keys
     /// already tracked keep their limits. The default.
     #[default]
     DenyNew,
@@ -59,15 +74,14 @@ pub enum KeyedConfigError {
         /// The cap on live keys.
         cap: usize,
     },
-    /// The limiter cannot say when its state equals a fresh one's
-    /// ([`Recovery::Unknown`]), so no key could ever be dropped exactly.
+    /// The limiter's state cannot be kept per key: it cannot say when its
+    /// state equals a fresh one's, so no key could ever be dropped exactly.
     #[error("a keyed limiter needs a limiter that can tell when it is fresh again (a pacer or a refill bucket)")]
     Unsupported,
 }
 
 /// Settings of a [`Keyed`] limiter: the cap on live keys, the shard count
-/// and the [`Overflow`] policy; built over a [`LimiterConfig`] or any
-/// limiter factory.
+/// and the [`Overflow`] policy; built over a [`LimiterConfig`].
 ///
 /// # Examples
 ///
@@ -116,7 +130,7 @@ impl KeyedBuilder {
         self
     }
 
-    /// The number of shards (default: [`DEFAULT_SHARDS`], or the cap if
+    /// The number of shards (default: [`default_shards`], or the cap if
     /// smaller).
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
@@ -129,90 +143,79 @@ impl KeyedBuilder {
         self
     }
 
-    /// Builds one limiter of `config` per key on the default clock.
+    /// Builds a keyed limiter of `config` on the default clock.
     ///
     /// # Errors
     ///
-    /// As [`build_with`](Self::build_with).
+    /// As [`build_with_hasher`](Self::build_with_hasher).
     pub fn build<K: Hash + Eq + Clone>(
         self,
         config: &LimiterConfig,
-    ) -> Result<Keyed<K, AnyLimiter>, ConfigError> {
+    ) -> Result<Keyed<K>, ConfigError> {
         self.build_with_clock(config, DefaultClock::new())
     }
 
-    /// Builds one limiter of `config` per key on `clock`.
+    /// Builds a keyed limiter of `config` on `clock`.
     ///
     /// # Errors
     ///
-    /// As [`build_with`](Self::build_with), and `config`'s own errors.
+    /// As [`build_with_hasher`](Self::build_with_hasher).
     pub fn build_with_clock<K: Hash + Eq + Clone, C: Clock + Clone + Send + Sync + 'static>(
         self,
         config: &LimiterConfig,
         clock: C,
-    ) -> Result<Keyed<K, AnyLimiter<C>>, ConfigError> {
-        let config = *config;
-        self.build_with(move || config.build_with_clock(clock.clone()))
+    ) -> Result<Keyed<K, C>, ConfigError> {
+        self.build_with_hasher(config, clock, KeyHasher::default())
     }
 
-    /// Builds a keyed limiter whose keys each get a limiter from `make`
-    /// (called once here, to check it, and once per new key).
+    /// Builds a keyed limiter of `config` on `clock`, hashing keys with
+    /// `hasher` (the default is [`KeyHasher`]: seeded per map; std's
+    /// `RandomState` is SipHash).
     ///
     /// # Errors
     ///
     /// [`ConfigErrorKind::MaxKeys`] for a cap of 0 or above [`MAX_KEYS`],
     /// [`ConfigErrorKind::Shards`] for a shard count of 0, above
-    /// [`MAX_SHARDS`] or above the cap, `make`'s own error, and
-    /// [`ConfigErrorKind::Unsupported`] for a limiter that does not say
-    /// when it is fresh ([`RateLimiter::recovery`]).
-    pub fn build_with<K, L, F>(self, make: F) -> Result<Keyed<K, L>, ConfigError>
-    where
-        K: Hash + Eq + Clone,
-        L: RateLimiter,
-        F: Fn() -> Result<L, ConfigError> + Send + Sync + 'static,
-    {
-        self.build_with_hasher(make, RandomState::new())
-    }
-
-    /// As [`build_with`](Self::build_with), hashing keys with `hasher`
-    /// (the default, [`RandomState`], resists hash flooding).
-    ///
-    /// # Errors
-    ///
-    /// As [`build_with`](Self::build_with).
-    pub fn build_with_hasher<K, L, F, S>(
+    /// [`MAX_SHARDS`] or above the cap, `config`'s own errors, and
+    /// [`ConfigErrorKind::Unsupported`] for a kind whose state cannot be
+    /// kept per key (only pacers and refill buckets can: the others cannot
+    /// say when a key is fresh again).
+    pub fn build_with_hasher<K, C, S>(
         self,
-        make: F,
+        config: &LimiterConfig,
+        clock: C,
         hasher: S,
-    ) -> Result<Keyed<K, L, S>, ConfigError>
+    ) -> Result<Keyed<K, C, S>, ConfigError>
     where
         K: Hash + Eq + Clone,
-        L: RateLimiter,
-        F: Fn() -> Result<L, ConfigError> + Send + Sync + 'static,
+        C: Clock + Clone + Send + Sync + 'static,
         S: BuildHasher,
     {
-        let shards = self.check()?;
-        let spare = make()?;
-        // A fresh limiter on a running clock may already hold credit (a
-        // pacer started at build is behind schedule a moment later).
-        if spare.recovery() == Recovery::Unknown {
-            return Err(refused(
-                ConfigErrorKind::Unsupported,
-                KeyedConfigError::Unsupported,
-            ));
-        }
-        Ok(Keyed::new(
-            self.max_keys,
-            shards,
-            self.overflow,
-            Box::new(make),
-            spare,
-            hasher,
-        ))
+        let settings = self.check()?;
+        let now = clock.now_nanos();
+        let map = match config.build_with_clock(clock.clone())? {
+            AnyLimiter::Pacer(p) => match p.keyed_rule() {
+                PacerRule::Accumulator(r) => {
+                    Rules::Accumulator(Map::new(r, &settings, hasher, now))
+                }
+                PacerRule::Spacing(r) => Rules::Spacing(Map::new(r, &settings, hasher, now)),
+                PacerRule::Dual(r) => Rules::Dual(Map::new(r, &settings, hasher, now)),
+            },
+            AnyLimiter::Refill(r) => {
+                Rules::Bucket(Map::new(r.keyed_rule(), &settings, hasher, now))
+            }
+            _ => {
+                return Err(refused(
+                    ConfigErrorKind::Unsupported,
+                    KeyedConfigError::Unsupported,
+                ))
+            }
+        };
+        Ok(Keyed { map, clock })
     }
 
-    /// The shard count, once the cap and the count are checked.
-    fn check(&self) -> Result<usize, ConfigError> {
+    /// The settings, once the cap and the shard count are checked.
+    fn check(&self) -> Result<Settings, ConfigError> {
         let cap = self.max_keys;
         if cap == 0 {
             return Err(refused(ConfigErrorKind::MaxKeys, KeyedConfigError::ZeroCap));
@@ -223,12 +226,16 @@ impl KeyedBuilder {
                 KeyedConfigError::CapTooLarge(cap),
             ));
         }
-        let shards = self.shards.unwrap_or(DEFAULT_SHARDS.min(cap));
+        let shards = self.shards.unwrap_or_else(|| default_shards().min(cap));
         if shards == 0 || shards > MAX_SHARDS || shards > cap {
             let detail = KeyedConfigError::Shards { shards, cap };
             return Err(refused(ConfigErrorKind::Shards, detail));
         }
-        Ok(shards)
+        Ok(Settings {
+            max_keys: cap,
+            shards,
+            overflow: self.overflow,
+        })
     }
 }
 
@@ -236,11 +243,9 @@ fn refused(kind: ConfigErrorKind, detail: KeyedConfigError) -> ConfigError {
     ConfigError::new(kind, detail)
 }
 
-/// The factory a keyed limiter builds each key's limiter with.
-pub(super) type Make<L> = Box<dyn Fn() -> Result<L, ConfigError> + Send + Sync>;
-
-impl From<ConfigError> for KeyedError {
-    fn from(e: ConfigError) -> Self {
-        KeyedError::Build(e)
-    }
+/// Checked settings.
+pub(super) struct Settings {
+    pub(super) max_keys: usize,
+    pub(super) shards: usize,
+    pub(super) overflow: Overflow,
 }

@@ -23,8 +23,8 @@
 //!
 //! # Eviction
 //!
-//! A key's limiter says, through [`RateLimiter::recovery`], how its state
-//! compares with a fresh limiter's. When a new key finds its shard full,
+//! A key's state says, as [`RateLimiter::recovery`] does for a whole
+//! limiter, how it compares with a fresh limiter's. When a new key finds its shard full,
 //! the shard drops every key that is [`Fresh`](Recovery::Fresh) (dropping it
 //! changes no decision: exact and free) or holds only
 //! [`Credit`](Recovery::Credit) (dropping it forfeits credit: the key's next
@@ -43,51 +43,103 @@
 //! refuse the new key ([`KeyedError::Full`]), share one overflow limiter,
 //! or forgive the least debt (counted). Nothing is admitted untracked.
 //!
+//! # Memory
+//!
+//! A key costs its own size, one word of state (two for a pacer with a
+//! burst ratio above 1) and a byte of the hash table's control, over the
+//! table's load: with `u64` keys, 16 bytes an entry. Each key is decided by
+//! its limiter's own arithmetic on that state, as a limiter of the
+//! configuration would decide it (the same slots, ready times and
+//! refusals), without what a per-key limiter has no use for: cancels, rate
+//! changes, a waiting room, events. Grants wait with the caller's own
+//! means (sleep until [`Grant::ready_nanos`] on the limiter's clock).
+//!
+//! A strict pacer's key keeps one timeline, the next start (the in-memory
+//! [`Pacer`](crate::Pacer)'s `max(actual, ideal)`, all its decisions depend
+//! on); its grants report that start as their scheduled time, where the
+//! in-memory pacer reports its ideal timeline (earlier by every late
+//! arrival's lateness).
+//!
 //! # Memory ordering
 //!
-//! A grant synchronizes as the key's limiter's does; the map itself is a
-//! lock per shard (a read lock for known keys).
+//! A grant on a key happens after every earlier grant on that key (each
+//! is one atomic read-modify-write of the key's state, `AcqRel`), as the
+//! limiter's grants do. The map is a lock per shard: a read lock for known
+//! keys, sharded by thread ([`ShardedLock`]) so that readers on different
+//! threads do not write one lock word; a write lock to insert or drop keys.
 
 use std::fmt;
-use std::hash::{BuildHasher, Hash, RandomState};
-use std::sync::{PoisonError, RwLock};
+use std::hash::{BuildHasher, Hash};
+use std::sync::PoisonError;
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
+use crossbeam_utils::sync::ShardedLock;
 
-use crate::error::ConfigError;
+use crate::clock::{Clock, DefaultClock};
 use crate::grant::{AcquireError, Grant};
-use crate::limiter::RateLimiter;
 #[cfg(doc)]
+use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
+use crate::pacer::keyed::{Accumulator, Dual, Spacing};
+use crate::resilience4j::keyed::Bucket;
 use crate::sync::{AtomicU64, Ordering};
+use crate::wait::saturating_nanos;
 
 mod config;
+mod hasher;
 mod ip;
+pub(crate) mod rule;
 mod shard;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
 pub use config::{
-    KeyedBuilder, KeyedConfigError, Overflow, DEFAULT_MAX_KEYS, DEFAULT_SHARDS, MAX_KEYS,
-    MAX_SHARDS,
+    default_shards, KeyedBuilder, KeyedConfigError, Overflow, DEFAULT_MAX_KEYS, DEFAULT_SHARDS_MAX,
+    MAX_KEYS, MAX_SHARDS,
 };
+pub use hasher::KeyHasher;
 pub use ip::{IpKey, IpKeyer, IpPrefixError, DEFAULT_IPV6_PREFIX};
+use rule::Rule;
 use shard::Shard;
 
-/// A shard behind its lock, on a cache line of its own.
-type Locked<K, L> = CachePadded<RwLock<Shard<K, L>>>;
-
-/// One limiter per key, built on first use, with at most
+/// One limit per key, each key's state built on first use, with at most
 /// [`max_keys`](KeyedBuilder::max_keys) keys live; see the
 /// [module docs](self).
-pub struct Keyed<K, L, S = RandomState> {
-    shards: Box<[Locked<K, L>]>,
+pub struct Keyed<K, C = DefaultClock, S = KeyHasher> {
+    map: Rules<K, S>,
+    clock: C,
+}
+
+/// The map, by the rule (and so the state) its configuration needs.
+enum Rules<K, S> {
+    Accumulator(Map<K, Accumulator, S>),
+    Spacing(Map<K, Spacing, S>),
+    Dual(Map<K, Dual, S>),
+    Bucket(Map<K, Bucket, S>),
+}
+
+/// Runs `$body` on the map whichever its rule, as `$m`.
+macro_rules! each {
+    ($rules:expr, $m:ident => $body:expr) => {
+        match $rules {
+            Rules::Accumulator($m) => $body,
+            Rules::Spacing($m) => $body,
+            Rules::Dual($m) => $body,
+            Rules::Bucket($m) => $body,
+        }
+    };
+}
+
+/// A shard behind its lock: a read slot per thread, one writer.
+type Locked<K, V> = ShardedLock<Shard<K, V>>;
+
+/// The keys of one rule: shards of (key, state), and what a full map does.
+struct Map<K, R: Rule, S> {
+    shards: Box<[Locked<K, R::Cell>]>,
     hasher: S,
-    make: config::Make<L>,
-    /// A fresh limiter built at configuration: the clock's reader, and the
-    /// limiter every untracked key shares under [`Overflow::Shared`].
-    spare: L,
+    rule: R,
+    /// The state every untracked key shares under [`Overflow::Shared`].
+    spare: R::Cell,
     overflow: Overflow,
     max_keys: usize,
     counters: Counters,
@@ -97,7 +149,7 @@ pub struct Keyed<K, L, S = RandomState> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyedError {
-    /// The key's limiter refused (or, under [`Overflow::Shared`], the
+    /// The key's limit refused (or, under [`Overflow::Shared`], the
     /// shared one).
     #[error(transparent)]
     Limiter(#[from] AcquireError),
@@ -105,9 +157,6 @@ pub enum KeyedError {
     /// and the policy is [`Overflow::DenyNew`]. Nothing was reserved.
     #[error("too many keys hold debt to track a new one")]
     Full,
-    /// The key's limiter could not be built.
-    #[error("could not build the key's limiter")]
-    Build(#[source] ConfigError),
 }
 
 impl KeyedError {
@@ -136,7 +185,7 @@ pub struct KeyedMetrics {
     pub evicted_debt: u64,
     /// New keys refused by [`Overflow::DenyNew`].
     pub denied_new: u64,
-    /// Requests of untracked keys decided by the shared limiter
+    /// Requests of untracked keys decided by the shared limit
     /// ([`Overflow::Shared`]).
     pub overflowed: u64,
 }
@@ -165,47 +214,29 @@ impl Counters {
         // Ordering: Relaxed; a gauge, changed under the shard's write lock.
         self.live.fetch_sub(fresh + credit, Ordering::Relaxed);
     }
+
+    fn bump(counter: &AtomicU64) {
+        // Ordering: Relaxed; a counter.
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
-impl Keyed<(), ()> {
-    /// The settings: cap, shards, overflow policy; the key and limiter
-    /// types come from the build call.
+impl Keyed<()> {
+    /// The settings: cap, shards, overflow policy; the key type and the
+    /// limit come from the build call.
     pub fn builder() -> KeyedBuilder {
         KeyedBuilder::default()
     }
 }
 
-impl<K: Hash + Eq + Clone, L: RateLimiter, S: BuildHasher> Keyed<K, L, S> {
-    fn new(
-        max_keys: usize,
-        shards: usize,
-        overflow: Overflow,
-        make: config::Make<L>,
-        spare: L,
-        hasher: S,
-    ) -> Self {
-        let (share, rest) = (max_keys / shards, max_keys % shards);
-        let shards = (0..shards)
-            .map(|i| CachePadded::new(RwLock::new(Shard::new(share + usize::from(i < rest)))))
-            .collect();
-        Keyed {
-            shards,
-            hasher,
-            make,
-            spare,
-            overflow,
-            max_keys,
-            counters: Counters::default(),
-        }
-    }
-
-    /// Decides `permits` for `key` as its limiter's
-    /// [`reserve`](RateLimiter::reserve) does, building the key's limiter
-    /// if it is new.
+impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
+    /// Decides `permits` for `key` as a limiter of the configuration's
+    /// [`reserve`](RateLimiter::reserve) does, tracking the key if it is
+    /// new.
     ///
     /// # Errors
     ///
-    /// The limiter's [`AcquireError`] as [`KeyedError::Limiter`];
+    /// The limit's [`AcquireError`] as [`KeyedError::Limiter`];
     /// [`KeyedError::Full`] for a new key the map has no room for under
     /// [`Overflow::DenyNew`].
     #[inline]
@@ -215,15 +246,8 @@ impl<K: Hash + Eq + Clone, L: RateLimiter, S: BuildHasher> Keyed<K, L, S> {
         permits: u32,
         max_wait: Option<Duration>,
     ) -> Result<Grant, KeyedError> {
-        let hash = self.hasher.hash_one(key);
-        let shard = &self.shards[shard_of(hash, self.shards.len())];
-        {
-            let read = shard.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(limiter) = read.get(hash, key) {
-                return Ok(limiter.reserve(permits, max_wait)?);
-            }
-        }
-        self.reserve_new(shard, hash, key, permits, max_wait)
+        let max = max_wait.map(saturating_nanos);
+        each!(&self.map, m => m.reserve(key, permits, max, &self.clock))
     }
 
     /// Takes one permit for `key` if it is available now.
@@ -245,71 +269,36 @@ impl<K: Hash + Eq + Clone, L: RateLimiter, S: BuildHasher> Keyed<K, L, S> {
         self.reserve(key, permits, Some(Duration::ZERO))
     }
 
-    /// A key not found under the read lock: under the write lock, found
-    /// after all, or built in room the sweep or the policy makes.
-    #[cold]
-    fn reserve_new(
-        &self,
-        shard: &RwLock<Shard<K, L>>,
-        hash: u64,
-        key: &K,
-        permits: u32,
-        max_wait: Option<Duration>,
-    ) -> Result<Grant, KeyedError> {
-        let mut write = shard.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(limiter) = write.get(hash, key) {
-            return Ok(limiter.reserve(permits, max_wait)?);
-        }
-        if write.is_full() {
-            write.sweep(self.spare.clock().now_nanos(), &self.counters);
-        }
-        if write.is_full() {
-            match self.overflow {
-                Overflow::DenyNew => {
-                    // Ordering: Relaxed; a counter.
-                    self.counters.denied_new.fetch_add(1, Ordering::Relaxed);
-                    return Err(KeyedError::Full);
-                }
-                Overflow::Shared => {
-                    // Ordering: Relaxed; a counter.
-                    self.counters.overflowed.fetch_add(1, Ordering::Relaxed);
-                    return Ok(self.spare.reserve(permits, max_wait)?);
-                }
-                Overflow::EvictLeastDebt => {
-                    if !write.evict_least_debt(&self.hasher, &self.counters) {
-                        return Err(KeyedError::Full);
-                    }
-                }
-            }
-        }
-        // Decided on a fresh limiter before it is kept: a refusal changes
-        // nothing, so a flood of refused requests takes no room.
-        let limiter = (self.make)()?;
-        let grant = limiter.reserve(permits, max_wait)?;
-        write.insert(hash, key.clone(), limiter, &self.hasher);
-        // Ordering: Relaxed; a gauge, changed under the shard's write lock.
-        self.counters.live.fetch_add(1, Ordering::Relaxed);
-        Ok(grant)
+    /// How `key`'s state compares with a fresh limiter's now, if the key is
+    /// tracked (an untracked key is [`Recovery::Fresh`] by definition).
+    pub fn recovery(&self, key: &K) -> Option<Recovery> {
+        let now = self.clock.now_nanos();
+        each!(&self.map, m => m.with_cell(key, |cell| m.rule.recovery(cell, now)))
     }
 
-    /// The key's limiter, if the key is tracked, passed to `f` (under the
-    /// shard's read lock: do not call back into this keyed limiter's
-    /// inserts from `f`).
-    pub fn with_limiter<T>(&self, key: &K, f: impl FnOnce(&L) -> T) -> Option<T> {
-        let hash = self.hasher.hash_one(key);
-        let shard = &self.shards[shard_of(hash, self.shards.len())];
-        let read = shard.read().unwrap_or_else(PoisonError::into_inner);
-        read.get(hash, key).map(f)
+    /// The permits `key` could take now without waiting, for a bucket's
+    /// configuration (a new key's initial permits if it is not tracked);
+    /// `None` for a pacer's schedule, which does not count permits.
+    pub fn available(&self, key: &K) -> Option<u64> {
+        let now = self.clock.now_nanos();
+        each!(&self.map, m => m
+            .with_cell(key, |cell| m.rule.available(cell, now))
+            .unwrap_or_else(|| m.rule.available(&m.rule.fresh(now), now)))
+    }
+
+    /// Whether `key` is tracked now.
+    pub fn contains(&self, key: &K) -> bool {
+        each!(&self.map, m => m.with_cell(key, |_| ()).is_some())
     }
 
     /// The live keys and the evictions so far.
     pub fn metrics(&self) -> KeyedMetrics {
-        let c = &self.counters;
+        let (c, max_keys) = each!(&self.map, m => (&m.counters, m.max_keys));
         // Ordering: Relaxed throughout; a snapshot of counters.
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         KeyedMetrics {
             live_keys: get(&c.live),
-            max_keys: self.max_keys as u64,
+            max_keys: max_keys as u64,
             evicted_fresh: get(&c.evicted_fresh),
             evicted_credit: get(&c.evicted_credit),
             evicted_debt: get(&c.evicted_debt),
@@ -320,8 +309,159 @@ impl<K: Hash + Eq + Clone, L: RateLimiter, S: BuildHasher> Keyed<K, L, S> {
 
     /// The cap on live keys.
     pub fn max_keys(&self) -> usize {
-        self.max_keys
+        each!(&self.map, m => m.max_keys)
     }
+
+    /// The clock the keys' limits are kept on.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
+    fn new(rule: R, settings: &config::Settings, hasher: S, now: u64) -> Self {
+        let (share, rest) = (
+            settings.max_keys / settings.shards,
+            settings.max_keys % settings.shards,
+        );
+        let shards = (0..settings.shards)
+            .map(|i| ShardedLock::new(Shard::new(share + usize::from(i < rest))))
+            .collect();
+        Map {
+            shards,
+            hasher,
+            spare: rule.fresh(now),
+            rule,
+            overflow: settings.overflow,
+            max_keys: settings.max_keys,
+            counters: Counters::default(),
+        }
+    }
+
+    #[inline]
+    fn shard(&self, hash: u64) -> &Locked<K, R::Cell> {
+        &self.shards[shard_of(hash, self.shards.len())]
+    }
+
+    /// `f` of `key`'s state, under its shard's read lock, if tracked.
+    fn with_cell<T>(&self, key: &K, f: impl FnOnce(&R::Cell) -> T) -> Option<T> {
+        let hash = self.hasher.hash_one(key);
+        let read = self
+            .shard(hash)
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        read.get(hash, key).map(f)
+    }
+
+    #[inline]
+    fn reserve<C: Clock>(
+        &self,
+        key: &K,
+        permits: u32,
+        max: Option<u64>,
+        clock: &C,
+    ) -> Result<Grant, KeyedError> {
+        let hash = self.hasher.hash_one(key);
+        {
+            let read = self
+                .shard(hash)
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(cell) = read.get(hash, key) {
+                return Ok(decide(&self.rule, cell, permits, max, clock)?);
+            }
+        }
+        self.reserve_new(hash, key, permits, max, clock)
+    }
+
+    /// A key not found under the read lock: under the write lock, found
+    /// after all, or tracked in room the sweep or the policy makes.
+    #[cold]
+    fn reserve_new<C: Clock>(
+        &self,
+        hash: u64,
+        key: &K,
+        permits: u32,
+        max: Option<u64>,
+        clock: &C,
+    ) -> Result<Grant, KeyedError> {
+        let mut write = self
+            .shard(hash)
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(cell) = write.get(hash, key) {
+            return Ok(decide(&self.rule, cell, permits, max, clock)?);
+        }
+        let now = clock.now_nanos();
+        if write.is_full() {
+            write.sweep(&self.rule, now, &self.counters);
+        }
+        if write.is_full() {
+            match self.overflow {
+                Overflow::DenyNew => {
+                    Counters::bump(&self.counters.denied_new);
+                    return Err(KeyedError::Full);
+                }
+                Overflow::Shared => {
+                    Counters::bump(&self.counters.overflowed);
+                    return Ok(decide(&self.rule, &self.spare, permits, max, clock)?);
+                }
+                Overflow::EvictLeastDebt => {
+                    if !write.evict_least_debt(&self.rule, now, &self.hasher, &self.counters) {
+                        return Err(KeyedError::Full);
+                    }
+                }
+            }
+        }
+        // Decided on a fresh state, kept if granted or refused for a wait:
+        // a bucket that starts with fewer permits than it holds refills
+        // from its first request, as a limiter created then would. A
+        // request no wait could grant (zero permits, above the capacity)
+        // keeps nothing.
+        let cell = self.rule.fresh(now);
+        let decided = self.rule.reserve(&cell, permits, max, now);
+        if matches!(decided, Ok(_) | Err(AcquireError::WouldWait { .. })) {
+            write.insert(hash, key.clone(), cell, &self.hasher);
+            // Ordering: Relaxed; a gauge, changed under the shard's write lock.
+            self.counters.live.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(decided?)
+    }
+}
+
+/// `rule`'s decision on `cell` now; a refusal is decided once more on a
+/// fresh reading if the clock moved since the first (the reading may
+/// predate grants other threads made meanwhile, as the limiters do).
+#[inline]
+fn decide<R: Rule, C: Clock>(
+    rule: &R,
+    cell: &R::Cell,
+    permits: u32,
+    max: Option<u64>,
+    clock: &C,
+) -> Result<Grant, AcquireError> {
+    let now = clock.now_nanos();
+    match rule.reserve(cell, permits, max, now) {
+        Err(e @ AcquireError::WouldWait { .. }) => retry(rule, cell, permits, max, clock, now, e),
+        decided => decided,
+    }
+}
+
+#[cold]
+fn retry<R: Rule, C: Clock>(
+    rule: &R,
+    cell: &R::Cell,
+    permits: u32,
+    max: Option<u64>,
+    clock: &C,
+    then: u64,
+    refusal: AcquireError,
+) -> Result<Grant, AcquireError> {
+    let now = clock.now_nanos();
+    if now <= then {
+        return Err(refusal);
+    }
+    rule.reserve(cell, permits, max, now)
 }
 
 /// The shard of a hash: its high bits scaled to `n` (any `n`, no modulo).
@@ -330,12 +470,17 @@ fn shard_of(hash: u64, n: usize) -> usize {
     ((u128::from(hash) * n as u128) >> 64) as usize
 }
 
-impl<K, L, S> fmt::Debug for Keyed<K, L, S> {
+impl<K, C, S> fmt::Debug for Keyed<K, C, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (rule, max_keys, shards, overflow): (&dyn fmt::Debug, _, _, _) = each!(
+            &self.map,
+            m => (&m.rule, m.max_keys, m.shards.len(), m.overflow)
+        );
         f.debug_struct("Keyed")
-            .field("max_keys", &self.max_keys)
-            .field("shards", &self.shards.len())
-            .field("overflow", &self.overflow)
+            .field("rule", rule)
+            .field("max_keys", &max_keys)
+            .field("shards", &shards)
+            .field("overflow", &overflow)
             .finish_non_exhaustive()
     }
 }

@@ -3,8 +3,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::config::{AnyLimiter, LimiterConfig};
+use crate::config::LimiterConfig;
 use crate::error::ConfigErrorKind;
+use crate::RateLimiter;
 use crate::{ManualClock, Recovery};
 
 const MS: u64 = 1_000_000;
@@ -14,7 +15,7 @@ fn keyed(
     cap: usize,
     shards: usize,
     overflow: Overflow,
-) -> (Keyed<u64, AnyLimiter<ManualClock>>, ManualClock) {
+) -> (Keyed<u64, ManualClock>, ManualClock) {
     let clock = ManualClock::new(0);
     let config: LimiterConfig = text.parse().unwrap();
     let k = Keyed::builder()
@@ -158,11 +159,8 @@ fn overflow_policies() {
     clock.advance(Duration::from_millis(50));
     k.try_acquire(&3).unwrap();
     assert_eq!(k.metrics().evicted_debt, 1);
-    assert!(
-        k.with_limiter(&2, |_| ()).is_none(),
-        "the least indebted went"
-    );
-    assert!(k.with_limiter(&1, |_| ()).is_some());
+    assert!(!k.contains(&2), "the least indebted went");
+    assert!(k.contains(&1));
 }
 
 #[test]
@@ -238,7 +236,7 @@ proptest! {
         for (key, advance_ms) in steps {
             clock.advance_nanos(advance_ms * MS / 4);
             let before = k.metrics();
-            let tracked = k.with_limiter(&key, |_| ()).is_some();
+            let tracked = k.contains(&key);
             let res = k.try_acquire(&key);
             let m = k.metrics();
             prop_assert!(m.live_keys <= cap as u64);
@@ -256,6 +254,80 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// What the compact state decides, against a limiter of the same
+/// configuration built when the key is first seen.
+fn same_decisions(text: &str, steps: &[(u64, u32, Option<u64>)]) -> Result<(), TestCaseError> {
+    let clock = ManualClock::new(7 * MS);
+    let config: LimiterConfig = text.parse().unwrap();
+    let keyed = Keyed::builder()
+        .build_with_clock::<u8, _>(&config, clock.clone())
+        .unwrap();
+    let limiter = config.build_with_clock(clock.clone()).unwrap();
+    // A strict pacer's key reports its next start as the slot, the
+    // in-memory pacer its ideal timeline: compare ready times there.
+    let strict = text.ends_with(",1.0");
+    for &(advance_us, permits, max_us) in steps {
+        let max = max_us.map(Duration::from_micros);
+        let want = limiter.reserve(permits, max);
+        let got = keyed.reserve(&0, permits, max);
+        match (want, got) {
+            (Ok(w), Ok(g)) => {
+                prop_assert_eq!(
+                    w.ready_nanos(),
+                    g.ready_nanos(),
+                    "{} {:?}",
+                    text,
+                    (advance_us, permits, max_us)
+                );
+                if !strict {
+                    prop_assert_eq!(w.scheduled_nanos(), g.scheduled_nanos());
+                }
+                prop_assert_eq!(
+                    (w.started_nanos(), w.permits()),
+                    (g.started_nanos(), g.permits())
+                );
+            }
+            (Err(w), Err(g)) => prop_assert_eq!(KeyedError::Limiter(w), g),
+            (w, g) => prop_assert!(false, "{}: {:?} against {:?}", text, w, g),
+        }
+        prop_assert_eq!(
+            limiter.recovery(),
+            keyed.recovery(&0).unwrap_or(Recovery::Fresh),
+            "{}",
+            text
+        );
+        clock.advance_nanos(advance_us * 1000);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Each limit's compact per-key state decides as the limiter does:
+    /// the same grants, ready times, refusals and recovery.
+    #[test]
+    fn compact_state_decides_as_the_limiter(
+        which in 0usize..8,
+        steps in prop::collection::vec(
+            (0u64..4_000, 1u32..4, prop::option::of(prop::sample::select(vec![0u64, 500, 1_000, 5_000]))),
+            1..200,
+        ),
+    ) {
+        let text = [
+            "pacer:1000,0",
+            "pacer:1000,0.5",
+            "pacer:1000,1.0",
+            "pacer:1000,1.5",
+            "pacer:1000,3",
+            "refill:5000,1ms,capacity=5",
+            "refill:100,10ms,capacity=3,initial=1",
+            "refill:1000,1ms,capacity=4,initial=0",
+        ][which];
+        same_decisions(text, &steps)?;
     }
 }
 

@@ -255,6 +255,7 @@
 //! grants still standing.
 
 pub mod batch;
+pub(crate) mod keyed;
 pub mod shard;
 mod strictness;
 

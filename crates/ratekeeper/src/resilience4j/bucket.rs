@@ -52,9 +52,9 @@ const FROZEN: u64 = i64::MIN as u64;
 
 /// The bucket's parameters: fixed for the life of a core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Params {
+pub(super) struct Params {
     /// Nanoseconds per permit, `>= 1`.
-    npp: i64,
+    pub(super) npp: i64,
     /// Permits the bucket holds, `>= 1`.
     capacity: i64,
     /// `npp × capacity`, `<= i64::MAX`.
@@ -63,7 +63,7 @@ struct Params {
 
 /// What a request decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
+pub(super) enum Decision {
     /// Granted: the new time index and the wait (0: go now).
     Grant { index: i64, wait: u64 },
     /// Refused: the wait would exceed the caller's maximum.
@@ -78,12 +78,18 @@ impl Params {
     /// `max(E, now − full)`: the time index with credit beyond a full bucket
     /// dropped.
     #[inline]
-    fn base(&self, index: i64, now: i64) -> i128 {
+    pub(super) fn base(&self, index: i64, now: i64) -> i128 {
         i128::from(index).max(i128::from(now) - i128::from(self.full))
     }
 
     #[inline]
-    fn decide(&self, index: i64, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+    pub(super) fn decide(
+        &self,
+        index: i64,
+        permits: u32,
+        max_wait: Option<u64>,
+        now: i64,
+    ) -> Decision {
         if permits == 0 {
             return Decision::Invalid(PermitError::InvalidPermits);
         }
@@ -113,7 +119,7 @@ impl Params {
 
     /// `min(C, trunc((now − E) / npp))`.
     #[inline]
-    fn available(&self, index: i64, now: i64) -> i64 {
+    pub(super) fn available(&self, index: i64, now: i64) -> i64 {
         let tokens = (i128::from(now) - i128::from(index)) / i128::from(self.npp);
         // Between −(2^64 / npp) and C: fits in i64 once capped at C (the
         // lower end is at least −2^63 because E ≤ i64::MAX and now ≥ 0).
@@ -369,6 +375,11 @@ impl<C: Clock> RefillLimiter<C> {
     /// The limiter's clock.
     pub fn clock_ref(&self) -> &C {
         &self.clock
+    }
+
+    /// The per-key rule of this limiter's current configuration.
+    pub(crate) fn keyed_rule(&self) -> super::keyed::Bucket {
+        super::keyed::Bucket::new(self.core.load().params, self.initial)
     }
 
     /// Reads the clock: absolute nanoseconds and nanoseconds since creation.

@@ -352,6 +352,7 @@ mod config;
 mod cycle;
 pub mod decorate;
 mod events;
+pub(crate) mod keyed;
 pub mod registry;
 #[cfg(all(test, not(loom)))]
 mod tests;
