@@ -46,6 +46,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod connection;
 mod core_keyed;
 mod error;
 pub mod headers;
@@ -56,9 +57,12 @@ mod net;
 mod policy;
 mod service;
 
+pub use connection::{MakeRateLimit, PerConnectionLayer};
 pub use core_keyed::CoreKeyed;
 pub use error::ConfigError;
-pub use key::{FnKey, GlobalKey, HeaderKey, KeyError, KeyExtractor, PeerIp, RightmostTrusted};
+pub use key::{
+    FnKey, GlobalKey, HeaderKey, KeyError, KeyExtractor, PeerAddr, PeerIp, RightmostTrusted,
+};
 pub use limit::{schedule_remaining, Global, KeyedLimit, KeyedMap, MAX_KEYS};
 pub use metrics::Metrics;
 pub use net::IpNet;

@@ -1,5 +1,6 @@
 //! End to end: the example server on a loopback port, driven by a real
-//! HTTP client over many concurrent connections.
+//! HTTP client over many concurrent connections, and from two loopback
+//! addresses.
 
 mod common;
 
@@ -7,10 +8,12 @@ mod common;
 mod server;
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
@@ -90,5 +93,60 @@ async fn admitted_counts_per_key_headers_and_spoofing() {
     }
     let total = (CONNECTIONS * PER_CONNECTION) as u64;
     assert_eq!(admitted.values().sum::<u64>() + refused, total);
+    server.abort();
+}
+
+/// A client whose connections come from `ip` (any 127/8 address is this
+/// host's loopback).
+fn client_from(ip: &str) -> Client<HttpConnector, Empty<Bytes>> {
+    let mut connector = HttpConnector::new();
+    connector.set_local_address(Some(ip.parse().unwrap()));
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// Sends requests with a spoofed `X-Forwarded-For` until one is refused;
+/// checks each admitted one was said hello as `peer` (the peer address the
+/// limit saw), and that their number is the burst plus at most what
+/// refilled meanwhile. Returns it.
+async fn drain(client: &Client<HttpConnector, Empty<Bytes>>, addr: SocketAddr, peer: &str) -> u64 {
+    let start = Instant::now();
+    let mut admitted = 0u64;
+    loop {
+        let req = http::Request::get(format!("http://{addr}/"))
+            .header("x-forwarded-for", "203.0.113.9")
+            .body(Empty::new())
+            .unwrap();
+        let resp = client.request(req).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        if parts.status == 429 {
+            common::check_refusal(&parts.headers, "per-client");
+            break;
+        }
+        assert_eq!(parts.status, 200);
+        assert_eq!(body, format!("hello {peer}\n"));
+        admitted += 1;
+        assert!(admitted <= 100, "{peer} is never refused");
+    }
+    let most = u64::from(server::BURST)
+        + (start.elapsed().as_secs_f64() * f64::from(server::RATE)).ceil() as u64;
+    assert!(
+        (u64::from(server::BURST)..=most).contains(&admitted),
+        "{peer}: {admitted} admitted, at most {most}"
+    );
+    admitted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_connection_limit_keys_by_the_real_peer_address() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(server::serve(listener));
+    // Two clients on two loopback addresses, neither a trusted proxy: each
+    // is keyed by its own address, whatever X-Forwarded-For claims (all
+    // their requests claim the same client). 127.0.0.3 is refused only
+    // after its own burst, though 127.0.0.2 was refused just before.
+    drain(&client_from("127.0.0.2"), addr, "127.0.0.2").await;
+    drain(&client_from("127.0.0.3"), addr, "127.0.0.3").await;
     server.abort();
 }
