@@ -104,8 +104,25 @@ impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
     /// # Errors
     ///
     /// [`ConfigError::Status`] for an [`OnMissingKey::Refuse`] status that
-    /// is not 4xx.
+    /// is not 4xx; [`ConfigError::PeerNotSupplied`] for a key that needs
+    /// the connection's peer ([`KeyExtractor::needs_connection_peer`]),
+    /// which nothing gives a layer inside the service: that one is built
+    /// with [`build_per_connection`](Builder::build_per_connection).
+    ///
+    /// ```
+    /// use ratekeeper_tower::{ConfigError, KeyedMap, PeerIp, Policy, RateLimitLayer};
+    ///
+    /// let map = || KeyedMap::from_config(&"pacer:1".parse().unwrap(), Policy::new("p", 1, 1).unwrap(), 10);
+    /// let inside = RateLimitLayer::builder(map()?).key(PeerIp::connection()).build();
+    /// assert_eq!(inside.unwrap_err(), ConfigError::PeerNotSupplied);
+    /// let served = RateLimitLayer::builder(map()?).key(PeerIp::connection()).build_per_connection();
+    /// assert!(served.is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build(self) -> Result<RateLimitLayer<X, Lim>, ConfigError> {
+        if self.extractor.needs_connection_peer() {
+            return Err(ConfigError::PeerNotSupplied);
+        }
         Ok(RateLimitLayer {
             shared: self.shared()?,
         })

@@ -1,6 +1,6 @@
 //! End to end: the example server on a loopback port, driven by a real
-//! HTTP client over many concurrent connections, and from two loopback
-//! addresses.
+//! HTTP client over many concurrent connections; and the startup check
+//! that refuses a limit keyed by the peer where nothing supplies it.
 
 mod common;
 
@@ -9,13 +9,18 @@ mod server;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use axum::routing::get;
+use axum::Router;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use ratekeeper_tower::{ConfigError, KeyedMap, PeerIp, Policy, RateLimitLayer};
 
 const KEYS: usize = 8;
 const CONNECTIONS: usize = 32;
@@ -94,6 +99,64 @@ async fn admitted_counts_per_key_headers_and_spoofing() {
     let total = (CONNECTIONS * PER_CONNECTION) as u64;
     assert_eq!(admitted.values().sum::<u64>() + refused, total);
     server.abort();
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The mistake the startup check is for: a limit keyed by the connection's
+/// peer put inside the router, and the router served as it is (nothing
+/// puts the peer address in the requests). `handled` counts requests that
+/// reached the handler.
+async fn serve_limit_inside_router(
+    listener: tokio::net::TcpListener,
+    handled: Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    let policy = Policy::from_rate("per-client", 2.0)?;
+    let map = KeyedMap::from_config(&"pacer:2,1".parse()?, policy, 1000)?;
+    let layer = RateLimitLayer::builder(map)
+        .key(PeerIp::connection())
+        .build()?;
+    let hello = move || {
+        handled.fetch_add(1, Ordering::Relaxed);
+        async { "hello\n" }
+    };
+    let app = Router::new().route("/", get(hello)).layer(layer);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+async fn get_status(addr: SocketAddr) -> Result<u16, hyper_util::client::legacy::Error> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let req = http::Request::get(format!("http://{addr}/"))
+        .body(Empty::new())
+        .expect("a valid request");
+    Ok(client.request(req).await?.status().as_u16())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_keyed_limit_inside_the_router_is_refused_before_serving() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handled = Arc::new(AtomicUsize::new(0));
+    let server = tokio::spawn(serve_limit_inside_router(listener, Arc::clone(&handled)));
+    // Startup ends, with the typed error, without a single request sent.
+    let err = match tokio::time::timeout(Duration::from_secs(2), server).await {
+        Ok(ended) => ended
+            .unwrap()
+            .expect_err("a misconfigured server must not start"),
+        Err(_) => panic!(
+            "the server started serving; a request gets {:?}",
+            get_status(addr).await
+        ),
+    };
+    assert_eq!(
+        err.downcast_ref::<ConfigError>(),
+        Some(&ConfigError::PeerNotSupplied),
+        "{err}"
+    );
+    // Nothing listens any more, and nothing reached the handler.
+    assert!(get_status(addr).await.is_err());
+    assert_eq!(handled.load(Ordering::Relaxed), 0);
 }
 
 /// A client whose connections come from `ip` (any 127/8 address is this
