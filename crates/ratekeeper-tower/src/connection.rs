@@ -35,7 +35,18 @@ use crate::{Metrics, RateLimit};
 /// [`Layer`], `layer`) turns the application into the server's
 /// make-service, a [`MakeRateLimit`]. It is not a layer of request
 /// services: `Router::layer` does not accept it (a compile error), since
-/// inside the router nothing would supply the peer.
+/// inside the router nothing would supply the peer:
+///
+/// ```compile_fail,E0277
+/// use ratekeeper_tower::{KeyedMap, PeerIp, Policy, RateLimitLayer};
+///
+/// let map = KeyedMap::from_config(&"pacer:1".parse()?, Policy::new("p", 1, 1)?, 10)?;
+/// let limit = RateLimitLayer::builder(map).key(PeerIp::connection()).build_per_connection()?;
+/// let app: axum::Router = axum::Router::new()
+///     .route("/", axum::routing::get(|| async { "hello" }))
+///     .layer(limit); // MakeRateLimit<Route, ..> is not a request service
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Examples
 ///

@@ -226,6 +226,16 @@ impl PeerIp {
     /// The peer of the connection, supplied by the per-connection service
     /// ([`Builder::build_per_connection`](crate::Builder::build_per_connection)):
     /// never missing.
+    ///
+    /// ```
+    /// use ratekeeper_tower::{KeyedMap, PeerIp, Policy, RateLimitLayer};
+    ///
+    /// let map = KeyedMap::from_config(&"pacer:10".parse()?, Policy::from_rate("per-ip", 10.0)?, 1000)?;
+    /// let limit = RateLimitLayer::builder(map).key(PeerIp::connection()).build_per_connection()?;
+    /// // axum::serve(listener, limit.make_service(router))
+    /// # let _ = limit;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn connection() -> PeerIp {
         PeerIp::with_source(Peer::Connection)
     }
@@ -378,6 +388,20 @@ impl RightmostTrusted {
     /// the per-connection service: the layer must be built with
     /// [`Builder::build_per_connection`](crate::Builder::build_per_connection)
     /// (see [`PeerIp::connection`]).
+    ///
+    /// ```
+    /// use ratekeeper_tower::key::{KeyExtractor, PeerAddr, RequestHead, RightmostTrusted};
+    ///
+    /// let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])?.with_connection_peer();
+    /// let mut req = http::Request::builder().header("x-forwarded-for", "203.0.113.7").body(())?;
+    /// // Through the proxy: the client it names.
+    /// req.extensions_mut().insert(PeerAddr("10.0.0.2:4000".parse()?));
+    /// assert_eq!(xff.extract(&RequestHead::of(&req))?, "203.0.113.7".parse::<std::net::IpAddr>()?);
+    /// // Directly: the peer, whatever the header says.
+    /// req.extensions_mut().insert(PeerAddr("198.51.100.1:4000".parse()?));
+    /// assert_eq!(xff.extract(&RequestHead::of(&req))?, "198.51.100.1".parse::<std::net::IpAddr>()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_connection_peer(mut self) -> RightmostTrusted {
         self.peer = Some(Peer::Connection);
         self
