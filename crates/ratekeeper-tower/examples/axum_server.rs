@@ -7,54 +7,60 @@
 //! too.
 //!
 //! ```text
-//! cargo run -p ratekeeper-tower --example axum_server -- 127.0.0.1:3000
+//! cargo run -p ratekeeper-tower --features axum --example axum_server -- 127.0.0.1:3000
 //! curl -i -H 'X-Forwarded-For: 6.6.6.6, 203.0.113.7' http://127.0.0.1:3000/
 //! ```
 //!
-//! `tests/e2e.rs` starts this same server on a loopback port.
+//! The limit is served per connection (`build_per_connection`): it is the
+//! make-service `axum::serve` takes, and reads each connection's peer
+//! address from the accepted connection itself, so no request can arrive
+//! without it (no `into_make_service_with_connect_info` to forget). A layer
+//! keyed by the connection's peer built to go inside the router is refused
+//! before serving (`ConfigError::PeerNotSupplied`).
+//!
+//! `tests/e2e.rs` starts this same server on a loopback port. Needs the
+//! `axum` feature (as in the command above).
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 
-use axum::extract::ConnectInfo;
 use axum::routing::get;
-use axum::Router;
-use ratekeeper_tower::{KeyedMap, OnMissingKey, Policy, RateLimitLayer, RightmostTrusted};
+use axum::{Extension, Router};
+use ratekeeper::config::AnyLimiter;
+use ratekeeper_tower::{
+    KeyedMap, MakeRateLimit, OnMissingKey, PeerAddr, Policy, RateLimitLayer, RightmostTrusted,
+};
 
 /// Each client's burst.
 pub const BURST: u32 = 5;
 /// Each client's rate, per second.
 pub const RATE: u32 = 2;
 
-/// The peer address axum puts in the extensions when served with
-/// `into_make_service_with_connect_info::<SocketAddr>()`.
-fn axum_peer(ext: &http::Extensions) -> Option<std::net::IpAddr> {
-    ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
+/// What `axum::serve` is given: the router, limited per client.
+pub type App = MakeRateLimit<Router, RightmostTrusted, KeyedMap<IpAddr, AnyLimiter>>;
+
+/// Says hello to the connection's peer (the address the limit saw).
+async fn hello(Extension(PeerAddr(peer)): Extension<PeerAddr>) -> String {
+    format!("hello {}\n", peer.ip())
 }
 
 /// The application: one route, limited per client.
-pub fn app() -> Result<Router, Box<dyn std::error::Error + Send + Sync>> {
+pub fn app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
     // A token bucket: BURST permits, refilled at RATE per second.
     let config = format!("refill:{RATE},1s,capacity={BURST},initial={BURST}").parse()?;
     let policy = Policy::from_rate("per-client", f64::from(RATE))?.with_burst(BURST)?;
     let map = KeyedMap::from_config(&config, policy, 100_000)?;
-    let layer = RateLimitLayer::builder(map)
-        .key(RightmostTrusted::x_forwarded_for(["127.0.0.1", "::1"])?.with_peer(axum_peer))
+    let limit = RateLimitLayer::builder(map)
+        .key(RightmostTrusted::x_forwarded_for(["127.0.0.1", "::1"])?.with_connection_peer())
         .on_missing_key(OnMissingKey::Refuse(http::StatusCode::BAD_REQUEST))
         .headers_on_admitted(true)
-        .build()?;
-    Ok(Router::new()
-        .route("/", get(|| async { "hello\n" }))
-        .layer(layer))
+        .build_per_connection()?;
+    Ok(limit.make_service(Router::new().route("/", get(hello))))
 }
 
 /// Serves [`app`] on `listener` until the task is dropped.
 pub async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let app = app().map_err(std::io::Error::other)?;
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .await
+    axum::serve(listener, app).await
 }
 
 #[allow(dead_code)] // the end-to-end test includes this file without main

@@ -48,4 +48,16 @@ pub enum ConfigError {
     /// filled by a thread would start a thread per key).
     #[error("a {0} limiter cannot be built per key")]
     PerKeyKind(&'static str),
+    /// A layer keyed by the connection's peer ([`PeerIp::connection`],
+    /// [`RightmostTrusted::with_connection_peer`]) built to go inside a
+    /// service, where nothing supplies the peer: build it with
+    /// [`Builder::build_per_connection`] and serve its make-service.
+    ///
+    /// [`PeerIp::connection`]: crate::PeerIp::connection
+    /// [`RightmostTrusted::with_connection_peer`]: crate::RightmostTrusted::with_connection_peer
+    /// [`Builder::build_per_connection`]: crate::Builder::build_per_connection
+    #[error(
+        "the key needs the connection's peer address, which only a per-connection layer is given"
+    )]
+    PeerNotSupplied,
 }

@@ -64,7 +64,8 @@ pub enum KeyError {
     #[error("the request's key is malformed")]
     Malformed,
     /// The server does not put the peer address where the extractor reads
-    /// it: a deployment mistake, not the client's. See [`PeerIp`].
+    /// it: a deployment mistake, not the client's, which the per-connection
+    /// service rules out. See [`PeerIp`].
     #[error(
         "no peer address in the request extensions: the server is not configured to provide it"
     )]
@@ -89,6 +90,25 @@ pub trait KeyExtractor: Send + Sync + 'static {
     ///
     /// A [`KeyError`] when the request carries no usable key.
     fn extract(&self, head: &RequestHead<'_>) -> Result<Self::Key, KeyError>;
+
+    /// Whether the key needs the connection's peer address as a
+    /// [`PeerAddr`], which only the per-connection service supplies
+    /// ([`Builder::build_per_connection`](crate::Builder::build_per_connection)).
+    /// [`Builder::build`](crate::Builder::build) refuses such an extractor
+    /// with [`ConfigError::PeerNotSupplied`]. The default is `false`; an
+    /// extractor that wraps others answers as they do.
+    ///
+    /// ```
+    /// use ratekeeper_tower::key::{HeaderKey, KeyExtractor, PeerIp};
+    ///
+    /// assert!(PeerIp::connection().needs_connection_peer());
+    /// assert!(!PeerIp::socket_addr().needs_connection_peer());
+    /// assert!(!HeaderKey::new("x-api-key")?.needs_connection_peer());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn needs_connection_peer(&self) -> bool {
+        false
+    }
 }
 
 /// One key for every request: a global limit.
@@ -110,6 +130,45 @@ fn socket_addr_extension(ext: &Extensions) -> Option<IpAddr> {
     ext.get::<SocketAddr>().map(SocketAddr::ip)
 }
 
+/// The connection's peer address, as the per-connection service
+/// ([`MakeRateLimit`](crate::MakeRateLimit)) puts it in every request's
+/// extensions before the limit reads it. Handlers may read it too (axum:
+/// `Extension<PeerAddr>`).
+///
+/// ```
+/// use ratekeeper_tower::key::{KeyExtractor, PeerAddr, PeerIp, RequestHead};
+///
+/// let mut req = http::Request::new(());
+/// req.extensions_mut().insert(PeerAddr("192.0.2.7:4000".parse()?));
+/// assert_eq!(PeerIp::connection().extract(&RequestHead::of(&req))?, "192.0.2.7".parse::<std::net::IpAddr>()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerAddr(pub SocketAddr);
+
+fn peer_addr_extension(ext: &Extensions) -> Option<IpAddr> {
+    ext.get::<PeerAddr>().map(|p| p.0.ip())
+}
+
+/// Where an extractor finds the peer address.
+#[derive(Debug, Clone, Copy)]
+enum Peer {
+    /// [`PeerAddr`], supplied by the per-connection service.
+    Connection,
+    /// Wherever the server put it, as the function reads it.
+    Extensions(PeerSource),
+}
+
+impl Peer {
+    fn read(self, ext: &Extensions) -> Result<IpAddr, KeyError> {
+        match self {
+            Peer::Connection => peer_addr_extension(ext),
+            Peer::Extensions(source) => source(ext),
+        }
+        .ok_or(KeyError::NoPeerAddress)
+    }
+}
+
 /// The IPv6 prefix length addresses are keyed by unless told otherwise: one
 /// key per /64, since a single client commonly holds a whole /64.
 pub const DEFAULT_IPV6_PREFIX: u8 = 64;
@@ -117,7 +176,30 @@ pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 /// The peer's IP address, from the connection (the address the TCP
 /// connection came from), IPv6 addresses keyed by their /64.
 ///
-/// The server must put the address in the request extensions:
+/// # Startup-safe: [`PeerIp::connection`]
+///
+/// A layer keyed by [`PeerIp::connection`] cannot be put inside a router
+/// ([`Builder::build`](crate::Builder::build) refuses it with
+/// [`ConfigError::PeerNotSupplied`], before any request). It is built
+/// with [`Builder::build_per_connection`](crate::Builder::build_per_connection)
+/// and served as the server's make-service, which takes the address from
+/// each accepted connection, so that no request can arrive without it:
+///
+/// * **axum** (feature `axum`):
+///   `axum::serve(listener, layer.make_service(router))`, for any listener
+///   whose addresses are `SocketAddr`s (a Unix socket has no IP to key by:
+///   it does not compile);
+/// * **hyper**: in the accept loop, `make.for_peer(addr)` with the
+///   `SocketAddr` from `accept()` gives that connection's service.
+///
+/// The limit then covers the whole application (it wraps the router, not
+/// a route).
+///
+/// # Reading the server's extension: [`socket_addr`](PeerIp::socket_addr), [`from_fn`](PeerIp::from_fn)
+///
+/// To limit some routes only, or with a server that already puts the
+/// address in the extensions, read it from there and build with
+/// [`Builder::build`](crate::Builder::build):
 ///
 /// * **axum**: serve with
 ///   `app.into_make_service_with_connect_info::<SocketAddr>()` and read
@@ -125,22 +207,39 @@ pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 ///   ```ignore
 ///   PeerIp::from_fn(|e| e.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|c| c.0.ip()))
 ///   ```
-/// * **hyper**: in the accept loop, insert the `SocketAddr` from
-///   `accept()` into each request's extensions (for example with
-///   `tower::util::MapRequest`), and use [`PeerIp::socket_addr`].
+/// * **hyper**: insert the `SocketAddr` from `accept()` into each
+///   request's extensions (for example with `tower::util::MapRequest`), and
+///   use [`PeerIp::socket_addr`].
 ///
-/// A request without the address is the server's mistake, not the client's:
+/// No check at startup can see whether that server really inserts it. A
+/// request without the address is the server's mistake, not the client's:
 /// it is answered 500 and counted in
 /// [`Metrics::config_errors`](crate::Metrics::config_errors) (never limited
-/// under one shared key). Send one request through the stack at startup to
-/// find out.
+/// under one shared key).
 #[derive(Debug, Clone, Copy)]
 pub struct PeerIp {
-    source: PeerSource,
+    source: Peer,
     ipv6_prefix: u8,
 }
 
 impl PeerIp {
+    /// The peer of the connection, supplied by the per-connection service
+    /// ([`Builder::build_per_connection`](crate::Builder::build_per_connection)):
+    /// never missing.
+    ///
+    /// ```
+    /// use ratekeeper_tower::{KeyedMap, PeerIp, Policy, RateLimitLayer};
+    ///
+    /// let map = KeyedMap::from_config(&"pacer:10".parse()?, Policy::from_rate("per-ip", 10.0)?, 1000)?;
+    /// let limit = RateLimitLayer::builder(map).key(PeerIp::connection()).build_per_connection()?;
+    /// // axum::serve(listener, limit.make_service(router))
+    /// # let _ = limit;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn connection() -> PeerIp {
+        PeerIp::with_source(Peer::Connection)
+    }
+
     /// The peer from a `SocketAddr` in the request extensions.
     pub fn socket_addr() -> PeerIp {
         PeerIp::from_fn(socket_addr_extension)
@@ -148,6 +247,10 @@ impl PeerIp {
 
     /// The peer as `source` reads it from the extensions.
     pub fn from_fn(source: PeerSource) -> PeerIp {
+        PeerIp::with_source(Peer::Extensions(source))
+    }
+
+    fn with_source(source: Peer) -> PeerIp {
         PeerIp {
             source,
             ipv6_prefix: DEFAULT_IPV6_PREFIX,
@@ -183,8 +286,12 @@ fn key_ip(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
 impl KeyExtractor for PeerIp {
     type Key = IpAddr;
     fn extract(&self, head: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
-        let ip = (self.source)(head.extensions).ok_or(KeyError::NoPeerAddress)?;
+        let ip = self.source.read(head.extensions)?;
         Ok(key_ip(ip, self.ipv6_prefix))
+    }
+
+    fn needs_connection_peer(&self) -> bool {
+        matches!(self.source, Peer::Connection)
     }
 }
 
@@ -215,10 +322,12 @@ enum Forwarding {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// With [`with_peer`](RightmostTrusted::with_peer), the connection's peer
-/// is the last hop: a request that did not come through a trusted proxy is
-/// keyed by its peer whatever its headers say. Without it, the layer must
-/// only be reachable through the trusted proxies.
+/// With [`with_connection_peer`](RightmostTrusted::with_connection_peer)
+/// (startup-safe, as [`PeerIp::connection`]) or
+/// [`with_peer`](RightmostTrusted::with_peer), the connection's peer is
+/// the last hop: a request that did not come through a trusted proxy is
+/// keyed by its peer whatever its headers say. Without either, the layer
+/// must only be reachable through the trusted proxies.
 ///
 /// A hop that is not an IP address (`unknown`, an obfuscated `_id`) where
 /// the walk needs it is [`KeyError::Malformed`]; no header at all (and no
@@ -227,7 +336,7 @@ enum Forwarding {
 pub struct RightmostTrusted {
     header: Forwarding,
     trusted: Vec<IpNet>,
-    peer: Option<PeerSource>,
+    peer: Option<Peer>,
     ipv6_prefix: u8,
 }
 
@@ -275,9 +384,34 @@ impl RightmostTrusted {
         })
     }
 
-    /// Counts the peer address, as `source` reads it, as the last hop.
+    /// Counts the connection's peer address as the last hop, supplied by
+    /// the per-connection service: the layer must be built with
+    /// [`Builder::build_per_connection`](crate::Builder::build_per_connection)
+    /// (see [`PeerIp::connection`]).
+    ///
+    /// ```
+    /// use ratekeeper_tower::key::{KeyExtractor, PeerAddr, RequestHead, RightmostTrusted};
+    ///
+    /// let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])?.with_connection_peer();
+    /// let mut req = http::Request::builder().header("x-forwarded-for", "203.0.113.7").body(())?;
+    /// // Through the proxy: the client it names.
+    /// req.extensions_mut().insert(PeerAddr("10.0.0.2:4000".parse()?));
+    /// assert_eq!(xff.extract(&RequestHead::of(&req))?, "203.0.113.7".parse::<std::net::IpAddr>()?);
+    /// // Directly: the peer, whatever the header says.
+    /// req.extensions_mut().insert(PeerAddr("198.51.100.1:4000".parse()?));
+    /// assert_eq!(xff.extract(&RequestHead::of(&req))?, "198.51.100.1".parse::<std::net::IpAddr>()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_connection_peer(mut self) -> RightmostTrusted {
+        self.peer = Some(Peer::Connection);
+        self
+    }
+
+    /// Counts the peer address, as `source` reads it from the extensions
+    /// the server fills, as the last hop. A request without it is answered
+    /// 500 (see [`PeerIp`]).
     pub fn with_peer(mut self, source: PeerSource) -> RightmostTrusted {
-        self.peer = Some(source);
+        self.peer = Some(Peer::Extensions(source));
         self
     }
 
@@ -326,7 +460,7 @@ impl KeyExtractor for RightmostTrusted {
     type Key = IpAddr;
     fn extract(&self, head: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
         let peer = match self.peer {
-            Some(source) => Some(source(head.extensions).ok_or(KeyError::NoPeerAddress)?),
+            Some(source) => Some(source.read(head.extensions)?),
             None => None,
         };
         let name = match self.header {
@@ -340,6 +474,10 @@ impl KeyExtractor for RightmostTrusted {
         let hops = values.iter().flat_map(|v| v.split(',')).map(str::trim);
         let ip = self.walk(hops, peer)?;
         Ok(key_ip(ip, self.ipv6_prefix))
+    }
+
+    fn needs_connection_peer(&self) -> bool {
+        matches!(self.peer, Some(Peer::Connection))
     }
 }
 

@@ -18,9 +18,20 @@
 //! * **Bad input at configuration, not at request time.** Policies,
 //!   networks, header names, caps and statuses are checked when built
 //!   ([`ConfigError`]). A request without a key gets the configured
-//!   [`OnMissingKey`] and is counted ([`Metrics`]); a server that does not
-//!   provide the peer address is answered 500 and counted as a
-//!   configuration error, never limited under one shared key.
+//!   [`OnMissingKey`] and is counted ([`Metrics`]).
+//! * **A missing peer address is a startup error, not a silent shared
+//!   key.** A limit keyed by the connection's peer
+//!   ([`PeerIp::connection`], [`RightmostTrusted::with_connection_peer`])
+//!   is served per connection ([`Builder::build_per_connection`]): its
+//!   [`MakeRateLimit`] is the server's make-service and takes each
+//!   connection's address from the accept loop, so no request arrives
+//!   without it. Built to go inside a router instead, where nothing would
+//!   supply it, it is refused before serving
+//!   ([`ConfigError::PeerNotSupplied`]). A key read from an extension the
+//!   server is trusted to fill ([`PeerIp::from_fn`], axum's `ConnectInfo`)
+//!   cannot be checked at startup: a request without it is answered 500
+//!   and counted ([`Metrics::config_errors`]), never limited under one
+//!   shared key.
 //!
 //! # Example
 //!
@@ -39,6 +50,28 @@
 //! # let _ = layer;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Keyed by the connection's peer, served per connection:
+//!
+//! ```
+//! use ratekeeper_tower::{KeyedMap, Policy, RateLimitLayer, RightmostTrusted};
+//!
+//! let policy = Policy::from_rate("per-ip", 10.0)?.with_burst(5)?;
+//! let map = KeyedMap::from_config(&"bursty:10,0.5".parse()?, policy, 100_000)?;
+//! let limit = RateLimitLayer::builder(map)
+//!     // The peer, or behind the proxies on 10.0.0.0/8 the client they name.
+//!     .key(RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])?.with_connection_peer())
+//!     .build_per_connection()?;
+//! // axum (feature `axum`): axum::serve(listener, limit.make_service(router))
+//! // hyper: per accepted (stream, addr), limit.make_service(app).for_peer(addr)
+//! # let _ = limit;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Crate features
+//!
+//! * `axum`: [`MakeRateLimit`] is a `Service<axum::serve::IncomingStream>`,
+//!   what `axum::serve` takes (enables axum's `tokio` and `http1`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
@@ -46,6 +79,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod connection;
 mod core_keyed;
 mod error;
 pub mod headers;
@@ -56,9 +90,12 @@ mod net;
 mod policy;
 mod service;
 
+pub use connection::{MakeRateLimit, PerConnectionLayer};
 pub use core_keyed::CoreKeyed;
 pub use error::ConfigError;
-pub use key::{FnKey, GlobalKey, HeaderKey, KeyError, KeyExtractor, PeerIp, RightmostTrusted};
+pub use key::{
+    FnKey, GlobalKey, HeaderKey, KeyError, KeyExtractor, PeerAddr, PeerIp, RightmostTrusted,
+};
 pub use limit::{schedule_remaining, Global, KeyedLimit, KeyedMap, MAX_KEYS};
 pub use metrics::Metrics;
 pub use net::IpNet;

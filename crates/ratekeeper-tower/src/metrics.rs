@@ -32,8 +32,9 @@ impl Metrics {
         self.key_errors.load(Ordering::Relaxed)
     }
     /// Requests answered 500 because the server is misconfigured: no peer
-    /// address in the extensions, or a limiter that can never grant one
-    /// permit.
+    /// address in the extension the key reads (a setup the startup check
+    /// cannot see; see [`PeerIp`](crate::PeerIp)), or a limiter that can
+    /// never grant one permit.
     pub fn config_errors(&self) -> u64 {
         self.config_errors.load(Ordering::Relaxed)
     }

@@ -14,9 +14,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::headers::{self, retry_after_secs};
-use crate::key::{GlobalKey, KeyExtractor, RequestHead};
+use crate::key::{GlobalKey, KeyExtractor, PeerAddr, RequestHead};
 use crate::metrics::Metrics;
-use crate::{ConfigError, Global, KeyedLimit, Policy};
+use crate::{ConfigError, Global, KeyedLimit, PerConnectionLayer, Policy};
 
 /// What to do with a request whose key cannot be extracted (no such
 /// header, a malformed `X-Forwarded-For`). Each such request is counted
@@ -29,15 +29,15 @@ pub enum OnMissingKey<K> {
     Shared(K),
 }
 
-struct Shared<X: KeyExtractor, Lim> {
+pub(crate) struct Shared<X: KeyExtractor, Lim> {
     extractor: X,
-    limit: Lim,
+    pub(crate) limit: Lim,
     on_missing: OnMissingKey<X::Key>,
     max_wait: Duration,
     admitted_headers: bool,
     /// The `RateLimit-Policy` value, made once.
     policy_value: HeaderValue,
-    metrics: Metrics,
+    pub(crate) metrics: Metrics,
 }
 
 /// Builds a [`RateLimitLayer`]: the limit, then how requests are keyed,
@@ -98,13 +98,54 @@ impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
         self
     }
 
-    /// The layer.
+    /// The layer, to go around a service (inside a router, around a
+    /// route).
     ///
     /// # Errors
     ///
     /// [`ConfigError::Status`] for an [`OnMissingKey::Refuse`] status that
-    /// is not 4xx.
+    /// is not 4xx; [`ConfigError::PeerNotSupplied`] for a key that needs
+    /// the connection's peer ([`KeyExtractor::needs_connection_peer`]),
+    /// which nothing gives a layer inside the service: that one is built
+    /// with [`build_per_connection`](Builder::build_per_connection).
+    ///
+    /// ```
+    /// use ratekeeper_tower::{ConfigError, KeyedMap, PeerIp, Policy, RateLimitLayer};
+    ///
+    /// let map = || KeyedMap::from_config(&"pacer:1".parse().unwrap(), Policy::new("p", 1, 1).unwrap(), 10);
+    /// let inside = RateLimitLayer::builder(map()?).key(PeerIp::connection()).build();
+    /// assert_eq!(inside.unwrap_err(), ConfigError::PeerNotSupplied);
+    /// let served = RateLimitLayer::builder(map()?).key(PeerIp::connection()).build_per_connection();
+    /// assert!(served.is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn build(self) -> Result<RateLimitLayer<X, Lim>, ConfigError> {
+        if self.extractor.needs_connection_peer() {
+            return Err(ConfigError::PeerNotSupplied);
+        }
+        Ok(RateLimitLayer {
+            shared: self.shared()?,
+        })
+    }
+
+    /// The layer, to be served per connection: its
+    /// [`make_service`](PerConnectionLayer::make_service) is the server's
+    /// make-service, and puts each connection's peer address in the
+    /// requests ([`PeerAddr`](crate::key::PeerAddr)) before the limit reads
+    /// it. Needed for a key that reads the connection's peer
+    /// ([`PeerIp::connection`](crate::PeerIp::connection)); open to any.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Builder::build), but an extractor that needs the peer
+    /// is accepted.
+    pub fn build_per_connection(self) -> Result<PerConnectionLayer<X, Lim>, ConfigError> {
+        Ok(PerConnectionLayer {
+            shared: self.shared()?,
+        })
+    }
+
+    fn shared(self) -> Result<Arc<Shared<X, Lim>>, ConfigError> {
         if let OnMissingKey::Refuse(s) = &self.on_missing {
             if !s.is_client_error() {
                 return Err(ConfigError::Status(s.as_u16()));
@@ -112,17 +153,15 @@ impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
         }
         let policy_value = HeaderValue::try_from(self.limit.policy().to_string())
             .map_err(|_| ConfigError::PolicyName(self.limit.policy().name().to_owned()))?;
-        Ok(RateLimitLayer {
-            shared: Arc::new(Shared {
-                extractor: self.extractor,
-                limit: self.limit,
-                on_missing: self.on_missing,
-                max_wait: self.max_wait,
-                admitted_headers: self.admitted_headers,
-                policy_value,
-                metrics: Metrics::default(),
-            }),
-        })
+        Ok(Arc::new(Shared {
+            extractor: self.extractor,
+            limit: self.limit,
+            on_missing: self.on_missing,
+            max_wait: self.max_wait,
+            admitted_headers: self.admitted_headers,
+            policy_value,
+            metrics: Metrics::default(),
+        }))
     }
 }
 
@@ -231,17 +270,27 @@ impl<X: KeyExtractor, Lim> RateLimitLayer<X, Lim> {
 impl<S, X: KeyExtractor, Lim> Layer<S> for RateLimitLayer<X, Lim> {
     type Service = RateLimit<S, X, Lim>;
     fn layer(&self, inner: S) -> RateLimit<S, X, Lim> {
-        RateLimit {
-            inner,
-            shared: Arc::clone(&self.shared),
-        }
+        RateLimit::new(inner, Arc::clone(&self.shared), None)
     }
 }
 
-/// The service [`RateLimitLayer`] wraps around `S`.
+/// The service [`RateLimitLayer`] wraps around `S`; or, made by
+/// [`MakeRateLimit`](crate::MakeRateLimit), the service of one connection.
 pub struct RateLimit<S, X: KeyExtractor, Lim> {
     inner: S,
     shared: Arc<Shared<X, Lim>>,
+    /// The connection's peer, put in every request as a [`PeerAddr`].
+    peer: Option<PeerAddr>,
+}
+
+impl<S, X: KeyExtractor, Lim> RateLimit<S, X, Lim> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared<X, Lim>>, peer: Option<PeerAddr>) -> Self {
+        RateLimit {
+            inner,
+            shared,
+            peer,
+        }
+    }
 }
 
 impl<S: Clone, X: KeyExtractor, Lim> Clone for RateLimit<S, X, Lim> {
@@ -249,6 +298,7 @@ impl<S: Clone, X: KeyExtractor, Lim> Clone for RateLimit<S, X, Lim> {
         RateLimit {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
+            peer: self.peer,
         }
     }
 }
@@ -257,6 +307,7 @@ impl<S: std::fmt::Debug, X: KeyExtractor, Lim> std::fmt::Debug for RateLimit<S, 
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimit")
             .field("inner", &self.inner)
+            .field("peer", &self.peer)
             .finish_non_exhaustive()
     }
 }
@@ -283,7 +334,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<ReqB>) -> Self::Future {
+    fn call(&mut self, mut req: Request<ReqB>) -> Self::Future {
+        if let Some(peer) = self.peer {
+            req.extensions_mut().insert(peer);
+        }
         let shared = &*self.shared;
         let extracted = shared.extractor.extract(&RequestHead::of(&req));
         let owned;

@@ -1,5 +1,6 @@
 //! End to end: the example server on a loopback port, driven by a real
-//! HTTP client over many concurrent connections.
+//! HTTP client over many concurrent connections; and the startup check
+//! that refuses a limit keyed by the peer where nothing supplies it.
 
 mod common;
 
@@ -7,12 +8,19 @@ mod common;
 mod server;
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use axum::routing::get;
+use axum::Router;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use ratekeeper_tower::{ConfigError, KeyedMap, PeerIp, Policy, RateLimitLayer};
 
 const KEYS: usize = 8;
 const CONNECTIONS: usize = 32;
@@ -90,5 +98,118 @@ async fn admitted_counts_per_key_headers_and_spoofing() {
     }
     let total = (CONNECTIONS * PER_CONNECTION) as u64;
     assert_eq!(admitted.values().sum::<u64>() + refused, total);
+    server.abort();
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The mistake the startup check is for: a limit keyed by the connection's
+/// peer put inside the router, and the router served as it is (nothing
+/// puts the peer address in the requests). `handled` counts requests that
+/// reached the handler.
+async fn serve_limit_inside_router(
+    listener: tokio::net::TcpListener,
+    handled: Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    let policy = Policy::from_rate("per-client", 2.0)?;
+    let map = KeyedMap::from_config(&"pacer:2,1".parse()?, policy, 1000)?;
+    let layer = RateLimitLayer::builder(map)
+        .key(PeerIp::connection())
+        .build()?;
+    let hello = move || {
+        handled.fetch_add(1, Ordering::Relaxed);
+        async { "hello\n" }
+    };
+    let app = Router::new().route("/", get(hello)).layer(layer);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+async fn get_status(addr: SocketAddr) -> Result<u16, hyper_util::client::legacy::Error> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let req = http::Request::get(format!("http://{addr}/"))
+        .body(Empty::new())
+        .expect("a valid request");
+    Ok(client.request(req).await?.status().as_u16())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_keyed_limit_inside_the_router_is_refused_before_serving() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handled = Arc::new(AtomicUsize::new(0));
+    let server = tokio::spawn(serve_limit_inside_router(listener, Arc::clone(&handled)));
+    // Startup ends, with the typed error, without a single request sent.
+    let err = match tokio::time::timeout(Duration::from_secs(2), server).await {
+        Ok(ended) => ended
+            .unwrap()
+            .expect_err("a misconfigured server must not start"),
+        Err(_) => panic!(
+            "the server started serving; a request gets {:?}",
+            get_status(addr).await
+        ),
+    };
+    assert_eq!(
+        err.downcast_ref::<ConfigError>(),
+        Some(&ConfigError::PeerNotSupplied),
+        "{err}"
+    );
+    // Nothing listens any more, and nothing reached the handler.
+    assert!(get_status(addr).await.is_err());
+    assert_eq!(handled.load(Ordering::Relaxed), 0);
+}
+
+/// A client whose connections come from `ip` (any 127/8 address is this
+/// host's loopback).
+fn client_from(ip: &str) -> Client<HttpConnector, Empty<Bytes>> {
+    let mut connector = HttpConnector::new();
+    connector.set_local_address(Some(ip.parse().unwrap()));
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// Sends requests with a spoofed `X-Forwarded-For` until one is refused;
+/// checks each admitted one was said hello as `peer` (the peer address the
+/// limit saw), and that their number is the burst plus at most what
+/// refilled meanwhile. Returns it.
+async fn drain(client: &Client<HttpConnector, Empty<Bytes>>, addr: SocketAddr, peer: &str) -> u64 {
+    let start = Instant::now();
+    let mut admitted = 0u64;
+    loop {
+        let req = http::Request::get(format!("http://{addr}/"))
+            .header("x-forwarded-for", "203.0.113.9")
+            .body(Empty::new())
+            .unwrap();
+        let resp = client.request(req).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        if parts.status == 429 {
+            common::check_refusal(&parts.headers, "per-client");
+            break;
+        }
+        assert_eq!(parts.status, 200);
+        assert_eq!(body, format!("hello {peer}\n"));
+        admitted += 1;
+        assert!(admitted <= 100, "{peer} is never refused");
+    }
+    let most = u64::from(server::BURST)
+        + (start.elapsed().as_secs_f64() * f64::from(server::RATE)).ceil() as u64;
+    assert!(
+        (u64::from(server::BURST)..=most).contains(&admitted),
+        "{peer}: {admitted} admitted, at most {most}"
+    );
+    admitted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_connection_limit_keys_by_the_real_peer_address() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(server::serve(listener));
+    // Two clients on two loopback addresses, neither a trusted proxy: each
+    // is keyed by its own address, whatever X-Forwarded-For claims (all
+    // their requests claim the same client). 127.0.0.3 is refused only
+    // after its own burst, though 127.0.0.2 was refused just before.
+    drain(&client_from("127.0.0.2"), addr, "127.0.0.2").await;
+    drain(&client_from("127.0.0.3"), addr, "127.0.0.3").await;
     server.abort();
 }

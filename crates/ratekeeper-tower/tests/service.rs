@@ -13,6 +13,7 @@ use ratekeeper::tokio::TokioClock;
 use ratekeeper::{Pacer, Rate};
 use ratekeeper_tower::{
     ConfigError, Global, HeaderKey, KeyedMap, OnMissingKey, PeerIp, Policy, RateLimitLayer,
+    RightmostTrusted,
 };
 use tower::{Service, ServiceBuilder, ServiceExt};
 
@@ -188,6 +189,67 @@ async fn a_missing_peer_address_is_a_configuration_error_not_a_shared_key() {
     req.extensions_mut()
         .insert("192.0.2.1:4000".parse::<SocketAddr>().unwrap());
     assert_eq!(send(&mut svc, req).await.status(), 200);
+}
+
+fn per_ip_map() -> KeyedMap<std::net::IpAddr, ratekeeper::config::AnyLimiter<TokioClock>, TokioClock>
+{
+    let policy = Policy::from_rate("per-ip", 1.0).unwrap();
+    KeyedMap::from_config_with_clock(&"pacer:1,1".parse().unwrap(), policy, 10, TokioClock::new())
+        .unwrap()
+}
+
+fn via_proxy() -> RightmostTrusted {
+    RightmostTrusted::x_forwarded_for(["10.0.0.0/8"]).unwrap()
+}
+
+fn xff(client: &str) -> Request<()> {
+    Request::builder()
+        .header("x-forwarded-for", client)
+        .body(())
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_read_from_the_connection_is_served_per_connection_only() {
+    // Inside a service nothing supplies the connection's peer: refused.
+    let inside = |x| RateLimitLayer::builder(per_ip_map()).key(x).build();
+    assert_eq!(
+        inside(via_proxy().with_connection_peer()).unwrap_err(),
+        ConfigError::PeerNotSupplied
+    );
+    assert_eq!(
+        RateLimitLayer::builder(per_ip_map())
+            .key(PeerIp::connection())
+            .build()
+            .unwrap_err(),
+        ConfigError::PeerNotSupplied
+    );
+    // Keys read from the server's extensions, or from headers only, are
+    // not (the 500 answers their missing peer at request time).
+    assert!(inside(via_proxy()).is_ok());
+    assert!(inside(via_proxy().with_peer(|e| e.get::<SocketAddr>().map(|a| a.ip()))).is_ok());
+
+    // Per connection: each connection's service is made from its address.
+    let limit = RateLimitLayer::builder(per_ip_map())
+        .key(via_proxy().with_connection_peer())
+        .build_per_connection()
+        .unwrap();
+    let mut make = limit.make_service(hello());
+    let mut connect = |peer: &str| {
+        let svc = make.call(peer.parse::<SocketAddr>().unwrap());
+        async move { Svc::new(svc.await.unwrap()) }
+    };
+    let mut proxy = connect("10.0.0.1:4000").await;
+    let mut direct = connect("203.0.113.1:5000").await;
+    // Through the proxy: the client the proxy appended.
+    assert_eq!(send(&mut proxy, xff("203.0.113.1")).await.status(), 200);
+    assert_eq!(send(&mut proxy, xff("203.0.113.1")).await.status(), 429);
+    assert_eq!(send(&mut proxy, xff("203.0.113.2")).await.status(), 200);
+    // Directly: the peer, whatever the header claims (the same key as above).
+    assert_eq!(send(&mut direct, xff("198.51.100.9")).await.status(), 429);
+    assert_eq!(send(&mut direct, Request::new(())).await.status(), 429);
+    assert_eq!(limit.metrics().refused(), 3);
+    assert_eq!(limit.metrics().config_errors(), 0);
 }
 
 #[tokio::test(start_paused = true)]
