@@ -1,14 +1,16 @@
 //! Loom models of the Pacer's lock-free paths and its waiting room, and of
 //! the token pool's waiting: lock-free takers racing fills that serve
 //! queued claims, waiters parked until a fill completes their claim, and
-//! the filler thread parking while its pool is idle; and, in `smooth`, of
-//! Guava's smooth limiters.
+//! the filler thread parking while its pool is idle; in `smooth`, of
+//! Guava's smooth limiters; in `keyed`, of the keyed limiter's per-key
+//! rules.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p ratekeeper --test loom`
 //! (add a filter such as `smooth::` to run some of them).
 #![cfg(loom)]
 
+mod keyed;
 mod smooth;
 
 use std::sync::Arc;
