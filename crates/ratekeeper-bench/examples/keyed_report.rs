@@ -19,7 +19,10 @@
 //! the timing (the cap is twice the key count: no eviction while timed).
 //! Memory: the resident-set growth of a child process that inserts
 //! `--mem-keys` keys (default 1 M) into one structure, divided by the key
-//! count.
+//! count. Flood: as many unique keys, sent as fast as one thread can, into
+//! a keyed limit with the default cap (100 000 keys) while a steady client
+//! asks every millisecond: the cap, the memory and the client's limit
+//! under the flood.
 
 use std::error::Error;
 use std::num::NonZeroU32;
@@ -140,8 +143,62 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// In a child process: a flood of `keys` unique keys, as fast as one
+/// thread can send them, into a strict 100/s per key limit capped at
+/// 100 000 keys (the default), while a steady client asks every
+/// millisecond on its own thread; prints the resident growth, the live
+/// keys at most, the evictions, and the steady client's grants against
+/// what its limit allows over the same span.
+fn child_flood(keys: u64) -> Result<(), Box<dyn Error>> {
+    let config: LimiterConfig = "pacer:100,1.0".parse()?;
+    let before = rss_bytes();
+    let k: Keyed<u64> = Keyed::builder().build(&config)?;
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let (steady, live_max) = std::thread::scope(|s| {
+        let steady = s.spawn(|| {
+            let mut granted = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                granted += u64::from(k.try_acquire(&u64::MAX).is_ok());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            granted
+        });
+        let mut live_max = 0;
+        for key in 0..keys {
+            let _ = k.try_acquire(&key);
+            if key % 4096 == 0 {
+                live_max = live_max.max(k.metrics().live_keys);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        (steady.join().expect("steady client"), live_max)
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let m = k.metrics();
+    println!(
+        "  {keys} unique keys in {elapsed:.2} s into a cap of {}: live at most {live_max}, \
+         resident growth {:.1} MB; evicted fresh {}, with credit {}, in debt {}; \
+         new keys denied {}",
+        m.max_keys,
+        (rss_bytes() - before) as f64 / 1e6,
+        m.evicted_fresh,
+        m.evicted_credit,
+        m.evicted_debt,
+        m.denied_new
+    );
+    println!(
+        "  steady client (100/s): {steady} grants, its limit allows at most {} in {elapsed:.2} s",
+        1 + (elapsed * 100.0) as u64
+    );
+    Ok(())
+}
+
 /// In a child process: the resident growth per key of one structure.
 fn child_mem(which: &str, keys: u64) -> Result<(), Box<dyn Error>> {
+    if which == "flood" {
+        return child_flood(keys);
+    }
     let before = rss_bytes();
     let kept: Box<dyn std::any::Any> = match which {
         "governor" => {
@@ -186,6 +243,16 @@ fn main() -> Result<(), Box<dyn Error>> {
             mem_per_key(name, args.mem_keys)?
         );
     }
+    println!("\nflood (strict pacer:100,1.0 per key, the default cap):");
+    let out = Command::new(std::env::current_exe()?)
+        .args([
+            "--child-mem",
+            "flood",
+            "--mem-keys",
+            &args.mem_keys.to_string(),
+        ])
+        .output()?;
+    print!("{}", String::from_utf8(out.stdout)?);
     for hasher in &args.hashers {
         match hasher.as_str() {
             "default" => table::<RandomState, KeyHasher>(

@@ -1,6 +1,8 @@
 //! Requests per second through this crate's layer and through
 //! tower_governor 0.8, each wrapping the same trivial service, called in
-//! process (no network) from 1 and 2 threads, in the same run.
+//! process (no network) from 1 and 2 threads, in the same run. Keyed by
+//! peer IP, ours twice: the crate's `KeyedMap` (a limiter per key behind a
+//! mutex) and `CoreKeyed` (the core's compact `Keyed` map).
 //!
 //! Both limits are set far above what the loop can reach, so every request
 //! is admitted: this measures the admitted path (key extraction, the
@@ -22,7 +24,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use http::{Request, Response};
 use ratekeeper::config::LimiterConfig;
-use ratekeeper_tower::{KeyedMap, PeerIp, Policy, RateLimitLayer};
+use ratekeeper_tower::{CoreKeyed, KeyedMap, PeerIp, Policy, RateLimitLayer};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
 use tower_governor::governor::GovernorConfigBuilder;
@@ -66,6 +68,19 @@ fn ours_peer() -> Svc {
     )
     .unwrap();
     let layer = RateLimitLayer::builder(map)
+        .key(PeerIp::socket_addr())
+        .build()
+        .unwrap();
+    Svc::new(layer.layer(trivial()))
+}
+
+fn ours_peer_core() -> Svc {
+    let keyed = ratekeeper::keyed::Keyed::builder()
+        .max_keys(1000)
+        .build(&BIG_BUCKET.parse().unwrap())
+        .unwrap();
+    let limit = CoreKeyed::new(keyed, Policy::from_rate("ip", 1e9).unwrap());
+    let layer = RateLimitLayer::builder(limit)
         .key(PeerIp::socket_addr())
         .build()
         .unwrap();
@@ -137,9 +152,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     type Make = fn() -> Svc;
-    let cases: [(&str, Make, Make); 2] = [
+    let cases: [(&str, Make, Make); 3] = [
         ("global", ours_global, governor_global),
-        ("per peer IP", ours_peer, governor_peer),
+        ("per peer IP, KeyedMap", ours_peer, governor_peer),
+        ("per peer IP, CoreKeyed", ours_peer_core, governor_peer),
     ];
     println!("| key | threads | ratekeeper-tower req/s | tower_governor req/s | ratio | not admitted (both) |");
     println!("|---|---|---|---|---|---|");

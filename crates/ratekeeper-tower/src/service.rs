@@ -362,10 +362,10 @@ where
             Ok(g) if g.ready_nanos() <= g.started_nanos() => {
                 let admitted = shared.admitted_headers.then(|| {
                     let r = shared.limit.remaining(key, &g);
-                    Admitted {
+                    Box::new(Admitted {
                         item: headers::ratelimit_item(policy, r, reset_secs(policy, &g)),
                         policy: shared.policy_value.clone(),
-                    }
+                    })
                 });
                 ResponseFuture::inner(self.inner.call(req), admitted)
             }
@@ -374,9 +374,11 @@ where
                 // Call the instance that was driven to readiness, after the wait.
                 let clone = self.inner.clone();
                 let svc = std::mem::replace(&mut self.inner, clone);
-                let admitted = shared.admitted_headers.then(|| Admitted {
-                    item: headers::ratelimit_item(policy, 0, reset_secs(policy, &g)),
-                    policy: shared.policy_value.clone(),
+                let admitted = shared.admitted_headers.then(|| {
+                    Box::new(Admitted {
+                        item: headers::ratelimit_item(policy, 0, reset_secs(policy, &g)),
+                        policy: shared.policy_value.clone(),
+                    })
                 });
                 let limit = Arc::clone(&self.shared);
                 let k = key.clone();
@@ -468,17 +470,21 @@ pin_project! {
     #[project = StateProj]
     enum State<S: Service<Request<B>>, B> {
         Ready { response: Option<S::Response> },
-        Inner { #[pin] fut: S::Future, admitted: Option<Admitted> },
-        Waiting {
-            // Boxed: only waiting requests pay for the timer's size, not
-            // every response future.
-            sleep: Pin<Box<Sleep>>,
-            svc: Option<S>,
-            req: Option<Request<B>>,
-            cancel: CancelOnDrop,
-            admitted: Option<Admitted>,
-        },
+        Inner { #[pin] fut: S::Future, admitted: Option<Box<Admitted>> },
+        // Boxed: only waiting requests pay for the request, the service and
+        // the timer they keep, not every response future (which the
+        // caller may move, or box itself).
+        Waiting { waiting: Box<Waiting<S, B>> },
     }
+}
+
+/// A request waiting for its grant, then sent to the service.
+struct Waiting<S, B> {
+    sleep: Pin<Box<Sleep>>,
+    svc: Option<S>,
+    req: Option<Request<B>>,
+    cancel: CancelOnDrop,
+    admitted: Option<Box<Admitted>>,
 }
 
 impl<S: Service<Request<B>>, B> std::fmt::Debug for ResponseFuture<S, B> {
@@ -495,7 +501,7 @@ impl<S: Service<Request<B>>, B> ResponseFuture<S, B> {
             },
         }
     }
-    fn inner(fut: S::Future, admitted: Option<Admitted>) -> Self {
+    fn inner(fut: S::Future, admitted: Option<Box<Admitted>>) -> Self {
         ResponseFuture {
             state: State::Inner { fut, admitted },
         }
@@ -505,16 +511,17 @@ impl<S: Service<Request<B>>, B> ResponseFuture<S, B> {
         svc: S,
         req: Request<B>,
         cancel: CancelOnDrop,
-        admitted: Option<Admitted>,
+        admitted: Option<Box<Admitted>>,
     ) -> Self {
+        let waiting = Box::new(Waiting {
+            sleep: Box::pin(sleep),
+            svc: Some(svc),
+            req: Some(req),
+            cancel,
+            admitted,
+        });
         ResponseFuture {
-            state: State::Waiting {
-                sleep: Box::pin(sleep),
-                svc: Some(svc),
-                req: Some(req),
-                cancel,
-                admitted,
-            },
+            state: State::Waiting { waiting },
         }
     }
 }
@@ -539,18 +546,12 @@ where
                     }
                     return Poll::Ready(Ok(resp));
                 }
-                StateProj::Waiting {
-                    sleep,
-                    svc,
-                    req,
-                    cancel,
-                    admitted,
-                } => {
-                    std::task::ready!(sleep.as_mut().poll(cx));
-                    cancel.0 = None; // waited to the end: the grant is used
-                    let mut svc = svc.take().expect("polled after completion");
-                    let req = req.take().expect("polled after completion");
-                    let admitted = admitted.take();
+                StateProj::Waiting { waiting } => {
+                    std::task::ready!(waiting.sleep.as_mut().poll(cx));
+                    waiting.cancel.0 = None; // waited to the end: the grant is used
+                    let mut svc = waiting.svc.take().expect("polled after completion");
+                    let req = waiting.req.take().expect("polled after completion");
+                    let admitted = waiting.admitted.take();
                     let fut = svc.call(req);
                     state.set(State::Inner { fut, admitted });
                 }
