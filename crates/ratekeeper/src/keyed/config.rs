@@ -192,18 +192,13 @@ impl KeyedBuilder {
         S: BuildHasher,
     {
         let settings = self.check()?;
-        let now = clock.now_nanos();
         let map = match config.build_with_clock(clock.clone())? {
             AnyLimiter::Pacer(p) => match p.keyed_rule() {
-                PacerRule::Accumulator(r) => {
-                    Rules::Accumulator(Map::new(r, &settings, hasher, now))
-                }
-                PacerRule::Spacing(r) => Rules::Spacing(Map::new(r, &settings, hasher, now)),
-                PacerRule::Dual(r) => Rules::Dual(Map::new(r, &settings, hasher, now)),
+                PacerRule::Accumulator(r) => Rules::Accumulator(Map::new(r, &settings, hasher)),
+                PacerRule::Spacing(r) => Rules::Spacing(Map::new(r, &settings, hasher)),
+                PacerRule::Dual(r) => Rules::Dual(Map::new(r, &settings, hasher)),
             },
-            AnyLimiter::Refill(r) => {
-                Rules::Bucket(Map::new(r.keyed_rule(), &settings, hasher, now))
-            }
+            AnyLimiter::Refill(r) => Rules::Bucket(Map::new(r.keyed_rule(), &settings, hasher)),
             _ => {
                 return Err(refused(
                     ConfigErrorKind::Unsupported,

@@ -1,5 +1,6 @@
-//! [`Keyed`]: one limiter per key (a client, an IP prefix, an API key),
-//! with a hard cap on live keys and exact, automatic eviction.
+//! [`Keyed`]: one limit per key (a client, an IP prefix, an API key), each
+//! key a word or two of state, with a hard cap on live keys and exact,
+//! automatic eviction.
 //!
 //! ```
 //! use std::time::Duration;
@@ -70,7 +71,7 @@
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::sync::PoisonError;
+use std::sync::{OnceLock, PoisonError};
 use std::time::Duration;
 
 use crossbeam_utils::sync::ShardedLock;
@@ -138,8 +139,10 @@ struct Map<K, R: Rule, S> {
     shards: Box<[Locked<K, R::Cell>]>,
     hasher: S,
     rule: R,
-    /// The state every untracked key shares under [`Overflow::Shared`].
-    spare: R::Cell,
+    /// The state every untracked key shares under [`Overflow::Shared`],
+    /// started at its first use (as an idle limiter's schedule is), so an
+    /// idle spare holds no credit from the map's creation.
+    spare: OnceLock<R::Cell>,
     overflow: Overflow,
     max_keys: usize,
     counters: Counters,
@@ -319,7 +322,7 @@ impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
 }
 
 impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
-    fn new(rule: R, settings: &config::Settings, hasher: S, now: u64) -> Self {
+    fn new(rule: R, settings: &config::Settings, hasher: S) -> Self {
         let (share, rest) = (
             settings.max_keys / settings.shards,
             settings.max_keys % settings.shards,
@@ -330,7 +333,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
         Map {
             shards,
             hasher,
-            spare: rule.fresh(now),
+            spare: OnceLock::new(),
             rule,
             overflow: settings.overflow,
             max_keys: settings.max_keys,
@@ -404,7 +407,8 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
                 }
                 Overflow::Shared => {
                     Counters::bump(&self.counters.overflowed);
-                    return Ok(decide(&self.rule, &self.spare, permits, max, clock)?);
+                    let spare = self.spare.get_or_init(|| self.rule.fresh(now));
+                    return Ok(decide(&self.rule, spare, permits, max, clock)?);
                 }
                 Overflow::EvictLeastDebt => {
                     if !write.evict_least_debt(&self.rule, now, &self.hasher, &self.counters) {

@@ -164,6 +164,18 @@ fn overflow_policies() {
 }
 
 #[test]
+fn the_shared_overflow_limit_starts_at_its_first_use() {
+    // Average mode keeps a backlog: a shared limit started when the map
+    // was built would hand an hour of it to the first untracked keys.
+    let (k, clock) = keyed("pacer:10,0", 1, 1, Overflow::Shared);
+    clock.advance(Duration::from_secs(3600));
+    k.reserve(&1, 50, None).unwrap(); // the only room, 5 s in debt
+    let granted = (2..12).filter(|key| k.try_acquire(key).is_ok()).count();
+    assert_eq!(granted, 1, "one permit now, the next in 100 ms");
+    assert_eq!(k.metrics().overflowed, 10);
+}
+
+#[test]
 fn refused_requests_take_no_room() {
     let (k, _) = keyed("pacer:10,1.0", 2, 1, Overflow::DenyNew);
     assert!(k.try_acquire_n(&1, 0).is_err());
