@@ -1280,12 +1280,12 @@ fn client_options_that_cannot_go_together_exit_2() {
             "--client",
             "a=burst 1",
             "--limiter",
-            "bursty:10",
+            "cycle:10",
             "--keyed",
         ],
         &[
-            "--limiter bursty:10 with --keyed",
-            "a pacer or a refill bucket",
+            "--limiter cycle:10 with --keyed",
+            "a pacer, a refill bucket or a smooth limiter",
         ],
     );
     rejects(

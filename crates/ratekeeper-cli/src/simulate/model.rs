@@ -97,7 +97,7 @@ fn effective_rate(spec: &LimiterSpec, built: &AnyLimiter<ManualClock>) -> Effect
 /// # Errors
 ///
 /// A [`UsageError`] for a limiter `Keyed` refuses (it must tell when it is
-/// fresh again: a pacer or a refill bucket).
+/// fresh again: a pacer, a refill bucket or a smooth limiter).
 pub(super) fn simulate_keyed(
     spec: &LimiterSpec,
     keyed: KeyedSpec,

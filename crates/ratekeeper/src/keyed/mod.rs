@@ -38,7 +38,9 @@
 //! | [`Pacer`](crate::Pacer), strict (`1.0`) | next slot and spacing at or before now | never |
 //! | [`Pacer`](crate::Pacer), average, compensation, burst | next slot exactly now, or idle | behind schedule: a backlog it may catch up |
 //! | [`RefillLimiter`](crate::RefillLimiter) | `max(E, now − full) = now − initial × npp` (with initial = capacity: full again) | more permits stored than the initial ones |
-//! | others | [`KeyedConfigError::Unsupported`] at build | |
+//! | [`SmoothBursty`](crate::SmoothBursty) | nothing stored, nothing owed | permits stored |
+//! | [`SmoothWarmingUp`](crate::SmoothWarmingUp) | cold again (its maximum stored), nothing owed | warmer than cold |
+//! | token pools, cycle limiters, sharded pacers | [`KeyedConfigError::Unsupported`] at build | |
 //!
 //! If every key of the shard holds debt, the [`Overflow`] policy decides:
 //! refuse the new key ([`KeyedError::Full`]), share one overflow limiter,
@@ -47,8 +49,9 @@
 //! # Memory
 //!
 //! A key costs its own size, one word of state (two for a pacer with a
-//! burst ratio above 1) and a byte of the hash table's control, over the
-//! table's load: with `u64` keys, 16 bytes an entry. Each key is decided by
+//! burst ratio above 1; a 16-byte aligned 128-bit word for Guava's smooth
+//! limiters) and a byte of the hash table's control, over the table's
+//! load: with `u64` keys, 16 bytes an entry for a bucket or a pacer. Each key is decided by
 //! its limiter's own arithmetic on that state, as a limiter of the
 //! configuration would decide it (the same slots, ready times and
 //! refusals), without what a per-key limiter has no use for: cancels, rate
@@ -83,6 +86,7 @@ use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::keyed::{Accumulator, Dual, Spacing};
 use crate::resilience4j::keyed::Bucket;
+use crate::smooth::keyed::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::saturating_nanos;
 
@@ -117,6 +121,7 @@ enum Rules<K, S> {
     Spacing(Map<K, Spacing, S>),
     Dual(Map<K, Dual, S>),
     Bucket(Map<K, Bucket, S>),
+    Smooth(Map<K, SmoothRule, S>),
 }
 
 /// Runs `$body` on the map whichever its rule, as `$m`.
@@ -127,6 +132,7 @@ macro_rules! each {
             Rules::Spacing($m) => $body,
             Rules::Dual($m) => $body,
             Rules::Bucket($m) => $body,
+            Rules::Smooth($m) => $body,
         }
     };
 }

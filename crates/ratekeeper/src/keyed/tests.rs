@@ -45,13 +45,7 @@ fn bad_settings_are_typed_errors() {
         ConfigErrorKind::Shards
     );
     assert_eq!(kind(Keyed::builder().shards(0)), ConfigErrorKind::Shards);
-    for text in [
-        "pool:10",
-        "bursty:10",
-        "warmup:10,1s",
-        "cycle:10",
-        "pacer:10,shards=2",
-    ] {
+    for text in ["pool:10", "cycle:10", "pacer:10,shards=2"] {
         let config: LimiterConfig = text.parse().unwrap();
         let err = Keyed::builder().build_with_clock::<u64, _>(&config, ManualClock::new(0));
         assert_eq!(
@@ -120,6 +114,39 @@ fn refill_recovery() {
         Recovery::Credit,
         "more than its 2 initial permits"
     );
+}
+
+#[test]
+fn smooth_recovery() {
+    let clock = ManualClock::new(0);
+    let build = |text: &str| {
+        let c: LimiterConfig = text.parse().unwrap();
+        c.build_with_clock(clock.clone()).unwrap()
+    };
+    // Bursty, 10/s, a second of burst: starts with nothing stored.
+    let b = build("bursty:10,1");
+    assert_eq!(b.recovery(), Recovery::Fresh);
+    b.try_acquire().unwrap();
+    assert_eq!(b.recovery(), Recovery::Debt { nanos: 100 * MS });
+    clock.advance_nanos(100 * MS);
+    assert_eq!(b.recovery(), Recovery::Fresh, "paid, nothing stored");
+    clock.advance_nanos(MS);
+    assert_eq!(
+        b.recovery(),
+        Recovery::Credit,
+        "a hundredth of a permit stored"
+    );
+    // Warming up: starts cold (its maximum stored); a used one is warmer
+    // until it has cooled down again.
+    let w = build("warmup:10,1s");
+    assert_eq!(w.recovery(), Recovery::Fresh);
+    w.try_acquire().unwrap();
+    // The first permit from cold costs (300 + 260) / 2 = 280 ms.
+    assert_eq!(w.recovery(), Recovery::Debt { nanos: 280 * MS });
+    clock.advance_nanos(280 * MS);
+    assert_eq!(w.recovery(), Recovery::Credit, "9 of 10 stored: warmer");
+    clock.advance_nanos(100 * MS); // cools by one permit per 100 ms
+    assert_eq!(w.recovery(), Recovery::Fresh, "cold again");
 }
 
 #[test]
@@ -323,7 +350,7 @@ proptest! {
     /// the same grants, ready times, refusals and recovery.
     #[test]
     fn compact_state_decides_as_the_limiter(
-        which in 0usize..8,
+        which in 0usize..11,
         steps in prop::collection::vec(
             (0u64..4_000, 1u32..4, prop::option::of(prop::sample::select(vec![0u64, 500, 1_000, 5_000]))),
             1..200,
@@ -338,6 +365,9 @@ proptest! {
             "refill:5000,1ms,capacity=5",
             "refill:100,10ms,capacity=3,initial=1",
             "refill:1000,1ms,capacity=4,initial=0",
+            "bursty:1000,0.005",
+            "warmup:1000,10ms",
+            "warmup:1000,10ms,3",
         ][which];
         same_decisions(text, &steps)?;
     }

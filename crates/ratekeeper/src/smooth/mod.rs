@@ -266,7 +266,7 @@ use std::time::Duration;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::internal::handoff::Handoff;
-use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::spec::RateSpec;
 use crossbeam_utils::CachePadded;
 
@@ -275,6 +275,7 @@ use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::WaitPolicy;
 
 pub mod compat;
+pub(crate) mod keyed;
 
 /// Why a smooth limiter could not be built or its rate changed.
 ///
@@ -1339,6 +1340,14 @@ macro_rules! smooth_limiter {
                 self.core.policy
             }
 
+            /// In debt while a reservation is owed; otherwise fresh if it
+            /// stores what a new limiter of its rate does (bursty: nothing;
+            /// warming up: its maximum, cold), and credit if not (stored
+            /// permits to spend, or a warmer, faster limiter).
+            fn recovery(&self) -> Recovery {
+                self.core.recovery()
+            }
+
             /// Gives back the latest reservation, exactly; see
             /// [Cancelling a reservation](self#cancelling-a-reservation).
             fn cancel(&self, grant: &Grant) -> bool {
@@ -1386,6 +1395,13 @@ pub struct SmoothBursty<C = DefaultClock> {
     core: Smooth<C>,
 }
 
+impl<C: Clock> SmoothBursty<C> {
+    /// The per-key rule of this (fresh) limiter's configuration.
+    pub(crate) fn keyed_rule(&self) -> keyed::SmoothRule {
+        self.core.keyed_rule()
+    }
+}
+
 /// Guava's `SmoothWarmingUp`: idle time makes the limiter cold; permits are
 /// spaced up to `cold_factor` times the stable interval and speed up over the
 /// warm-up period. See the [module documentation](self).
@@ -1414,6 +1430,13 @@ pub struct SmoothBursty<C = DefaultClock> {
 /// ```
 pub struct SmoothWarmingUp<C = DefaultClock> {
     core: Smooth<C>,
+}
+
+impl<C: Clock> SmoothWarmingUp<C> {
+    /// The per-key rule of this (fresh) limiter's configuration.
+    pub(crate) fn keyed_rule(&self) -> keyed::SmoothRule {
+        self.core.keyed_rule()
+    }
 }
 
 smooth_limiter!(SmoothBursty);

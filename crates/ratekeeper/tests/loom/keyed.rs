@@ -104,6 +104,16 @@ fn average_pacer_calls_are_linearizable() {
 }
 
 #[test]
+fn smooth_calls_are_linearizable() {
+    // Guava's bursty limiter, 1000/s storing up to 5 ms: one 128-bit word.
+    concurrent(
+        "bursty:1000,0.005",
+        [(1, Some(500)), (2, None)],
+        linearizable,
+    );
+}
+
+#[test]
 fn burst_ratio_calls_never_grant_more_than_a_serial_order() {
     concurrent(
         "pacer:1000,2",
