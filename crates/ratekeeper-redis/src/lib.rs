@@ -93,9 +93,10 @@ pub use backend::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE,
 };
 pub use blocking::{BlockingBackend, BlockingLimiter};
-pub use decision::{Decision, Source};
+pub use decision::{Admission, Decision, Source};
 pub use error::RedisError;
 pub use limit::SharedLimit;
 pub use limiter::{
-    DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer, DEFAULT_IDLE_TTL,
+    ClientStats, DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer,
+    DEFAULT_IDLE_TTL,
 };
