@@ -28,9 +28,11 @@ static CAPPED_REFILL_LUA: LazyLock<String> = LazyLock::new(|| capped(REFILL_LUA)
 /// read the key and the clock argument removed, the rest unchanged),
 /// followed by the cap's script, which calls it.
 fn capped(limit: &str) -> String {
-    let body = limit
-        .replacen("local key = KEYS[1]\n", "", 1)
-        .replacen("local now_us = tonumber(ARGV[6])\n", "", 1);
+    let body = limit.replacen("local key = KEYS[1]\n", "", 1).replacen(
+        "local now_us = tonumber(ARGV[6])\n",
+        "",
+        1,
+    );
     format!("local function limit(key, now_us)\n{body}end\n{CLIENTS_LUA}")
 }
 
@@ -376,16 +378,20 @@ impl Backend {
             inner.stats.skipped.fetch_add(1, Ordering::Relaxed);
             return Err(RedisError::BreakerOpen);
         }
-        let outcome =
-            match tokio::time::timeout(inner.deadline, self.eval_reloading(lua, keys, args)).await {
-                // The client's own response timeout is the deadline too, and
-                // may fire first: either way the answer missed the deadline.
-                Err(_) => Err(RedisError::Deadline(inner.deadline)),
-                Ok(Err(RedisError::Redis(e))) if e.is_timeout() => {
-                    Err(RedisError::Deadline(inner.deadline))
-                }
-                Ok(r) => r,
-            };
+        let outcome = match tokio::time::timeout(
+            inner.deadline,
+            self.eval_reloading(lua, keys, args),
+        )
+        .await
+        {
+            // The client's own response timeout is the deadline too, and
+            // may fire first: either way the answer missed the deadline.
+            Err(_) => Err(RedisError::Deadline(inner.deadline)),
+            Ok(Err(RedisError::Redis(e))) if e.is_timeout() => {
+                Err(RedisError::Deadline(inner.deadline))
+            }
+            Ok(r) => r,
+        };
         self.account(&outcome);
         outcome
     }

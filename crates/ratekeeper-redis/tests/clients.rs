@@ -89,7 +89,11 @@ fn a_flood_of_new_clients_stays_at_the_cap_under_every_policy() {
     let mut conn = conn(&url);
     rt.block_on(async {
         let backend = backend(&url).await;
-        for overflow in [Overflow::DenyNew, Overflow::Shared, Overflow::EvictLeastDebt] {
+        for overflow in [
+            Overflow::DenyNew,
+            Overflow::Shared,
+            Overflow::EvictLeastDebt,
+        ] {
             let l = capped(&backend, slow_bucket(), 20, overflow);
             let registry = l.client_registry().unwrap().to_owned();
             let mut admissions = Vec::new();
@@ -113,7 +117,10 @@ fn a_flood_of_new_clients_stays_at_the_cap_under_every_policy() {
                     assert_eq!((count(Admission::Overflowed), stats.overflowed), (280, 280));
                 }
                 _ => {
-                    assert_eq!((count(Admission::EvictedDebt), stats.evicted_debt), (280, 280));
+                    assert_eq!(
+                        (count(Admission::EvictedDebt), stats.evicted_debt),
+                        (280, 280)
+                    );
                 }
             }
         }
@@ -128,7 +135,11 @@ fn a_tracked_client_keeps_its_exact_limit_through_a_flood() {
     let rt = common::runtime();
     rt.block_on(async {
         let backend = backend(&url).await;
-        for overflow in [Overflow::DenyNew, Overflow::Shared, Overflow::EvictLeastDebt] {
+        for overflow in [
+            Overflow::DenyNew,
+            Overflow::Shared,
+            Overflow::EvictLeastDebt,
+        ] {
             let l = capped(&backend, slow_bucket(), 10, overflow);
             // The steady client empties its bucket: 500 s of debt, more
             // than any flooder's (100 s), so even EvictLeastDebt keeps it.
@@ -149,7 +160,10 @@ fn a_tracked_client_keeps_its_exact_limit_through_a_flood() {
                 let Err(AcquireError::WouldWait { wait, .. }) = d.result() else {
                     panic!("{overflow:?}: the steady client was granted: {d:?}");
                 };
-                assert!(wait > Duration::from_secs(90) && wait <= last_wait, "{wait:?}");
+                assert!(
+                    wait > Duration::from_secs(90) && wait <= last_wait,
+                    "{wait:?}"
+                );
                 last_wait = wait;
             }
         }
@@ -165,7 +179,11 @@ fn recovered_clients_are_dropped_before_any_policy() {
     let mut conn = conn(&url);
     rt.block_on(async {
         let backend = backend(&url).await;
-        for overflow in [Overflow::DenyNew, Overflow::Shared, Overflow::EvictLeastDebt] {
+        for overflow in [
+            Overflow::DenyNew,
+            Overflow::Shared,
+            Overflow::EvictLeastDebt,
+        ] {
             // 1 ms a slot: a client recovers (its key kept an hour more
             // by the idle TTL) a few ms after its grant.
             let l = capped(&backend, pacer(1000.0), 5, overflow);
@@ -174,8 +192,13 @@ fn recovered_clients_are_dropped_before_any_policy() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
             for i in 0..5 {
-                let d = l.reserve_for(&format!("new-{i}"), 1, ZERO).await;
-                assert_eq!(decided(&d).admission(), Some(Admission::Tracked), "{overflow:?}");
+                // 100 s of debt each: none of them recovers meanwhile.
+                let d = l.reserve_for(&format!("new-{i}"), 100_000, None).await;
+                assert_eq!(
+                    decided(&d).admission(),
+                    Some(Admission::Tracked),
+                    "{overflow:?}"
+                );
                 assert!(d.is_granted());
             }
             for i in 0..5 {

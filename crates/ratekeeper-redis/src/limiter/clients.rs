@@ -312,7 +312,9 @@ mod tests {
         assert_eq!(kind(MAX_KEYS + 1), Some(ConfigErrorKind::MaxKeys));
         assert_eq!(kind(1), None);
         assert_eq!(kind(MAX_KEYS), None);
-        assert!(Clients::new("p:", None, Overflow::Shared).unwrap().is_none());
+        assert!(Clients::new("p:", None, Overflow::Shared)
+            .unwrap()
+            .is_none());
     }
 
     #[test]
