@@ -524,6 +524,24 @@ mod tests {
     use redis::Value;
 
     #[test]
+    fn capped_scripts_take_the_key_and_clock_from_the_cap() {
+        for (i, lua) in Lua::ALL.into_iter().enumerate() {
+            assert_eq!(lua as usize, i, "shas are indexed as Lua::ALL");
+        }
+        for limit in [PACER_LUA, REFILL_LUA] {
+            let capped = capped(limit);
+            assert!(capped.ends_with(CLIENTS_LUA));
+            // The function: the limit's script, reading neither KEYS[1]
+            // nor ARGV[6] itself.
+            let function = &capped[..capped.len() - CLIENTS_LUA.len()];
+            assert!(function.starts_with("local function limit(key, now_us)\n"));
+            assert!(!function.contains("local key = KEYS[1]"));
+            assert!(!function.contains("local now_us = tonumber(ARGV[6])"));
+            assert!(limit.contains("local now_us = tonumber(ARGV[6])"));
+        }
+    }
+
+    #[test]
     fn replies_are_checked() {
         let ok = Value::Array(vec![
             Value::Int(1),
