@@ -3,7 +3,7 @@
 //! breaker.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -15,6 +15,26 @@ use crate::error::RedisError;
 pub(crate) const PACER_LUA: &str = include_str!("scripts/pacer.lua");
 /// The refill bucket's script (see `scripts/refill.lua`).
 pub(crate) const REFILL_LUA: &str = include_str!("scripts/refill.lua");
+/// The cap on a prefix's live clients, appended to a limit's script (see
+/// `scripts/clients.lua` and [`capped`]).
+const CLIENTS_LUA: &str = include_str!("scripts/clients.lua");
+
+/// The Pacer's script under a cap on live clients.
+static CAPPED_PACER_LUA: LazyLock<String> = LazyLock::new(|| capped(PACER_LUA));
+/// The refill bucket's script under a cap on live clients.
+static CAPPED_REFILL_LUA: LazyLock<String> = LazyLock::new(|| capped(REFILL_LUA));
+
+/// `limit`'s script as the function `limit(key, now_us)` (its lines that
+/// read the key and the clock argument removed, the rest unchanged),
+/// followed by the cap's script, which calls it.
+fn capped(limit: &str) -> String {
+    let body = limit.replacen("local key = KEYS[1]\n", "", 1).replacen(
+        "local now_us = tonumber(ARGV[6])\n",
+        "",
+        1,
+    );
+    format!("local function limit(key, now_us)\n{body}end\n{CLIENTS_LUA}")
+}
 
 /// The default per-decision deadline: 20 ms, as Sentinel's token client.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(20);
@@ -30,6 +50,31 @@ pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_millis(500);
 pub(crate) enum Lua {
     Pacer,
     Refill,
+    /// The Pacer under a cap on live clients.
+    CappedPacer,
+    /// The bucket under a cap on live clients.
+    CappedRefill,
+}
+
+impl Lua {
+    const ALL: [Lua; 4] = [Lua::Pacer, Lua::Refill, Lua::CappedPacer, Lua::CappedRefill];
+
+    fn source(self) -> &'static str {
+        match self {
+            Lua::Pacer => PACER_LUA,
+            Lua::Refill => REFILL_LUA,
+            Lua::CappedPacer => &CAPPED_PACER_LUA,
+            Lua::CappedRefill => &CAPPED_REFILL_LUA,
+        }
+    }
+
+    /// The number of integers its reply holds.
+    fn reply_len(self) -> usize {
+        match self {
+            Lua::Pacer | Lua::Refill => 5,
+            Lua::CappedPacer | Lua::CappedRefill => 10,
+        }
+    }
 }
 
 /// A connection to one Redis (or Valkey) server, shared by every limiter
@@ -65,8 +110,8 @@ pub struct Backend {
 
 struct Inner {
     conn: Conn,
-    pacer_sha: String,
-    refill_sha: String,
+    /// The SHA1 of each script, indexed as [`Lua::ALL`].
+    shas: [String; 4],
     /// Reload generation: bumped by each reload, so that requests that met
     /// `NOSCRIPT` together reload once.
     generation: AtomicU64,
@@ -160,7 +205,8 @@ impl BackendBuilder {
         self
     }
 
-    /// Connects, and loads the scripts (`SCRIPT LOAD`).
+    /// Connects, and loads the scripts (`SCRIPT LOAD`: the Pacer's and the
+    /// bucket's, each alone and under a cap on live clients).
     ///
     /// # Errors
     ///
@@ -171,18 +217,19 @@ impl BackendBuilder {
     pub async fn connect(self) -> Result<Backend, RedisError> {
         let connect = async {
             let conn = self.open().await?;
-            let pacer_sha = load(&conn, PACER_LUA).await?;
-            let refill_sha = load(&conn, REFILL_LUA).await?;
-            Ok::<_, RedisError>((conn, pacer_sha, refill_sha))
+            let mut shas: [String; 4] = Default::default();
+            for (sha, lua) in shas.iter_mut().zip(Lua::ALL) {
+                *sha = load(&conn, lua.source()).await?;
+            }
+            Ok::<_, RedisError>((conn, shas))
         };
-        let (conn, pacer_sha, refill_sha) = tokio::time::timeout(self.connect_timeout, connect)
+        let (conn, shas) = tokio::time::timeout(self.connect_timeout, connect)
             .await
             .map_err(|_| RedisError::Deadline(self.connect_timeout))??;
         Ok(Backend {
             inner: Arc::new(Inner {
                 conn,
-                pacer_sha,
-                refill_sha,
+                shas,
                 generation: AtomicU64::new(0),
                 reload: tokio::sync::Mutex::new(()),
                 deadline: self.deadline,
@@ -315,22 +362,36 @@ impl Backend {
         key: &str,
         args: &[i64],
     ) -> Result<Vec<i64>, RedisError> {
+        self.eval_keys(lua, &[key], args).await
+    }
+
+    /// [`eval`](Self::eval) on several keys (one slot on a cluster).
+    pub(crate) async fn eval_keys(
+        &self,
+        lua: Lua,
+        keys: &[&str],
+        args: &[i64],
+    ) -> Result<Vec<i64>, RedisError> {
         let inner = &self.inner;
         if inner.breaker.admit(self.now()).is_none() {
             // Ordering: Relaxed; a statistic.
             inner.stats.skipped.fetch_add(1, Ordering::Relaxed);
             return Err(RedisError::BreakerOpen);
         }
-        let outcome =
-            match tokio::time::timeout(inner.deadline, self.eval_reloading(lua, key, args)).await {
-                // The client's own response timeout is the deadline too, and
-                // may fire first: either way the answer missed the deadline.
-                Err(_) => Err(RedisError::Deadline(inner.deadline)),
-                Ok(Err(RedisError::Redis(e))) if e.is_timeout() => {
-                    Err(RedisError::Deadline(inner.deadline))
-                }
-                Ok(r) => r,
-            };
+        let outcome = match tokio::time::timeout(
+            inner.deadline,
+            self.eval_reloading(lua, keys, args),
+        )
+        .await
+        {
+            // The client's own response timeout is the deadline too, and
+            // may fire first: either way the answer missed the deadline.
+            Err(_) => Err(RedisError::Deadline(inner.deadline)),
+            Ok(Err(RedisError::Redis(e))) if e.is_timeout() => {
+                Err(RedisError::Deadline(inner.deadline))
+            }
+            Ok(r) => r,
+        };
         self.account(&outcome);
         outcome
     }
@@ -360,16 +421,19 @@ impl Backend {
     async fn eval_reloading(
         &self,
         lua: Lua,
-        key: &str,
+        keys: &[&str],
         args: &[i64],
     ) -> Result<Vec<i64>, RedisError> {
+        // A wrong type names the keys the script touches.
+        let key = keys.join(" or ");
+        let key = key.as_str();
         // Ordering: Acquire, pairing with the reload's Release: a request
         // that sees the new generation finds the scripts loaded.
         let generation = self.inner.generation.load(Ordering::Acquire);
-        match self.evalsha(lua, key, args).await {
+        match self.evalsha(lua, keys, args).await {
             Err(e) if e.code() == Some("NOSCRIPT") => {
                 self.reload(generation).await?;
-                self.evalsha(lua, key, args)
+                self.evalsha(lua, keys, args)
                     .await
                     .map_err(|e| RedisError::from_redis(e, key))
             }
@@ -381,22 +445,25 @@ impl Backend {
     async fn evalsha(
         &self,
         lua: Lua,
-        key: &str,
+        keys: &[&str],
         args: &[i64],
     ) -> Result<redis::Value, redis::RedisError> {
-        let sha = match lua {
-            Lua::Pacer => &self.inner.pacer_sha,
-            Lua::Refill => &self.inner.refill_sha,
-        };
+        let sha = &self.inner.shas[lua as usize];
         // Ordering: Relaxed; a statistic.
         self.inner.stats.round_trips.fetch_add(1, Ordering::Relaxed);
         self.inner
             .conn
-            .query(redis::cmd("EVALSHA").arg(sha).arg(1).arg(key).arg(args))
+            .query(
+                redis::cmd("EVALSHA")
+                    .arg(sha)
+                    .arg(keys.len())
+                    .arg(keys)
+                    .arg(args),
+            )
             .await
     }
 
-    /// Loads both scripts again, once for every request that met
+    /// Loads every script again, once for every request that met
     /// `NOSCRIPT` at `generation` (single flight: the others wait for it).
     async fn reload(&self, generation: u64) -> Result<(), RedisError> {
         let _one = self.inner.reload.lock().await;
@@ -404,10 +471,10 @@ impl Backend {
         if self.inner.generation.load(Ordering::Acquire) != generation {
             return Ok(()); // reloaded by another request meanwhile
         }
-        for source in [PACER_LUA, REFILL_LUA] {
+        for lua in Lua::ALL {
             // Ordering: Relaxed; a statistic.
             self.inner.stats.round_trips.fetch_add(1, Ordering::Relaxed);
-            load(&self.inner.conn, source).await?;
+            load(&self.inner.conn, lua.source()).await?;
         }
         // Ordering: Relaxed for the statistic; Release for the generation
         // (see `eval_reloading`).
@@ -420,10 +487,7 @@ impl Backend {
 /// The script's reply as integers, if it is the array of integers `lua`
 /// returns.
 fn check_reply(lua: Lua, reply: redis::Value) -> Result<Vec<i64>, RedisError> {
-    let expected = match lua {
-        Lua::Pacer => 5,
-        Lua::Refill => 5,
-    };
+    let expected = lua.reply_len();
     let bad = |what: &str| RedisError::BadReply(format!("{what} (expected {expected} integers)"));
     let redis::Value::Array(items) = reply else {
         return Err(bad(&format!("{reply:?}")));
@@ -458,6 +522,24 @@ impl std::fmt::Debug for Backend {
 mod tests {
     use super::*;
     use redis::Value;
+
+    #[test]
+    fn capped_scripts_take_the_key_and_clock_from_the_cap() {
+        for (i, lua) in Lua::ALL.into_iter().enumerate() {
+            assert_eq!(lua as usize, i, "shas are indexed as Lua::ALL");
+        }
+        for limit in [PACER_LUA, REFILL_LUA] {
+            let capped = capped(limit);
+            assert!(capped.ends_with(CLIENTS_LUA));
+            // The function: the limit's script, reading neither KEYS[1]
+            // nor ARGV[6] itself.
+            let function = &capped[..capped.len() - CLIENTS_LUA.len()];
+            assert!(function.starts_with("local function limit(key, now_us)\n"));
+            assert!(!function.contains("local key = KEYS[1]"));
+            assert!(!function.contains("local now_us = tonumber(ARGV[6])"));
+            assert!(limit.contains("local now_us = tonumber(ARGV[6])"));
+        }
+    }
 
     #[test]
     fn replies_are_checked() {

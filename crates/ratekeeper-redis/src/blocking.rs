@@ -120,6 +120,7 @@ impl BlockingLimiter {
             result: Err(AcquireError::Unavailable),
             source: crate::Source::FailClosed,
             error: None,
+            admission: None,
         })
     }
 }

@@ -62,6 +62,48 @@ impl std::fmt::Display for Source {
     }
 }
 
+/// What a limiter capped on live clients
+/// ([`max_clients`](crate::RedisLimiterBuilder::max_clients)) did with the
+/// client of a [`reserve_for`](crate::RedisLimiter::reserve_for), decided
+/// on the server with the request: [`Decision::admission`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Admission {
+    /// The client is tracked (it was, or there was room, if need be after
+    /// dropping recovered clients): its own limit decided.
+    Tracked,
+    /// The client was new, the registry full of clients in debt, and the
+    /// policy [`Overflow::DenyNew`](ratekeeper::keyed::Overflow::DenyNew):
+    /// refused with nothing reserved, as a
+    /// [`WouldWait`](AcquireError::WouldWait) whose wait is when the first
+    /// live client recovers (the soonest a place may free up), whatever
+    /// the maximum wait.
+    DeniedNew,
+    /// The client was new, the registry full of clients in debt, and the
+    /// policy [`Overflow::Shared`](ratekeeper::keyed::Overflow::Shared):
+    /// the one overflow limit every such client shares decided.
+    Overflowed,
+    /// The client was new, the registry full of clients in debt, and the
+    /// policy
+    /// [`Overflow::EvictLeastDebt`](ratekeeper::keyed::Overflow::EvictLeastDebt):
+    /// the client closest to recovering was dropped (its debt forgiven,
+    /// counted) and this one is tracked; its own limit decided.
+    EvictedDebt,
+}
+
+impl Admission {
+    /// The outcome the cap's script replies with, if it is one.
+    pub(crate) fn from_reply(outcome: i64) -> Option<Admission> {
+        Some(match outcome {
+            0 => Admission::Tracked,
+            1 => Admission::DeniedNew,
+            2 => Admission::Overflowed,
+            3 => Admission::EvictedDebt,
+            _ => return None,
+        })
+    }
+}
+
 /// A shared limiter's answer to one request: the grant (its times on the
 /// local clock) or why not, where the answer came from, and the server's
 /// error when the failure policy decided.
@@ -70,6 +112,7 @@ pub struct Decision {
     pub(crate) result: Result<Grant, AcquireError>,
     pub(crate) source: Source,
     pub(crate) error: Option<RedisError>,
+    pub(crate) admission: Option<Admission>,
 }
 
 impl Decision {
@@ -91,6 +134,13 @@ impl Decision {
     /// The server's error, when the failure policy decided instead.
     pub fn backend_error(&self) -> Option<&RedisError> {
         self.error.as_ref()
+    }
+
+    /// For a client of a limiter capped on live clients, what the server
+    /// did with the client ([`Admission::DeniedNew`]: a new client
+    /// refused); `None` elsewhere, and when the failure policy decided.
+    pub fn admission(&self) -> Option<Admission> {
+        self.admission
     }
 
     /// The grant or the refusal, dropping the rest.

@@ -30,7 +30,10 @@
 //!   server's answers into [`Grant`](ratekeeper::Grant)s;
 //! * `blocking`: [`BlockingLimiter`], the same as a
 //!   [`RateLimiter`](ratekeeper::RateLimiter) for threads;
-//! * `scripts/*.lua`: the two scripts.
+//! * `limiter/clients`: the cap on [`reserve_for`](RedisLimiter::reserve_for)'s
+//!   live clients;
+//! * `scripts/*.lua`: the Pacer's and the bucket's scripts, and the cap's,
+//!   which runs either of them as a function.
 //!
 //! # The scripts' state and its bounds
 //!
@@ -73,6 +76,69 @@
 //! processes is at most one window of the whole limit's rate. Unused
 //! leases expire one window after they were due.
 //!
+//! # Capped clients
+//!
+//! [`reserve_for`](RedisLimiter::reserve_for) keeps one limit per client
+//! under the limiter's key as a prefix. Uncapped, each client's key expires
+//! once its limit has recovered (exact and free), but nothing bounds how
+//! many clients owe time at once: a flood of client names grows the
+//! server's memory without bound. [`RedisLimiterBuilder::max_clients`] sets
+//! a hard cap, enforced atomically in the same round trip:
+//!
+//! * a registry of the prefix's live clients (a sorted set of their keys,
+//!   scored by when each has recovered) lives beside them;
+//! * each call drops up to 4 recovered clients from it and deletes their
+//!   keys (the earliest first), and a new client that finds it full drops
+//!   up to 4 more: recovered state equals a new limiter's, or holds only
+//!   credit, so this admits nothing more (exact, free, no sweeper);
+//! * only when every live client holds debt does the
+//!   [`Overflow`](ratekeeper::keyed::Overflow) policy decide, as in the
+//!   in-memory [`Keyed`](ratekeeper::keyed::Keyed): refuse the new client
+//!   (`DenyNew`, the default: a [`WouldWait`](ratekeeper::AcquireError::WouldWait)
+//!   until the first live client recovers, nothing written), decide it on
+//!   one overflow limit every such client shares (`Shared`), or drop the
+//!   client closest to recovering and forgive its debt (`EvictLeastDebt`).
+//!
+//! Every decision says what happened ([`Decision::admission`]), and
+//! [`RedisLimiter::client_stats`] counts it: live clients, evictions of
+//! recovered and indebted clients, new clients denied, requests overflowed.
+//! A call costs O(log N) for N live clients (a few sorted-set operations
+//! beside the limit's own `GET` and `SET`); the registry costs about one
+//! key name and a score per live client beside the client's key.
+//!
+//! **Keys.** A capped prefix takes a hash tag: clients are kept under
+//! `{prefix}client`, the registry under `rk:clients:{prefix}` and the
+//! overflow limit under `rk:overflow:{prefix}` (a prefix that holds a tag,
+//! such as `api:{ip}:`, keeps it and is used as it is). So on a Redis
+//! Cluster one capped prefix lives on one node (its slot's primary); spread
+//! load over several prefixes. Uncapped, `reserve_for` keeps today's
+//! layout (`prefixclient`, any slot) and cost: one script on one key.
+//! Turning the cap on (or off) moves a prefix's clients to new keys: they
+//! start afresh once. Every process sharing a prefix should give it the
+//! same cap and policy (each call enforces its own).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use ratekeeper::keyed::Overflow;
+//! use ratekeeper::Rate;
+//! use ratekeeper_redis::{Admission, Backend, RedisLimiter, SharedLimit};
+//!
+//! let backend = Backend::connect("redis://127.0.0.1:6379/").await?;
+//! let per_ip = SharedLimit::pacer(Rate::new(10.0)?, 1.0)?;
+//! let limiter = RedisLimiter::builder(&backend, "api:per-ip:", per_ip)
+//!     .max_clients(100_000)
+//!     .overflow(Overflow::DenyNew)
+//!     .build()?;
+//! let decision = limiter.reserve_for("203.0.113.7", 1, None).await;
+//! if decision.admission() == Some(Admission::DeniedNew) {
+//!     // Too many clients owe time: answer 429 with the decision's
+//!     // retry_after.
+//! }
+//! let stats = limiter.client_stats().expect("capped");
+//! assert!(stats.live_clients <= 100_000);
+//! # Ok(()) }
+//! ```
+//!
 //! [`Pacer`]: ratekeeper::Pacer
 //! [`RefillLimiter`]: ratekeeper::RefillLimiter
 
@@ -93,9 +159,10 @@ pub use backend::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE,
 };
 pub use blocking::{BlockingBackend, BlockingLimiter};
-pub use decision::{Decision, Source};
+pub use decision::{Admission, Decision, Source};
 pub use error::RedisError;
 pub use limit::SharedLimit;
 pub use limiter::{
-    DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer, DEFAULT_IDLE_TTL,
+    ClientStats, DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer,
+    DEFAULT_IDLE_TTL,
 };

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ratekeeper::config::AnyLimiter;
+use ratekeeper::keyed::Overflow;
 use ratekeeper::{
     AcquireError, Clock, ConfigError, ConfigErrorKind, DefaultClock, Grant, RateLimiter,
 };
@@ -16,6 +17,11 @@ use crate::error::RedisError;
 use crate::lease::{Lease, Take};
 use crate::limit::{Script, SharedLimit};
 use crate::offset::Offset;
+
+mod clients;
+
+pub use clients::ClientStats;
+use clients::Clients;
 
 /// How long a key whose limit has caught up with the clock is kept, by
 /// default: an hour. A key idle for longer starts again as a new one.
@@ -85,6 +91,8 @@ pub struct RedisLimiterBuilder {
     policy: FailurePolicy,
     idle_ttl: Duration,
     lease: Option<Duration>,
+    max_clients: Option<usize>,
+    overflow: Overflow,
 }
 
 impl RedisLimiterBuilder {
@@ -110,13 +118,58 @@ impl RedisLimiterBuilder {
         self
     }
 
+    /// A hard cap on the live clients of
+    /// [`reserve_for`](RedisLimiter::reserve_for) (none by default: each
+    /// client's key lives until it has recovered, however many there
+    /// are). Capped, the server keeps a registry of the prefix's live
+    /// clients beside their keys, drops recovered clients from it for free
+    /// inside the calls, and applies the [`overflow`](Self::overflow)
+    /// policy when every live client holds debt; see
+    /// [Capped clients](crate#capped-clients) for the keys (a hash tag:
+    /// `{prefix}client`) and the cost.
+    ///
+    /// ```
+    /// use ratekeeper::{ConfigErrorKind, Rate};
+    /// use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit};
+    ///
+    /// # async fn demo(backend: Backend) {
+    /// let limit = SharedLimit::pacer(Rate::new(10.0).unwrap(), 1.0).unwrap();
+    /// let err = RedisLimiter::builder(&backend, "api:per-ip:", limit)
+    ///     .max_clients(0)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), ConfigErrorKind::MaxKeys);
+    /// # }
+    /// ```
+    pub fn max_clients(mut self, max: usize) -> Self {
+        self.max_clients = Some(max);
+        self
+    }
+
+    /// What a capped limiter does with a new client when every live one
+    /// holds debt ([`Overflow::DenyNew`], as the in-memory
+    /// [`Keyed`](ratekeeper::keyed::Keyed)): refuse it
+    /// ([`Admission::DeniedNew`](crate::Admission::DeniedNew)), decide it on one
+    /// overflow limit all such clients share, or drop the client closest
+    /// to recovering (its debt forgiven, counted). Only with
+    /// [`max_clients`](Self::max_clients).
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.overflow = overflow;
+        self
+    }
+
     /// The limiter.
     ///
     /// # Errors
     ///
     /// [`ConfigErrorKind::Backend`] for an empty key, a local share
-    /// outside (0, 1] or a zero lease window; the in-memory limiter's error
-    /// if the local fallback cannot keep `share` of the rate.
+    /// outside (0, 1], a zero lease window, or a capped prefix that starts
+    /// with `}` and holds no hash tag;
+    /// [`ConfigErrorKind::MaxKeys`] for a cap on clients of 0 or above
+    /// [`MAX_KEYS`](ratekeeper::keyed::MAX_KEYS) (its detail a
+    /// [`KeyedConfigError`](ratekeeper::keyed::KeyedConfigError)); the
+    /// in-memory limiter's error if the local fallback cannot keep `share`
+    /// of the rate.
     pub fn build(self) -> Result<RedisLimiter, ConfigError> {
         if self.lease == Some(Duration::ZERO) {
             return Err(ConfigError::new(
@@ -147,6 +200,7 @@ impl RedisLimiterBuilder {
             ),
             _ => None,
         };
+        let clients = Clients::new(&self.key, self.max_clients, self.overflow)?;
         let script = self.limit.script();
         let clock = DefaultClock::new();
         let (unit, cap) = match script {
@@ -191,6 +245,7 @@ impl RedisLimiterBuilder {
             by_source: Default::default(),
             refused: AtomicU64::new(0),
             backlog: AtomicI64::new(0),
+            clients,
         })
     }
 }
@@ -259,6 +314,8 @@ pub struct RedisLimiter {
     leases: Option<Leases>,
     lease_window: Option<Duration>,
     offset: Offset,
+    /// The cap on `reserve_for`'s clients, if any.
+    clients: Option<Clients>,
 }
 
 /// The lease, and the requests waiting for its refill.
@@ -297,6 +354,8 @@ impl RedisLimiter {
             policy: FailurePolicy::default(),
             idle_ttl: DEFAULT_IDLE_TTL,
             lease: None,
+            max_clients: None,
+            overflow: Overflow::DenyNew,
         }
     }
 
@@ -354,6 +413,7 @@ impl RedisLimiter {
                 result: Err(e),
                 source: Source::Redis,
                 error: None,
+                admission: None,
             };
         }
         if let Some(max) = max_wait {
@@ -363,6 +423,7 @@ impl RedisLimiter {
                     result: Err(would_wait(wait, max_wait)),
                     source: Source::Cache,
                     error: None,
+                    admission: None,
                 };
             }
         }
@@ -407,6 +468,7 @@ impl RedisLimiter {
                     result: Err(e),
                     source: Source::Redis,
                     error: None,
+                    admission: None,
                 })
             }
         };
@@ -494,6 +556,7 @@ impl RedisLimiter {
             result,
             source: Source::Lease,
             error: None,
+            admission: None,
         }
     }
 
@@ -507,17 +570,32 @@ impl RedisLimiter {
     /// are its own key's and are not used here: each decision is one round
     /// trip, or the failure policy (a `Local` fallback is one limiter for
     /// all clients together).
+    ///
+    /// With [`max_clients`](RedisLimiterBuilder::max_clients), the key is
+    /// `{prefix}client` instead (one hash tag for the prefix), and the
+    /// same round trip keeps the registry of live clients: the decision's
+    /// [`admission`](Decision::admission) says whether the client was
+    /// tracked, refused as new, overflowed or tracked in the place of the
+    /// least indebted one; see [Capped clients](crate#capped-clients).
     pub async fn reserve_for(
         &self,
         client: &str,
         permits: u32,
         max_wait: Option<Duration>,
     ) -> Decision {
+        if let Some(clients) = &self.clients {
+            let decision = self
+                .reserve_capped(clients, client, permits, max_wait)
+                .await;
+            self.count(&decision);
+            return decision;
+        }
         let decision = match self.args(permits, max_wait) {
             Err(e) => Decision {
                 result: Err(e),
                 source: Source::Redis,
                 error: None,
+                admission: None,
             },
             Ok(args) => {
                 let key = format!("{}{client}", self.key);
@@ -678,6 +756,7 @@ impl RedisLimiter {
             result,
             source: Source::Redis,
             error: None,
+            admission: None,
         }
     }
 
@@ -697,6 +776,7 @@ impl RedisLimiter {
             result,
             source,
             error: Some(error),
+            admission: None,
         }
     }
 

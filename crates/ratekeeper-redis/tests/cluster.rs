@@ -9,10 +9,12 @@ mod common;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use ratekeeper::keyed::Overflow;
 use ratekeeper::Rate;
-use ratekeeper_redis::{Backend, FailurePolicy, RedisLimiter, SharedLimit, Source};
+use ratekeeper_redis::{Admission, Backend, FailurePolicy, RedisLimiter, SharedLimit, Source};
 
 /// Three cluster-enabled servers joined into one cluster; killed on drop.
 struct Cluster {
@@ -26,7 +28,11 @@ impl Cluster {
         // Skips (or fails under CI) without redis-server.
         let server = common::OwnServer::start("cluster-probe")?;
         drop(server);
-        let dir = std::env::temp_dir().join(format!("rk-cluster-{}", std::process::id()));
+        // One folder per cluster: tests in this binary run side by side,
+        // and each cluster's drop removes its own folder.
+        static CLUSTERS: AtomicU32 = AtomicU32::new(0);
+        let n = CLUSTERS.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rk-cluster-{}-{n}", std::process::id()));
         let mut cluster = Cluster {
             ports: Vec::new(),
             children: Vec::new(),
@@ -176,5 +182,54 @@ fn limiters_on_a_cluster_decide_on_their_slots_primaries() {
             "{:?}",
             backend.stats()
         );
+    });
+}
+
+#[test]
+fn capped_prefixes_keep_their_keys_in_one_slot_on_a_cluster() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::cluster_builder(cluster.urls())
+            .deadline(Duration::from_secs(2))
+            .connect()
+            .await
+            .expect("connect to the cluster");
+        // One slot in 10 s: every client owes time after its grant.
+        let limit = SharedLimit::pacer(Rate::new(0.1).unwrap(), 1.0).unwrap();
+        // Prefixes spread over the slots; each capped prefix is one slot
+        // (its hash tag), so its script touches keys of one node only.
+        for i in 0..8 {
+            for overflow in [
+                Overflow::DenyNew,
+                Overflow::Shared,
+                Overflow::EvictLeastDebt,
+            ] {
+                let prefix = format!("{}:{i}:{overflow:?}:", common::key("capped"));
+                let l = RedisLimiter::builder(&backend, prefix, limit)
+                    .failure_policy(FailurePolicy::Closed)
+                    .max_clients(3)
+                    .overflow(overflow)
+                    .build()
+                    .unwrap();
+                for c in 0..6 {
+                    let d = l
+                        .reserve_for(&format!("client-{c}"), 1, Some(Duration::ZERO))
+                        .await;
+                    // A CROSSSLOT error would be the failure policy's.
+                    assert_eq!(d.source(), Source::Redis, "{:?}", d.backend_error());
+                    let expected = match (c < 3, overflow) {
+                        (true, _) => Admission::Tracked,
+                        (false, Overflow::DenyNew) => Admission::DeniedNew,
+                        (false, Overflow::Shared) => Admission::Overflowed,
+                        (false, _) => Admission::EvictedDebt,
+                    };
+                    assert_eq!(d.admission(), Some(expected));
+                }
+                assert_eq!(l.client_stats().unwrap().live_clients, 3);
+            }
+        }
     });
 }
