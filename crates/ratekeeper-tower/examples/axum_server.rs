@@ -25,9 +25,9 @@ use std::net::IpAddr;
 
 use axum::routing::get;
 use axum::{Extension, Router};
-use ratekeeper::config::AnyLimiter;
+use ratekeeper::keyed::Keyed;
 use ratekeeper_tower::{
-    KeyedMap, MakeRateLimit, OnMissingKey, PeerAddr, Policy, RateLimitLayer, RightmostTrusted,
+    CoreKeyed, MakeRateLimit, OnMissingKey, PeerAddr, Policy, RateLimitLayer, RightmostTrusted,
 };
 
 /// Each client's burst.
@@ -36,7 +36,7 @@ pub const BURST: u32 = 5;
 pub const RATE: u32 = 2;
 
 /// What `axum::serve` is given: the router, limited per client.
-pub type App = MakeRateLimit<Router, RightmostTrusted, KeyedMap<IpAddr, AnyLimiter>>;
+pub type App = MakeRateLimit<Router, RightmostTrusted, CoreKeyed<IpAddr>>;
 
 /// Says hello to the connection's peer (the address the limit saw).
 async fn hello(Extension(PeerAddr(peer)): Extension<PeerAddr>) -> String {
@@ -48,8 +48,9 @@ pub fn app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
     // A token bucket: BURST permits, refilled at RATE per second.
     let config = format!("refill:{RATE},1s,capacity={BURST},initial={BURST}").parse()?;
     let policy = Policy::from_rate("per-client", f64::from(RATE))?.with_burst(BURST)?;
-    let map = KeyedMap::from_config(&config, policy, 100_000)?;
-    let limit = RateLimitLayer::builder(map)
+    // At most 100 000 clients tracked; a recovered one is dropped for free.
+    let keyed = Keyed::builder().max_keys(100_000).build(&config)?;
+    let limit = RateLimitLayer::builder(CoreKeyed::new(keyed, policy))
         .key(RightmostTrusted::x_forwarded_for(["127.0.0.1", "::1"])?.with_connection_peer())
         .on_missing_key(OnMissingKey::Refuse(http::StatusCode::BAD_REQUEST))
         .headers_on_admitted(true)

@@ -4,11 +4,14 @@
 use std::hash::{BuildHasher, Hash};
 use std::time::Duration;
 
-use ratekeeper::keyed::{Keyed, KeyedError, KeyedMetrics};
+use ratekeeper::keyed::{KeyHasher, Keyed, KeyedError, KeyedMetrics};
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant};
+
+use ratekeeper::config::LimiterConfig;
 
 use crate::limit::KeyedLimit;
 use crate::policy::Policy;
+use crate::ConfigError;
 
 /// A [`Keyed`] map of per-key limits (a hard cap on live keys, exact
 /// eviction of recovered keys, an explicit overflow policy) with the quota
@@ -35,9 +38,41 @@ use crate::policy::Policy;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct CoreKeyed<K, C = DefaultClock, S = std::collections::hash_map::RandomState> {
+pub struct CoreKeyed<K, C = DefaultClock, S = KeyHasher> {
     keyed: Keyed<K, C, S>,
     policy: Policy,
+}
+
+impl<K: Hash + Eq + Clone> CoreKeyed<K> {
+    /// A [`Keyed`] map of `config` with at most `max_keys` keys live (the
+    /// default overflow policy: refuse new keys while every key holds
+    /// debt), on the default clock, described by `policy`.
+    ///
+    /// ```
+    /// use ratekeeper_tower::{CoreKeyed, KeyedLimit, Policy};
+    ///
+    /// let policy = Policy::from_rate("per-ip", 10.0)?.with_burst(5)?;
+    /// let limit: CoreKeyed<u32> = CoreKeyed::from_config(&"refill:10,100ms,capacity=5".parse()?, policy, 100_000)?;
+    /// assert!(limit.reserve(&7, 1, Some(std::time::Duration::ZERO)).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Core`] for what the core crate refuses: a cap of 0 or
+    /// above [`MAX_KEYS`](ratekeeper::keyed::MAX_KEYS), a kind that cannot
+    /// be kept per key (a token pool, a cycle limiter).
+    pub fn from_config(
+        config: &LimiterConfig,
+        policy: Policy,
+        max_keys: usize,
+    ) -> Result<CoreKeyed<K>, ConfigError> {
+        let keyed = Keyed::builder()
+            .max_keys(max_keys)
+            .build(config)
+            .map_err(ConfigError::Core)?;
+        Ok(CoreKeyed::new(keyed, policy))
+    }
 }
 
 impl<K, C, S> CoreKeyed<K, C, S> {

@@ -2,7 +2,9 @@
 //! [http](https://docs.rs/http) 1 services (axum, hyper, tonic).
 //!
 //! * **Global or keyed.** One limiter for every request ([`Global`]), or one
-//!   per key ([`KeyedMap`], or any [`KeyedLimit`]), the key taken by an
+//!   per key ([`CoreKeyed`]: the core crate's compact, sharded map with a
+//!   hard cap; [`KeyedMap`]: a whole limiter of any kind per key behind one
+//!   lock; or any [`KeyedLimit`]), the key taken by an
 //!   explicit extractor: the connection's peer ([`PeerIp`]), the rightmost
 //!   untrusted hop of `X-Forwarded-For` / `Forwarded`
 //!   ([`RightmostTrusted`]: the left-most entry, which a client can spoof,
@@ -36,11 +38,11 @@
 //! # Example
 //!
 //! ```
-//! use ratekeeper_tower::{KeyedMap, OnMissingKey, Policy, RateLimitLayer, RightmostTrusted};
+//! use ratekeeper_tower::{CoreKeyed, OnMissingKey, Policy, RateLimitLayer, RightmostTrusted};
 //!
 //! // 10 requests per second per client, bursts of 5, behind a proxy on 10.0.0.0/8.
 //! let policy = Policy::from_rate("per-ip", 10.0)?.with_burst(5)?;
-//! let map = KeyedMap::from_config(&"bursty:10,0.5".parse()?, policy, 100_000)?;
+//! let map = CoreKeyed::from_config(&"bursty:10,0.5".parse()?, policy, 100_000)?;
 //! let layer = RateLimitLayer::builder(map)
 //!     .key(RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])?)
 //!     .on_missing_key(OnMissingKey::Refuse(http::StatusCode::BAD_REQUEST))
@@ -54,10 +56,10 @@
 //! Keyed by the connection's peer, served per connection:
 //!
 //! ```
-//! use ratekeeper_tower::{KeyedMap, Policy, RateLimitLayer, RightmostTrusted};
+//! use ratekeeper_tower::{CoreKeyed, Policy, RateLimitLayer, RightmostTrusted};
 //!
 //! let policy = Policy::from_rate("per-ip", 10.0)?.with_burst(5)?;
-//! let map = KeyedMap::from_config(&"bursty:10,0.5".parse()?, policy, 100_000)?;
+//! let map = CoreKeyed::from_config(&"bursty:10,0.5".parse()?, policy, 100_000)?;
 //! let limit = RateLimitLayer::builder(map)
 //!     // The peer, or behind the proxies on 10.0.0.0/8 the client they name.
 //!     .key(RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])?.with_connection_peer())
