@@ -1280,20 +1280,6 @@ fn client_options_that_cannot_go_together_exit_2() {
             "--client",
             "a=burst 1",
             "--limiter",
-            "cycle:10",
-            "--keyed",
-        ],
-        &[
-            "--limiter cycle:10 with --keyed",
-            "a pacer, a refill bucket or a smooth limiter",
-        ],
-    );
-    rejects(
-        &[
-            "simulate",
-            "--client",
-            "a=burst 1",
-            "--limiter",
             "pool:10",
             "--keyed",
         ],

@@ -32,9 +32,7 @@ merged in time order (at one instant, in the order given). Without --keyed \
 the clients share each limiter, and the report says what each got. With \
 --keyed each --limiter runs once per client, through ratekeeper's Keyed map \
 on the same manual clock (one shard, so the cap is exact): a client's \
-limiter is built when it first arrives. Keyed takes pacer, refill, bursty \
-and warmup limiters (it must tell when a limiter is fresh again, to drop \
-it), not pool or cycle. \
+limiter is built when it first arrives. Keyed takes every kind but pool. \
 --max-keys N caps the clients tracked at once [100000]; a new client that \
 finds the map full drops the clients that are fresh or hold only credit, \
 and if every tracked client holds debt, --overflow decides [deny]:

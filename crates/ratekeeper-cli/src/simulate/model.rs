@@ -96,8 +96,8 @@ fn effective_rate(spec: &LimiterSpec, built: &AnyLimiter<ManualClock>) -> Effect
 ///
 /// # Errors
 ///
-/// A [`UsageError`] for a limiter `Keyed` refuses (it must tell when it is
-/// fresh again: a pacer, a refill bucket or a smooth limiter).
+/// A [`UsageError`] for a limiter `Keyed` refuses (a token pool, a sharded
+/// pacer).
 pub(super) fn simulate_keyed(
     spec: &LimiterSpec,
     keyed: KeyedSpec,

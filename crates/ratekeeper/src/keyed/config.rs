@@ -74,9 +74,9 @@ pub enum KeyedConfigError {
         /// The cap on live keys.
         cap: usize,
     },
-    /// The limiter's state cannot be kept per key: it cannot say when its
-    /// state equals a fresh one's, so no key could ever be dropped exactly.
-    #[error("a keyed limiter needs a limiter that can tell when it is fresh again (a pacer, a refill bucket or a smooth limiter)")]
+    /// The limiter's state cannot be kept per key: a token pool (its filler
+    /// thread) or a sharded pacer (shards are for one hot limit).
+    #[error("a keyed limiter cannot keep a token pool or a sharded pacer per key")]
     Unsupported,
 }
 
@@ -98,7 +98,7 @@ pub enum KeyedConfigError {
 ///
 /// let err = Keyed::builder().max_keys(0).build::<u64>(&config).unwrap_err();
 /// assert_eq!(err.kind(), ConfigErrorKind::MaxKeys);
-/// let err = Keyed::builder().build::<u64>(&"cycle:10".parse()?).unwrap_err();
+/// let err = Keyed::builder().build::<u64>(&"pool:10".parse()?).unwrap_err();
 /// assert_eq!(err.kind(), ConfigErrorKind::Unsupported);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -178,9 +178,8 @@ impl KeyedBuilder {
     /// [`ConfigErrorKind::Shards`] for a shard count of 0, above
     /// [`MAX_SHARDS`] or above the cap, `config`'s own errors, and
     /// [`ConfigErrorKind::Unsupported`] for a kind whose state cannot be
-    /// kept per key: a token pool (a filler thread per pool), a cycle
-    /// limiter (fixed windows whose phase a new key could not share), a
-    /// sharded pacer (shards are for one hot limit, not many).
+    /// kept per key: a token pool (a filler thread per pool) or a sharded
+    /// pacer (shards are for one hot limit, not many).
     pub fn build_with_hasher<K, C, S>(
         self,
         config: &LimiterConfig,
@@ -202,6 +201,7 @@ impl KeyedBuilder {
             AnyLimiter::Refill(r) => Rules::Bucket(Map::new(r.keyed_rule(), &settings, hasher)),
             AnyLimiter::Bursty(b) => Rules::Smooth(Map::new(b.keyed_rule(), &settings, hasher)),
             AnyLimiter::WarmingUp(w) => Rules::Smooth(Map::new(w.keyed_rule(), &settings, hasher)),
+            AnyLimiter::Cycle(c) => Rules::Cycles(Map::new(c.keyed_rule(), &settings, hasher)),
             _ => {
                 return Err(refused(
                     ConfigErrorKind::Unsupported,

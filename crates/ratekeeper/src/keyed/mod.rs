@@ -40,7 +40,8 @@
 //! | [`RefillLimiter`](crate::RefillLimiter) | `max(E, now − full) = now − initial × npp` (with initial = capacity: full again) | more permits stored than the initial ones |
 //! | [`SmoothBursty`](crate::SmoothBursty) | nothing stored, nothing owed | permits stored |
 //! | [`SmoothWarmingUp`](crate::SmoothWarmingUp) | cold again (its maximum stored), nothing owed | warmer than cold |
-//! | token pools, cycle limiters, sharded pacers | [`KeyedConfigError::Unsupported`] at build | |
+//! | [`CycleLimiter`](crate::CycleLimiter) | the cycle's whole limit left | never |
+//! | token pools, sharded pacers | [`KeyedConfigError::Unsupported`] at build | |
 //!
 //! If every key of the shard holds debt, the [`Overflow`] policy decides:
 //! refuse the new key ([`KeyedError::Full`]), share one overflow limiter,
@@ -85,7 +86,7 @@ use crate::grant::{AcquireError, Grant};
 use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::keyed::{Accumulator, Dual, Spacing};
-use crate::resilience4j::keyed::Bucket;
+use crate::resilience4j::keyed::{Bucket, Cycles};
 use crate::smooth::keyed::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::saturating_nanos;
@@ -122,6 +123,7 @@ enum Rules<K, S> {
     Dual(Map<K, Dual, S>),
     Bucket(Map<K, Bucket, S>),
     Smooth(Map<K, SmoothRule, S>),
+    Cycles(Map<K, Cycles, S>),
 }
 
 /// Runs `$body` on the map whichever its rule, as `$m`.
@@ -133,6 +135,7 @@ macro_rules! each {
             Rules::Dual($m) => $body,
             Rules::Bucket($m) => $body,
             Rules::Smooth($m) => $body,
+            Rules::Cycles($m) => $body,
         }
     };
 }

@@ -45,7 +45,7 @@ fn bad_settings_are_typed_errors() {
         ConfigErrorKind::Shards
     );
     assert_eq!(kind(Keyed::builder().shards(0)), ConfigErrorKind::Shards);
-    for text in ["pool:10", "cycle:10", "pacer:10,shards=2"] {
+    for text in ["pool:10", "pacer:10,shards=2"] {
         let config: LimiterConfig = text.parse().unwrap();
         let err = Keyed::builder().build_with_clock::<u64, _>(&config, ManualClock::new(0));
         assert_eq!(
@@ -147,6 +147,30 @@ fn smooth_recovery() {
     assert_eq!(w.recovery(), Recovery::Credit, "9 of 10 stored: warmer");
     clock.advance_nanos(100 * MS); // cools by one permit per 100 ms
     assert_eq!(w.recovery(), Recovery::Fresh, "cold again");
+}
+
+#[test]
+fn cycle_recovery() {
+    let clock = ManualClock::new(0);
+    // 2 permits a 100 ms cycle.
+    let c: LimiterConfig = "cycle:20,100ms".parse().unwrap();
+    let c = c.build_with_clock(clock.clone()).unwrap();
+    assert_eq!(c.recovery(), Recovery::Fresh);
+    c.try_acquire().unwrap();
+    clock.advance_nanos(30 * MS);
+    assert_eq!(
+        c.recovery(),
+        Recovery::Debt { nanos: 70 * MS },
+        "until the next cycle"
+    );
+    c.reserve(3, None).unwrap(); // 1 left, 3 taken: 2 owed to the next cycle
+    assert_eq!(
+        c.recovery(),
+        Recovery::Debt { nanos: 170 * MS },
+        "two cycles on"
+    );
+    clock.advance_nanos(170 * MS);
+    assert_eq!(c.recovery(), Recovery::Fresh);
 }
 
 #[test]
@@ -299,7 +323,10 @@ proptest! {
 /// What the compact state decides, against a limiter of the same
 /// configuration built when the key is first seen.
 fn same_decisions(text: &str, steps: &[(u64, u32, Option<u64>)]) -> Result<(), TestCaseError> {
-    let clock = ManualClock::new(7 * MS);
+    // A start on every period's grid (whole microseconds, 2 ms cycles):
+    // a key counts them from the clock's origin, a limiter from its
+    // creation.
+    let clock = ManualClock::new(8 * MS);
     let config: LimiterConfig = text.parse().unwrap();
     let keyed = Keyed::builder()
         .build_with_clock::<u8, _>(&config, clock.clone())
@@ -350,7 +377,7 @@ proptest! {
     /// the same grants, ready times, refusals and recovery.
     #[test]
     fn compact_state_decides_as_the_limiter(
-        which in 0usize..11,
+        which in 0usize..13,
         steps in prop::collection::vec(
             (0u64..4_000, 1u32..4, prop::option::of(prop::sample::select(vec![0u64, 500, 1_000, 5_000]))),
             1..200,
@@ -368,6 +395,8 @@ proptest! {
             "bursty:1000,0.005",
             "warmup:1000,10ms",
             "warmup:1000,10ms,3",
+            "cycle:1000,1ms",
+            "cycle:2000,2ms,timeout=0s",
         ][which];
         same_decisions(text, &steps)?;
     }

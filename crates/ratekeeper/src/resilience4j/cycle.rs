@@ -50,7 +50,7 @@ use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::internal::cancel::Epoch;
 use crate::internal::handoff::Handoff;
-use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::NANOS_PER_SECOND;
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
@@ -60,19 +60,19 @@ const FROZEN: u128 = u128::MAX;
 
 /// `(cycle, permits)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct State {
-    cycle: u64,
-    permits: i64,
+pub(super) struct State {
+    pub(super) cycle: u64,
+    pub(super) permits: i64,
 }
 
 impl State {
     #[inline]
-    fn pack(self) -> u128 {
+    pub(super) fn pack(self) -> u128 {
         (u128::from(self.cycle) << 64) | u128::from(self.permits as u64)
     }
 
     #[inline]
-    fn unpack(word: u128) -> State {
+    pub(super) fn unpack(word: u128) -> State {
         State {
             cycle: (word >> 64) as u64,
             permits: word as u64 as i64,
@@ -82,16 +82,16 @@ impl State {
 
 /// The cycle parameters: fixed for the life of a core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Params {
+pub(super) struct Params {
     /// Cycle length in nanoseconds, `1 ..= i64::MAX`.
-    period: i64,
+    pub(super) period: i64,
     /// Permits per cycle, `>= 1`.
-    limit: i64,
+    pub(super) limit: i64,
 }
 
 /// What a request decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decision {
+pub(super) enum Decision {
     /// Granted: the new state, and when the permits may go (nanoseconds
     /// since creation).
     Grant { state: State, ready: i64 },
@@ -107,7 +107,7 @@ impl Params {
     /// The state refreshed to `now`, and the instant the decision is taken
     /// at: `now`, or the start of the state's cycle if the reading is older.
     #[inline]
-    fn refresh(&self, s: State, now: i64) -> (State, i64) {
+    pub(super) fn refresh(&self, s: State, now: i64) -> (State, i64) {
         let current = (now / self.period) as u64;
         if current > s.cycle {
             let minted = i128::from(current - s.cycle) * i128::from(self.limit);
@@ -145,8 +145,32 @@ impl Params {
         full_cycles * period + to_next
     }
 
+    /// How state `s` compares at `now` with a new limiter's: fresh once
+    /// the count is back to the limit (a new limiter's, in the same
+    /// cycle); in debt until then (a cycle never holds more: no credit).
+    pub(super) fn recovery(&self, s: State, now: i64) -> Recovery {
+        let (s, at) = self.refresh(s, now);
+        let (period, limit) = (i128::from(self.period), i128::from(self.limit));
+        let short = limit - i128::from(s.permits);
+        if short <= 0 {
+            return Recovery::Fresh;
+        }
+        // Full again at the start of the cycle that mints the last of it.
+        let cycles = (short + limit - 1) / limit;
+        let full_at = (i128::from(s.cycle) + cycles) * period;
+        Recovery::Debt {
+            nanos: clamp_u64(full_at - i128::from(at)).max(1),
+        }
+    }
+
     #[inline]
-    fn decide(&self, word: u128, permits: u32, max_wait: Option<u64>, now: i64) -> Decision {
+    pub(super) fn decide(
+        &self,
+        word: u128,
+        permits: u32,
+        max_wait: Option<u64>,
+        now: i64,
+    ) -> Decision {
         if permits == 0 {
             return Decision::Invalid(PermitError::InvalidPermits);
         }
@@ -388,6 +412,11 @@ impl<C: Clock> CycleLimiter<C> {
     fn now(&self) -> (u64, i64) {
         let now = self.clock.now_nanos();
         (now, elapsed(now, self.origin))
+    }
+
+    /// The per-key rule of this limiter's current configuration.
+    pub(crate) fn keyed_rule(&self) -> super::keyed::Cycles {
+        super::keyed::Cycles::new(self.core.load().params)
     }
 
     /// Absolute clock nanoseconds of an instant since creation.
@@ -725,6 +754,20 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
 /// of the cycle that covers it). Blocking waits through this trait do not
 /// count as waiting threads.
 impl<C: Clock> RateLimiter for CycleLimiter<C> {
+    /// Fresh once the current cycle's whole limit is left (as a new
+    /// limiter's); in debt while permits of this cycle or later ones are
+    /// taken; never credit.
+    fn recovery(&self) -> Recovery {
+        let (_, rel) = self.now();
+        let core = self.core.load();
+        // Ordering: Acquire, as in `reserve`: the latest grant's state.
+        let word = core.state.load(Ordering::Acquire);
+        if word == FROZEN {
+            return Recovery::Unknown; // a limit change in flight
+        }
+        core.params.recovery(State::unpack(word), rel)
+    }
+
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         let (now, rel) = self.now();
         let max = max_wait.map(saturating_nanos);

@@ -1,15 +1,25 @@
-//! The refill bucket's arithmetic over one key's compact state, for
-//! [`Keyed`](crate::keyed::Keyed): the time index `E` of
-//! [`RefillLimiter`](super::RefillLimiter) (the instant the bucket would be
-//! empty), one word per key, decided by the same [`Params`]. Times are the
-//! keyed limiter's clock readings as `i64` (a reading past 2^63 ns, 292
-//! years, is refused as the limiter refuses a time index past its horizon).
+//! Resilience4j's two limiters over one key's compact state, for
+//! [`Keyed`](crate::keyed::Keyed):
+//!
+//! * [`Bucket`]: the time index `E` of
+//!   [`RefillLimiter`](super::RefillLimiter) (the instant the bucket would
+//!   be empty), one word per key, decided by the same [`Params`];
+//! * [`Cycles`]: the `(cycle, permits)` word of
+//!   [`CycleLimiter`](super::CycleLimiter), decided by the same cycle
+//!   arithmetic. A key's cycles are counted from the clock's origin, not
+//!   from its first request: its first cycle may be shorter than a period
+//!   (a limiter created at the key's first request starts a whole one).
+//!
+//! Times are the keyed limiter's clock readings as `i64` (a reading past
+//! 2^63 ns, 292 years, is refused as the limiters refuse a time past their
+//! horizon).
 
 use super::bucket::{Decision, Params};
+use super::cycle;
 use crate::grant::{AcquireError, Grant};
 use crate::keyed::rule::{would_wait, Rule};
 use crate::limiter::Recovery;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU128, AtomicU64, Ordering};
 
 /// A refill bucket per key: its parameters and the permits a new key's
 /// bucket holds.
@@ -100,5 +110,83 @@ impl Rule for Bucket {
         // Ordering: Acquire, as in `recovery`.
         let index = cell.load(Ordering::Acquire) as i64;
         Some(self.params.available(index, signed(now)).max(0) as u64)
+    }
+}
+
+/// A cycle limiter per key: its period and limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cycles {
+    params: cycle::Params,
+}
+
+impl Cycles {
+    pub(super) fn new(params: cycle::Params) -> Cycles {
+        Cycles { params }
+    }
+}
+
+impl Rule for Cycles {
+    /// `(cycle, permits)` packed.
+    type Cell = AtomicU128;
+
+    fn fresh(&self, now: u64) -> AtomicU128 {
+        let state = cycle::State {
+            cycle: (signed(now) / self.params.period) as u64,
+            permits: self.params.limit,
+        };
+        AtomicU128::new(state.pack())
+    }
+
+    #[inline]
+    fn reserve(
+        &self,
+        cell: &AtomicU128,
+        permits: u32,
+        max_wait: Option<u64>,
+        now: u64,
+    ) -> Result<Grant, AcquireError> {
+        let rel = signed(now);
+        // Ordering: Acquire, so this decision follows the grant that wrote
+        // the state (the limiter's chain of grants).
+        let mut word = cell.load(Ordering::Acquire);
+        loop {
+            match self.params.decide(word, permits, max_wait, rel) {
+                cycle::Decision::Grant { state, ready } => {
+                    // Ordering: AcqRel on success (publishes this grant,
+                    // follows the one it replaces); Acquire on failure, to
+                    // decide again on the winner's state.
+                    match cell.compare_exchange_weak(
+                        word,
+                        state.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => {
+                            let ready = (ready.max(0) as u64).max(now);
+                            return Ok(Grant::new(ready, ready, now, permits));
+                        }
+                        Err(actual) => word = actual,
+                    }
+                }
+                cycle::Decision::Refuse { wait } => {
+                    return Err(would_wait(wait, max_wait.unwrap_or(u64::MAX)))
+                }
+                cycle::Decision::Exhausted => return Err(AcquireError::ScheduleExhausted),
+                cycle::Decision::Invalid(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn recovery(&self, cell: &AtomicU128, now: u64) -> Recovery {
+        // Ordering: Acquire; the latest grant's state (a snapshot).
+        let state = cycle::State::unpack(cell.load(Ordering::Acquire));
+        self.params.recovery(state, signed(now))
+    }
+
+    fn available(&self, cell: &AtomicU128, now: u64) -> Option<u64> {
+        // Ordering: Acquire, as in `recovery`.
+        let word = cell.load(Ordering::Acquire);
+        let (s, _) = self.params.refresh(cycle::State::unpack(word), signed(now));
+        Some(s.permits.max(0) as u64)
     }
 }

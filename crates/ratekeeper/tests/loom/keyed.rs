@@ -114,6 +114,12 @@ fn smooth_calls_are_linearizable() {
 }
 
 #[test]
+fn cycle_calls_are_linearizable() {
+    // 2 permits a millisecond (1 left after tracking the key).
+    concurrent("cycle:2000,1ms", [(1, Some(0)), (2, None)], linearizable);
+}
+
+#[test]
 fn burst_ratio_calls_never_grant_more_than_a_serial_order() {
     concurrent(
         "pacer:1000,2",
