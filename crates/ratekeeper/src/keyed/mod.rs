@@ -251,7 +251,7 @@ impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
     /// The limit's [`AcquireError`] as [`KeyedError::Limiter`];
     /// [`KeyedError::Full`] for a new key the map has no room for under
     /// [`Overflow::DenyNew`].
-    #[inline]
+    #[inline(always)]
     pub fn reserve(
         &self,
         key: &K,
@@ -267,7 +267,7 @@ impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
     /// # Errors
     ///
     /// As [`reserve`](Self::reserve) with a zero wait.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, key: &K) -> Result<Grant, KeyedError> {
         self.reserve(key, 1, Some(Duration::ZERO))
     }
@@ -365,7 +365,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
         read.get(hash, key).map(f)
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve<C: Clock>(
         &self,
         key: &K,
@@ -445,7 +445,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
 /// `rule`'s decision on `cell` now; a refusal is decided once more on a
 /// fresh reading if the clock moved since the first (the reading may
 /// predate grants other threads made meanwhile, as the limiters do).
-#[inline]
+#[inline(always)]
 fn decide<R: Rule, C: Clock>(
     rule: &R,
     cell: &R::Cell,

@@ -114,7 +114,7 @@ impl Rule for Accumulator {
         AtomicU64::new(now)
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(
         &self,
         cell: &AtomicU64,
@@ -182,7 +182,7 @@ impl Rule for Spacing {
         AtomicU64::new(now)
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(
         &self,
         cell: &AtomicU64,
@@ -309,7 +309,7 @@ impl Rule for Dual {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(
         &self,
         t: &Timelines,

@@ -51,7 +51,7 @@ impl Rule for Bucket {
         AtomicU64::new((signed(now) - self.initial * self.params.npp) as u64)
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(
         &self,
         cell: &AtomicU64,
@@ -137,7 +137,7 @@ impl Rule for Cycles {
         AtomicU128::new(state.pack())
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(
         &self,
         cell: &AtomicU128,

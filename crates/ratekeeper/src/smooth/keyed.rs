@@ -103,7 +103,7 @@ impl Rule for SmoothRule {
         AtomicU128::new(pack(self.fresh_stored, self.ticks(now)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(
         &self,
         cell: &AtomicU128,
