@@ -164,5 +164,5 @@ pub use error::RedisError;
 pub use limit::SharedLimit;
 pub use limiter::{
     ClientStats, DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer,
-    DEFAULT_IDLE_TTL,
+    DEFAULT_IDLE_TTL, MAX_IDLE_TTL,
 };

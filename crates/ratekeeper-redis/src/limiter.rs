@@ -27,6 +27,11 @@ use clients::Clients;
 /// default: an hour. A key idle for longer starts again as a new one.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(3600);
 
+/// The longest idle TTL a limiter takes: 100 years (a key's expiry goes to
+/// Redis in whole milliseconds, and Redis reads a script's number as an
+/// integer only below 10^14).
+pub const MAX_IDLE_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// The largest span of schedule (ns) or wait one request may carry: the
 /// scripts compute in Lua numbers (doubles), exact below 2^53.
 const MAX_LUA_NANOS: u64 = 1 << 52;
@@ -112,7 +117,9 @@ impl RedisLimiterBuilder {
         self
     }
 
-    /// How long a caught-up key is kept ([`DEFAULT_IDLE_TTL`]).
+    /// How long a caught-up key is kept ([`DEFAULT_IDLE_TTL`]; zero drops
+    /// it once caught up, within Redis's millisecond; at most
+    /// [`MAX_IDLE_TTL`], checked by [`build`](Self::build)).
     pub fn idle_ttl(mut self, ttl: Duration) -> Self {
         self.idle_ttl = ttl;
         self
@@ -163,8 +170,9 @@ impl RedisLimiterBuilder {
     /// # Errors
     ///
     /// [`ConfigErrorKind::Backend`] for an empty key, a local share
-    /// outside (0, 1], a zero lease window, or a capped prefix that starts
-    /// with `}` and holds no hash tag;
+    /// outside (0, 1], a zero lease window, an idle TTL above
+    /// [`MAX_IDLE_TTL`], or a capped prefix that starts with `}` and holds
+    /// no hash tag;
     /// [`ConfigErrorKind::MaxKeys`] for a cap on clients of 0 or above
     /// [`MAX_KEYS`](ratekeeper::keyed::MAX_KEYS) (its detail a
     /// [`KeyedConfigError`](ratekeeper::keyed::KeyedConfigError)); the
@@ -175,6 +183,16 @@ impl RedisLimiterBuilder {
             return Err(ConfigError::new(
                 ConfigErrorKind::Backend,
                 Invalid("a lease window of 0 leases nothing: give e.g. 1ms, or no lease".into()),
+            ));
+        }
+        if self.idle_ttl > MAX_IDLE_TTL {
+            return Err(ConfigError::new(
+                ConfigErrorKind::Backend,
+                Invalid(format!(
+                    "an idle TTL of {:?} is over the {}-year maximum (MAX_IDLE_TTL)",
+                    self.idle_ttl,
+                    MAX_IDLE_TTL.as_secs() / (365 * 86_400)
+                )),
             ));
         }
         if self.key.is_empty() {

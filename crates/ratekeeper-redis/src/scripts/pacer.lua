@@ -69,8 +69,9 @@ if kind == 1 then
 elseif kind == 2 and ready ~= slot then
   a = ready + burst
 end
--- Kept until the schedule has caught up with the clock, and idle_ms after.
+-- Kept until the schedule has caught up with the clock, and idle_ms after
+-- (at least 1 ms: Redis refuses PX 0).
 local ahead = math.max(i, a, now) - now
 redis.call('SET', key, string.format('%.0f %.0f %.0f', o, i, a),
-  'PX', math.ceil(ahead / 1000000) + idle_ms)
+  'PX', math.max(math.ceil(ahead / 1000000) + idle_ms, 1))
 return { 1, slot - now, ready - now, i - now, now_us }

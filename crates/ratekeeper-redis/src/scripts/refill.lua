@@ -69,10 +69,11 @@ local function available(index)
   return math.min(capacity, q)
 end
 -- Keeps the bucket emptying at `index` until it is full again (then it
--- equals a new one when initial = capacity), and idle_ms after.
+-- equals a new one when initial = capacity), and idle_ms after (at least
+-- 1 ms: Redis refuses PX 0).
 local function store(index)
   redis.call('SET', key, string.format('%.0f %.0f', o, index),
-    'PX', math.ceil(math.max(index + full - now, 0) / 1000000) + idle_ms)
+    'PX', math.max(math.ceil(math.max(index + full - now, 0) / 1000000) + idle_ms, 1))
 end
 if max_wait >= 0 and wait > max_wait then
   if new then
