@@ -97,13 +97,16 @@ fn keyed<S: BuildHasher + Default>(
     Ok(builder.build_with_hasher(&config, DefaultClock::new(), S::default())?)
 }
 
-/// A cheap pseudo-random walk over `0..keys`.
+/// A cheap pseudo-random walk over `0..keys`: xorshift, scaled into the
+/// range by a multiply (Lemire's reduction). A `%` by the run-time key
+/// count compiled to a 64-bit division, 10 ns or more a check on this VM,
+/// on both sides: a third of a check, pulling every ratio toward 1.
 #[inline]
 fn next_key(state: &mut u64, keys: u64) -> u64 {
     *state ^= *state << 13;
     *state ^= *state >> 7;
     *state ^= *state << 17;
-    *state % keys
+    ((u128::from(*state) * u128::from(keys)) >> 64) as u64
 }
 
 /// Grants per second of `check` from `threads` threads for `millis`.
