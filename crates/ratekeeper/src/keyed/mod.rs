@@ -52,7 +52,9 @@
 //! A key costs its own size, one word of state (two for a pacer with a
 //! burst ratio above 1; a 16-byte aligned 128-bit word for Guava's smooth
 //! limiters) and a byte of the hash table's control, over the table's
-//! load: with `u64` keys, 16 bytes an entry for a bucket or a pacer. Each key is decided by
+//! load: with `u64` keys, 16 bytes an entry for a bucket or a pacer. A map
+//! also holds, per shard, the read slots of its lock (eight padded slots,
+//! 1 KiB): 8 KiB with the default shards on two CPUs, 64 KiB on sixteen. Each key is decided by
 //! its limiter's own arithmetic on that state, as a limiter of the
 //! configuration would decide it (the same slots, ready times and
 //! refusals), without what a per-key limiter has no use for: cancels, rate
