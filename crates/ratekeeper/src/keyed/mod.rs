@@ -375,6 +375,10 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
         max: Option<u64>,
         clock: &C,
     ) -> Result<Grant, KeyedError> {
+        // The clock first: its reading overlaps the hash and the lookup,
+        // and a reading taken before them is still a lower bound of the
+        // present when the key's state is decided on.
+        let now = clock.now_nanos();
         let hash = self.hasher.hash_one(key);
         {
             let read = self
@@ -382,7 +386,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
             if let Some(cell) = read.get(hash, key) {
-                return Ok(decide(&self.rule, cell, permits, max, clock)?);
+                return Ok(decide(&self.rule, cell, permits, max, clock, now)?);
             }
         }
         self.reserve_new(hash, key, permits, max, clock)
@@ -404,7 +408,14 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         if let Some(cell) = write.get(hash, key) {
-            return Ok(decide(&self.rule, cell, permits, max, clock)?);
+            return Ok(decide(
+                &self.rule,
+                cell,
+                permits,
+                max,
+                clock,
+                clock.now_nanos(),
+            )?);
         }
         let now = clock.now_nanos();
         if write.is_full() {
@@ -419,7 +430,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
                 Overflow::Shared => {
                     Counters::bump(&self.counters.overflowed);
                     let spare = self.spare.get_or_init(|| self.rule.fresh(now));
-                    return Ok(decide(&self.rule, spare, permits, max, clock)?);
+                    return Ok(decide(&self.rule, spare, permits, max, clock, now)?);
                 }
                 Overflow::EvictLeastDebt => {
                     if !write.evict_least_debt(&self.rule, now, &self.hasher, &self.counters) {
@@ -454,8 +465,8 @@ fn decide<R: Rule, C: Clock>(
     permits: u32,
     max: Option<u64>,
     clock: &C,
+    now: u64,
 ) -> Result<Grant, AcquireError> {
-    let now = clock.now_nanos();
     match rule.reserve(cell, permits, max, now) {
         Err(e @ AcquireError::WouldWait { .. }) => retry(rule, cell, permits, max, clock, now, e),
         decided => decided,
