@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use super::{pack, with_max_wait, would_wait, Kind, Smooth, State};
+use super::{grant_at, pack, step, unpack, with_max_wait, Kind, Smooth, State};
 use crate::clock::Clock;
 use crate::grant::{AcquireError, Grant};
 use crate::keyed::rule::Rule;
@@ -87,11 +87,7 @@ impl SmoothRule {
 
     #[inline]
     fn state(&self, word: u128) -> State {
-        State {
-            stored_permits: f64::from_bits((word >> 64) as u64),
-            next_free: word as u64 as i64,
-            ..self.params
-        }
+        unpack(&self.params, word)
     }
 }
 
@@ -122,19 +118,8 @@ impl Rule for SmoothRule {
         // the state (the limiter's chain of grants).
         let mut word = cell.load(Ordering::Acquire);
         loop {
-            let mut st = self.state(word);
-            if let (Some(timeout), Some(max)) = (timeout, max) {
-                // Guava's canAcquire, without a resync: refusing changes
-                // nothing.
-                if st.next_free.saturating_sub(timeout) > now {
-                    return Err(with_max_wait(
-                        would_wait(res, st.next_free, now, timeout),
-                        max,
-                    ));
-                }
-            }
-            let moment = st.reserve(permits, now);
-            let next = pack(st.stored_permits, st.next_free);
+            let (moment, next) = step(self.state(word), permits, timeout, now)
+                .map_err(|e| max.map_or(e, |max| with_max_wait(e, max)))?;
             if next != word {
                 // Ordering: AcqRel on success (publishes this grant, follows
                 // the one it replaces); Acquire on failure, to decide again
@@ -146,9 +131,7 @@ impl Rule for SmoothRule {
                     continue;
                 }
             }
-            let wait = moment.saturating_sub(now).max(0) as u64;
-            let ready = now_nanos.saturating_add(res.nanos(wait));
-            return Ok(Grant::new(ready, ready, now_nanos, permits));
+            return Ok(grant_at(res, now_nanos, now, moment, permits));
         }
     }
 

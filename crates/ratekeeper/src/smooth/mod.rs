@@ -654,6 +654,46 @@ impl State {
     }
 }
 
+/// Guava's step on the state `st` at `now` (ticks): with a `timeout`,
+/// `tryAcquire`'s canAcquire first (a refusal changes nothing, and skips
+/// the resync); then the reservation. The moment the request may go and
+/// the state word after it.
+#[inline(always)]
+fn step(
+    mut st: State,
+    permits: u32,
+    timeout: Option<i64>,
+    now: i64,
+) -> Result<(i64, u128), AcquireError> {
+    if let Some(timeout) = timeout {
+        if st.next_free.saturating_sub(timeout) > now {
+            return Err(would_wait(st.res, st.next_free, now, timeout));
+        }
+    }
+    let moment = st.reserve(permits, now);
+    Ok((moment, pack(st.stored_permits, st.next_free)))
+}
+
+/// The grant of a request due at `moment`, decided at `now` (ticks of
+/// `res`; the clock reading `now_nanos`): after the resync `moment >= now`,
+/// so scheduled and ready alike, `moment - now` ticks after the reading.
+#[inline(always)]
+fn grant_at(res: Resolution, now_nanos: u64, now: i64, moment: i64, permits: u32) -> Grant {
+    let wait = moment.saturating_sub(now).max(0) as u64;
+    let ready = now_nanos.saturating_add(res.nanos(wait));
+    Grant::new(ready, ready, now_nanos, permits)
+}
+
+/// `params` with the two numbers a reservation changes read from `word`.
+#[inline(always)]
+fn unpack(params: &State, word: u128) -> State {
+    State {
+        stored_permits: f64::from_bits((word >> 64) as u64),
+        next_free: word as u64 as i64,
+        ..*params
+    }
+}
+
 /// Packs the two words a reservation changes (`stored_permits`, `next_free`)
 /// into one 128-bit value.
 #[inline(always)]
@@ -722,11 +762,7 @@ impl Core {
     /// The full state for a (live) word.
     #[inline(always)]
     fn state(&self, word: u128) -> State {
-        State {
-            stored_permits: f64::from_bits((word >> 64) as u64),
-            next_free: word as u64 as i64,
-            ..self.params
-        }
+        unpack(&self.params, word)
     }
 }
 
@@ -895,11 +931,7 @@ impl<C: Clock> Smooth<C> {
 
     #[inline(always)]
     fn grant(&self, now_nanos: u64, now: i64, moment: i64, permits: u32) -> Grant {
-        // After the resync `moment >= now`, so the request is due at `moment`:
-        // scheduled and ready alike, `wait` ticks after the clock reading.
-        let wait = moment.saturating_sub(now).max(0) as u64;
-        let ready = now_nanos.saturating_add(self.res.nanos(wait));
-        Grant::new(ready, ready, now_nanos, permits)
+        grant_at(self.res, now_nanos, now, moment, permits)
     }
 
     fn set_rate(&self, rate: f64) -> Result<(), SmoothError> {
@@ -1150,16 +1182,10 @@ impl<C: Clock> Smooth<C> {
     ) -> Option<Result<Grant, AcquireError>> {
         while word != FROZEN {
             let (now_nanos, now) = self.read();
-            let mut st = core.state(word);
-            if let Some(timeout) = timeout {
-                // Guava's canAcquire, without a resync: refusing changes
-                // nothing.
-                if st.next_free.saturating_sub(timeout) > now {
-                    return Some(Err(would_wait(self.res, st.next_free, now, timeout)));
-                }
-            }
-            let moment = st.reserve(permits, now);
-            let next = pack(st.stored_permits, st.next_free);
+            let (moment, next) = match step(core.state(word), permits, timeout, now) {
+                Ok(stepped) => stepped,
+                Err(refused) => return Some(Err(refused)),
+            };
             // A reservation that changes nothing commits nothing: it took
             // effect at the load (see invariant 2 on [`Smooth`]).
             if next != word {
