@@ -427,19 +427,28 @@ impl Backend {
         // A wrong type names the keys the script touches.
         let key = keys.join(" or ");
         let key = key.as_str();
-        // Ordering: Acquire, pairing with the reload's Release: a request
-        // that sees the new generation finds the scripts loaded.
-        let generation = self.inner.generation.load(Ordering::Acquire);
-        match self.evalsha(lua, keys, args).await {
-            Err(e) if e.code() == Some("NOSCRIPT") => {
-                self.reload(generation).await?;
-                self.evalsha(lua, keys, args)
-                    .await
-                    .map_err(|e| RedisError::from_redis(e, key))
+        // A request may meet NOSCRIPT again after a reload if the scripts
+        // were flushed once more meanwhile (its generation predates the
+        // reload it then finds done): it reloads at most this many times,
+        // all within the backend's deadline.
+        const ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            // Ordering: Acquire, pairing with the reload's Release: a
+            // request that sees the new generation finds the scripts loaded.
+            let generation = self.inner.generation.load(Ordering::Acquire);
+            match self.evalsha(lua, keys, args).await {
+                Err(e) if e.code() == Some("NOSCRIPT") && attempt < ATTEMPTS => {
+                    self.reload(generation).await?;
+                    attempt += 1;
+                }
+                r => {
+                    return r
+                        .map_err(|e| RedisError::from_redis(e, key))
+                        .and_then(|reply| check_reply(lua, reply))
+                }
             }
-            r => r.map_err(|e| RedisError::from_redis(e, key)),
         }
-        .and_then(|reply| check_reply(lua, reply))
     }
 
     async fn evalsha(
