@@ -1,7 +1,7 @@
 //! Keyed limiters (issue 20), single thread, no contention: what a keyed
 //! check costs and what it is made of, against governor's keyed limiter
 //! with the same hash (foldhash on both sides), so the difference is the
-//! check itself.
+//! check itself, and against two floors no check built on them can beat.
 //!
 //! ```text
 //! cargo run --release -p ratekeeper-bench --example keyed_parts
@@ -14,6 +14,14 @@
 //! governor's `check_key`, 5 M checks a run, keys walked by xorshift scaled
 //! by a multiply, 9 runs a side alternated; the median ns a check and its
 //! ratio to governor's, with 1, 1,000 and 1 M keys.
+//!
+//! The floors, walked the same way: a clock read and a compare-exchange of
+//! the key's word in a plain array of 16 bytes a key (what any in-memory
+//! map must at least do: read the time, reach the key's state, update it),
+//! and the same through hashbrown tables (the table under dashmap, so
+//! under governor's keyed map, and under ours) split 64 ways as both maps
+//! split them, with no lock. Beside them, half of governor's check with its
+//! default hash: what a check must cost to be twice as fast as it.
 
 use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU32;
@@ -22,6 +30,7 @@ use std::time::Instant;
 
 use crossbeam_utils::sync::ShardedLock;
 use governor::{Quota, RateLimiter as Governor};
+use hashbrown::HashTable;
 use ratekeeper::keyed::Keyed;
 use ratekeeper::{Clock, DefaultClock};
 
@@ -64,11 +73,30 @@ fn parts() {
     }
 }
 
-/// Median ns a check, over 9 runs of 5 M checks: governor, keyed refill,
-/// keyed pacer.
-fn checks(keys: u64) -> [f64; 3] {
+/// The median of `runs`.
+fn median(mut runs: Vec<f64>) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    runs[runs.len() / 2]
+}
+
+/// Mean ns a check over 5 M checks of keys in `0..keys` walked by
+/// xorshift, each scaled to the range by a multiply (no division).
+fn walk(keys: u64, check: &dyn Fn(u64) -> bool) -> f64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+    per_call(5_000_000, |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        u64::from(check(((u128::from(x) * u128::from(keys)) >> 64) as u64))
+    })
+}
+
+/// Median ns a check, over 9 runs of 5 M checks: governor with foldhash,
+/// keyed refill, keyed pacer, governor with its default hash.
+fn checks(keys: u64) -> [f64; 4] {
     let quota = Quota::per_second(NonZeroU32::new(100_000_000).expect("non-zero"));
     let g = Governor::dashmap_with_hasher(quota, foldhash::fast::RandomState::default());
+    let sip = Governor::<u64, _, _, _>::dashmap(quota);
     let build = |text: &str| -> Keyed<u64> {
         let config = text.parse().expect("config");
         Keyed::builder()
@@ -80,29 +108,57 @@ fn checks(keys: u64) -> [f64; 3] {
     for k in 0..keys {
         let _ = (
             g.check_key(&k),
+            sip.check_key(&k),
             refill.try_acquire(&k),
             pacer.try_acquire(&k),
         );
     }
-    let walk = |n: u64, check: &dyn Fn(u64) -> bool| {
-        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
-        per_call(n, |_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            u64::from(check(((u128::from(x) * u128::from(keys)) >> 64) as u64))
-        })
-    };
-    let mut runs: [Vec<f64>; 3] = Default::default();
+    let mut runs: [Vec<f64>; 4] = Default::default();
     for _ in 0..9 {
-        runs[0].push(walk(5_000_000, &|k| g.check_key(&k).is_ok()));
-        runs[1].push(walk(5_000_000, &|k| refill.try_acquire(&k).is_ok()));
-        runs[2].push(walk(5_000_000, &|k| pacer.try_acquire(&k).is_ok()));
+        runs[0].push(walk(keys, &|k| g.check_key(&k).is_ok()));
+        runs[1].push(walk(keys, &|k| refill.try_acquire(&k).is_ok()));
+        runs[2].push(walk(keys, &|k| pacer.try_acquire(&k).is_ok()));
+        runs[3].push(walk(keys, &|k| sip.check_key(&k).is_ok()));
     }
-    runs.map(|mut v| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    })
+    runs.map(median)
+}
+
+/// A clock read and an uncontended update of `word`: the floors' work
+/// once the key's state is reached.
+#[inline(always)]
+fn bump(word: &AtomicU64, now: u64) -> bool {
+    let seen = word.load(Ordering::Acquire);
+    word.compare_exchange(seen, seen.max(now) + 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+/// Median ns a check (9 runs of 5 M) of the two floors: a plain array of
+/// (key, word), and hashbrown tables split 64 ways, no lock.
+fn floors(keys: u64) -> [f64; 2] {
+    let clock = DefaultClock::new();
+    let hasher = foldhash::fast::RandomState::default();
+    let array: Vec<(u64, AtomicU64)> = (0..keys).map(|k| (k, AtomicU64::new(0))).collect();
+    let mut tables: Vec<HashTable<(u64, AtomicU64)>> = (0..64).map(|_| HashTable::new()).collect();
+    let table_of = |hash: u64| ((u128::from(hash) * 64) >> 64) as usize;
+    for k in 0..keys {
+        let hash = hasher.hash_one(k);
+        tables[table_of(hash)]
+            .insert_unique(hash, (k, AtomicU64::new(0)), |e| hasher.hash_one(e.0));
+    }
+    let mut runs: [Vec<f64>; 2] = Default::default();
+    for _ in 0..9 {
+        runs[0].push(walk(keys, &|k| {
+            let now = clock.now_nanos();
+            bump(&array[k as usize].1, now)
+        }));
+        runs[1].push(walk(keys, &|k| {
+            let now = clock.now_nanos();
+            let hash = hasher.hash_one(k);
+            let found = tables[table_of(hash)].find(hash, |e| e.0 == k);
+            found.is_some_and(|e| bump(&e.1, now))
+        }));
+    }
+    runs.map(median)
 }
 
 fn main() {
@@ -112,12 +168,26 @@ fn main() {
         "{:>9} {:>9} {:>13} {:>12} {:>8} {:>8}",
         "keys", "governor", "keyed refill", "keyed pacer", "refill÷", "pacer÷"
     );
+    let mut defaults = Vec::new();
     for keys in [1, 1000, 1_000_000] {
-        let [g, r, p] = checks(keys);
+        let [g, r, p, sip] = checks(keys);
+        defaults.push((keys, sip));
         println!(
             "{keys:>9} {g:>9.2} {r:>13.2} {p:>12.2} {:>8.2} {:>8.2}",
             r / g,
             p / g
+        );
+    }
+    println!("\nfloors, median ns a check (9 runs of 5 M), beside governor with its default hash:");
+    println!(
+        "{:>9} {:>10} {:>13} {:>11} {:>13}",
+        "keys", "governor", "half of it", "array", "hashbrown"
+    );
+    for (keys, sip) in defaults {
+        let [array, table] = floors(keys);
+        println!(
+            "{keys:>9} {sip:>10.2} {:>13.2} {array:>11.2} {table:>13.2}",
+            sip / 2.0
         );
     }
 }
