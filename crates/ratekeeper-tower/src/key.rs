@@ -11,8 +11,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use http::header::{HeaderName, HeaderValue, FORWARDED};
 use http::{Extensions, HeaderMap, Method, Uri};
+use ratekeeper::keyed::IpKeyer;
 
-use crate::net::{canonical, mask};
 use crate::{ConfigError, IpNet};
 
 /// What an extractor sees of a request: its head, not its body.
@@ -170,11 +170,15 @@ impl Peer {
 }
 
 /// The IPv6 prefix length addresses are keyed by unless told otherwise: one
-/// key per /64, since a single client commonly holds a whole /64.
-pub const DEFAULT_IPV6_PREFIX: u8 = 64;
+/// key per /64, since a single client commonly holds a whole /64 (the core
+/// crate's [`IpKeyer`] default).
+pub const DEFAULT_IPV6_PREFIX: u8 = ratekeeper::keyed::DEFAULT_IPV6_PREFIX;
 
 /// The peer's IP address, from the connection (the address the TCP
-/// connection came from), IPv6 addresses keyed by their /64.
+/// connection came from), IPv6 addresses keyed by their /64, IPv4-mapped
+/// (`::ffff:a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`) addresses by their
+/// IPv4 (the core crate's [`IpKeyer`]), so one client is one key however
+/// it arrives.
 ///
 /// # Startup-safe: [`PeerIp::connection`]
 ///
@@ -219,7 +223,7 @@ pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 #[derive(Debug, Clone, Copy)]
 pub struct PeerIp {
     source: Peer,
-    ipv6_prefix: u8,
+    keyer: IpKeyer,
 }
 
 impl PeerIp {
@@ -253,7 +257,7 @@ impl PeerIp {
     fn with_source(source: Peer) -> PeerIp {
         PeerIp {
             source,
-            ipv6_prefix: DEFAULT_IPV6_PREFIX,
+            keyer: IpKeyer::default(),
         }
     }
 
@@ -263,31 +267,28 @@ impl PeerIp {
     ///
     /// [`ConfigError::Network`] for a prefix over 128.
     pub fn ipv6_prefix(mut self, prefix: u8) -> Result<PeerIp, ConfigError> {
-        check_v6_prefix(prefix)?;
-        self.ipv6_prefix = prefix;
+        self.keyer = keyer(prefix)?;
         Ok(self)
     }
 }
 
-fn check_v6_prefix(prefix: u8) -> Result<(), ConfigError> {
-    if prefix > 128 {
-        return Err(ConfigError::Network(format!("::/{prefix}")));
-    }
-    Ok(())
+/// The keyer of IPv6 networks of `prefix` bits.
+fn keyer(prefix: u8) -> Result<IpKeyer, ConfigError> {
+    IpKeyer::with_ipv6_prefix(prefix.into())
+        .map_err(|_| ConfigError::Network(format!("::/{prefix}")))
 }
 
-fn key_ip(ip: IpAddr, ipv6_prefix: u8) -> IpAddr {
-    match canonical(ip) {
-        v6 @ IpAddr::V6(_) => mask(v6, ipv6_prefix),
-        v4 => v4,
-    }
+/// The key of `ip`: IPv4 as it is (IPv4-mapped and NAT64 addresses too),
+/// IPv6 as its network's first address.
+fn key_ip(ip: IpAddr, keyer: IpKeyer) -> IpAddr {
+    keyer.key(ip).into()
 }
 
 impl KeyExtractor for PeerIp {
     type Key = IpAddr;
     fn extract(&self, head: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
         let ip = self.source.read(head.extensions)?;
-        Ok(key_ip(ip, self.ipv6_prefix))
+        Ok(key_ip(ip, self.keyer))
     }
 
     fn needs_connection_peer(&self) -> bool {
@@ -332,12 +333,14 @@ enum Forwarding {
 /// A hop that is not an IP address (`unknown`, an obfuscated `_id`) where
 /// the walk needs it is [`KeyError::Malformed`]; no header at all (and no
 /// peer) is [`KeyError::Missing`]; all hops trusted gives the left-most.
+/// The client's address is keyed as [`PeerIp`] keys it (IPv6 by prefix,
+/// IPv4-mapped and NAT64 as IPv4).
 #[derive(Debug, Clone)]
 pub struct RightmostTrusted {
     header: Forwarding,
     trusted: Vec<IpNet>,
     peer: Option<Peer>,
-    ipv6_prefix: u8,
+    keyer: IpKeyer,
 }
 
 impl RightmostTrusted {
@@ -380,7 +383,7 @@ impl RightmostTrusted {
             header,
             trusted,
             peer: None,
-            ipv6_prefix: DEFAULT_IPV6_PREFIX,
+            keyer: IpKeyer::default(),
         })
     }
 
@@ -421,8 +424,7 @@ impl RightmostTrusted {
     ///
     /// [`ConfigError::Network`] for a prefix over 128.
     pub fn ipv6_prefix(mut self, prefix: u8) -> Result<RightmostTrusted, ConfigError> {
-        check_v6_prefix(prefix)?;
-        self.ipv6_prefix = prefix;
+        self.keyer = keyer(prefix)?;
         Ok(self)
     }
 
@@ -473,7 +475,7 @@ impl KeyExtractor for RightmostTrusted {
         }
         let hops = values.iter().flat_map(|v| v.split(',')).map(str::trim);
         let ip = self.walk(hops, peer)?;
-        Ok(key_ip(ip, self.ipv6_prefix))
+        Ok(key_ip(ip, self.keyer))
     }
 
     fn needs_connection_peer(&self) -> bool {
@@ -659,6 +661,45 @@ mod tests {
             f.extract(&RequestHead::of(&no_for)),
             Err(KeyError::Malformed)
         );
+    }
+
+    /// One client is one key however it arrives: IPv4-mapped and NAT64
+    /// (`64:ff9b::/96`, RFC 6052) addresses key as their IPv4, from the
+    /// peer and from a forwarding header alike (issue 20, item 1).
+    #[test]
+    fn mapped_and_nat64_addresses_key_as_their_ipv4() {
+        let peer = PeerIp::socket_addr();
+        let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8"]).unwrap();
+        let fwd = RightmostTrusted::forwarded(["10.0.0.0/8"]).unwrap();
+        for v6 in [
+            "::ffff:203.0.113.7",
+            "64:ff9b::203.0.113.7",
+            "64:ff9b::cb00:7107",
+        ] {
+            let mut r = req("x-forwarded-for", &[&format!("{v6}, 10.0.0.2")]);
+            r.extensions_mut().insert(SocketAddr::new(ip(v6), 443));
+            assert_eq!(
+                peer.extract(&RequestHead::of(&r)),
+                Ok(ip("203.0.113.7")),
+                "{v6}"
+            );
+            assert_eq!(
+                xff.extract(&RequestHead::of(&r)),
+                Ok(ip("203.0.113.7")),
+                "{v6}"
+            );
+            let f = req("forwarded", &[&format!(r#"for="[{v6}]:80", for=10.0.0.2"#)]);
+            assert_eq!(
+                fwd.extract(&RequestHead::of(&f)),
+                Ok(ip("203.0.113.7")),
+                "{v6}"
+            );
+        }
+        // Any other IPv6 address keys as its /64.
+        let mut r = req("a", &[]);
+        r.extensions_mut()
+            .insert("[64:ff9c::cb00:7107]:80".parse::<SocketAddr>().unwrap());
+        assert_eq!(peer.extract(&RequestHead::of(&r)), Ok(ip("64:ff9c::")));
     }
 
     #[test]

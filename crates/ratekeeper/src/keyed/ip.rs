@@ -31,6 +31,25 @@ impl fmt::Display for IpKey {
     }
 }
 
+/// The key as an address: the IPv4 address, or the IPv6 network's first.
+///
+/// ```
+/// use std::net::IpAddr;
+/// use ratekeeper::keyed::IpKeyer;
+///
+/// let key = IpKeyer::default().key("64:ff9b::192.0.2.7".parse()?);
+/// assert_eq!(IpAddr::from(key), "192.0.2.7".parse::<IpAddr>()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl From<IpKey> for IpAddr {
+    fn from(key: IpKey) -> IpAddr {
+        match key {
+            IpKey::V4(a) => IpAddr::V4(a),
+            IpKey::V6(a) => IpAddr::V6(a),
+        }
+    }
+}
+
 /// Turns addresses into [`IpKey`]s: IPv6 truncated to a prefix (default
 /// [`DEFAULT_IPV6_PREFIX`]), IPv4-mapped (`::ffff:a.b.c.d`) and NAT64
 /// (`64:ff9b::a.b.c.d`) addresses to their IPv4, so that one client is one
