@@ -17,6 +17,18 @@ pub enum ConfigError {
         /// The window given, in seconds.
         window: u64,
     },
+    /// A quota or window above the largest Integer a structured field
+    /// carries (999,999,999,999,999; RFC 9651 §3.3.1), so that the
+    /// `RateLimit-Policy` field could not announce it.
+    #[error(
+        "a policy's quota and window must be at most 999999999999999 (got q={quota}, w={window})"
+    )]
+    QuotaTooLarge {
+        /// The quota given.
+        quota: u64,
+        /// The window given, in seconds.
+        window: u64,
+    },
     /// A rate that is not a positive finite number of permits per second.
     #[error("rate {0} is not a positive finite number of permits per second")]
     Rate(f64),

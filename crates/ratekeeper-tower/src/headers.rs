@@ -19,7 +19,7 @@ pub static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 pub static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 
 /// The largest Integer a structured field may carry (RFC 9651 §3.3.1).
-const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
+pub(crate) const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 
 /// Writes `s` as a structured-field String: quoted, with `"` and `\`
 /// escaped. The caller has checked that it is printable ASCII.

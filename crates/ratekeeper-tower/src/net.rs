@@ -17,6 +17,7 @@ use crate::ConfigError;
 /// let one: IpNet = "::1".parse()?;
 /// assert!(one.contains("::1".parse()?));
 /// assert!("10.0.0.0/33".parse::<IpNet>().is_err());
+/// assert_eq!("::ffff:10.0.0.0/104".parse::<IpNet>()?, "10.0.0.0/8".parse()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,7 +27,9 @@ pub struct IpNet {
 }
 
 impl IpNet {
-    /// `addr/prefix`.
+    /// `addr/prefix`. An IPv4-mapped address (`::ffff:a.b.c.d`) with a
+    /// prefix of 96 or more is the IPv4 network it writes
+    /// (`::ffff:10.0.0.0/104` is `10.0.0.0/8`).
     ///
     /// # Errors
     ///
@@ -36,6 +39,10 @@ impl IpNet {
         if prefix > max {
             return Err(ConfigError::Network(format!("{addr}/{prefix}")));
         }
+        let (addr, prefix) = match canonical(addr) {
+            v4 @ IpAddr::V4(_) if addr.is_ipv6() && prefix >= 96 => (v4, prefix - 96),
+            _ => (addr, prefix),
+        };
         Ok(IpNet {
             addr: mask(addr, prefix),
             prefix,
@@ -43,7 +50,9 @@ impl IpNet {
     }
 
     /// Whether `ip` is in the network. An IPv4-mapped IPv6 address
-    /// (`::ffff:a.b.c.d`) counts as its IPv4 address.
+    /// (`::ffff:a.b.c.d`) counts as its IPv4 address, in an IPv4 network
+    /// only; a NAT64 address (`64:ff9b::a.b.c.d`) is the translator's IPv6
+    /// address here, though a key counts it as its IPv4.
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
         ip.is_ipv4() == self.addr.is_ipv4() && mask(ip, self.prefix) == self.addr
@@ -59,7 +68,7 @@ impl FromStr for IpNet {
             Some((a, p)) => (a, Some(p.parse::<u8>().map_err(|_| bad())?)),
             None => (s, None),
         };
-        let addr = canonical(addr.trim().parse::<IpAddr>().map_err(|_| bad())?);
+        let addr = addr.trim().parse::<IpAddr>().map_err(|_| bad())?;
         let prefix = prefix.unwrap_or(if addr.is_ipv4() { 32 } else { 128 });
         IpNet::new(addr, prefix).map_err(|_| bad())
     }

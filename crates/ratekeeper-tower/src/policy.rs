@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::headers::SF_INTEGER_MAX;
 use crate::ConfigError;
 
 /// A named quota: `quota` permits per `window` seconds, of which up to
@@ -34,7 +35,9 @@ impl Policy {
     /// # Errors
     ///
     /// [`ConfigError::PolicyName`] for a name that is not printable ASCII,
-    /// [`ConfigError::ZeroQuota`] for a zero quota or window.
+    /// [`ConfigError::ZeroQuota`] for a zero quota or window,
+    /// [`ConfigError::QuotaTooLarge`] for one above 999,999,999,999,999
+    /// (the largest Integer the `RateLimit-Policy` field can carry).
     pub fn new(name: impl Into<String>, quota: u64, window: u64) -> Result<Policy, ConfigError> {
         let name = name.into();
         if !name.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
@@ -42,6 +45,9 @@ impl Policy {
         }
         if quota == 0 || window == 0 {
             return Err(ConfigError::ZeroQuota { quota, window });
+        }
+        if quota > SF_INTEGER_MAX || window > SF_INTEGER_MAX {
+            return Err(ConfigError::QuotaTooLarge { quota, window });
         }
         Ok(Policy {
             name,
@@ -59,7 +65,8 @@ impl Policy {
     /// # Errors
     ///
     /// [`ConfigError::Rate`] for a rate that is not positive and finite, and
-    /// those of [`new`](Policy::new).
+    /// those of [`new`](Policy::new) (a rate above 999,999,999,999,999 a
+    /// second is [`ConfigError::QuotaTooLarge`]).
     pub fn from_rate(name: impl Into<String>, rate: f64) -> Result<Policy, ConfigError> {
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ConfigError::Rate(rate));
@@ -107,9 +114,10 @@ impl Policy {
     }
 
     /// The time one permit is worth: `window / quota`, in nanoseconds (at
-    /// least 1).
+    /// least 1, at most `u64::MAX`).
     pub fn interval_nanos(&self) -> u64 {
-        ((u128::from(self.window) * 1_000_000_000 / u128::from(self.quota)) as u64).max(1)
+        let nanos = u128::from(self.window) * 1_000_000_000 / u128::from(self.quota);
+        u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
     }
 
     /// The time a full burst takes to come back: `burst × window / quota`.

@@ -322,6 +322,19 @@ fn bad_configuration_is_a_typed_error() {
             window: 1
         }
     );
+    // A field Integer has at most 15 digits (RFC 9651 §3.3.1).
+    assert_eq!(
+        Policy::new("x", 1_000_000_000_000_000, 1).unwrap_err(),
+        ConfigError::QuotaTooLarge {
+            quota: 1_000_000_000_000_000,
+            window: 1
+        }
+    );
+    assert!(Policy::new("x", 999_999_999_999_999, 999_999_999_999_999).is_ok());
+    assert!(matches!(
+        Policy::from_rate("x", 1e300),
+        Err(ConfigError::QuotaTooLarge { .. })
+    ));
     assert!(matches!(
         Policy::new("é", 1, 1),
         Err(ConfigError::PolicyName(_))

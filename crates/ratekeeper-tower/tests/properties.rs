@@ -1,0 +1,182 @@
+//! Property tests of what the layer parses and writes: every input a
+//! client or a configuration can give is refused with a typed error or
+//! handled, never a panic, and every field written parses as RFC 9651
+//! structured fields.
+
+mod common;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use http::HeaderValue;
+use proptest::prelude::*;
+use ratekeeper_tower::headers::{ratelimit_item, retry_after_secs};
+use ratekeeper_tower::key::{HeaderKey, KeyExtractor, RequestHead, RightmostTrusted};
+use ratekeeper_tower::{IpNet, Policy};
+
+/// The largest Integer a structured field may carry (RFC 9651 §3.3.1).
+const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
+
+/// Addresses of every kind the layer must tell apart: IPv4, IPv6, and
+/// IPv4 written in IPv6 (mapped, NAT64).
+fn any_ip() -> impl Strategy<Value = IpAddr> {
+    prop_oneof![
+        any::<Ipv4Addr>().prop_map(IpAddr::V4),
+        any::<Ipv6Addr>().prop_map(IpAddr::V6),
+        any::<Ipv4Addr>().prop_map(|a| IpAddr::V6(a.to_ipv6_mapped())),
+        any::<Ipv4Addr>().prop_map(|a| {
+            IpAddr::V6(Ipv6Addr::from_bits(
+                (0x64_ff9b_u128 << 96) | u128::from(a.to_bits()),
+            ))
+        }),
+    ]
+}
+
+/// A number: small, up to the largest field Integer, or anywhere in `u64`.
+fn count() -> impl Strategy<Value = u64> {
+    prop_oneof![1u64..10_000, 1u64..=SF_INTEGER_MAX, any::<u64>()]
+}
+
+fn request(name: &str, values: &[String]) -> Option<http::Request<()>> {
+    let mut b = http::Request::builder();
+    for v in values {
+        b = b.header(name, HeaderValue::from_str(v).ok()?);
+    }
+    b.body(()).ok()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A policy that builds announces itself as a one-member List whose
+    /// String and Integers are the policy's own.
+    #[test]
+    fn a_policy_field_is_a_structured_list(
+        name in "[ -~]{0,40}", quota in count(), window in count(), burst in 1u32..,
+    ) {
+        let Ok(policy) = Policy::new(name.clone(), quota, window) else { return Ok(()) };
+        let policy = policy.with_burst(burst).unwrap();
+        let text = policy.to_string();
+        prop_assert!(HeaderValue::from_str(&text).is_ok(), "{text:?}");
+        let list = common::parse_list(&text);
+        prop_assert_eq!(list.len(), 1);
+        let (parsed, params) = &list[0];
+        prop_assert_eq!(parsed, &name);
+        prop_assert_eq!(params["q"] as u64, quota);
+        prop_assert_eq!(params["w"] as u64, window);
+        prop_assert_eq!(params["rk-burst"] as u64, u64::from(burst));
+    }
+
+    /// A permit's time is the window over the quota, saturated.
+    #[test]
+    fn a_permit_is_worth_its_share_of_the_window(quota in count(), window in count()) {
+        let Ok(policy) = Policy::new("p", quota, window) else { return Ok(()) };
+        let exact = u128::from(window) * 1_000_000_000 / u128::from(quota);
+        let want = u64::try_from(exact).unwrap_or(u64::MAX).max(1);
+        prop_assert_eq!(policy.interval_nanos(), want);
+    }
+
+    /// Any rate is a policy whose field parses, or a typed error.
+    #[test]
+    fn any_rate_is_a_valid_policy_or_refused(rate in any::<f64>()) {
+        if let Ok(policy) = Policy::from_rate("r", rate) {
+            let list = common::parse_list(&policy.to_string());
+            prop_assert!(list[0].1["q"] >= 1 && list[0].1["w"] >= 1);
+        }
+    }
+
+    /// `RateLimit` members parse whatever the numbers, clamped to the
+    /// largest Integer a field carries.
+    #[test]
+    fn a_ratelimit_member_parses(remaining in any::<u64>(), reset in any::<u64>()) {
+        let policy = Policy::new("p", 10, 1).unwrap();
+        let list = common::parse_list(&ratelimit_item(&policy, remaining, reset));
+        prop_assert_eq!(list[0].1["r"] as u64, remaining.min(SF_INTEGER_MAX));
+        prop_assert_eq!(list[0].1["t"] as u64, reset.min(SF_INTEGER_MAX));
+    }
+
+    /// `Retry-After` is whole seconds, at least 1, never before the wait
+    /// ends and less than a second after it.
+    #[test]
+    fn retry_after_rounds_up(secs in 0u64..=SF_INTEGER_MAX, nanos in 0u32..1_000_000_000) {
+        let wait = Duration::new(secs, nanos);
+        let after = retry_after_secs(wait);
+        prop_assert!(after >= 1);
+        prop_assert!(Duration::from_secs(after) >= wait);
+        prop_assert!(after == 1 || Duration::from_secs(after - 1) < wait);
+    }
+
+    /// Any text as a trusted network: a network or a typed error.
+    #[test]
+    fn any_text_is_a_network_or_refused(text in "[0-9a-fA-F:./ %\\[\\]]{0,48}|.{0,48}") {
+        let _ = text.parse::<IpNet>();
+    }
+
+    /// A network prints as text that parses back to it, and holds the
+    /// address it was made from (an IPv4-mapped address counts as IPv4, so
+    /// only an IPv6 network of under 96 bits, which is not an IPv4 one,
+    /// does not hold it).
+    #[test]
+    fn a_network_prints_as_it_parses(ip in any_ip(), prefix in 0u8..=128) {
+        let Ok(net) = IpNet::new(ip, prefix) else {
+            prop_assert!(ip.is_ipv4() && prefix > 32);
+            return Ok(());
+        };
+        prop_assert_eq!(net.to_string().parse::<IpNet>(), Ok(net), "{}", net);
+        prop_assert_eq!(format!("{ip}/{prefix}").parse::<IpNet>(), Ok(net));
+        let mapped = matches!(ip, IpAddr::V6(a) if a.to_ipv4_mapped().is_some());
+        prop_assert!(net.contains(ip) || (mapped && prefix < 96), "{} in {}", ip, net);
+    }
+
+    /// Any header name: an extractor or a typed error.
+    #[test]
+    fn any_header_name_is_a_key_or_refused(name in ".{0,24}") {
+        let _ = HeaderKey::new(&name);
+    }
+
+    /// Whatever a client writes in front of its address, the key is the
+    /// right-most hop the trusted proxies did not add.
+    #[test]
+    fn the_rightmost_untrusted_hop_is_the_key(
+        written in prop::collection::vec("[ -~]{0,24}", 0..4),
+        client in any::<Ipv4Addr>().prop_filter("outside 10/8", |a| a.octets()[0] != 10),
+        proxies in prop::collection::vec(any::<[u8; 3]>(), 0..4),
+    ) {
+        let proxies: Vec<String> =
+            proxies.iter().map(|[a, b, c]| format!("10.{a}.{b}.{c}")).collect();
+        let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8"]).unwrap();
+        let fwd = RightmostTrusted::forwarded(["10.0.0.0/8"]).unwrap();
+        let mut chain = written.clone();
+        chain.push(client.to_string());
+        chain.extend(proxies.iter().cloned());
+        if let Some(r) = request("x-forwarded-for", &[chain.join(", ")]) {
+            prop_assert_eq!(xff.extract(&RequestHead::of(&r)), Ok(IpAddr::V4(client)));
+        }
+        let mut elements = written;
+        elements.push(format!("for={client};proto=https"));
+        elements.extend(proxies.iter().map(|p| format!("for=\"{p}:443\"")));
+        if let Some(r) = request("forwarded", &[elements.join(", ")]) {
+            prop_assert_eq!(fwd.extract(&RequestHead::of(&r)), Ok(IpAddr::V4(client)));
+        }
+    }
+
+    /// Any header values at all: a key or a typed error.
+    #[test]
+    fn any_forwarding_header_is_a_key_or_an_error(
+        values in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..3),
+        prefix in 0u8..=128,
+    ) {
+        let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8", "::1"]).unwrap();
+        let fwd = RightmostTrusted::forwarded(["10.0.0.0/8"]).unwrap().ipv6_prefix(prefix).unwrap();
+        for name in ["x-forwarded-for", "forwarded"] {
+            let mut b = http::Request::builder();
+            for v in &values {
+                if let Ok(v) = HeaderValue::from_bytes(v) {
+                    b = b.header(name, v);
+                }
+            }
+            let r = b.body(()).unwrap();
+            let _ = (xff.extract(&RequestHead::of(&r)), fwd.extract(&RequestHead::of(&r)));
+        }
+    }
+}
