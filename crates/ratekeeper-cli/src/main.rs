@@ -32,6 +32,8 @@ mod pace;
 mod pipe;
 mod plot;
 mod progress;
+#[cfg(test)]
+mod props;
 mod report;
 mod run;
 mod shared;
