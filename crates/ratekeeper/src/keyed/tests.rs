@@ -326,7 +326,16 @@ fn same_decisions(text: &str, steps: &[(u64, u32, Option<u64>)]) -> Result<(), T
     // A start on every period's grid (whole microseconds, 2 ms cycles):
     // a key counts them from the clock's origin, a limiter from its
     // creation.
-    let clock = ManualClock::new(8 * MS);
+    decisions_from(8 * MS, text, steps)
+}
+
+/// [`same_decisions`] with the clock starting at `start`.
+fn decisions_from(
+    start: u64,
+    text: &str,
+    steps: &[(u64, u32, Option<u64>)],
+) -> Result<(), TestCaseError> {
+    let clock = ManualClock::new(start);
     let config: LimiterConfig = text.parse().unwrap();
     let keyed = Keyed::builder()
         .build_with_clock::<u8, _>(&config, clock.clone())
@@ -403,3 +412,61 @@ proptest! {
 }
 
 use crate::Clock;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// At the edges (rates from one an hour to a billion a second, zero
+    /// and huge permit counts, any wait, clock jumps of up to centuries):
+    /// no panic, and the key decides as the limiter does.
+    #[test]
+    fn edges_decide_as_the_limiter(
+        which in 0usize..10,
+        rate in prop::sample::select(vec!["0.0003", "1", "1000", "1M", "1G"]),
+        steps in prop::collection::vec(
+            (
+                // Microseconds: up to 2^50 (36 years) at once.
+                prop_oneof![0u64..1_000, Just(1u64 << 30), Just(1u64 << 50)],
+                prop_oneof![0u32..4, Just(1_000_000u32), Just(u32::MAX)],
+                prop::option::of(prop_oneof![Just(0u64), Just(1), Just(u64::MAX / 1000)]),
+            ),
+            1..40,
+        ),
+    ) {
+        let text = [
+            "pacer:{r},0",
+            "pacer:{r},0.5",
+            "pacer:{r},1.0",
+            "pacer:{r},3",
+            "refill:{r},1s,capacity=1000000000,initial=0",
+            "bursty:{r},1000",
+            "warmup:{r},1h,10",
+            "cycle:{r},1s",
+            "refill:{r},1ms",
+            "bursty:{r},0",
+        ][which]
+            .replace("{r}", rate);
+        let Ok(config) = text.parse::<LimiterConfig>() else { return Ok(()) };
+        if config.build_with_clock(ManualClock::new(0)).is_err() {
+            return Ok(());
+        }
+        // The key is kept from its first grant, when the limiter it is
+        // compared with is built; a request no wait could grant (zero
+        // permits, above the capacity) keeps no key, while the limiter,
+        // built, idles (and an average-mode pacer gathers credit).
+        // A smooth schedule saturates i64::MAX µs (292,000 years) ahead, a
+        // key's counted from the clock's origin and the limiter's from its
+        // creation (documented): they saturate an hour apart here, so keep
+        // the smooth kinds' schedules short of it.
+        let smooth = text.starts_with("bursty") || text.starts_with("warmup");
+        let permits: f64 = steps.iter().map(|s| f64::from(s.1)).sum::<f64>() + 1.0;
+        let rate: f64 = rate.trim_end_matches(['M', 'G']).parse().unwrap_or(1.0);
+        if smooth && permits * 10.0 * 1e6 / rate > (1u64 << 62) as f64 {
+            return Ok(());
+        }
+        let mut steps = steps;
+        steps.insert(0, (0, 1, None));
+        // An hour in: on the grid of every period here (1 ms, 1 s cycles).
+        decisions_from(3_600_000 * MS, &text, &steps)?;
+    }
+}
