@@ -1,6 +1,5 @@
 //! [`TokenPool`]: the pools of [`Pools`] as a thread-safe rate limiter.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::task::Waker;
@@ -8,6 +7,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use super::claims::Claims;
 use super::filler::{Handle, Next};
 use super::pools::{PoolError, Pools};
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
@@ -270,9 +270,8 @@ impl TokenPoolBuilder {
                 state: Mutex::new(State {
                     rate: self.rate,
                     pools,
-                    queue: VecDeque::new(),
+                    queue: Claims::new(),
                     owed: 0,
-                    next_claim: 1,
                     last_fill: now,
                     started: false,
                     filler_busy: false,
@@ -374,16 +373,12 @@ struct State {
     /// atomics at each fill.
     pools: Pools,
     /// Claims waiting for tokens, oldest first.
-    queue: VecDeque<Claim>,
+    queue: Claims,
     /// Tokens the queued claims still need: exactly the sum of their
     /// `remaining`. `reserve_slow` refuses a claim that would take it past
     /// `u64::MAX`, so it is never saturated, and `distribute` and `cancel`
     /// subtract from it exactly.
     owed: u64,
-    /// The next claim's sequence number: claims are queued in sequence
-    /// order, and a claim's id (which travels in its [`Grant`], keeping it
-    /// 32 bytes) is its sequence number's low 32 bits, never 0.
-    next_claim: u64,
     /// The clock reading of the latest fill.
     last_fill: u64,
     started: bool,
@@ -400,85 +395,10 @@ struct State {
     parked: bool,
 }
 
-struct Claim {
-    /// Its place in the order of claims: increasing along the queue.
-    seq: u64,
-    span: u64,
-    remaining: u64,
-    /// Who to wake when the claim completes (or must fill, or restart
-    /// the pool): a blocked thread, or an async task's waker.
-    waiter: Option<Wake>,
-    /// A caller is blocked in `wait_claim` on this claim: it is theirs, and
-    /// `cancel` leaves it alone.
-    held: bool,
-    /// The grant it was returned in (scheduled, started, permits), so that
-    /// `cancel` withdraws it only for that grant.
-    grant: (u64, u64, u32),
-}
-
-/// The 32 bits of `seq` a claim's id carries.
-#[inline]
-fn claim_id(seq: u64) -> u32 {
-    seq as u32
-}
-
-/// Ids name one queued claim each while the queue spans fewer sequence
-/// numbers than ids can tell apart.
-const ID_SPAN: u64 = 1 << 32;
-
-/// Where claim `id` is in `queue` (in sequence order): a binary search by
-/// sequence number. While the queue spans fewer than 2^32 sequence numbers
-/// (past that takes four billion claims queued behind one that waits all
-/// along), `id` names one sequence number in it; past that, a linear
-/// search.
-fn find_claim(queue: &VecDeque<Claim>, id: u32) -> Option<usize> {
-    let (front, back) = (queue.front()?.seq, queue.back()?.seq);
-    if back - front < ID_SPAN {
-        let seq = front + u64::from(id.wrapping_sub(claim_id(front)));
-        queue.binary_search_by_key(&seq, |c| c.seq).ok()
-    } else {
-        queue.iter().position(|c| claim_id(c.seq) == id)
-    }
-}
-
-/// The sequence number for a claim joining `queue`, from `next` on: its id
-/// non-zero and, once the queue spans 2^32 sequence numbers, not one still
-/// queued.
-fn next_claim_seq(queue: &VecDeque<Claim>, next: &mut u64) -> u64 {
-    loop {
-        let seq = *next;
-        // 2^64 claims: centuries at a billion a second.
-        *next = seq.wrapping_add(1);
-        if claim_id(seq) == 0 {
-            continue;
-        }
-        let spans_ids = queue.front().is_some_and(|f| seq - f.seq >= ID_SPAN);
-        if spans_ids && find_claim(queue, claim_id(seq)).is_some() {
-            continue;
-        }
-        return seq;
-    }
-}
-
 impl State {
     /// Where claim `id` is in the queue, if it is still queued.
     fn position(&self, id: u32) -> Option<usize> {
-        find_claim(&self.queue, id)
-    }
-
-    /// The next claim's sequence number (see [`next_claim_seq`]).
-    fn new_claim_seq(&mut self) -> u64 {
-        next_claim_seq(&self.queue, &mut self.next_claim)
-    }
-
-    /// Tokens owed to the claims up to and including the one at `pos`: a
-    /// prefix of the sum `owed` holds, so it never overflows (saturating
-    /// only as a guard).
-    fn owed_through(&self, pos: usize) -> u64 {
-        self.queue
-            .iter()
-            .take(pos + 1)
-            .fold(0u64, |sum, c| sum.saturating_add(c.remaining))
+        self.queue.find(id)
     }
 }
 
@@ -491,7 +411,7 @@ fn available(filled: u64, taken: u64) -> u64 {
 
 /// Someone to wake once the pool's lock is released.
 #[derive(Clone)]
-enum Wake {
+pub(super) enum Wake {
     /// A thread parked in a blocking wait, or the filler thread.
     Thread(Thread),
     /// An async wait ([`RateLimiter::poll_grant`]).
@@ -874,7 +794,7 @@ impl<C: Clock> Shared<C> {
     /// claim's tokens are due, at least the fill granule and at most half
     /// the active pool after the last fill.
     fn refill_span(&self, st: &State, pos: usize, now: u64) -> u64 {
-        let due = st.owed_through(pos);
+        let due = st.queue.owed_through(pos);
         let since = elapsed_nanos(st.last_fill, now);
         let granule = self.fill_granule(st);
         let cap = (st.pools.max_active() / 2).saturating_sub(since).max(1);
@@ -1493,16 +1413,7 @@ impl<C: Clock + 'static> TokenPool<C> {
             let scheduled = taken
                 .wrapping_add(st.owed)
                 .wrapping_add(sh.params.base.load(Ordering::Relaxed));
-            let seq = st.new_claim_seq();
-            let id = claim_id(seq);
-            st.queue.push_back(Claim {
-                seq,
-                span,
-                remaining: span,
-                waiter: None,
-                held: false,
-                grant: (scheduled, now, permits),
-            });
+            let id = st.queue.push(span, (scheduled, now, permits));
             st.owed = owed;
             sh.serve(st, wake);
             let ready = now.saturating_add(st.owed);
@@ -1807,89 +1718,5 @@ impl<C> fmt::Debug for TokenPool<C> {
             .field("waiting_nanos", &st.pools.waiting())
             .field("waiters", &st.queue.len())
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod claim_ids {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn claim(seq: u64) -> Claim {
-        Claim {
-            seq,
-            span: 1,
-            remaining: 1,
-            waiter: None,
-            held: false,
-            grant: (0, 0, 1),
-        }
-    }
-
-    /// Queues a claim from `next` on and returns its id.
-    fn push(queue: &mut VecDeque<Claim>, next: &mut u64) -> u32 {
-        let seq = next_claim_seq(queue, next);
-        queue.push_back(claim(seq));
-        claim_id(seq)
-    }
-
-    /// Every queued claim is found by its id, and ids are unique.
-    fn all_found(queue: &VecDeque<Claim>) {
-        for (pos, c) in queue.iter().enumerate() {
-            assert_eq!(
-                find_claim(queue, claim_id(c.seq)),
-                Some(pos),
-                "seq {}",
-                c.seq
-            );
-        }
-    }
-
-    #[test]
-    fn ids_wrap_past_u32_max_skipping_zero() {
-        let (mut queue, mut next) = (VecDeque::new(), ID_SPAN - 2);
-        let ids: Vec<u32> = (0..4).map(|_| push(&mut queue, &mut next)).collect();
-        assert_eq!(ids, [u32::MAX - 1, u32::MAX, 1, 2]);
-        all_found(&queue);
-        queue.remove(1);
-        all_found(&queue);
-        assert_eq!(find_claim(&queue, u32::MAX), None);
-        assert_eq!(find_claim(&queue, 0), None);
-        assert_eq!(find_claim(&queue, 3), None);
-    }
-
-    #[test]
-    fn past_a_span_of_two_to_the_32_ids_still_queued_are_skipped() {
-        let (mut queue, mut next) = (VecDeque::new(), 5);
-        assert_eq!(push(&mut queue, &mut next), 5);
-        // Four billion claims later, the first still waits.
-        next = 5 + ID_SPAN;
-        assert_eq!(push(&mut queue, &mut next), 6, "5 is still queued");
-        assert_eq!(push(&mut queue, &mut next), 7);
-        all_found(&queue);
-        queue.pop_front();
-        all_found(&queue);
-        assert_eq!(find_claim(&queue, 5), None);
-    }
-
-    proptest! {
-        /// Claims joining and leaving (served from the front, cancelled
-        /// anywhere), from any start: each queued claim is found by its id.
-        #[test]
-        fn every_queued_claim_is_found_by_its_id(
-            start in prop_oneof![0u64..10, (ID_SPAN - 8)..(ID_SPAN + 8), any::<u32>().prop_map(u64::from)],
-            ops in prop::collection::vec((0u8..3, any::<prop::sample::Index>()), 1..200),
-        ) {
-            let (mut queue, mut next) = (VecDeque::new(), start);
-            for (op, at) in ops {
-                match op {
-                    0 => { push(&mut queue, &mut next); }
-                    1 => { queue.pop_front(); }
-                    _ if !queue.is_empty() => { queue.remove(at.index(queue.len())); }
-                    _ => {}
-                }
-                all_found(&queue);
-            }
-        }
     }
 }

@@ -515,6 +515,7 @@
 //! `applyRateSpec` that wipes the pools ([`Pools::apply`] keeps them, as G2
 //! does).
 
+mod claims;
 mod filler;
 mod limiter;
 mod pools;
