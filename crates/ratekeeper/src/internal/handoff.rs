@@ -19,7 +19,12 @@
 //!
 //! # Implementation details
 //!
-//! The entries live in a `Vec` under a mutex, each with its state:
+//! The entries live under a mutex, indexed so that every operation costs
+//! O(log n) in the entries alive (many async waiters may give up at once):
+//! by ready time (expiry drops the earliest first), by times (a cancel
+//! finds an entry that knows its grant), stashed ones by size and ready
+//! time ([`take`](Handoff::take) hands out the earliest of a size), issued
+//! ones by handoff id. Each entry has its state:
 //!
 //! * **stashed**: available to [`take`](Handoff::take);
 //! * **issued** under a handoff id: handed to a new caller, whose grant
@@ -39,6 +44,8 @@
 //! Lock order: the limiter's own lock (configuration or cancel lock), then
 //! this one. [`take`](Handoff::take) takes only this one.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
 use crate::limiter::Grant;
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 
@@ -54,9 +61,22 @@ pub(crate) struct Handoff {
     entries: Mutex<Entries>,
 }
 
-#[derive(Debug)]
+/// An entry's place: its ready time, then the order entries came in.
+type Key = (u64, u64);
+
+#[derive(Debug, Default)]
 struct Entries {
-    list: Vec<Entry>,
+    /// Every entry, earliest ready first.
+    by_ready: BTreeMap<Key, Entry>,
+    /// The entries of each (scheduled, ready): a reservation's, or a part
+    /// of it, as first cancelled.
+    by_times: HashMap<(u64, u64), Vec<Key>>,
+    /// The stashed entries by size, earliest ready first.
+    stashed: BTreeSet<(u32, Key)>,
+    /// The issued entries by handoff id.
+    issued: HashMap<u32, Key>,
+    /// The next entry's order number.
+    next_seq: u64,
     /// The next handoff id (1 ..= 2^31 − 1, wrapping).
     next_id: u32,
     /// The limiter's tag at its latest reset: a grant older than that is
@@ -78,13 +98,61 @@ enum State {
     Returned,
 }
 
-impl Entry {
-    /// Whether `grant` is this entry's reservation (or a part of it), as
-    /// first cancelled or as handed on.
-    fn knows(&self, grant: &Grant) -> bool {
+impl Entries {
+    /// The entry that knows `grant`: its reservation (or a part of it) as
+    /// first cancelled (the same times and limiter tag), or as handed on
+    /// (issued under the grant's handoff id, the same slot). The two never
+    /// both match: limiter tags have the top bit set, handoff ids clear.
+    fn knowing(&self, grant: &Grant) -> Option<Key> {
         let claim = grant.claim();
-        (same_times(&self.grant, grant) && self.grant.claim() == claim)
-            || (same_slot(&self.grant, grant) && self.state == State::Issued(claim.unwrap_or(0)))
+        let as_cancelled = self
+            .by_times
+            .get(&(grant.scheduled_nanos(), grant.ready_nanos()))
+            .and_then(|keys| {
+                keys.iter()
+                    .copied()
+                    .find(|k| self.by_ready[k].grant.claim() == claim)
+            });
+        as_cancelled.or_else(|| {
+            let key = *self.issued.get(&claim?)?;
+            same_slot(&self.by_ready[&key].grant, grant).then_some(key)
+        })
+    }
+
+    /// Adds an entry for `grant` in `state` (not `Issued`).
+    fn insert(&mut self, grant: Grant, state: State) {
+        let key = (grant.ready_nanos(), self.next_seq);
+        self.next_seq += 1;
+        if state == State::Stashed {
+            self.stashed.insert((grant.permits(), key));
+        }
+        self.by_times
+            .entry((grant.scheduled_nanos(), grant.ready_nanos()))
+            .or_default()
+            .push(key);
+        self.by_ready.insert(key, Entry { grant, state });
+    }
+
+    /// Removes the entry at `key`; whether it was stashed.
+    fn remove(&mut self, key: Key) -> bool {
+        let Some(entry) = self.by_ready.remove(&key) else {
+            return false;
+        };
+        let times = (entry.grant.scheduled_nanos(), entry.grant.ready_nanos());
+        if let Some(keys) = self.by_times.get_mut(&times) {
+            keys.retain(|k| *k != key);
+            if keys.is_empty() {
+                self.by_times.remove(&times);
+            }
+        }
+        match entry.state {
+            State::Stashed => self.stashed.remove(&(entry.grant.permits(), key)),
+            State::Issued(id) => {
+                self.issued.remove(&id);
+                false
+            }
+            State::Returned => false,
+        }
     }
 }
 
@@ -106,9 +174,9 @@ impl Handoff {
         Handoff {
             stashed: AtomicU64::new(0),
             entries: Mutex::new(Entries {
-                list: Vec::new(),
                 next_id: 1,
                 reset_tag: tag,
+                ..Entries::default()
             }),
         }
     }
@@ -141,17 +209,21 @@ impl Handoff {
         let mut entries = lock(&self.entries);
         self.expire(&mut entries, now);
         let limit = max_wait.map_or(u64::MAX, |m| now.saturating_add(m));
-        let index = entries
-            .list
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.state == State::Stashed)
-            .filter(|(_, e)| e.grant.permits() == permits && e.grant.ready_nanos() <= limit)
-            .min_by_key(|(_, e)| e.grant.ready_nanos())
-            .map(|(i, _)| i)?;
+        let &(_, key) = entries
+            .stashed
+            .range((permits, (0, 0))..=(permits, (limit, u64::MAX)))
+            .next()?;
+        entries.stashed.remove(&(permits, key));
         let id = entries.next_id;
         entries.next_id = (id % (LIMITER_TAG - 1)) + 1;
-        let entry = &mut entries.list[index];
+        // An id still issued (2^31 − 1 hand-outs ago, its slot not yet
+        // ready) is that entry's no more: it can no longer be put back.
+        if let Some(old) = entries.issued.insert(id, key) {
+            if let Some(e) = entries.by_ready.get_mut(&old) {
+                e.state = State::Returned;
+            }
+        }
+        let entry = entries.by_ready.get_mut(&key)?;
         entry.state = State::Issued(id);
         let grant = entry.grant.started_at(now).with_claim(id);
         self.count(-1);
@@ -182,11 +254,17 @@ impl Handoff {
         // reservation or a part of it, whatever its permits: a part of one
         // given back or kept must not be kept again. Only the whole of an
         // issued one goes back to the stash.
-        if let Some(entry) = entries.list.iter_mut().find(|e| e.knows(grant)) {
+        if let Some(key) = entries.knowing(grant) {
             // Its current holder gives an issued slot back; anything else
             // is a grant cancelled already.
-            if claim.is_some_and(|id| entry.state == State::Issued(id)) {
-                entry.state = State::Stashed;
+            let entry = &entries.by_ready[&key];
+            if let Some(id) = claim.filter(|&id| entry.state == State::Issued(id)) {
+                let permits = entry.grant.permits();
+                entries.issued.remove(&id);
+                entries.stashed.insert((permits, key));
+                if let Some(e) = entries.by_ready.get_mut(&key) {
+                    e.state = State::Stashed;
+                }
                 self.count(1);
                 return true;
             }
@@ -203,10 +281,7 @@ impl Handoff {
         } else {
             return false;
         };
-        entries.list.push(Entry {
-            grant: *grant,
-            state,
-        });
+        entries.insert(*grant, state);
         true
     }
 
@@ -219,7 +294,7 @@ impl Handoff {
     /// handed on, and not expired): a sharded pacer asks its shards which
     /// one knows a grant before choosing where to keep it.
     pub(crate) fn knows(&self, grant: &Grant) -> bool {
-        lock(&self.entries).list.iter().any(|e| e.knows(grant))
+        lock(&self.entries).knowing(grant).is_some()
     }
 
     /// Whether a grant tagged `tag` was made at or after the reset that
@@ -233,22 +308,26 @@ impl Handoff {
     /// and now tags grants `tag`.
     pub(crate) fn reset(&self, tag: u32) {
         let mut entries = lock(&self.entries);
-        entries.list.clear();
-        entries.reset_tag = tag;
+        let next_id = entries.next_id;
+        *entries = Entries {
+            next_id,
+            reset_tag: tag,
+            ..Entries::default()
+        };
         // Ordering: Relaxed; see `is_empty`.
         self.stashed.store(0, Ordering::Relaxed);
     }
 
-    /// Drops the entries whose ready time has passed.
+    /// Drops the entries whose ready time has passed, earliest first.
     fn expire(&self, entries: &mut Entries, now: u64) {
-        let before = entries.list.len();
         let mut dropped = 0;
-        entries.list.retain(|e| {
-            let live = e.grant.ready_nanos() >= now;
-            dropped += u64::from(!live && e.state == State::Stashed);
-            live
-        });
-        if entries.list.len() != before && dropped > 0 {
+        while let Some((&key, _)) = entries.by_ready.first_key_value() {
+            if key.0 >= now {
+                break;
+            }
+            dropped += u64::from(entries.remove(key));
+        }
+        if dropped > 0 {
             // Ordering: Relaxed; see `is_empty` (written under the lock).
             self.stashed.fetch_sub(dropped, Ordering::Relaxed);
         }
@@ -345,5 +424,183 @@ mod tests {
             !h.cancel(&Grant::new(9, 9, 0, 1), 0, |_| true, || true),
             "no claim"
         );
+    }
+
+    /// The handoff as it was first written (entries in a list, linear
+    /// scans): the reference the indexed one must answer as.
+    #[derive(Default)]
+    struct Model {
+        list: Vec<(Grant, Option<u32>)>, // the grant as first cancelled; Some(id) while issued
+        stashed: Vec<bool>,
+        next_id: u32,
+    }
+
+    impl Model {
+        fn expire(&mut self, now: u64) {
+            let keep: Vec<bool> = self
+                .list
+                .iter()
+                .map(|(g, _)| g.ready_nanos() >= now)
+                .collect();
+            let mut k = keep.iter();
+            self.list.retain(|_| *k.next().unwrap_or(&true));
+            let mut k = keep.iter();
+            self.stashed.retain(|_| *k.next().unwrap_or(&true));
+        }
+
+        fn knowing(&self, g: &Grant) -> Option<usize> {
+            let times = |a: &Grant| (a.scheduled_nanos(), a.ready_nanos());
+            self.list.iter().position(|(e, issued)| {
+                (times(e) == times(g) && e.claim() == g.claim())
+                    || (times(e) == times(g)
+                        && e.permits() == g.permits()
+                        && issued.is_some()
+                        && *issued == g.claim())
+            })
+        }
+
+        fn cancel(&mut self, g: &Grant, now: u64, stashable: bool, give_back: bool) -> bool {
+            if g.permits() == 0 || g.ready_nanos() < now {
+                return false;
+            }
+            self.expire(now);
+            if let Some(i) = self.knowing(g) {
+                if g.claim().is_some() && self.list[i].1 == g.claim() {
+                    self.list[i].1 = None;
+                    self.stashed[i] = true;
+                    return true;
+                }
+                return false;
+            }
+            if g.claim().is_none_or(|c| c < TAG) {
+                return false;
+            }
+            if give_back {
+                self.list.push((*g, None));
+                self.stashed.push(false);
+            } else if stashable {
+                self.list.push((*g, None));
+                self.stashed.push(true);
+            } else {
+                return false;
+            }
+            true
+        }
+
+        fn take(&mut self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
+            if !self.stashed.contains(&true) {
+                return None;
+            }
+            self.expire(now);
+            let limit = max_wait.map_or(u64::MAX, |m| now.saturating_add(m));
+            let i = (0..self.list.len())
+                .filter(|&i| self.stashed[i])
+                .filter(|&i| {
+                    self.list[i].0.permits() == permits && self.list[i].0.ready_nanos() <= limit
+                })
+                .min_by_key(|&i| self.list[i].0.ready_nanos())?;
+            self.next_id += 1;
+            self.stashed[i] = false;
+            self.list[i].1 = Some(self.next_id);
+            Some(self.list[i].0.started_at(now).with_claim(self.next_id))
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Cancel {
+            pick: usize,
+            stashable: bool,
+            give_back: bool,
+        },
+        CancelNew {
+            at: u64,
+            permits: u32,
+            stashable: bool,
+            give_back: bool,
+        },
+        Take {
+            permits: u32,
+            max_wait: Option<u64>,
+        },
+        Advance(u64),
+        Knows(usize),
+        Reset,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (any::<usize>(), any::<bool>(), any::<bool>()).prop_map(
+                |(pick, stashable, give_back)| Op::Cancel {
+                    pick,
+                    stashable,
+                    give_back
+                }
+            ),
+            (0u64..40, 1u32..4, any::<bool>(), any::<bool>()).prop_map(
+                |(at, permits, stashable, give_back)| {
+                    Op::CancelNew {
+                        at,
+                        permits,
+                        stashable,
+                        give_back,
+                    }
+                }
+            ),
+            (1u32..4, proptest::option::of(0u64..20))
+                .prop_map(|(permits, max_wait)| Op::Take { permits, max_wait }),
+            (0u64..6).prop_map(Op::Advance),
+            any::<usize>().prop_map(Op::Knows),
+            Just(Op::Reset),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any sequence of cancels (of new grants, of grants seen before,
+        /// whole or in part), hand-outs, clock steps and resets: the
+        /// indexed handoff answers as the list it replaced.
+        #[test]
+        fn answers_as_the_list_did(ops in proptest::collection::vec(op(), 1..200)) {
+            let (h, mut model, mut now) = (Handoff::new(TAG), Model::default(), 0u64);
+            let mut seen: Vec<Grant> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Cancel { pick, stashable, give_back } if !seen.is_empty() => {
+                        let mut g = seen[pick % seen.len()];
+                        if pick % 3 == 0 && g.permits() > 1 {
+                            g = g.with_permits(1); // a part of it
+                        }
+                        let want = model.cancel(&g, now, stashable, give_back);
+                        proptest::prop_assert_eq!(h.cancel(&g, now, |_| stashable, || give_back), want);
+                    }
+                    Op::Cancel { .. } => {}
+                    Op::CancelNew { at, permits, stashable, give_back } => {
+                        let g = Grant::new(at, at, 0, permits).with_claim(TAG);
+                        seen.push(g);
+                        let want = model.cancel(&g, now, stashable, give_back);
+                        proptest::prop_assert_eq!(h.cancel(&g, now, |_| stashable, || give_back), want);
+                    }
+                    Op::Take { permits, max_wait } => {
+                        let want = model.take(permits, max_wait, now);
+                        let got = h.take(permits, max_wait, now);
+                        proptest::prop_assert_eq!(got, want);
+                        seen.extend(got);
+                    }
+                    Op::Advance(d) => now += d,
+                    Op::Knows(pick) if !seen.is_empty() => {
+                        let g = seen[pick % seen.len()];
+                        proptest::prop_assert_eq!(h.knows(&g), model.knowing(&g).is_some());
+                    }
+                    Op::Knows(_) => {}
+                    Op::Reset => {
+                        h.reset(TAG);
+                        let next_id = model.next_id;
+                        model = Model { next_id, ..Model::default() };
+                    }
+                }
+                proptest::prop_assert_eq!(h.is_empty(), !model.stashed.contains(&true));
+            }
+        }
     }
 }
