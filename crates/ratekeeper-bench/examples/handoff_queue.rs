@@ -14,17 +14,12 @@
 //! for each phase: a cost linear in the slots kept shows as time doubling
 //! with n, quadratic as time quadrupling.
 
-use std::time::Instant;
+#[path = "common/mod.rs"]
+mod common;
 
+use common::ms;
 use ratekeeper::config::LimiterConfig;
 use ratekeeper::{ManualClock, RateLimiter};
-
-/// Milliseconds `f` takes.
-fn ms(f: impl FnOnce()) -> f64 {
-    let start = Instant::now();
-    f();
-    start.elapsed().as_secs_f64() * 1e3
-}
 
 fn main() {
     println!(

@@ -23,11 +23,15 @@
 //! split them, with no lock. Beside them, half of governor's check with its
 //! default hash: what a check must cost to be twice as fast as it.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use common::median;
 use crossbeam_utils::sync::ShardedLock;
 use governor::{Quota, RateLimiter as Governor};
 use hashbrown::HashTable;
@@ -71,12 +75,6 @@ fn parts() {
     for (name, ns) in rows {
         println!("  {name:<22} {ns:>6.2}");
     }
-}
-
-/// The median of `runs`.
-fn median(mut runs: Vec<f64>) -> f64 {
-    runs.sort_by(f64::total_cmp);
-    runs[runs.len() / 2]
 }
 
 /// Mean ns a check over 5 M checks of keys in `0..keys` walked by

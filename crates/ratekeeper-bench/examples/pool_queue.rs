@@ -11,18 +11,14 @@
 //! cost linear in the queue shows as time doubling with n, quadratic as
 //! time quadrupling.
 
-use std::task::Waker;
-use std::time::Instant;
+#[path = "common/mod.rs"]
+mod common;
 
+use std::task::Waker;
+
+use common::ms;
 use ratekeeper::pool::{Filling, TokenPool};
 use ratekeeper::{Clock, ManualClock, Rate, RateLimiter};
-
-/// Milliseconds `f` takes.
-fn ms(f: impl FnOnce()) -> f64 {
-    let start = Instant::now();
-    f();
-    start.elapsed().as_secs_f64() * 1e3
-}
 
 fn main() {
     println!(

@@ -1,4 +1,5 @@
-//! What the measuring examples share: medians over runs, and list options.
+//! What the measuring examples share: medians over runs, timing a phase,
+//! and list options.
 //!
 //! Included by each example with `#[path = "common/mod.rs"] mod common;`
 //! (not an example itself: Cargo only builds `examples/*.rs` and
@@ -6,6 +7,7 @@
 #![allow(dead_code)]
 
 use std::error::Error;
+use std::time::Instant;
 
 /// The median of `v` (the mean of the middle two for an even count).
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -23,6 +25,13 @@ pub fn spread(v: Vec<f64>) -> (f64, f64, f64) {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (median(v), lo, hi)
+}
+
+/// Milliseconds `f` takes.
+pub fn ms(f: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    f();
+    start.elapsed().as_secs_f64() * 1e3
 }
 
 /// A comma-separated option value, each item parsed by `f`.
