@@ -175,13 +175,7 @@ async fn drain(client: &Client<HttpConnector, Empty<Bytes>>, addr: SocketAddr, p
     let start = Instant::now();
     let mut admitted = 0u64;
     loop {
-        let req = http::Request::get(format!("http://{addr}/"))
-            .header("x-forwarded-for", "203.0.113.9")
-            .body(Empty::new())
-            .unwrap();
-        let resp = client.request(req).await.unwrap();
-        let (parts, body) = resp.into_parts();
-        let body = body.collect().await.unwrap().to_bytes();
+        let (parts, body) = common::get_spoofed(client, addr).await;
         if parts.status == 429 {
             common::check_refusal(&parts.headers, "per-client");
             break;

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 
 use http::{Request, Response};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{Empty, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -67,13 +67,7 @@ async fn send(
 ) -> (Vec<u16>, Vec<String>) {
     let (mut statuses, mut bodies) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let req = Request::get(format!("http://{addr}/"))
-            .header("x-forwarded-for", "203.0.113.9")
-            .body(Empty::new())
-            .unwrap();
-        let resp = client.request(req).await.unwrap();
-        let (parts, body) = resp.into_parts();
-        let body = body.collect().await.unwrap().to_bytes();
+        let (parts, body) = common::get_spoofed(client, addr).await;
         if parts.status == 429 {
             common::check_refusal(&parts.headers, "per-peer");
         } else {

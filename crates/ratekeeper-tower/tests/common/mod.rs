@@ -1,7 +1,14 @@
-//! Helpers shared by the test binaries: the header checks, through sfv.
+//! Helpers shared by the test binaries: the header checks, through sfv,
+//! and a client request that spoofs `X-Forwarded-For`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
 
 /// One List member: its String value and its Integer parameters.
 pub type Member = (String, BTreeMap<String, i64>);
@@ -52,4 +59,19 @@ pub fn check_refusal(headers: &http::HeaderMap, policy: &str) -> u64 {
     let p = pol.iter().find(|(n, _)| n == policy).expect("our policy");
     assert!(p.1["q"] >= 1 && p.1["w"] >= 1);
     retry
+}
+
+/// GETs `/` from the server at `addr` with a left-most `X-Forwarded-For`
+/// of 203.0.113.9 (a spoof a key read from the connection must ignore);
+/// the response's head and whole body.
+pub async fn get_spoofed(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    addr: SocketAddr,
+) -> (http::response::Parts, Bytes) {
+    let req = http::Request::get(format!("http://{addr}/"))
+        .header("x-forwarded-for", "203.0.113.9")
+        .body(Empty::new())
+        .unwrap();
+    let (parts, body) = client.request(req).await.unwrap().into_parts();
+    (parts, body.collect().await.unwrap().to_bytes())
 }
