@@ -432,16 +432,13 @@ impl RightmostTrusted {
         self.trusted.iter().any(|n| n.contains(ip))
     }
 
+    /// The rightmost of `hops` not in the trusted networks, right of a
+    /// `peer` that is trusted.
     fn walk<'h>(
         &self,
         hops: impl DoubleEndedIterator<Item = &'h str>,
         peer: Option<IpAddr>,
     ) -> Result<IpAddr, KeyError> {
-        if let Some(p) = peer {
-            if !self.trusted(p) {
-                return Ok(p);
-            }
-        }
         let mut leftmost = peer;
         for hop in hops.rev() {
             let ip = match self.header {
@@ -465,6 +462,11 @@ impl KeyExtractor for RightmostTrusted {
             Some(source) => Some(source.read(head.extensions)?),
             None => None,
         };
+        // A peer that is not a trusted proxy is the client: its headers are
+        // its own, not read at all (not even to refuse them).
+        if let Some(p) = peer.filter(|&p| !self.trusted(p)) {
+            return Ok(key_ip(p, self.keyer));
+        }
         let name = match self.header {
             Forwarding::XForwardedFor => &X_FORWARDED_FOR,
             Forwarding::Forwarded => &FORWARDED,
@@ -638,6 +640,35 @@ mod tests {
         r.extensions_mut()
             .insert("127.0.0.1:5000".parse::<SocketAddr>().unwrap());
         assert_eq!(x.extract(&RequestHead::of(&r)), Ok(ip("1.2.3.4")));
+    }
+
+    /// A request that did not come through a trusted proxy is keyed by its
+    /// peer whatever its headers say, even headers that do not parse: the
+    /// client cannot move itself to the missing-key policy's answer.
+    #[test]
+    fn an_untrusted_peer_is_its_key_whatever_the_headers_hold() {
+        let xff = RightmostTrusted::x_forwarded_for(["10.0.0.0/8"])
+            .unwrap()
+            .with_peer(socket_addr_extension);
+        let fwd = RightmostTrusted::forwarded(["10.0.0.0/8"])
+            .unwrap()
+            .with_peer(socket_addr_extension);
+        for (x, name) in [(&xff, "x-forwarded-for"), (&fwd, "forwarded")] {
+            for bad in [&b"203.0.113.7, \xff"[..], b"for=\"unterminated", b"a b c"] {
+                let mut r = http::Request::builder()
+                    .header(name, HeaderValue::from_bytes(bad).unwrap())
+                    .body(())
+                    .unwrap();
+                r.extensions_mut()
+                    .insert("198.51.100.1:5000".parse::<SocketAddr>().unwrap());
+                assert_eq!(
+                    x.extract(&RequestHead::of(&r)),
+                    Ok(ip("198.51.100.1")),
+                    "{name}: {}",
+                    String::from_utf8_lossy(bad)
+                );
+            }
+        }
     }
 
     #[test]
