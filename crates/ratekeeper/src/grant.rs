@@ -242,6 +242,13 @@ pub enum AcquireError {
     /// request may succeed.
     #[error("the shared limiter could not be reached, and its failure policy refuses")]
     Unavailable,
+    /// The limiter's shared state cannot be used as configured: its key on
+    /// the server holds a value of another kind, or a limit other than
+    /// this limiter's. A configuration error, never an outage: no failure
+    /// policy decides it, nothing was reserved, and retrying cannot
+    /// succeed until the configuration changes.
+    #[error("the shared limiter's state does not match its configuration")]
+    Misconfigured,
 }
 
 impl AcquireError {
