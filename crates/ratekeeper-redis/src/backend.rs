@@ -71,8 +71,8 @@ impl Lua {
     /// The number of integers its reply holds.
     fn reply_len(self) -> usize {
         match self {
-            Lua::Pacer | Lua::Refill => 5,
-            Lua::CappedPacer | Lua::CappedRefill => 10,
+            Lua::Pacer | Lua::Refill => crate::limiter::REPLY,
+            Lua::CappedPacer | Lua::CappedRefill => crate::limiter::REPLY + 5,
         }
     }
 }
@@ -167,8 +167,9 @@ impl Conn {
     }
 }
 
-/// Settings of a [`Backend`]: [`Backend::builder`].
-#[derive(Debug, Clone)]
+/// Settings of a [`Backend`]: [`Backend::builder`]. Its `Debug` shows the
+/// URL with its password hidden.
+#[derive(Clone)]
 #[must_use]
 pub struct BackendBuilder {
     url: String,
@@ -179,6 +180,20 @@ pub struct BackendBuilder {
     connect_timeout: Duration,
     breaker_failures: u32,
     breaker_cooldown: Duration,
+}
+
+impl std::fmt::Debug for BackendBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("BackendBuilder");
+        d.field("url", &crate::redact_url(&self.url));
+        #[cfg(feature = "cluster")]
+        d.field("nodes", &self.nodes.as_deref().map(redacted_nodes));
+        d.field("deadline", &self.deadline)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("breaker_failures", &self.breaker_failures)
+            .field("breaker_cooldown", &self.breaker_cooldown)
+            .finish()
+    }
 }
 
 impl BackendBuilder {
@@ -252,7 +267,7 @@ impl BackendBuilder {
                 .response_timeout(self.deadline)
                 .build()
                 .map_err(|source| RedisError::Url {
-                    url: nodes.join(","),
+                    url: redacted_nodes(nodes),
                     source,
                 })?;
             let conn = client
@@ -262,7 +277,7 @@ impl BackendBuilder {
             return Ok(Conn::Cluster(conn));
         }
         let client = redis::Client::open(self.url.as_str()).map_err(|source| RedisError::Url {
-            url: self.url.clone(),
+            url: crate::redact_url(&self.url),
             source,
         })?;
         let config = ConnectionManagerConfig::new()
@@ -271,7 +286,13 @@ impl BackendBuilder {
             .set_number_of_retries(1);
         let conn = ConnectionManager::new_with_config(client, config)
             .await
-            .map_err(RedisError::Redis)?;
+            .map_err(|e| {
+                if is_auth(&e) {
+                    RedisError::Auth(e)
+                } else {
+                    RedisError::Redis(e)
+                }
+            })?;
         Ok(Conn::Single(conn))
     }
 }
@@ -282,7 +303,9 @@ async fn load(conn: &Conn, source: &str) -> Result<String, RedisError> {
     conn.query(redis::cmd("SCRIPT").arg("LOAD").arg(source))
         .await
         .map_err(|e| {
-            if e.code().is_some() {
+            if is_auth(&e) {
+                RedisError::Auth(e)
+            } else if e.code().is_some() {
                 // The server answered with an error: it will not load it.
                 RedisError::ScriptingUnavailable(e)
             } else {
@@ -403,7 +426,12 @@ impl Backend {
         let inner = &self.inner;
         // Ordering: Relaxed for the counters; statistics.
         match outcome {
-            Ok(_) | Err(RedisError::WrongType { .. } | RedisError::BadReply(_)) => {
+            Ok(_)
+            | Err(
+                RedisError::WrongType { .. }
+                | RedisError::LimitMismatch { .. }
+                | RedisError::BadReply(_),
+            ) => {
                 inner.breaker.success();
             }
             Err(e) => {
@@ -433,6 +461,7 @@ impl Backend {
         // all within the backend's deadline.
         const ATTEMPTS: usize = 3;
         let mut attempt = 1;
+        let mut pause = RETRY_PAUSE;
         loop {
             // Ordering: Acquire, pairing with the reload's Release: a
             // request that sees the new generation finds the scripts loaded.
@@ -441,6 +470,15 @@ impl Backend {
                 Err(e) if e.code() == Some("NOSCRIPT") && attempt < ATTEMPTS => {
                     self.reload(generation).await?;
                     attempt += 1;
+                }
+                // The connection dropped (a client kill, a reset, a server
+                // restarting): the manager reconnects, and the request goes
+                // again until the deadline (the caller's timeout) ends it.
+                // Sent twice, it may be charged twice: the limit errs toward
+                // admitting less.
+                Err(e) if retryable(&e) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(RETRY_PAUSE_MAX);
                 }
                 r => {
                     return r
@@ -491,6 +529,37 @@ impl Backend {
         self.inner.generation.fetch_add(1, Ordering::Release);
         Ok(())
     }
+}
+
+/// The first pause before a request is sent again on a dropped
+/// connection; it doubles up to [`RETRY_PAUSE_MAX`].
+const RETRY_PAUSE: Duration = Duration::from_millis(1);
+/// The longest pause between two tries of one request.
+const RETRY_PAUSE_MAX: Duration = Duration::from_millis(50);
+
+/// Whether `e` is worth sending the request again for, within the deadline:
+/// the connection failed (dropped, reset, refused while the server
+/// restarts), or the server is loading its data after a restart.
+fn retryable(e: &redis::RedisError) -> bool {
+    (e.is_io_error() || e.is_connection_dropped()) && !e.is_timeout()
+        || matches!(e.code(), Some("LOADING" | "TRYAGAIN"))
+}
+
+/// Whether `e` says the server wants credentials it did not get, or
+/// refused the ones it got.
+fn is_auth(e: &redis::RedisError) -> bool {
+    matches!(e.code(), Some("NOAUTH" | "WRONGPASS"))
+        || e.kind() == redis::ErrorKind::AuthenticationFailed
+}
+
+/// A cluster's seed nodes as errors show them: each URL's password hidden.
+#[cfg(feature = "cluster")]
+fn redacted_nodes(nodes: &[String]) -> String {
+    nodes
+        .iter()
+        .map(|n| crate::redact_url(n))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The script's reply as integers, if it is the array of integers `lua`
@@ -558,16 +627,18 @@ mod tests {
             Value::Int(0),
             Value::Int(7),
             Value::Int(1),
+            Value::Int(9),
         ]);
-        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0, 7, 1]);
+        assert_eq!(check_reply(Lua::Refill, ok).unwrap(), [1, -5, 0, 7, 1, 9]);
         for bad in [
             Value::Nil,
             Value::Int(1),
             Value::Array(vec![Value::Int(1)]),
-            Value::Array(vec![Value::Int(2); 5]),
+            Value::Array(vec![Value::Int(2); 6]),
             Value::Array(vec![
                 Value::Int(1),
                 Value::Nil,
+                Value::Int(0),
                 Value::Int(0),
                 Value::Int(0),
                 Value::Int(0),

@@ -13,11 +13,41 @@
 //! carries the same scheduled and ready times and the same exact wait, on
 //! the local clock.
 //!
-//! Failure is a [`FailurePolicy`] chosen per limiter (admit, refuse, or
-//! decide locally at a share of the rate); a per-decision deadline (default
-//! 20 ms) bounds every decision, reconnects included, and a circuit breaker
-//! skips a failing server with one probe at a time. Every [`Decision`] says
-//! where it came from ([`Source`]).
+//! Failure is a [`FailurePolicy`] chosen per limiter: by default, decide
+//! locally at the share of the key this process was using; or at a share
+//! given; or refuse; or, asked for by name, admit unchecked. A
+//! per-decision deadline (default 20 ms) bounds every decision, reconnects
+//! included (a dropped connection is retried on the new one within it),
+//! and a circuit breaker skips a failing server with one probe at a time.
+//! Every [`Decision`] says where it came from ([`Source`]).
+//!
+//! # Failure policies and their bounds
+//!
+//! | policy | while the server fails, this process admits at most |
+//! |---|---|
+//! | [`LocalLearned`](FailurePolicy::LocalLearned) (default) | its learned share of the rate (the processes' shares add up to about one) |
+//! | [`Local { share }`](FailurePolicy::Local) | `share` of the rate |
+//! | [`Closed`](FailurePolicy::Closed) | nothing |
+//! | [`Open`](FailurePolicy::Open) | everything asked (no bound) |
+//!
+//! A local fallback starts when it takes over, owing what the server last
+//! said, never with credit gathered before. The fault-injection suite
+//! (`tests/faults.rs`) checks each bound under a killed, paused and
+//! restarted server, killed connections, `maxmemory`, flushed scripts, a
+//! key of another type and a mismatched limit; BENCHMARKS.md has its
+//! figures.
+//!
+//! **Misconfiguration is not an outage.** A key that holds a value of
+//! another type ([`RedisError::WrongType`]), or keeps another limit than
+//! this limiter's ([`RedisError::LimitMismatch`]: another rate, another
+//! strictness, a bucket where this is a Pacer), refuses every request with
+//! [`AcquireError::Misconfigured`](ratekeeper::AcquireError::Misconfigured)
+//! under every policy, and [`RedisLimiter::config_error`] says why. A
+//! process that means to change the key's limit takes it over with
+//! [`adopt`](RedisLimiterBuilder::adopt).
+//!
+//! **Secrets.** No error, `Debug` output or report of this crate holds the
+//! URL's password: [`redact_url`] hides it.
 //!
 //! # Layout
 //!
@@ -40,10 +70,13 @@
 //! A key is one string value: its origin (the server clock, whole microseconds, when
 //! it was created) and the limiter's time indexes in nanoseconds since
 //! then, below 2^53 so that Lua's doubles hold them exactly (the origin
-//! moves up after 52 days). The server clock has microsecond resolution: a
+//! moves up after 52 days); the permits it has granted; and the limit it
+//! keeps (checked at every request). The server clock has microsecond resolution: a
 //! schedule's times are whole nanoseconds, its clock readings whole
 //! microseconds. A key lives until its limit has caught up with the clock
-//! plus an idle TTL ([`DEFAULT_IDLE_TTL`]); a key that expired starts again
+//! plus an idle TTL ([`DEFAULT_IDLE_TTL`], a second: a run that starts
+//! after another on the same key has ended starts afresh, while processes
+//! using it at the same time share it as it is); a key that expired starts again
 //! as a new limiter would (a new bucket holds its initial permits and
 //! refills from its first request, granted or refused; a new schedule
 //! starts at the first request).
@@ -160,9 +193,9 @@ pub use backend::{
 };
 pub use blocking::{BlockingBackend, BlockingLimiter};
 pub use decision::{Admission, Decision, Source};
-pub use error::RedisError;
+pub use error::{redact_url, RedisError};
 pub use limit::SharedLimit;
 pub use limiter::{
     ClientStats, DecisionStats, FailurePolicy, RedisLimiter, RedisLimiterBuilder, ServerAnswer,
-    DEFAULT_IDLE_TTL, MAX_IDLE_TTL,
+    DEFAULT_IDLE_TTL, MAX_IDLE_TTL, MIN_LEARNED_SHARE,
 };

@@ -98,6 +98,17 @@ impl SharedLimit {
     ///
     /// A rate the in-memory limiter cannot keep.
     pub fn scaled_config(&self, factor: f64) -> Result<LimiterConfig, ConfigError> {
+        self.scaled_config_holding(factor, None)
+    }
+
+    /// [`scaled_config`](Self::scaled_config), a bucket holding `initial`
+    /// permits when it starts instead of its own initial permits (at most
+    /// its capacity).
+    pub(crate) fn scaled_config_holding(
+        &self,
+        factor: f64,
+        initial: Option<u32>,
+    ) -> Result<LimiterConfig, ConfigError> {
         let kind = match *self {
             SharedLimit::Pacer { rate, strictness } => KindConfig::Pacer {
                 rate: Rate::new(rate.get() * factor)
@@ -115,7 +126,11 @@ impl SharedLimit {
                         .limit_refresh_period(period)
                         .timeout(c.timeout())
                         .permit_capacity(clamp_u32(c.capacity()))
-                        .initial_permits(clamp_u32(c.initial_permits()))
+                        .initial_permits(
+                            initial
+                                .unwrap_or(clamp_u32(c.initial_permits()))
+                                .min(clamp_u32(c.capacity())),
+                        )
                         .build()?,
                 )
             }
@@ -177,6 +192,68 @@ pub(crate) enum Script {
         capacity: u64,
         initial: u64,
     },
+}
+
+impl Script {
+    /// The limit a key keeps, from the words a script names it by in a
+    /// `RKLIMIT` error: `pacer KIND NS_PER_PERMIT BURST_SLICE SHIFT` or
+    /// `refill NS_PER_PERMIT CAPACITY INITIAL`.
+    pub(crate) fn parse_stored(words: &str) -> Option<Script> {
+        let mut it = words.split_ascii_whitespace();
+        let kind = it.next()?;
+        let mut num = || it.next()?.parse::<u64>().ok();
+        let script = match kind {
+            "pacer" => Script::Pacer {
+                kind: u8::try_from(num()?).ok()?,
+                op: num()?,
+                burst: num()?,
+                shift: u32::try_from(num()?).ok()?,
+            },
+            "refill" => Script::Refill {
+                npp: num()?,
+                capacity: num()?,
+                initial: num()?,
+            },
+            _ => return None,
+        };
+        Some(script)
+    }
+}
+
+/// The limit in words, for errors that name two of them.
+impl std::fmt::Display for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Permits a second for `ns` a permit, to three decimals.
+        let rate = |ns: u64| (1e12 / ns.max(1) as f64).round() / 1000.0;
+        match *self {
+            Script::Pacer {
+                kind,
+                op,
+                burst,
+                shift,
+            } => {
+                let mode = match kind {
+                    0 => "average".to_owned(),
+                    1 => format!("burst compensation, shift {shift}"),
+                    _ if burst == op => "strict".to_owned(),
+                    _ => format!(
+                        "burst ratio {}",
+                        (op as f64 / burst.max(1) as f64 * 1000.0).round() / 1000.0
+                    ),
+                };
+                write!(f, "a pacer of {}/s ({mode})", rate(op))
+            }
+            Script::Refill {
+                npp,
+                capacity,
+                initial,
+            } => write!(
+                f,
+                "a refill bucket of {}/s, capacity {capacity}, {initial} initial permits",
+                rate(npp)
+            ),
+        }
+    }
 }
 
 fn clamp_u32(v: i64) -> u32 {

@@ -2,9 +2,9 @@
 //! translation of the server's answers into grants on the local clock.
 
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use ratekeeper::config::AnyLimiter;
 use ratekeeper::keyed::Overflow;
 use ratekeeper::{
     AcquireError, Clock, ConfigError, ConfigErrorKind, DefaultClock, Grant, RateLimiter,
@@ -19,13 +19,19 @@ use crate::limit::{Script, SharedLimit};
 use crate::offset::Offset;
 
 mod clients;
+mod fallback;
 
 pub use clients::ClientStats;
 use clients::Clients;
+pub use fallback::MIN_LEARNED_SHARE;
+use fallback::{Fallback, Said};
 
 /// How long a key whose limit has caught up with the clock is kept, by
-/// default: an hour. A key idle for longer starts again as a new one.
-pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(3600);
+/// default: a second. A key idle for longer starts again as a new one, so
+/// a run that starts after another on the same key has ended never
+/// inherits its schedule, while processes that share the key at the same
+/// time share it as it is.
+pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(1);
 
 /// The longest idle TTL a limiter takes: 100 years (a key's expiry goes to
 /// Redis in whole milliseconds, and Redis reads a script's number as an
@@ -36,32 +42,61 @@ pub const MAX_IDLE_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
 /// scripts compute in Lua numbers (doubles), exact below 2^53.
 const MAX_LUA_NANOS: u64 = 1 << 52;
 
+/// The number of arguments a limit's script takes.
+pub(crate) const ARGS: usize = 11;
+/// The number of integers a limit's script replies with.
+pub(crate) const REPLY: usize = 6;
+
 /// What a limiter does when the server cannot decide in time (an error, the
 /// deadline, the circuit breaker open). Chosen per limiter; every decision
 /// it makes says so in its [`Source`].
 ///
+/// A key that holds something else (another type, another limit) is not a
+/// failure: no policy decides it
+/// ([`AcquireError::Misconfigured`]).
+///
 /// A request that ran past the deadline may still reach the server and be
 /// granted there after the policy decided: its permits are then spent
 /// without being used (the limit errs toward admitting less, never more).
+///
+/// The local policies' limiter is built when it takes over, starting from
+/// what the server last said (the Pacer's next slot, the bucket's permits
+/// or debt), never from credit gathered while nobody used it; a new outage
+/// after the server answered again builds a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[non_exhaustive]
 pub enum FailurePolicy {
-    /// Admit the request unchecked ([`Source::FailOpen`]): the default, as
-    /// Envoy, Kong and Stripe's limiters; for limits that protect capacity,
-    /// where an outage of the limiter must not become an outage of the
-    /// service.
+    /// Decide in this process, on an in-memory limiter of the same kind at
+    /// this process's share of the key's use, learned from the key's
+    /// answers over the last second (at least [`MIN_LEARNED_SHARE`]; the
+    /// whole rate before a second of answers) ([`Source::Local`]): the
+    /// default.
+    ///
+    /// Bound: this process admits at most its learned share of the rate
+    /// (the processes' shares add up to about one, so together about the
+    /// rate).
     #[default]
-    Open,
-    /// Refuse it ([`AcquireError::Unavailable`], [`Source::FailClosed`]):
-    /// for abuse-sensitive limits (logins, payments).
-    Closed,
+    LocalLearned,
     /// Decide in this process, on an in-memory limiter of the same kind at
     /// `share` of the rate ([`Source::Local`]); `share` is typically one
     /// over the number of processes sharing the limit.
+    ///
+    /// Bound: this process admits at most `share` of the rate.
     Local {
         /// The part of the rate this process keeps alone, in (0, 1].
         share: f64,
     },
+    /// Admit the request unchecked ([`Source::FailOpen`]), as Envoy, Kong
+    /// and Stripe's limiters do; only for limits whose outage must never
+    /// refuse anything.
+    ///
+    /// Bound: none (every request is admitted while the server fails).
+    Open,
+    /// Refuse it ([`AcquireError::Unavailable`], [`Source::FailClosed`]):
+    /// for abuse-sensitive limits (logins, payments).
+    ///
+    /// Bound: nothing is admitted while the server fails.
+    Closed,
 }
 
 /// Decisions a [`RedisLimiter`] made, by source.
@@ -98,12 +133,26 @@ pub struct RedisLimiterBuilder {
     lease: Option<Duration>,
     max_clients: Option<usize>,
     overflow: Overflow,
+    adopt: bool,
 }
 
 impl RedisLimiterBuilder {
     /// What to do when the server cannot decide ([`FailurePolicy::Open`]).
     pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Take over a key that keeps another limit (off by default: such a
+    /// key is a [`RedisError::LimitMismatch`] and every request an
+    /// [`AcquireError::Misconfigured`]). Adopted, the key keeps this
+    /// limiter's limit from the next grant on: the old limit is
+    /// checkpointed and its grants stand (the Pacer's schedule goes on
+    /// from its next slot at the new spacing; the bucket keeps the permits
+    /// it holds or owes, at most the new capacity). Processes that still
+    /// keep the old limit then meet the mismatch themselves.
+    pub fn adopt(mut self, adopt: bool) -> Self {
+        self.adopt = adopt;
         self
     }
 
@@ -201,7 +250,7 @@ impl RedisLimiterBuilder {
                 Invalid("the key is empty: name the limit (e.g. \"api:global\")".into()),
             ));
         }
-        let fallback = match self.policy {
+        match self.policy {
             FailurePolicy::Local { share } if !(share > 0.0 && share <= 1.0) => {
                 return Err(ConfigError::new(
                     ConfigErrorKind::Backend,
@@ -211,13 +260,12 @@ impl RedisLimiterBuilder {
                     )),
                 ));
             }
-            FailurePolicy::Local { share } => Some(
-                self.limit
-                    .scaled_config(share)?
-                    .build_with_clock(DefaultClock::new())?,
-            ),
-            _ => None,
-        };
+            // The fallback is built when it takes over; its settings are
+            // checked now.
+            FailurePolicy::Local { share } => self.limit.scaled_config(share)?.validate()?,
+            FailurePolicy::LocalLearned => self.limit.scaled_config(1.0)?.validate()?,
+            FailurePolicy::Open | FailurePolicy::Closed => {}
+        }
         let clients = Clients::new(&self.key, self.max_clients, self.overflow)?;
         let script = self.limit.script();
         let clock = DefaultClock::new();
@@ -257,7 +305,9 @@ impl RedisLimiterBuilder {
             key: self.key,
             limit: self.limit,
             policy: self.policy,
-            fallback,
+            adopt: self.adopt,
+            fallback: Fallback::new(),
+            config_error: Mutex::new(None),
             clock,
             idle_ms: i64::try_from(self.idle_ttl.as_millis()).unwrap_or(i64::MAX),
             by_source: Default::default(),
@@ -320,7 +370,13 @@ pub struct RedisLimiter {
     limit: SharedLimit,
     script: Script,
     policy: FailurePolicy,
-    fallback: Option<AnyLimiter<DefaultClock>>,
+    /// Whether to take over a key that keeps another limit.
+    adopt: bool,
+    /// The local policies' limiter, built when it takes over.
+    fallback: Fallback,
+    /// The last misconfiguration the server reported (a key of another
+    /// type or limit).
+    config_error: Mutex<Option<RedisError>>,
     clock: DefaultClock,
     idle_ms: i64,
     by_source: [AtomicU64; 6],
@@ -374,6 +430,7 @@ impl RedisLimiter {
             lease: None,
             max_clients: None,
             overflow: Overflow::DenyNew,
+            adopt: false,
         }
     }
 
@@ -414,6 +471,24 @@ impl RedisLimiter {
             by_source: std::array::from_fn(|i| self.by_source[i].load(Ordering::Relaxed)),
             refused: self.refused.load(Ordering::Relaxed),
         }
+    }
+
+    /// This process's share of the key's grants over the last whole second
+    /// of answers (see [`FailurePolicy::LocalLearned`]); `None` before one.
+    pub fn learned_share(&self) -> Option<f64> {
+        self.fallback.learned_share()
+    }
+
+    /// The last configuration error the server reported: the key holds a
+    /// value of another type ([`RedisError::WrongType`]) or another limit
+    /// ([`RedisError::LimitMismatch`]). Every request then fails with
+    /// [`AcquireError::Misconfigured`] until the configuration changes;
+    /// this says why.
+    pub fn config_error(&self) -> Option<RedisError> {
+        self.config_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Asks for `permits`, refusing if the wait would pass `max_wait`
@@ -496,6 +571,7 @@ impl RedisLimiter {
         let sent = self.clock.now_nanos();
         let reply = self.backend.eval(self.lua(), &self.key, &args).await?;
         let decision = self.translate(&reply, permits, max_wait);
+        self.note(&reply, &decision);
         if let Err(AcquireError::WouldWait { wait, .. }) = decision.result {
             let wait = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
             self.cache.refused(sent, least.min(permits), wait);
@@ -657,6 +733,7 @@ impl RedisLimiter {
             Err(e) => return Ok(Err(e)),
         };
         args[5] = i64::try_from(now_us).unwrap_or(i64::MAX);
+        // Not `note`d: a test's clock is not the server's.
         let r = self.backend.eval(self.lua(), &self.key, &args).await?;
         let (scheduled, ready, extra) = match self.script {
             Script::Pacer { .. } => (r[1], r[2], r[3]),
@@ -679,7 +756,7 @@ impl RedisLimiter {
 
     /// The script's arguments for a request, or why it can never be
     /// granted.
-    fn args(&self, permits: u32, max_wait: Option<Duration>) -> Result<[i64; 8], AcquireError> {
+    fn args(&self, permits: u32, max_wait: Option<Duration>) -> Result<[i64; ARGS], AcquireError> {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
@@ -699,16 +776,19 @@ impl RedisLimiter {
                         max: u32::try_from(MAX_LUA_NANOS / op).unwrap_or(u32::MAX),
                     });
                 }
-                let burst = u64::from(permits).saturating_mul(burst);
+                let burst_span = u64::from(permits).saturating_mul(burst);
                 [
                     i64::from(kind),
                     span as i64,
-                    lua(burst),
+                    lua(burst_span),
                     i64::from(shift),
                     max_wait,
                     -1,
                     self.idle_ms,
-                    0,
+                    i64::from(permits),
+                    i64::from(self.adopt),
+                    lua(op),
+                    lua(burst),
                 ]
             }
             Script::Refill {
@@ -731,6 +811,9 @@ impl RedisLimiter {
                     -1,
                     self.idle_ms,
                     i64::from(permits),
+                    i64::from(self.adopt),
+                    0,
+                    0,
                 ]
             }
         })
@@ -778,14 +861,38 @@ impl RedisLimiter {
         }
     }
 
-    /// The failure policy's decision after `error`.
+    /// Notes what the server said on this limiter's own key: the
+    /// fallback's starting point and the share meter.
+    fn note(&self, reply: &[i64], decision: &Decision) {
+        let (said, granted) = match self.script {
+            Script::Pacer { .. } => (
+                Said::Ahead(reply[3]),
+                decision.result.map_or(0, |g| u64::from(g.permits())),
+            ),
+            Script::Refill { .. } => (
+                Said::Available(reply[2]),
+                u64::try_from(reply[4]).unwrap_or(0),
+            ),
+        };
+        let key = u64::try_from(reply[REPLY - 1]).unwrap_or(0);
+        self.fallback
+            .note(self.clock.now_nanos(), said, granted, key);
+    }
+
+    /// The failure policy's decision after `error`; a misconfiguration's
+    /// refusal, which no policy decides.
     fn on_failure(&self, error: RedisError, permits: u32, max_wait: Option<Duration>) -> Decision {
-        let (result, source) = match (&self.policy, &self.fallback) {
-            (FailurePolicy::Local { .. }, Some(local)) => {
-                (local.reserve(permits, max_wait), Source::Local)
+        if error.is_misconfiguration() {
+            return self.misconfigured(error);
+        }
+        let (result, source) = match self.policy {
+            FailurePolicy::Local { share } => self.local(share, permits, max_wait),
+            FailurePolicy::LocalLearned => {
+                let share = self.fallback.learned_share().unwrap_or(1.0);
+                self.local(share, permits, max_wait)
             }
-            (FailurePolicy::Closed, _) => (Err(AcquireError::Unavailable), Source::FailClosed),
-            _ => {
+            FailurePolicy::Closed => (Err(AcquireError::Unavailable), Source::FailClosed),
+            FailurePolicy::Open => {
                 let now = self.clock.now_nanos();
                 (Ok(Grant::new(now, now, now, permits)), Source::FailOpen)
             }
@@ -793,6 +900,38 @@ impl RedisLimiter {
         Decision {
             result,
             source,
+            error: Some(error),
+            admission: None,
+        }
+    }
+
+    /// The local fallback's decision at `share` of the rate; a refusal if
+    /// no in-memory limiter can keep that share.
+    fn local(
+        &self,
+        share: f64,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> (Result<Grant, AcquireError>, Source) {
+        match self.fallback.limiter(&self.limit, share, self.clock) {
+            Ok(local) => (local.reserve(permits, max_wait), Source::Local),
+            Err(_) => (Err(AcquireError::Unavailable), Source::FailClosed),
+        }
+    }
+
+    /// The refusal of a request on a key that holds another type or
+    /// limit: kept for [`config_error`](Self::config_error).
+    fn misconfigured(&self, mut error: RedisError) -> Decision {
+        if let RedisError::LimitMismatch { ours, .. } = &mut error {
+            *ours = self.script.to_string();
+        }
+        *self
+            .config_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(error.clone());
+        Decision {
+            result: Err(AcquireError::Misconfigured),
+            source: Source::Redis,
             error: Some(error),
             admission: None,
         }

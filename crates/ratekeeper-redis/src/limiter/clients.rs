@@ -34,7 +34,7 @@ use std::time::Duration;
 use ratekeeper::keyed::{KeyedConfigError, Overflow, MAX_KEYS};
 use ratekeeper::{AcquireError, ConfigError, ConfigErrorKind};
 
-use super::{would_wait, Invalid, RedisLimiter};
+use super::{would_wait, Invalid, RedisLimiter, ARGS, REPLY};
 use crate::backend::Lua;
 use crate::decision::{Admission, Decision, Source};
 use crate::error::RedisError;
@@ -244,10 +244,10 @@ impl RedisLimiter {
             Overflow::EvictLeastDebt => 2,
             _ => 0,
         };
-        let mut argv = [0; 10];
-        argv[..8].copy_from_slice(&args);
-        argv[8] = clients.max as i64;
-        argv[9] = policy;
+        let mut argv = [0; ARGS + 2];
+        argv[..ARGS].copy_from_slice(&args);
+        argv[ARGS] = clients.max as i64;
+        argv[ARGS + 1] = policy;
         let lua = match self.script {
             Script::Pacer { .. } => Lua::CappedPacer,
             Script::Refill { .. } => Lua::CappedRefill,
@@ -258,16 +258,16 @@ impl RedisLimiter {
             Ok(reply) => reply,
             Err(e) => return self.on_failure(e, permits, max_wait),
         };
-        let Some(admission) = Admission::from_reply(reply[5]) else {
-            let e = RedisError::BadReply(format!("an admission of {}", reply[5]));
+        let Some(admission) = Admission::from_reply(reply[REPLY]) else {
+            let e = RedisError::BadReply(format!("an admission of {}", reply[REPLY]));
             return self.on_failure(e, permits, max_wait);
         };
-        clients.count(admission, &reply[5..]);
+        clients.count(admission, &reply[REPLY..]);
         let mut decision = if admission == Admission::DeniedNew {
-            let retry = u64::try_from(reply[9]).unwrap_or(0);
+            let retry = u64::try_from(reply[REPLY + 4]).unwrap_or(0);
             self.refusal(would_wait(retry, max_wait))
         } else {
-            self.translate(&reply[..5], permits, max_wait)
+            self.translate(&reply[..REPLY], permits, max_wait)
         };
         decision.admission = Some(admission);
         decision

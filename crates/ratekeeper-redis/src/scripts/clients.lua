@@ -10,11 +10,11 @@
 --          up): its schedule caught up, its bucket full
 -- KEYS[3]  the overflow limit every new client shares when the registry is
 --          full of clients in debt and the policy is 1 (shared)
--- ARGV[1..8]  the limit's own arguments (ARGV[6]: now, ARGV[7]: idle ms)
--- ARGV[9]  the cap on live clients (1 to 2^32)
--- ARGV[10] the policy for a full registry: 0 deny new clients, 1 one
+-- ARGV[1..11] the limit's own arguments (ARGV[6]: now, ARGV[7]: idle ms)
+-- ARGV[12] the cap on live clients (1 to 2^32)
+-- ARGV[13] the policy for a full registry: 0 deny new clients, 1 one
 --          shared overflow limit, 2 evict the least indebted client
--- Reply: the limit's five values (zeros when the client is denied), then
+-- Reply: the limit's six values (zeros when the client is denied), then
 --   { outcome: 0 tracked, 1 denied new, 2 overflowed, 3 tracked after
 --     evicting the least indebted; the registry's size after;
 --     recovered clients evicted; indebted clients evicted;
@@ -24,8 +24,8 @@
 -- share the prefix's hash tag (one cluster slot). Every value is an
 -- integer below 2^53.
 local client, registry, overflow = KEYS[1], KEYS[2], KEYS[3]
-local cap = tonumber(ARGV[9])
-local policy = tonumber(ARGV[10])
+local cap = tonumber(ARGV[12])
+local policy = tonumber(ARGV[13])
 local idle_ms = tonumber(ARGV[7])
 local now_us = tonumber(ARGV[6])
 if now_us < 0 then
@@ -60,7 +60,7 @@ if not redis.call('ZSCORE', registry, client) then
     if policy == 0 then
       local first = redis.call('ZRANGE', registry, 0, 0, 'WITHSCORES')
       retry = math.min(math.max(tonumber(first[2]) - now_ms, 0) * 1000000, 4503599627370496)
-      return { 0, 0, 0, 0, 0, 1, live, recovered, 0, retry }
+      return { 0, 0, 0, 0, 0, 0, 1, live, recovered, 0, retry }
     elseif policy == 1 then
       key = overflow
       outcome = 2
@@ -92,9 +92,9 @@ if key == client then
     redis.call('ZREM', registry, client)
   end
 end
-reply[6] = outcome
-reply[7] = redis.call('ZCARD', registry)
-reply[8] = recovered
-reply[9] = debt
-reply[10] = retry
+reply[7] = outcome
+reply[8] = redis.call('ZCARD', registry)
+reply[9] = recovered
+reply[10] = debt
+reply[11] = retry
 return reply

@@ -49,12 +49,21 @@ pub struct OwnServer {
     pub port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// Options given to redis-server beside the port and persistence.
+    extra: Vec<String>,
 }
 
 impl OwnServer {
     /// Starts one on a free port, or `None` where redis-server is not
     /// installed (skipped; a failure under CI).
     pub fn start(name: &str) -> Option<OwnServer> {
+        OwnServer::start_with(name, &[])
+    }
+
+    /// [`start`](Self::start) with more redis-server options, e.g.
+    /// `["--requirepass", "pw"]` (redis-cli then needs `-a pw`: see
+    /// [`answers`](Self::answers)).
+    pub fn start_with(name: &str, extra: &[&str]) -> Option<OwnServer> {
         if Command::new("redis-server")
             .arg("--version")
             .output()
@@ -78,6 +87,7 @@ impl OwnServer {
             port,
             dir,
             child: None,
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
         };
         server.restart();
         Some(server)
@@ -100,6 +110,7 @@ impl OwnServer {
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -122,11 +133,12 @@ impl OwnServer {
 
     /// Runs redis-cli with `args` against the server.
     pub fn cli(&self, args: &[&str]) -> Option<String> {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .ok()?;
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["-p", &self.port.to_string()]);
+        if let Some(i) = self.extra.iter().position(|a| a == "--requirepass") {
+            cmd.args(["--no-auth-warning", "-a", &self.extra[i + 1]]);
+        }
+        let out = cmd.args(args).output().ok()?;
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
