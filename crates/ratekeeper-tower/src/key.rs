@@ -5,6 +5,8 @@
 //! `X-Forwarded-For` or `Forwarded` from the right and stops at the first
 //! hop that is not a trusted proxy: a client can prepend whatever it likes
 //! on the left, but not change what the trusted proxies appended.
+//! `Forwarded` is parsed by RFC 7239's grammar, quoted strings and all,
+//! and a field it rejects is no key ([`RightmostTrusted::forwarded`]).
 
 use std::hash::Hash;
 use std::net::{IpAddr, SocketAddr};
@@ -13,7 +15,7 @@ use http::header::{HeaderName, HeaderValue, FORWARDED};
 use http::{Extensions, HeaderMap, Method, Uri};
 use ratekeeper::keyed::IpKeyer;
 
-use crate::{ConfigError, IpNet};
+use crate::{forwarded, ConfigError, IpNet};
 
 /// What an extractor sees of a request: its head, not its body.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +62,10 @@ pub enum KeyError {
     #[error("the request carries no key")]
     Missing,
     /// The source is there but does not parse (a hop that is not an IP
-    /// address, a header value that is not visible ASCII).
+    /// address, a header value that is not visible ASCII, a `Forwarded`
+    /// field that RFC 7239's grammar rejects:
+    /// see [`RightmostTrusted::forwarded`]). The layer answers it as it
+    /// answers [`Missing`](KeyError::Missing).
     #[error("the request's key is malformed")]
     Malformed,
     /// The server does not put the peer address where the extractor reads
@@ -331,7 +336,9 @@ enum Forwarding {
 /// must only be reachable through the trusted proxies.
 ///
 /// A hop that is not an IP address (`unknown`, an obfuscated `_id`) where
-/// the walk needs it is [`KeyError::Malformed`]; no header at all (and no
+/// the walk needs it is [`KeyError::Malformed`], and so is a `Forwarded`
+/// field that is not RFC 7239's grammar, wherever it breaks it (see
+/// [`forwarded`](RightmostTrusted::forwarded)); no header at all (and no
 /// peer) is [`KeyError::Missing`]; all hops trusted gives the left-most.
 /// The client's address is keyed as [`PeerIp`] keys it (IPv6 by prefix,
 /// IPv4-mapped and NAT64 as IPv4).
@@ -358,6 +365,70 @@ impl RightmostTrusted {
     }
 
     /// Reads `Forwarded` (RFC 7239) `for=` parameters.
+    ///
+    /// # Parsing
+    ///
+    /// The field is read by the grammar of RFC 7239 §4, with RFC 7230's
+    /// tokens, quoted strings and lists:
+    ///
+    /// ```text
+    /// Forwarded         = 1#forwarded-element
+    /// forwarded-element = [ forwarded-pair ] *( ";" [ forwarded-pair ] )
+    /// forwarded-pair    = token "=" value
+    /// value             = token / quoted-string
+    /// ```
+    ///
+    /// * **Accepted:** elements separated by commas, parameters by
+    ///   semicolons, with optional spaces and tabs around either. A comma,
+    ///   semicolon or `=` inside a quoted string belongs to the value, and
+    ///   `\x` there stands for `x`. Parameter names are case-insensitive
+    ///   (`For=`). Several field lines are one list, in order. Nothing but
+    ///   whitespace between two commas is no element at all.
+    /// * **Rejected:** anything else: an unterminated quoted string, a
+    ///   character that is not a token's where a name or an unquoted value
+    ///   is due (an unquoted `[2001:db8::1]` or `192.0.2.1:80`), spaces
+    ///   around `=`, an empty value, a parameter given twice in one
+    ///   element (two `for=`), bytes other than visible ASCII, space and
+    ///   tab (obs-text only inside quotes). One rejected element or line
+    ///   rejects the whole field, which is then no key at all
+    ///   ([`KeyError::Malformed`]): the layer answers it with its
+    ///   [`OnMissingKey`](crate::OnMissingKey) policy, as it answers a
+    ///   request without the field. Elements are never split some other
+    ///   way to recover one.
+    ///
+    /// A client's own text can thus make the field rejected (and the
+    /// missing-key policy answer it), but cannot make a hop that a trusted
+    /// proxy appended, or text such a proxy quoted, read as a different
+    /// address. A request from an untrusted peer
+    /// ([`with_connection_peer`](RightmostTrusted::with_connection_peer),
+    /// [`with_peer`](RightmostTrusted::with_peer)) is keyed by that peer
+    /// before the field is read.
+    ///
+    /// The walk then reads the `for=` node of each element from the right
+    /// (RFC 7239 §6): an IPv4 address, or an IPv6 address in brackets
+    /// (quoted, as `[` and `:` are not token characters), either with an
+    /// optional port or obfuscated `_port`. An element it reaches without
+    /// `for=`, or whose node is `unknown` or an obfuscated `_name`, is
+    /// [`KeyError::Malformed`] too.
+    ///
+    /// ```
+    /// use ratekeeper_tower::key::{KeyError, KeyExtractor, RequestHead, RightmostTrusted};
+    ///
+    /// let fwd = RightmostTrusted::forwarded(["10.0.0.0/8"])?;
+    /// let key = |value: &str| {
+    ///     let req = http::Request::builder().header("forwarded", value).body(())?;
+    ///     Ok::<_, http::Error>(fwd.extract(&RequestHead::of(&req)))
+    /// };
+    /// // The Host a proxy quoted holds a comma: still one element.
+    /// let quoted = r#"for=203.0.113.9;host="evil.example,for=6.6.6.6;x=""#;
+    /// assert_eq!(key(quoted)?, Ok("203.0.113.9".parse()?));
+    /// let v6 = r#"for=6.6.6.6, For="[2001:db8::17]:4711"; proto=https, for=10.0.0.2"#;
+    /// assert_eq!(key(v6)?, Ok("2001:db8::".parse()?));
+    /// // Not the grammar: no key, whatever the rest says.
+    /// assert_eq!(key(r#"for=203.0.113.9;host="evil.example"#)?, Err(KeyError::Malformed));
+    /// assert_eq!(key("for=203.0.113.9;for=6.6.6.6")?, Err(KeyError::Malformed));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -434,18 +505,16 @@ impl RightmostTrusted {
 
     /// The rightmost of `hops` not in the trusted networks, right of a
     /// `peer` that is trusted.
-    fn walk<'h>(
+    /// Each hop is parsed only when the walk reaches it (`None`: not an
+    /// address).
+    fn walk(
         &self,
-        hops: impl DoubleEndedIterator<Item = &'h str>,
+        hops: impl DoubleEndedIterator<Item = Option<IpAddr>>,
         peer: Option<IpAddr>,
     ) -> Result<IpAddr, KeyError> {
         let mut leftmost = peer;
         for hop in hops.rev() {
-            let ip = match self.header {
-                Forwarding::XForwardedFor => parse_xff_hop(hop),
-                Forwarding::Forwarded => parse_forwarded_for(hop),
-            }
-            .ok_or(KeyError::Malformed)?;
+            let ip = hop.ok_or(KeyError::Malformed)?;
             if !self.trusted(ip) {
                 return Ok(ip);
             }
@@ -467,16 +536,25 @@ impl KeyExtractor for RightmostTrusted {
         if let Some(p) = peer.filter(|&p| !self.trusted(p)) {
             return Ok(key_ip(p, self.keyer));
         }
-        let name = match self.header {
-            Forwarding::XForwardedFor => &X_FORWARDED_FOR,
-            Forwarding::Forwarded => &FORWARDED,
+        let ip = match self.header {
+            Forwarding::XForwardedFor => {
+                let mut values = Vec::new();
+                for v in head.headers.get_all(&X_FORWARDED_FOR) {
+                    values.push(v.to_str().map_err(|_| KeyError::Malformed)?);
+                }
+                let hops = values.iter().flat_map(|v| v.split(','));
+                self.walk(hops.map(|h| parse_xff_hop(h.trim())), peer)?
+            }
+            Forwarding::Forwarded => {
+                let lines = head.headers.get_all(FORWARDED);
+                let elements = forwarded::for_values(lines.iter().map(HeaderValue::as_bytes))
+                    .map_err(|_| KeyError::Malformed)?;
+                let hops = elements
+                    .iter()
+                    .map(|e| e.as_deref().and_then(forwarded::node_ip));
+                self.walk(hops, peer)?
+            }
         };
-        let mut values = Vec::new();
-        for v in head.headers.get_all(name) {
-            values.push(v.to_str().map_err(|_| KeyError::Malformed)?);
-        }
-        let hops = values.iter().flat_map(|v| v.split(',')).map(str::trim);
-        let ip = self.walk(hops, peer)?;
         Ok(key_ip(ip, self.keyer))
     }
 
@@ -492,24 +570,6 @@ fn parse_xff_hop(hop: &str) -> Option<IpAddr> {
     hop.parse::<IpAddr>()
         .ok()
         .or_else(|| hop.parse::<SocketAddr>().ok().map(|s| s.ip()))
-}
-
-/// A `Forwarded` element's `for=` node (RFC 7239 §6): `192.0.2.43`,
-/// `"[2001:db8:cafe::17]:4711"`, `"192.0.2.43:47011"`.
-fn parse_forwarded_for(element: &str) -> Option<IpAddr> {
-    let node = element.split(';').find_map(|pair| {
-        let (k, v) = pair.trim().split_once('=')?;
-        k.trim().eq_ignore_ascii_case("for").then_some(v.trim())
-    })?;
-    let node = node
-        .strip_prefix('"')
-        .and_then(|n| n.strip_suffix('"'))
-        .unwrap_or(node);
-    if let Some(rest) = node.strip_prefix('[') {
-        let (addr, _port) = rest.split_once(']')?;
-        return addr.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6);
-    }
-    parse_xff_hop(node).filter(|ip| ip.is_ipv4())
 }
 
 /// A request header's value as the key: an API key, a tenant id.
@@ -692,6 +752,23 @@ mod tests {
             f.extract(&RequestHead::of(&no_for)),
             Err(KeyError::Malformed)
         );
+    }
+
+    /// A comma inside a quoted string does not end the element: a trusted
+    /// proxy that quotes client text (here the Host) into its own element
+    /// does not let the client name a hop of its choosing.
+    #[test]
+    fn a_quoted_comma_does_not_split_a_forwarded_element() {
+        let f = RightmostTrusted::forwarded(["10.0.0.0/8"])
+            .unwrap()
+            .with_peer(socket_addr_extension);
+        let mut r = req(
+            "forwarded",
+            &[r#"for=203.0.113.9;host="evil.example,for=6.6.6.6;x=""#],
+        );
+        r.extensions_mut()
+            .insert("10.0.0.2:5000".parse::<SocketAddr>().unwrap());
+        assert_eq!(f.extract(&RequestHead::of(&r)), Ok(ip("203.0.113.9")));
     }
 
     /// One client is one key however it arrives: IPv4-mapped and NAT64

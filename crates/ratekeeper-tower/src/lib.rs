@@ -84,6 +84,7 @@ struct ReadmeDoctests;
 mod connection;
 mod core_keyed;
 mod error;
+mod forwarded;
 pub mod headers;
 pub mod key;
 mod limit;

@@ -19,8 +19,9 @@ use crate::metrics::Metrics;
 use crate::{ConfigError, Global, KeyedLimit, PerConnectionLayer, Policy};
 
 /// What to do with a request whose key cannot be extracted (no such
-/// header, a malformed `X-Forwarded-For`). Each such request is counted
-/// in [`Metrics::key_errors`].
+/// header, a malformed `X-Forwarded-For`, a `Forwarded` field that RFC
+/// 7239's grammar rejects). Each such request is counted in
+/// [`Metrics::key_errors`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OnMissingKey<K> {
     /// Answer with this client-error status (400 or 429, typically).

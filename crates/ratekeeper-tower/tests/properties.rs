@@ -11,7 +11,7 @@ use std::time::Duration;
 use http::HeaderValue;
 use proptest::prelude::*;
 use ratekeeper_tower::headers::{ratelimit_item, retry_after_secs};
-use ratekeeper_tower::key::{HeaderKey, KeyExtractor, RequestHead, RightmostTrusted};
+use ratekeeper_tower::key::{HeaderKey, KeyError, KeyExtractor, RequestHead, RightmostTrusted};
 use ratekeeper_tower::{IpNet, Policy};
 
 /// The largest Integer a structured field may carry (RFC 9651 §3.3.1).
@@ -35,6 +35,22 @@ fn any_ip() -> impl Strategy<Value = IpAddr> {
 /// A number: small, up to the largest field Integer, or anywhere in `u64`.
 fn count() -> impl Strategy<Value = u64> {
     prop_oneof![1u64..10_000, 1u64..=SF_INTEGER_MAX, any::<u64>()]
+}
+
+/// A `Forwarded` element a client could write: parameters whose quoted
+/// values hold what a comma-first split would misread.
+fn forwarded_element() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        "[a-zA-Z0-9._-]{1,12}",
+        any::<Ipv4Addr>().prop_map(|a| a.to_string()),
+        r#"([ !#-\[\]-~]|\\["\\]){0,16}"#.prop_map(|q| format!("\"{q}\"")),
+        Just(r#""x,for=6.6.6.6;y=""#.to_owned()),
+    ];
+    // Each parameter at most once per element.
+    prop::collection::btree_map("for|by|host|proto|[a-z]{1,3}", value, 0..3).prop_map(|pairs| {
+        let pairs: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        pairs.join(";")
+    })
 }
 
 fn request(name: &str, values: &[String]) -> Option<http::Request<()>> {
@@ -135,10 +151,15 @@ proptest! {
     }
 
     /// Whatever a client writes in front of its address, the key is the
-    /// right-most hop the trusted proxies did not add.
+    /// right-most hop the trusted proxies did not add, even when they quote
+    /// text of the client's into their own elements. In `Forwarded`,
+    /// text that is not a list of elements (RFC 7239) makes the whole
+    /// field a malformed key, never another address: the client cannot
+    /// move where the proxies' elements begin.
     #[test]
     fn the_rightmost_untrusted_hop_is_the_key(
         written in prop::collection::vec("[ -~]{0,24}", 0..4),
+        elements in prop::collection::vec(forwarded_element(), 0..4),
         client in any::<Ipv4Addr>().prop_filter("outside 10/8", |a| a.octets()[0] != 10),
         proxies in prop::collection::vec(any::<[u8; 3]>(), 0..4),
     ) {
@@ -152,11 +173,30 @@ proptest! {
         if let Some(r) = request("x-forwarded-for", &[chain.join(", ")]) {
             prop_assert_eq!(xff.extract(&RequestHead::of(&r)), Ok(IpAddr::V4(client)));
         }
-        let mut elements = written;
-        elements.push(format!("for={client};proto=https"));
-        elements.extend(proxies.iter().map(|p| format!("for=\"{p}:443\"")));
-        if let Some(r) = request("forwarded", &[elements.join(", ")]) {
+        // The first proxy quotes what the client sent as its Host (escaping
+        // quotes and backslashes) into its own element.
+        let host: String = written
+            .concat()
+            .chars()
+            .flat_map(|c| (c == '"' || c == '\\').then_some('\\').into_iter().chain([c]))
+            .collect();
+        let first = format!("for={client};proto=https;host=\"{host}\"");
+        let ours: Vec<String> = std::iter::once(first)
+            .chain(proxies.iter().map(|p| format!("for=\"{p}:443\"")))
+            .collect();
+        // Elements the client wrote: the key is its address.
+        let field = [elements, ours.clone()].concat().join(", ");
+        if let Some(r) = request("forwarded", &[field]) {
             prop_assert_eq!(fwd.extract(&RequestHead::of(&r)), Ok(IpAddr::V4(client)));
+        }
+        // Any text: its address, or no key.
+        let field = [written, ours].concat().join(", ");
+        if let Some(r) = request("forwarded", &[field]) {
+            let key = fwd.extract(&RequestHead::of(&r));
+            prop_assert!(
+                key == Ok(IpAddr::V4(client)) || key == Err(KeyError::Malformed),
+                "{:?}", key
+            );
         }
     }
 

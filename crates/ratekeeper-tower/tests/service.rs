@@ -209,6 +209,52 @@ fn xff(client: &str) -> Request<()> {
         .unwrap()
 }
 
+/// A `Forwarded` field the grammar rejects is answered as a request with
+/// no field at all: the missing-key policy, counted as a key error.
+#[tokio::test(start_paused = true)]
+async fn a_rejected_forwarded_field_gets_the_missing_key_answer() {
+    let forwarded = |values: &[&str]| {
+        let mut b = Request::builder();
+        for v in values {
+            b = b.header("forwarded", *v);
+        }
+        b.body(()).unwrap()
+    };
+    let rejected = [
+        &[r#"for=203.0.113.9;host="evil.example"#][..],
+        &["for=203.0.113.9;for=6.6.6.6"],
+        &["for=203.0.113.9", "for = 6.6.6.6"],
+    ];
+    let layer = |on_missing| {
+        RateLimitLayer::builder(per_ip_map())
+            .key(RightmostTrusted::forwarded(["10.0.0.0/8"]).unwrap())
+            .on_missing_key(on_missing)
+            .build()
+            .unwrap()
+    };
+    let refuse = layer(OnMissingKey::Refuse(StatusCode::BAD_REQUEST));
+    let mut svc = Svc::new(ServiceBuilder::new().layer(refuse.clone()).service(hello()));
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 400);
+    for values in rejected {
+        assert_eq!(
+            send(&mut svc, forwarded(values)).await.status(),
+            400,
+            "{values:?}"
+        );
+    }
+    assert_eq!(refuse.metrics().key_errors(), 4);
+    let ok = forwarded(&[r#"for=203.0.113.9;host="a,for=6.6.6.6""#]);
+    assert_eq!(send(&mut svc, ok).await.status(), 200);
+
+    // Shared: each takes the one shared key's place (1 per second).
+    let shared = layer(OnMissingKey::Shared("192.0.2.1".parse().unwrap()));
+    let mut svc = Svc::new(ServiceBuilder::new().layer(shared.clone()).service(hello()));
+    assert_eq!(send(&mut svc, forwarded(rejected[0])).await.status(), 200);
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 429);
+    assert_eq!(send(&mut svc, forwarded(rejected[1])).await.status(), 429);
+    assert_eq!(shared.metrics().key_errors(), 3);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_key_read_from_the_connection_is_served_per_connection_only() {
     // Inside a service nothing supplies the connection's peer: refused.
