@@ -8,6 +8,8 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub mod server;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
