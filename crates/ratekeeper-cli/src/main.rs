@@ -14,9 +14,12 @@
 //!   chosen limiter does not take, or a command `exec` cannot find;
 //! * `3`: a `pace` or `exec` run stopped by `--max-behind` (after its
 //!   report);
+//! * `4`: a `pace`, `exec` or `pipe` run stopped by its limit shared
+//!   through Redis (`--redis`): Redis failed under `--on-redis-failure
+//!   closed` (after its report);
 //! * `99`: a `pace` or `exec` run a `--fail-if` condition failed (after its
-//!   report; a signal's status, `exec --fail-fast`'s 1 and `--max-behind`'s
-//!   3 win over it);
+//!   report; a signal's status, the shared limit's 4, `exec --fail-fast`'s 1
+//!   and `--max-behind`'s 3 win over it);
 //! * `129`, `130`, `143`: SIGHUP, Ctrl-C (SIGINT) or SIGTERM ended a `pace`,
 //!   `exec` or `pipe` run (after its report).
 //!
@@ -128,6 +131,10 @@ enum Outcome {
     /// It fell too far behind its schedule (`--max-behind`): the message,
     /// and exit status 3 ([`run::EXIT_BEHIND`]).
     Behind(String),
+    /// Its limit shared through Redis failed it (Redis failed under
+    /// `--on-redis-failure closed`): the message, and exit status 4
+    /// ([`run::EXIT_SHARED_FAILED`]).
+    SharedFailed(String),
     /// A `--fail-if` condition held (the conditions were printed after the
     /// report): exit status 99 ([`run::verdict::EXIT_STATUS`]).
     ConditionFailed,
@@ -154,6 +161,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Behind(why)) => {
             let _ = writeln!(std::io::stderr(), "error: {why}");
             ExitCode::from(run::EXIT_BEHIND)
+        }
+        Ok(Outcome::SharedFailed(why)) => {
+            let _ = writeln!(std::io::stderr(), "error: {why}");
+            ExitCode::from(run::EXIT_SHARED_FAILED)
         }
         Ok(Outcome::ConditionFailed) => ExitCode::from(run::verdict::EXIT_STATUS),
         Err(e) if report::is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -188,6 +199,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             if report.interrupted() {
                 return Ok(Outcome::Interrupted(interrupt.exit_status()));
             }
+            if let Some(why) = report.shared_failure() {
+                return Ok(Outcome::SharedFailed(why));
+            }
             Ok(match report.stopped_behind() {
                 Some(why) => Outcome::Behind(why),
                 None if !report.failed_conditions().is_empty() => Outcome::ConditionFailed,
@@ -208,6 +222,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             if report.interrupted() {
                 return Ok(Outcome::Interrupted(interrupt.exit_status()));
             }
+            if let Some(why) = report.shared_failure() {
+                return Ok(Outcome::SharedFailed(why));
+            }
             if let Some(why) = report.fail_fast_failure() {
                 return Ok(Outcome::Failed(why));
             }
@@ -222,6 +239,9 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
             let report = pipe::run(&args, interrupt)?;
             if args.report || args.json {
                 report::emit_stderr(&report, args.json)?;
+            }
+            if let (false, Some(why)) = (report.interrupted(), report.shared_failure()) {
+                return Ok(Outcome::SharedFailed(why));
             }
             Ok(interrupted(report.interrupted(), interrupt))
         }

@@ -36,28 +36,43 @@ pub(super) struct Counters {
     pub(super) failed: AtomicU64,
 }
 
-/// The next run's permit: `Some(grant)`, or `None` when the limiter refused
-/// it because its wait would exceed `max_wait` (Resilience4j's timeout):
-/// then the refusal is counted and the dispatcher sleeps until a permit
-/// could be granted within the timeout (not past `deadline` nor Ctrl-C),
-/// to ask again.
+/// What a request for the next run's permit gave.
+#[derive(Debug)]
+pub(super) enum Reserved {
+    /// The permit.
+    Granted(Grant),
+    /// None now: refused because its wait would exceed the maximum wait
+    /// (Resilience4j's timeout), or after a signal (which the dispatcher
+    /// then sees).
+    AskAgain,
+    /// The limit shared through Redis failed the run (it says why).
+    LimitFailed,
+}
+
+/// The next run's permit. A request the limiter refused because its wait
+/// would exceed `max_wait` (Resilience4j's timeout) is counted, and the
+/// dispatcher sleeps until a permit could be granted within the timeout
+/// (not past `deadline` nor Ctrl-C), to ask again.
 pub(super) fn reserve_run(
     limiter: &dyn RateLimiter,
     max_wait: Option<Duration>,
     deadline: Option<u64>,
     interrupt: &Interrupt,
     refused: &mut u64,
-) -> anyhow::Result<Option<Grant>> {
+) -> anyhow::Result<Reserved> {
     match limiter.reserve(1, max_wait) {
-        Ok(grant) => Ok(Some(grant)),
+        Ok(grant) => Ok(Reserved::Granted(grant)),
         Err(AcquireError::WouldWait {
             wait,
             max_wait: max,
         }) if max_wait.is_some() => {
             *refused += 1;
             sleep_until_retry(interrupt, limiter.clock(), wait, max, deadline);
-            Ok(None)
+            Ok(Reserved::AskAgain)
         }
+        // A signal closes a shared limiter: its refusal is the signal's.
+        Err(_) if interrupt.is_set() => Ok(Reserved::AskAgain),
+        Err(AcquireError::Unavailable) => Ok(Reserved::LimitFailed),
         Err(e) => Err(anyhow::Error::new(e).context("the limiter refused a permit")),
     }
 }
@@ -73,6 +88,9 @@ pub(super) enum Stop {
     FailFast,
     /// The schedule fell --max-behind behind.
     MaxBehind,
+    /// The limit shared through Redis failed (`--on-redis-failure
+    /// closed`).
+    LimitFailed,
 }
 
 /// How the runs are dispatched, whatever the limiter.
@@ -322,11 +340,13 @@ impl Dispatcher<'_> {
                 interrupt,
                 &mut self.refused,
             )?;
-            let Some(grant) = reserved else {
-                if self.past_deadline() {
-                    return Ok(self.stop(Stop::Done, None));
+            let grant = match reserved {
+                Reserved::Granted(grant) => grant,
+                Reserved::LimitFailed => return Ok(self.stop(Stop::LimitFailed, None)),
+                Reserved::AskAgain if self.past_deadline() => {
+                    return Ok(self.stop(Stop::Done, None))
                 }
-                continue;
+                Reserved::AskAgain => continue,
             };
             let due = grant.scheduled_nanos();
             let stop = if self.deadline.is_some_and(|d| grant.ready_nanos() >= d) {

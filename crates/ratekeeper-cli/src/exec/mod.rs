@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use ratekeeper::config::{Access, LimiterConfig};
+use ratekeeper::config::{Access, LimiterConfig, LimiterRef};
 use ratekeeper::{DefaultClock, RateSpec, Scope};
 
 use crate::error::UsageError;
@@ -298,6 +298,23 @@ fn check_conditions(conditions: &[Condition]) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// Dispatches the runs on the limit `shared` through Redis (a signal
+/// closing it, so that a decision waiting on the server ends at once), or
+/// without `--redis` on `local`.
+fn dispatch_on(
+    shared: Option<&Shared>,
+    local: LimiterRef<'_, DefaultClock>,
+    spawner: &Spawner,
+    plan: &Plan<'_>,
+) -> anyhow::Result<dispatch::Dispatched> {
+    match shared {
+        Some(s) => s.closing_on(plan.interrupt, || {
+            dispatch(Limiter::Shared(s.limiter()), spawner, plan)
+        }),
+        None => dispatch(Limiter::Local(local), spawner, plan),
+    }
+}
+
 /// With `--stages`, the rate they ramp from `--rate`'s; how long the run
 /// lasts (`None`: count mode); and the rate it aims at (with `--stages`,
 /// their mean over the run: the progress line's target and the plot's
@@ -370,11 +387,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         File::create(path)
             .with_context(|| format!("cannot create the --hdr-out file {}", path.display()))?;
     }
-    let on = match &shared {
-        Some(s) => Limiter::Shared(s.limiter()),
-        None => Limiter::Local(limiter.as_ref()),
-    };
-    let d = dispatch(on, &spawner, &plan)?;
+    let d = dispatch_on(shared.as_ref(), limiter.as_ref(), &spawner, &plan)?;
     let started = run::started_at(&clock, d.tally.t0);
     let ran = Ran {
         launched: d.launched,

@@ -286,6 +286,12 @@ impl ExecReport {
         self.interrupted
     }
 
+    /// Why the limit shared through Redis stopped the run (exit status 4),
+    /// if it did.
+    pub fn shared_failure(&self) -> Option<String> {
+        self.redis.as_ref().and_then(|r| r.stopped.clone())
+    }
+
     /// With --fail-fast, the failure that stopped the run, if one did.
     pub fn fail_fast_failure(&self) -> Option<String> {
         if !self.stopped_by_fail_fast {

@@ -33,8 +33,9 @@ impl FailureArg {
     }
 }
 
-/// `--redis`, `--key` and the options of a limit shared through Redis.
-#[derive(Debug, Clone, Args)]
+/// `--redis`, `--key` and the options of a limit shared through Redis. Its
+/// `Debug` shows the URL with its password hidden.
+#[derive(Clone, Args)]
 pub struct RedisArgs {
     /// Share the limit through the Redis (or Valkey) server at URL, e.g.
     /// redis://127.0.0.1:6379/, with every process that names the same
@@ -78,6 +79,30 @@ pub struct RedisArgs {
     /// docs). 0 asks the server for every request [default: 1ms].
     #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_lease)]
     pub redis_lease: Option<Duration>,
+
+    /// With --redis: how long the key is kept after its limit has caught
+    /// up with the clock, e.g. 5s; a key unused for longer starts afresh
+    /// at its next request, so a later run does not inherit an earlier
+    /// run's schedule. Processes that use the key meanwhile share it as it
+    /// is. 0 drops it as soon as it has caught up [default: 1s].
+    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_idle_ttl)]
+    pub redis_idle_ttl: Option<Duration>,
+}
+
+/// The URL with its password hidden: a password must never reach an
+/// output, a log or an error.
+impl std::fmt::Debug for RedisArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisArgs")
+            .field("redis", &self.redis.as_deref().map(crate::shared::redact))
+            .field("key", &self.key)
+            .field("on_redis_failure", &self.on_redis_failure)
+            .field("redis_share", &self.redis_share)
+            .field("redis_deadline", &self.redis_deadline)
+            .field("redis_lease", &self.redis_lease)
+            .field("redis_idle_ttl", &self.redis_idle_ttl)
+            .finish()
+    }
 }
 
 /// The lease window when --redis-lease is not given.
@@ -115,6 +140,17 @@ impl RedisArgs {
 fn parse_lease(s: &str) -> Result<Duration, String> {
     super::parse_timeout(s)
         .map_err(|_| "expected a duration such as 1ms or 500us, or 0 for no leases".to_owned())
+}
+
+/// `--redis-idle-ttl`: a duration, 0 included, of at most the library's
+/// [`MAX_IDLE_TTL`](ratekeeper_redis::MAX_IDLE_TTL).
+fn parse_idle_ttl(s: &str) -> Result<Duration, String> {
+    let d = super::parse_timeout(s)
+        .map_err(|_| "expected a duration such as 1s or 500ms, or 0".to_owned())?;
+    if d > ratekeeper_redis::MAX_IDLE_TTL {
+        return Err("the idle TTL is at most 100 years".to_owned());
+    }
+    Ok(d)
 }
 
 /// `--key`: a name that is not empty.
@@ -181,6 +217,26 @@ mod tests {
         let e = parse(&["--redis", "redis://h/", "--key", ""]).unwrap_err();
         assert!(e.contains("the key is empty"), "{e}");
         let e = parse(&["--on-redis-failure", "closed"]).unwrap_err();
+        assert!(e.contains("--redis <URL>"), "{e}");
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let args = parse(&["--redis", "redis://u:TopSecret@h/", "--key", "k"]).unwrap();
+        let shown = format!("{args:?}");
+        assert!(!shown.contains("TopSecret"), "{shown}");
+        assert!(shown.contains("redis://u:***@h/"), "{shown}");
+    }
+
+    #[test]
+    fn idle_ttls_are_durations_zero_included() {
+        let base = ["--redis", "redis://h/", "--key", "k", "--redis-idle-ttl"];
+        let ttl = |v: &str| parse(&[&base[..], &[v]].concat()).map(|a| a.redis_idle_ttl);
+        assert_eq!(ttl("0"), Ok(Some(Duration::ZERO)));
+        assert_eq!(ttl("1500ms"), Ok(Some(Duration::from_millis(1500))));
+        assert!(ttl("soon").unwrap_err().contains("expected a duration"));
+        assert!(ttl("200years").unwrap_err().contains("at most 100 years"));
+        let e = parse(&["--redis-idle-ttl", "1s"]).unwrap_err();
         assert!(e.contains("--redis <URL>"), "{e}");
     }
 

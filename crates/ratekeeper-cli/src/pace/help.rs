@@ -176,10 +176,12 @@ for the shell (> and < redirect).
 Exit status: 0 when the run ended as planned (also when it fell behind: \
 that is a warning); 1 for a runtime error (e.g. a limiter that refused a \
 permit for good); 2 for a usage error, before the run; 3 when --max-behind \
-stopped it; 99 when a --fail-if condition held; 128 + the signal (130 \
-Ctrl-C, SIGINT; 143 SIGTERM; 129 SIGHUP) when one stopped it. When several \
-apply, the first of: the signal's, 3, 99 (the conditions that held are \
-told all the same).
+stopped it; 4 when the limit shared through --redis stopped it (Redis \
+failed under --on-redis-failure closed; the error line says why, after the \
+report); 99 when a --fail-if condition held; 128 + the signal (130 Ctrl-C, \
+SIGINT; 143 SIGTERM; 129 SIGHUP) when one stopped it. When several apply, \
+the first of: the signal's, 4, 3, 99 (the conditions that held are told all \
+the same).
 
 Before the run, a warning on standard error says when the limiter's integer \
 arithmetic gives a rate more than 0.1% off the target (see effective rate \

@@ -283,10 +283,15 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
         Some(shared) => {
             // The shared limiter's grants are on its own clock.
             plan.clock = shared.clock();
-            on_redis::run(shared, &config, plan)?
+            shared.closing_on(interrupt, || on_redis::run(shared, &config, plan))?
         }
         None => visit(&config, plan, limiter_count)?,
     };
+    if shared.as_ref().is_some_and(|s| s.stopped().is_some()) {
+        // The workers' refusals are the shared limit's stop, which the
+        // report says.
+        outcome.results.iter_mut().for_each(|r| r.error = None);
+    }
     if let Some(e) = outcome.results.iter_mut().find_map(|r| r.error.take()) {
         return Err(e.context(format!("--limiter {}", args.limiter.kind().name())));
     }

@@ -163,6 +163,12 @@ impl PaceReport {
         self.interrupted
     }
 
+    /// Why the limit shared through Redis stopped the run (exit status 4),
+    /// if it did.
+    pub fn shared_failure(&self) -> Option<String> {
+        self.redis.as_ref().and_then(|r| r.stopped.clone())
+    }
+
     /// What to say when --max-behind ended the run (exit status 3); `None`
     /// otherwise.
     pub fn stopped_behind(&self) -> Option<String> {

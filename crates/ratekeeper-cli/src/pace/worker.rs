@@ -168,10 +168,17 @@ fn next_grant<L: RateLimiter>(
 /// A refused request. Refused by the maximum wait (Resilience4j's
 /// timeout), it is counted, and the worker sleeps until a permit could be
 /// granted within the timeout, but not past the deadline or Ctrl-C: `true`
-/// to ask again, unless the deadline passed. Any other refusal is for good.
+/// to ask again, unless the deadline passed. After a signal, any refusal
+/// stops the worker as interrupted. Any other refusal is for good.
 #[cold]
 #[inline(never)]
 fn ask_again(e: AcquireError, ctx: &Ctx<'_>, deadline: Option<u64>, tally: &mut Tally) -> bool {
+    if ctx.interrupt.is_set() {
+        // A refusal after a signal is the signal's (a shared limiter is
+        // closed by it, ending a stalled decision).
+        tally.interrupted = true;
+        return false;
+    }
     match (e, ctx.max_wait) {
         (AcquireError::WouldWait { wait, .. }, Some(max)) => {
             tally.refused += 1;

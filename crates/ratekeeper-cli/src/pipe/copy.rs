@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ratekeeper::{DefaultClock, Pacer, RateLimiter};
-use ratekeeper_redis::BlockingLimiter;
+use ratekeeper::{AcquireError, DefaultClock, Pacer, RateLimiter};
 
 use super::input::{next_item, Input, InputBuf, Next};
 use super::live::{Gauges, Screen};
 use super::output::{Output, DIRECT_WRITE, MAX_BATCH};
 use super::schedule::{Reserved, Schedule};
 use crate::run::interrupt::{self, Interrupt};
+use crate::shared::SharedLimiter;
 
 /// At most this many items go by without a look at the rate steps asked
 /// for (at millions of lines a second, a few microseconds).
@@ -25,7 +25,7 @@ const STEP_CHECKS: u32 = 64;
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Limit<'a> {
     Pacer(&'a Pacer<DefaultClock>),
-    Shared(&'a BlockingLimiter),
+    Shared(&'a SharedLimiter),
 }
 
 /// What a request for a write's permits gave.
@@ -37,6 +37,8 @@ pub(super) enum Permit {
     Paid,
     /// Ctrl-C ended the wait.
     Interrupted,
+    /// The limit shared through Redis failed the copy (it says why).
+    LimitFailed,
 }
 
 /// The copy: the input not yet written, the output, and what was measured.
@@ -135,7 +137,7 @@ impl Copy {
                 break;
             }
             let permit = self.permits(limit, len, interrupt)?;
-            if let Permit::Interrupted = permit {
+            if let Permit::Interrupted | Permit::LimitFailed = permit {
                 break;
             }
             self.write(len, &permit)?;
@@ -223,8 +225,20 @@ impl Copy {
             Limit::Shared(shared) => {
                 // A shared schedule has no restart: the copy starts now.
                 self.t0.get_or_insert_with(|| shared.clock().now_nanos());
-                let r = self.schedule.reserve_shared(shared, len);
-                Some(r.context("the shared limit (--redis) refused a permit")?)
+                match self.schedule.reserve_shared(shared, len) {
+                    Ok(r) => Some(r),
+                    // A signal closes the shared limiter: its refusal is
+                    // the signal's.
+                    Err(_) if interrupt.is_set() => {
+                        self.interrupted = true;
+                        return Ok(Permit::Interrupted);
+                    }
+                    Err(AcquireError::Unavailable) => return Ok(Permit::LimitFailed),
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e)
+                            .context("the shared limit (--redis) refused a permit"))
+                    }
+                }
             }
         };
         let Some(Reserved { grant, share_ns }) = reserved else {

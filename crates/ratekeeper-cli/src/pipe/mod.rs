@@ -285,7 +285,10 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
         .then(|| LiveLine::start(unit, Arc::clone(&gauges), Arc::clone(&screen)))
         .flatten();
     let mut copy = Copy::new(input, schedule, args.max_line, unit, gauges, screen);
-    let copied = copy.run(limit, interrupt);
+    let copied = match &shared {
+        Some(s) => s.closing_on(interrupt, || Ok(copy.run(limit, interrupt)))?,
+        None => copy.run(limit, interrupt),
+    };
     let mut report = summary::report(&spec, unit, strictness, &effective, &copy);
     report.redis = shared.map(|s| s.report(copy.units));
     if let Some(live) = live {

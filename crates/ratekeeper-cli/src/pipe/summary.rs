@@ -44,6 +44,12 @@ pub struct PipeReport {
 }
 
 impl PipeReport {
+    /// Why the limit shared through Redis stopped the run (exit status 4),
+    /// if it did.
+    pub fn shared_failure(&self) -> Option<String> {
+        self.redis.as_ref().and_then(|r| r.stopped.clone())
+    }
+
     /// Whether Ctrl-C ended the copy.
     pub fn interrupted(&self) -> bool {
         self.interrupted

@@ -21,6 +21,12 @@ use interrupt::Interrupt;
 /// error (2) and a signal (128 + the signal).
 pub const EXIT_BEHIND: u8 = 3;
 
+/// The exit status of a run stopped by its limit shared through Redis
+/// (`--redis`): Redis failed under `--on-redis-failure closed`, after the
+/// report. Apart from a failure (1), a usage error (2), a run behind its
+/// schedule ([`EXIT_BEHIND`]) and a signal (128 + the signal).
+pub const EXIT_SHARED_FAILED: u8 = 4;
+
 /// Run length when neither `--duration` nor `--count` is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(5);
 
