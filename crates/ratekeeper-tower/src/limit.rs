@@ -55,6 +55,10 @@ pub trait KeyedLimit<K: ?Sized>: Send + Sync {
     /// at most `burst - 1`, and none after a grant that had to wait. For a
     /// limiter whose grants are never scheduled early (a token bucket) it
     /// says 0: a lower bound, so a client that trusts it never exceeds.
+    ///
+    /// An implementation answers at most the policy's
+    /// [`burst`](Policy::burst), which the announced quota holds
+    /// ([`Policy::with_burst`]), so that `r` never exceeds `q`.
     fn remaining(&self, key: &K, grant: &Grant) -> u64 {
         let _ = key;
         schedule_remaining(self.policy(), grant)

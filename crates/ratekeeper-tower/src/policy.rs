@@ -9,14 +9,25 @@ use crate::ConfigError;
 /// `burst` may go at once; what the `RateLimit-Policy` field announces and
 /// what the `RateLimit` field's remaining quota is counted against.
 ///
-/// The draft's `q`/`w` carry only the rate; the burst goes in the vendor
-/// parameter `rk-burst`:
+/// # What the field announces
+///
+/// `q` over `w` is the rate the policy was made with, and `q` holds the
+/// burst, so that no `RateLimit` member (whose `r` is at most the burst)
+/// says a client may have more than the quota: when the burst is larger
+/// than the quota given, [`with_burst`](Policy::with_burst) multiplies the
+/// quota and the window by the least whole number that makes the quota at
+/// least the burst (the rate is unchanged, exactly). The burst itself,
+/// which `q` and `w` do not tell, is the vendor parameter `rk-burst`:
 ///
 /// ```
 /// use ratekeeper_tower::Policy;
 ///
 /// let policy = Policy::new("api", 100, 60)?.with_burst(10)?;
 /// assert_eq!(policy.to_string(), r#""api";q=100;w=60;rk-burst=10"#);
+/// // 2 per second with bursts of 5: 6 per 3 s, the shortest window of
+/// // whole seconds at that rate whose quota holds 5.
+/// let bursty = Policy::from_rate("per-ip", 2.0)?.with_burst(5)?;
+/// assert_eq!(bursty.to_string(), r#""per-ip";q=6;w=3;rk-burst=5"#);
 /// // 2.5 per second is 5 per 2 s; a burst of 1 by default.
 /// assert_eq!(Policy::from_rate("slow", 2.5)?.to_string(), r#""slow";q=5;w=2;rk-burst=1"#);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -24,7 +35,14 @@ use crate::ConfigError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     name: String,
+    /// The quota as given (with `given_window`, the rate).
+    given_quota: u64,
+    /// The window as given.
+    given_window: u64,
+    /// The quota announced: `given_quota` times the least whole factor
+    /// that makes it at least `burst`.
     quota: u64,
+    /// The window announced: `given_window` times the same factor.
     window: u64,
     burst: u32,
 }
@@ -51,6 +69,8 @@ impl Policy {
         }
         Ok(Policy {
             name,
+            given_quota: quota,
+            given_window: window,
             quota,
             window,
             burst: 1,
@@ -80,15 +100,42 @@ impl Policy {
         Policy::new(name, quota, window)
     }
 
-    /// The same policy with up to `burst` permits at once.
+    /// The same policy with up to `burst` permits at once, announced over
+    /// a window long enough for its quota to hold them: the quota and the
+    /// window given ([`new`](Policy::new), [`from_rate`](Policy::from_rate))
+    /// times `ceil(burst / quota)`, or as given when the quota already
+    /// holds the burst. The rate, `quota / window`, is unchanged.
+    ///
+    /// ```
+    /// use ratekeeper_tower::Policy;
+    ///
+    /// let p = Policy::new("p", 4, 2)?;
+    /// let quota_window = |b| p.clone().with_burst(b).map(|p| (p.quota(), p.window()));
+    /// assert_eq!(quota_window(4)?, (4, 2));
+    /// assert_eq!(quota_window(5)?, (8, 4));
+    /// assert_eq!(quota_window(9)?, (12, 6));
+    /// // From the quota given, whatever burst came before.
+    /// assert_eq!(p.with_burst(9)?.with_burst(1)?.quota(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`ConfigError::ZeroBurst`] for zero.
+    /// [`ConfigError::ZeroBurst`] for zero; [`ConfigError::QuotaTooLarge`]
+    /// when the quota or window so multiplied is above 999,999,999,999,999
+    /// (the largest Integer the field can carry).
     pub fn with_burst(mut self, burst: u32) -> Result<Policy, ConfigError> {
         if burst == 0 {
             return Err(ConfigError::ZeroBurst);
         }
+        let factor = u64::from(burst).div_ceil(self.given_quota);
+        let quota = self.given_quota.saturating_mul(factor);
+        let window = self.given_window.saturating_mul(factor);
+        if quota > SF_INTEGER_MAX || window > SF_INTEGER_MAX {
+            return Err(ConfigError::QuotaTooLarge { quota, window });
+        }
+        self.quota = quota;
+        self.window = window;
         self.burst = burst;
         Ok(self)
     }
@@ -98,12 +145,12 @@ impl Policy {
         &self.name
     }
 
-    /// Permits per window (`q`).
+    /// Permits per window as announced (`q`): at least the burst.
     pub fn quota(&self) -> u64 {
         self.quota
     }
 
-    /// The window in seconds (`w`).
+    /// The window in seconds as announced (`w`).
     pub fn window(&self) -> u64 {
         self.window
     }

@@ -4,7 +4,8 @@
 //! whole seconds (asking again that much later is admitted, a second
 //! sooner is not); an
 //! admitted response's remaining count says whether the next request at
-//! the same instant goes.
+//! the same instant goes; no `RateLimit` member reports more than the
+//! quota its `RateLimit-Policy` announces.
 
 mod common;
 
@@ -16,7 +17,7 @@ use http::{Request, Response};
 use proptest::prelude::*;
 use ratekeeper::keyed::Keyed;
 use ratekeeper::tokio::TokioClock;
-use ratekeeper_tower::{CoreKeyed, HeaderKey, Policy, RateLimitLayer};
+use ratekeeper_tower::{CoreKeyed, HeaderKey, KeyedMap, Policy, RateLimitLayer};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 type Svc = tower::util::BoxCloneService<Request<()>, Response<String>, Infallible>;
@@ -82,6 +83,118 @@ fn run(rate: u32, cap: u32, steps: &[(u8, u64)]) -> HashMap<u8, Vec<Seen>> {
         }
         seen
     })
+}
+
+/// Which per-key limit the layer asks, and so how it counts `r`.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// The core map of refill buckets: `r` is the key's available permits.
+    Refill,
+    /// A map of smooth bursty limiters: `r` is the schedule's lower bound.
+    Bursty,
+}
+
+/// Sends `steps` (key, ms to wait first) through a layer over `kind` at
+/// `permits` per `period_ms` with a burst of `burst`, described by
+/// `Policy::from_rate(rate).with_burst(burst)`; returns each response's
+/// `r` with the `q` and `w` its `RateLimit-Policy` announced.
+fn announced(
+    kind: Kind,
+    (permits, period_ms): (u32, u32),
+    burst: u32,
+    steps: &[(u8, u64)],
+) -> Vec<(i64, i64, i64)> {
+    let rate = f64::from(permits) * 1000.0 / f64::from(period_ms);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let policy = Policy::from_rate("k", rate)
+            .unwrap()
+            .with_burst(burst)
+            .unwrap();
+        let key = HeaderKey::new("x-key").unwrap();
+        let hello = tower::service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(String::new()))
+        });
+        let mut svc = match kind {
+            Kind::Refill => {
+                let text = format!(
+                    "refill:{rate},{period_ms}ms,capacity={burst},initial={burst},timeout=0s"
+                );
+                let keyed = Keyed::builder()
+                    .build_with_clock(&text.parse().unwrap(), TokioClock::new())
+                    .unwrap();
+                let layer = RateLimitLayer::builder(CoreKeyed::new(keyed, policy))
+                    .key(key)
+                    .headers_on_admitted(true)
+                    .build()
+                    .unwrap();
+                Svc::new(ServiceBuilder::new().layer(layer).service(hello))
+            }
+            Kind::Bursty => {
+                let text = format!("bursty:{rate},{}", f64::from(burst) / rate);
+                let map = KeyedMap::from_config_with_clock(
+                    &text.parse().unwrap(),
+                    policy,
+                    8,
+                    TokioClock::new(),
+                )
+                .unwrap();
+                let layer = RateLimitLayer::builder(map)
+                    .key(key)
+                    .headers_on_admitted(true)
+                    .build()
+                    .unwrap();
+                Svc::new(ServiceBuilder::new().layer(layer).service(hello))
+            }
+        };
+        let mut seen = Vec::new();
+        for &(key, wait_ms) in steps {
+            tokio::time::advance(Duration::from_millis(wait_ms)).await;
+            let req = Request::builder()
+                .header("x-key", key.to_string())
+                .body(())
+                .unwrap();
+            let r = svc.ready().await.unwrap().call(req).await.unwrap();
+            let h = r.headers();
+            let member = &common::parse_list(h["ratelimit"].to_str().unwrap())[0];
+            let policy = &common::parse_list(h["ratelimit-policy"].to_str().unwrap())[0];
+            seen.push((member.1["r"], policy.1["q"], policy.1["w"]));
+        }
+        seen
+    })
+}
+
+/// A rate as permits per period (ms): whole per second or not, and a
+/// burst of at least the permits of one period (as a refill bucket
+/// needs).
+fn rate_and_burst() -> impl Strategy<Value = ((u32, u32), u32)> {
+    let period = prop_oneof![Just(1000u32), 100u32..5000];
+    (1u32..20, period, 0u32..30)
+        .prop_map(|(permits, period, more)| ((permits, period), permits + more))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the rate and the burst, the remaining count a response
+    /// reports is within the quota the policy announces.
+    #[test]
+    fn the_remaining_count_is_within_the_announced_quota(
+        kind in prop::sample::select(vec![Kind::Refill, Kind::Bursty]),
+        (rate, burst) in rate_and_burst(),
+        steps in prop::collection::vec(
+            (0u8..2, prop_oneof![4 => Just(0u64), 2 => 0u64..400, 1 => 0u64..5_000]),
+            1..60,
+        ),
+    ) {
+        for (r, q, w) in announced(kind, rate, burst, &steps) {
+            prop_assert!(r <= q && w >= 1, "r={} q={} w={}", r, q, w);
+        }
+    }
 }
 
 proptest! {

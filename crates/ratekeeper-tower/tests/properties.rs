@@ -12,7 +12,7 @@ use http::HeaderValue;
 use proptest::prelude::*;
 use ratekeeper_tower::headers::{ratelimit_item, retry_after_secs};
 use ratekeeper_tower::key::{HeaderKey, KeyError, KeyExtractor, RequestHead, RightmostTrusted};
-use ratekeeper_tower::{IpNet, Policy};
+use ratekeeper_tower::{ConfigError, IpNet, Policy};
 
 /// The largest Integer a structured field may carry (RFC 9651 §3.3.1).
 const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
@@ -71,16 +71,48 @@ proptest! {
         name in "[ -~]{0,40}", quota in count(), window in count(), burst in 1u32..,
     ) {
         let Ok(policy) = Policy::new(name.clone(), quota, window) else { return Ok(()) };
-        let policy = policy.with_burst(burst).unwrap();
+        let text = policy.to_string();
+        prop_assert_eq!(
+            &common::parse_list(&text)[0].1,
+            &[("q", quota as i64), ("w", window as i64), ("rk-burst", 1)]
+                .map(|(k, v)| (k.to_owned(), v))
+                .into(),
+        );
+        // A burst the field could not carry is refused (see below).
+        let Ok(policy) = policy.with_burst(burst) else { return Ok(()) };
         let text = policy.to_string();
         prop_assert!(HeaderValue::from_str(&text).is_ok(), "{text:?}");
         let list = common::parse_list(&text);
         prop_assert_eq!(list.len(), 1);
         let (parsed, params) = &list[0];
         prop_assert_eq!(parsed, &name);
-        prop_assert_eq!(params["q"] as u64, quota);
-        prop_assert_eq!(params["w"] as u64, window);
+        prop_assert_eq!(params["q"] as u64, policy.quota());
+        prop_assert_eq!(params["w"] as u64, policy.window());
         prop_assert_eq!(params["rk-burst"] as u64, u64::from(burst));
+    }
+
+    /// A burst is within the announced quota, at the rate the policy was
+    /// made with: the quota and the window are multiplied by the least
+    /// whole factor whose quota holds the burst (none when it already
+    /// does), or the burst is refused when the field could not carry them.
+    #[test]
+    fn the_announced_quota_holds_the_burst(quota in count(), window in count(), burst in 1u32..) {
+        let Ok(policy) = Policy::new("p", quota, window) else { return Ok(()) };
+        let k = u64::from(burst).div_ceil(quota);
+        let scaled = quota.checked_mul(k).zip(window.checked_mul(k));
+        match policy.clone().with_burst(burst) {
+            Ok(b) => {
+                prop_assert_eq!((b.quota(), b.window()), scaled.unwrap());
+                prop_assert!(b.quota() >= u64::from(burst));
+                prop_assert!(k == 1 || b.quota() - quota < u64::from(burst));
+                prop_assert_eq!(b.interval_nanos(), policy.interval_nanos());
+                prop_assert_eq!(b.burst(), burst);
+            }
+            Err(e) => {
+                prop_assert!(matches!(e, ConfigError::QuotaTooLarge { .. }), "{:?}", e);
+                prop_assert!(scaled.is_none_or(|(q, w)| q.max(w) > SF_INTEGER_MAX));
+            }
+        }
     }
 
     /// A permit's time is the window over the quota, saturated.
