@@ -77,27 +77,74 @@ impl Policy {
         })
     }
 
-    /// `rate` permits per second as a whole quota over the shortest whole
-    /// window (1 to 3600 s) that carries it to within 0.1 %; rates under
-    /// 1/3600 per second, or with no such window, round the quota to the
-    /// nearest over one hour (at least 1).
+    /// `rate` permits per second as a whole quota over a whole window,
+    /// never above the rate: the shortest window (1 to 3600 s) whose quota,
+    /// `rate × window` rounded down, is within 0.1 % of it; with no such
+    /// window, the quota rounded down over one hour; for a rate under one
+    /// an hour, 1 over the shortest window that is not above it.
+    ///
+    /// ```
+    /// use ratekeeper_tower::Policy;
+    ///
+    /// let quota_window = |rate| Policy::from_rate("p", rate).map(|p| (p.quota(), p.window()));
+    /// assert_eq!(quota_window(10.0)?, (10, 1));
+    /// assert_eq!(quota_window(0.4)?, (2, 5));
+    /// assert_eq!(quota_window(1000.0 / 230.0)?, (100, 23)); // never 87 per 20 s
+    /// assert_eq!(quota_window(1.0 / 7200.0)?, (1, 7200)); // never 1 per hour
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`ConfigError::Rate`] for a rate that is not positive and finite, and
-    /// those of [`new`](Policy::new) (a rate above 999,999,999,999,999 a
-    /// second is [`ConfigError::QuotaTooLarge`]).
+    /// [`ConfigError::QuotaTooLarge`] for one whose quota or window the
+    /// field cannot carry (above 999,999,999,999,999 a second, or under
+    /// one in 999,999,999,999,999 seconds).
     pub fn from_rate(name: impl Into<String>, rate: f64) -> Result<Policy, ConfigError> {
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ConfigError::Rate(rate));
         }
-        let fits = |w: u64| {
-            let q = rate * w as f64;
-            q >= 1.0 && ((q - q.round()).abs() <= q * 1e-3)
+        let max = SF_INTEGER_MAX as f64;
+        if rate > max {
+            return Err(ConfigError::QuotaTooLarge {
+                quota: u64::MAX,
+                window: 1,
+            });
+        }
+        // The largest whole quota over `w` seconds not above the rate. The
+        // quotas chosen are at most `max`, below 2^53, where every whole
+        // number is exact.
+        let quota = |w: u64| {
+            let w = w as f64;
+            let q = (rate * w).floor();
+            // `rate × w` may have rounded up to a whole number.
+            if q / w > rate {
+                q - 1.0
+            } else {
+                q
+            }
         };
-        let window = (1..=3600).find(|&w| fits(w)).unwrap_or(3600);
-        let quota = ((rate * window as f64).round() as u64).max(1);
-        Policy::new(name, quota, window)
+        let fits = |w: u64| {
+            let q = quota(w);
+            q >= 1.0 && q >= rate * w as f64 * (1.0 - 1e-3)
+        };
+        if let Some(w) = (1..=3600).find(|&w| fits(w)) {
+            return Policy::new(name, quota(w) as u64, w);
+        }
+        if quota(3600) >= 1.0 {
+            return Policy::new(name, quota(3600) as u64, 3600);
+        }
+        let mut window = (1.0 / rate).ceil();
+        if 1.0 / window > rate {
+            window += 1.0;
+        }
+        if !window.is_finite() || window > max {
+            return Err(ConfigError::QuotaTooLarge {
+                quota: 1,
+                window: u64::MAX,
+            });
+        }
+        Policy::new(name, 1, window as u64)
     }
 
     /// The same policy with up to `burst` permits at once, announced over

@@ -181,7 +181,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// Whatever the rate and the burst, the remaining count a response
-    /// reports is within the quota the policy announces.
+    /// reports is within the quota the policy announces, and that quota
+    /// over its window is not above the rate.
     #[test]
     fn the_remaining_count_is_within_the_announced_quota(
         kind in prop::sample::select(vec![Kind::Refill, Kind::Bursty]),
@@ -191,8 +192,10 @@ proptest! {
             1..60,
         ),
     ) {
+        let per_second = f64::from(rate.0) * 1000.0 / f64::from(rate.1);
         for (r, q, w) in announced(kind, rate, burst, &steps) {
             prop_assert!(r <= q && w >= 1, "r={} q={} w={}", r, q, w);
+            prop_assert!(q as f64 / w as f64 <= per_second, "q={} w={} rate={}", q, w, per_second);
         }
     }
 }

@@ -124,12 +124,27 @@ proptest! {
         prop_assert_eq!(policy.interval_nanos(), want);
     }
 
-    /// Any rate is a policy whose field parses, or a typed error.
+    /// Any rate is a policy whose field parses, or a typed error; the
+    /// policy's rate is never above it, and within 0.1 % of it but for
+    /// rates that no window up to an hour carries.
     #[test]
-    fn any_rate_is_a_valid_policy_or_refused(rate in any::<f64>()) {
+    fn any_rate_is_a_valid_policy_or_refused(
+        rate in prop_oneof![
+            any::<f64>(),
+            1e-9f64..1e-3,
+            1e-3f64..1.0,
+            1.0f64..1e6,
+            (1u32..1000, 1u32..1000).prop_map(|(n, d)| f64::from(n) / f64::from(d)),
+        ],
+    ) {
         if let Ok(policy) = Policy::from_rate("r", rate) {
             let list = common::parse_list(&policy.to_string());
-            prop_assert!(list[0].1["q"] >= 1 && list[0].1["w"] >= 1);
+            let (q, w) = (list[0].1["q"], list[0].1["w"]);
+            prop_assert!(q >= 1 && w >= 1);
+            prop_assert!(q as f64 / w as f64 <= rate, "q={} w={} rate={}", q, w, rate);
+            if w < 3600 && rate >= 1.0 / 3600.0 {
+                prop_assert!(q as f64 / w as f64 >= rate * (1.0 - 1e-3), "q={} w={} rate={}", q, w, rate);
+            }
         }
     }
 
