@@ -16,7 +16,8 @@
 //!   report);
 //! * `4`: a `pace`, `exec` or `pipe` run stopped by its limit shared
 //!   through Redis (`--redis`): Redis failed under `--on-redis-failure
-//!   closed` (after its report);
+//!   closed`, or the key cannot be used (another type, or another limit
+//!   without `--redis-adopt`) (after its report);
 //! * `99`: a `pace` or `exec` run a `--fail-if` condition failed (after its
 //!   report; a signal's status, the shared limit's 4, `exec --fail-fast`'s 1
 //!   and `--max-behind`'s 3 win over it);
@@ -131,9 +132,9 @@ enum Outcome {
     /// It fell too far behind its schedule (`--max-behind`): the message,
     /// and exit status 3 ([`run::EXIT_BEHIND`]).
     Behind(String),
-    /// Its limit shared through Redis failed it (Redis failed under
-    /// `--on-redis-failure closed`): the message, and exit status 4
-    /// ([`run::EXIT_SHARED_FAILED`]).
+    /// Its limit shared through Redis stopped it (Redis failed under
+    /// `--on-redis-failure closed`, or the key cannot be used): the
+    /// message, and exit status 4 ([`run::EXIT_SHARED_FAILED`]).
     SharedFailed(String),
     /// A `--fail-if` condition held (the conditions were printed after the
     /// report): exit status 99 ([`run::verdict::EXIT_STATUS`]).

@@ -26,8 +26,8 @@ use ratekeeper::{
     AcquireError, Clock, DefaultClock, Grant, RateLimiter, Recovery, WaitPolicy, WaitStats,
 };
 use ratekeeper_redis::{
-    Backend, BlockingBackend, BlockingLimiter, Decision, FailurePolicy, RedisError, RedisLimiter,
-    SharedLimit, Source, DEFAULT_IDLE_TTL,
+    redact_url, Backend, BlockingBackend, BlockingLimiter, Decision, FailurePolicy, RedisError,
+    RedisLimiter, SharedLimit, Source, DEFAULT_IDLE_TTL,
 };
 use serde::Serialize;
 
@@ -81,7 +81,8 @@ pub fn connect(args: &RedisArgs, config: &LimiterConfig) -> anyhow::Result<Optio
     let idle_ttl = args.redis_idle_ttl.unwrap_or(DEFAULT_IDLE_TTL);
     let mut limiter = RedisLimiter::builder(backend.backend(), key.as_str(), limit)
         .failure_policy(policy)
-        .idle_ttl(idle_ttl);
+        .idle_ttl(idle_ttl)
+        .adopt(args.redis_adopt);
     if let Some(window) = args.lease() {
         limiter = limiter.lease(window);
     }
@@ -130,20 +131,11 @@ fn shareable(config: &LimiterConfig) -> anyhow::Result<SharedLimit> {
     })
 }
 
-/// `url` with the password of its user part, if any, hidden; a query's
-/// `pass=` or `password=` too (redis-rs's unix socket URLs).
+/// `url` with the password of its user part, if any, hidden
+/// ([`redact_url`]); a query's `pass=` or `password=` too (redis-rs's unix
+/// socket URLs).
 pub fn redact(url: &str) -> String {
-    let secret = Secret::of(url);
-    match url.split_once("://") {
-        Some((scheme, rest)) => match rest.rsplit_once('@') {
-            Some((user, host)) if user.contains(':') => {
-                let name = user.split(':').next().unwrap_or_default();
-                secret.scrub(&format!("{scheme}://{name}:***@{host}"))
-            }
-            _ => secret.scrub(url),
-        },
-        None => url.to_owned(),
-    }
+    Secret::of(url).scrub(&redact_url(url))
 }
 
 /// The password a URL holds, to scrub from any text shown.
@@ -273,16 +265,18 @@ impl Shared {
         let l = self.limiter.inner.limiter();
         let stats = l.stats();
         let backend = l.backend().stats();
-        let (policy, share) = match l.failure_policy() {
-            FailurePolicy::Closed => ("closed", None),
-            FailurePolicy::Local { share } => ("local", Some(share)),
-            _ => ("open", None),
+        let (policy, share, learned) = match l.failure_policy() {
+            FailurePolicy::Closed => ("closed", None, None),
+            FailurePolicy::Local { share } => ("local", Some(share), None),
+            FailurePolicy::Open => ("open", None, None),
+            _ => ("local", None, Some(l.learned_share())),
         };
         RedisReport {
             url: self.url.clone(),
             key: l.key().to_owned(),
             failure_policy: policy,
             local_share: share,
+            learned_share: learned,
             deadline_ns: duration_nanos(l.backend().deadline()),
             lease_ns: l.lease_window().map(duration_nanos),
             idle_ttl_ns: duration_nanos(self.idle_ttl),
@@ -370,10 +364,18 @@ impl SharedLimiter {
             Source::FailClosed if !self.inner.is_closed() => {
                 let why = self.why(d);
                 self.stop(format!(
-                    "the shared limit failed ({why}), and --on-redis-failure closed refuses                      every request while it does"
+                    "the shared limit failed ({why}), and --on-redis-failure closed refuses every \
+                     request while it does"
                 ));
             }
             _ => {}
+        }
+        if d.result() == Err(AcquireError::Misconfigured) {
+            let why = self.inner.limiter().config_error().map_or_else(
+                || "the key does not match this limiter".to_owned(),
+                |e| self.watch.secret.scrub(&e.to_string()),
+            );
+            self.stop(format!("the shared limit cannot be used: {why}"));
         }
     }
 
@@ -387,11 +389,17 @@ impl SharedLimiter {
 
     /// The warning that the failure policy decides `d` and those after it.
     fn taking_over(&self, d: &Decision) -> String {
-        let what = match (d.source(), self.inner.limiter().failure_policy()) {
-            (Source::Local, FailurePolicy::Local { share }) => {
-                format!("deciding locally at {share} of the rate")
+        let l = self.inner.limiter();
+        let what = match (d.source(), l.failure_policy(), l.learned_share()) {
+            (Source::Local, FailurePolicy::Local { share }, _) => {
+                format!("deciding locally at {share} of the rate (--redis-share)")
             }
-            (Source::Local, _) => "deciding locally".to_owned(),
+            (Source::Local, _, Some(share)) => {
+                format!("deciding locally at {share:.3} of the rate (this process's share)")
+            }
+            (Source::Local, _, None) => {
+                "deciding locally at the whole rate (no share learned yet)".to_owned()
+            }
             _ => "admitting every request unchecked (--on-redis-failure open)".to_owned(),
         };
         format!(
@@ -455,9 +463,15 @@ pub struct RedisReport {
     pub key: String,
     /// `open`, `closed` or `local`.
     pub failure_policy: &'static str,
-    /// With `local`: the part of the rate kept in this process.
+    /// With `local` and `--redis-share`: the part of the rate kept in
+    /// this process.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_share: Option<f64>,
+    /// With `local` and no `--redis-share`: the share of the key's grants
+    /// learned at the end (`Some(None)`, JSON null, before a second of
+    /// answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned_share: Option<Option<f64>>,
     pub deadline_ns: u64,
     /// The lease window (`--redis-lease`); null without leases.
     pub lease_ns: Option<u64>,
@@ -488,10 +502,12 @@ pub struct RedisReport {
 impl RedisReport {
     /// The text report's lines.
     pub fn fmt_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let share = self
-            .local_share
-            .map(|s| format!(" at {s} of the rate"))
-            .unwrap_or_default();
+        let share = match (self.local_share, self.learned_share) {
+            (Some(s), _) => format!(" at {s} of the rate"),
+            (None, Some(Some(s))) => format!(" at the learned share, {s:.3} of the rate"),
+            (None, Some(None)) => " at the learned share, none yet".to_owned(),
+            (None, None) => String::new(),
+        };
         let lease = self.lease_ns.map_or_else(
             || "no leases".to_owned(),
             |l| format!("leases of {}", fmt_duration(l)),
@@ -559,10 +575,17 @@ own rate of slots or permits at a time and hands them out itself; 0 for a \
 round trip per request). The server must answer \
 at the start (connect and SCRIPT LOAD; exit status 1 otherwise, 2 for a URL \
 that does not parse), and --on-redis-failure decides the requests it fails \
-during the run (open: admitted; closed: refused, and the run stops with its \
-report and exit status 4; local: a limiter in this process at --redis-share \
-of the rate, 1 by default); a warning on standard error says when open or \
-local starts deciding, once until the server decides again. A signal ends \
+during the run (local, the default: a limiter in this process, built when \
+it takes over and owing what the server last said, at --redis-share of the \
+rate or, without it, at the share of the key's grants this process had over \
+the last second; closed: refused, and the run stops with its report and exit \
+status 4; open: admitted unchecked); a warning on standard error says when \
+local or open starts deciding, once until the server decides again. A key \
+records its limit: a process whose limit differs (another rate or limiter) \
+stops at its first request with an error naming both and exit status 4, \
+unless --redis-adopt takes the key over (the old limit checkpointed, its \
+grants kept); a key that holds another type stops it the same way. No \
+failure policy decides these, and nothing is admitted. A signal ends \
 the run at once, also while a decision waits on the server, and no decision \
 outlasts --redis-deadline. Only the Pacer and the refill limiter are \
 shared; --batch, --shards, --precise, --stages, --max-behind and the thread \
@@ -573,8 +596,9 @@ meanwhile (starting together, or joining a run) share its schedule as it is. \
 The target is the shared rate (all processes together), so pace and exec do \
 not warn a process for running below it. No output holds the URL's \
 password. The report adds:
-  shared limit    the key, the URL (a password hidden), the failure policy, \
-the per-decision deadline (--redis-deadline, 20ms by default), the lease \
+  shared limit    the key, the URL (a password hidden), the failure policy \
+(with local, --redis-share or the share learned at the end), the \
+per-decision deadline (--redis-deadline, 20ms by default), the lease \
 window (--redis-lease) and the idle TTL (--redis-idle-ttl)
   decisions       decisions by source: redis (the server decided), cache, \
 lease, fail_open, fail_closed, local (the failure policy decided), and the \
@@ -593,7 +617,9 @@ macro_rules! redis_json_help {
     () => {
         "
   redis            object   (--redis) {\"url\", \"key\", \"failure_policy\" \
-(\"open\", \"closed\" or \"local\"), \"local_share\" (local only), \
+(\"open\", \"closed\" or \"local\"), \"local_share\" (local with \
+--redis-share), \"learned_share\" (local without it: the share learned at the \
+end, null before one), \
 \"deadline_ns\", \"lease_ns\" (null without leases), \"idle_ttl_ns\", \
 \"decisions\" {\"redis\", \"cache\", \"lease\", \"fail_open\", \
 \"fail_closed\", \"local\"}, \"refused\", \"permits\", \"round_trips\", \

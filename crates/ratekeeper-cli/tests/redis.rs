@@ -104,6 +104,8 @@ fn redis_flags_are_checked_before_any_connection() {
             url,
             "--key",
             "k",
+            "--on-redis-failure",
+            "closed",
             "--redis-share",
             "0.5",
         ],
@@ -217,7 +219,15 @@ fn pace_reports_decisions_by_source_and_round_trips() {
     assert_eq!(r["ops"], 50);
     let redis = &r["redis"];
     assert_eq!(redis["key"], key.as_str());
-    assert_eq!(redis["failure_policy"], "open");
+    // The default policy: local, at the share learned from the key (none
+    // yet after 0.1 s: null).
+    assert_eq!(redis["failure_policy"], "local");
+    assert_eq!(redis.get("learned_share"), Some(&Value::Null), "{redis}");
+    assert_eq!(redis.get("local_share"), None, "{redis}");
+    assert_eq!(
+        redis["idle_ttl_ns"], 1_000_000_000u64,
+        "the default: {redis}"
+    );
     assert_eq!(redis["decisions"]["redis"], 50, "{redis}");
     for other in ["cache", "lease", "fail_open", "fail_closed", "local"] {
         assert_eq!(redis["decisions"][other], 0, "{other}: {redis}");

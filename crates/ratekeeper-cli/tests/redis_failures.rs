@@ -94,15 +94,7 @@ fn a_signal_ends_a_run_whose_decision_is_stalled() {
     };
     let url = server.url();
     let key = key("stall-signal");
-    let shared = [
-        "--redis",
-        &url,
-        "--key",
-        &key,
-        "--redis-deadline",
-        "30s",
-        "--json",
-    ];
+    let shared = ["--redis", &url, "--redis-deadline", "30s", "--json"];
     let pace = ["pace", "--rate", "1000", "--duration", "6s"];
     let exec = [
         "exec",
@@ -119,7 +111,10 @@ fn a_signal_ends_a_run_whose_decision_is_stalled() {
         (&exec[..], "INT", 130),
         (&pipe[..], "INT", 130),
     ] {
+        // A key of its own: the commands' limits differ.
+        let key = format!("{key}:{}", cmd[0]);
         let mut args = [cmd, &shared[..]].concat();
+        args.extend(["--key", &key]);
         if cmd[0] == "exec" {
             args.extend(["--", "true"]);
         }
@@ -207,14 +202,7 @@ fn a_closed_policy_failure_ends_the_run_with_its_report_and_status_4() {
     };
     let url = server.url();
     let key = key("closed");
-    let shared = [
-        "--redis",
-        &url,
-        "--key",
-        &key,
-        "--on-redis-failure",
-        "closed",
-    ];
+    let shared = ["--redis", &url, "--on-redis-failure", "closed"];
     let pace = ["pace", "--rate", "200", "--duration", "6s", "--json"];
     let exec = [
         "exec",
@@ -226,7 +214,10 @@ fn a_closed_policy_failure_ends_the_run_with_its_report_and_status_4() {
     ];
     let pipe = ["pipe", "--rate", "200", "--report"];
     for cmd in [&pace[..], &exec[..], &pipe[..]] {
+        // A key of its own: the commands' limits differ.
+        let key = format!("{key}:{}", cmd[0]);
         let mut args = [cmd, &shared[..]].concat();
+        args.extend(["--key", &key]);
         if cmd[0] == "exec" {
             args.extend(["--", "true"]);
         }
@@ -391,40 +382,43 @@ fn a_key_idle_longer_than_its_idle_ttl_starts_afresh() {
         return;
     };
     let url = server.url();
-    let key = key("idle");
-    let pace = |ttl: &str| {
-        let args = [
-            "pace",
-            "--rate",
-            "1k",
-            "--duration",
-            "1s",
-            "--redis",
-            &url,
-            "--key",
-            &key,
-            "--redis-idle-ttl",
-            ttl,
-            "--json",
-        ];
-        let mut child = spawn(&args);
-        let _watchdog = Watchdog::new(&child, Duration::from_secs(30));
-        let exit = wait_with_limit(&mut child, Duration::from_secs(30));
-        let (stdout, stderr) = outputs(child);
-        assert!(exit.success(), "{exit}: {stderr}");
-        serde_json::from_str::<Value>(&stdout).expect("the JSON report")
-    };
-    let first = pace("500ms");
-    assert_eq!(first["redis"]["idle_ttl_ns"], 500_000_000u64, "{first}");
-    std::thread::sleep(Duration::from_millis(1500));
-    let second = pace("500ms");
-    // A fresh schedule: no op is measured late against an old one (the
-    // key's old schedule gave a p50 of about a second and a max of two).
-    let wait = &second["wait_ns"];
-    assert!(wait["p50"].as_u64().unwrap() < 50_000_000, "{second}");
-    assert!(wait["max"].as_u64().unwrap() < 300_000_000, "{second}");
-    let ops = second["ops"].as_u64().unwrap();
-    assert!((700..=1300).contains(&ops), "{second}");
+    // --redis-idle-ttl 500ms, then the default (1s).
+    for (ttl, ttl_ns, gap_ms) in [
+        (Some("500ms"), 500_000_000u64, 1500),
+        (None, 1_000_000_000, 2000),
+    ] {
+        let key = key("idle");
+        let pace = || {
+            let mut args = vec!["pace", "--rate", "1k", "--duration", "1s", "--redis", &url];
+            args.extend(["--key", &key, "--json"]);
+            if let Some(ttl) = ttl {
+                args.extend(["--redis-idle-ttl", ttl]);
+            }
+            let mut child = spawn(&args);
+            let _watchdog = Watchdog::new(&child, Duration::from_secs(30));
+            let exit = wait_with_limit(&mut child, Duration::from_secs(30));
+            let (stdout, stderr) = outputs(child);
+            assert!(exit.success(), "{exit}: {stderr}");
+            serde_json::from_str::<Value>(&stdout).expect("the JSON report")
+        };
+        let first = pace();
+        assert_eq!(first["redis"]["idle_ttl_ns"], ttl_ns, "{first}");
+        std::thread::sleep(Duration::from_millis(gap_ms));
+        let second = pace();
+        // A fresh schedule: no op is measured late against an old one
+        // (the key's old schedule gave a p50 of 0.49 s and a max of 1 s).
+        let wait = &second["wait_ns"];
+        assert!(
+            wait["p50"].as_u64().unwrap() < 50_000_000,
+            "{ttl:?}: {second}"
+        );
+        assert!(
+            wait["max"].as_u64().unwrap() < 300_000_000,
+            "{ttl:?}: {second}"
+        );
+        let ops = second["ops"].as_u64().unwrap();
+        assert!((700..=1020).contains(&ops), "{ttl:?}: {second}");
+    }
 }
 
 #[test]
@@ -471,4 +465,141 @@ fn processes_joining_a_key_in_use_share_it() {
     // 300/s in all for 2 s (each alone would take 600).
     assert!((450..=800).contains(&total), "{ops:?}");
     assert!(ops.iter().all(|&n| n > 60), "each took a share: {ops:?}");
+}
+
+/// `pace --json` with `args` on `server`, which is killed (SIGKILL) after
+/// `kill_after`: the exit code, the report and stderr.
+fn pace_killed(
+    server: &mut OwnServer,
+    args: &[&str],
+    kill_after: Duration,
+) -> (i32, Value, String) {
+    let mut child = spawn(&[&["pace", "--json"][..], args].concat());
+    let _watchdog = Watchdog::new(&child, Duration::from_secs(30));
+    std::thread::sleep(kill_after);
+    server.kill();
+    let exit = wait_with_limit(&mut child, Duration::from_secs(30));
+    let (stdout, stderr) = outputs(child);
+    let report = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: no JSON report: {stdout}\n{stderr}"));
+    (exit.code().unwrap_or(-1), report, stderr)
+}
+
+#[test]
+fn a_local_fallback_keeps_the_rate_and_the_report_adds_up() {
+    let Some(mut server) = OwnServer::start("local") else {
+        return;
+    };
+    let url = server.url();
+    // The default policy (the share learned from the key: this process's
+    // grants, the whole rate), then half the rate by --redis-share.
+    for (share, local_ops) in [(None, 17..=22), (Some("1/2"), 8..=12)] {
+        let key = key("local");
+        let mut args = vec![
+            "--rate",
+            "10",
+            "--duration",
+            "4s",
+            "--redis",
+            &url,
+            "--key",
+            &key,
+        ];
+        if let Some(s) = share {
+            args.extend(["--redis-share", s]);
+        }
+        let (code, r, stderr) = pace_killed(&mut server, &args, Duration::from_secs(2));
+        server.restart();
+        assert_eq!(code, 0, "{stderr}");
+        let redis = &r["redis"];
+        assert_eq!(redis["failure_policy"], "local", "{redis}");
+        let local = redis["decisions"]["local"].as_u64().unwrap();
+        assert!(local_ops.contains(&local), "{share:?}: {local} local: {r}");
+        // Figures that add up: no more than the rate, no op measured late
+        // against a schedule the fallback kept from the start.
+        let (ops, rate) = (
+            r["ops"].as_u64().unwrap(),
+            r["achieved_rate"].as_f64().unwrap(),
+        );
+        assert!(
+            rate <= 10.3 && ops <= 41,
+            "{share:?}: {ops} ops at {rate}/s: {r}"
+        );
+        assert!(r["wait_ns"]["max"].as_u64().unwrap() < 300_000_000, "{r}");
+        assert!(
+            r["behind_ns"].as_u64().unwrap() < 300_000_000 || share.is_some(),
+            "{r}"
+        );
+        // One warning for the one failure, saying what decides.
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("Redis failed"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{stderr}");
+        let expected = if share.is_some() {
+            "at 0.5 of the rate"
+        } else {
+            "deciding locally at"
+        };
+        assert!(
+            warnings[0].starts_with("warning: ") && warnings[0].contains(expected),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_key_that_keeps_something_else_stops_the_run_before_any_op() {
+    let Some(server) = OwnServer::start("misconfigured") else {
+        return;
+    };
+    let url = server.url();
+    let other = key("other-type");
+    assert!(server.cli(&["SET", &other, "hello"]).is_some());
+    let pace = |key: &str, rate: &str, more: &[&str]| {
+        let mut args = vec![
+            "pace", "--rate", rate, "--count", "5", "--redis", &url, "--key", key,
+        ];
+        args.extend_from_slice(more);
+        args.push("--json");
+        let mut child = spawn(&args);
+        let _watchdog = Watchdog::new(&child, Duration::from_secs(30));
+        let exit = wait_with_limit(&mut child, Duration::from_secs(30));
+        let (stdout, stderr) = outputs(child);
+        let r: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}: no JSON report: {stdout}\n{stderr}"));
+        (exit.code(), r, stderr)
+    };
+    for policy in ["local", "open", "closed"] {
+        let (code, r, stderr) = pace(&other, "100", &["--on-redis-failure", policy]);
+        assert_eq!(code, Some(4), "{policy}: {stderr}");
+        assert_eq!(r["ops"], 0, "{policy}: nothing admitted: {r}");
+        assert_eq!(r["redis"]["permits"], 0, "{r}");
+        let error = stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_default();
+        assert!(
+            error.contains(&other) && error.contains("another type"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(server.cli(&["GET", &other]).as_deref(), Some("hello\n"));
+    // A key that keeps another limit: refused, named, unless adopted.
+    let key = key("other-limit");
+    let (code, r, stderr) = pace(&key, "100", &[]);
+    assert_eq!((code, &r["ops"]), (Some(0), &Value::from(5)), "{stderr}");
+    let (code, r, stderr) = pace(&key, "200", &[]);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(r["ops"], 0, "{r}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_default();
+    assert!(
+        error.contains(&key) && error.contains("not this limiter's"),
+        "{stderr}"
+    );
+    let (code, r, stderr) = pace(&key, "200", &["--redis-adopt"]);
+    assert_eq!((code, &r["ops"]), (Some(0), &Value::from(5)), "{stderr}");
 }

@@ -45,7 +45,8 @@ pub(super) enum Reserved {
     /// (Resilience4j's timeout), or after a signal (which the dispatcher
     /// then sees).
     AskAgain,
-    /// The limit shared through Redis failed the run (it says why).
+    /// The limit shared through Redis failed the run, or cannot be used
+    /// (it says why).
     LimitFailed,
 }
 
@@ -72,7 +73,7 @@ pub(super) fn reserve_run(
         }
         // A signal closes a shared limiter: its refusal is the signal's.
         Err(_) if interrupt.is_set() => Ok(Reserved::AskAgain),
-        Err(AcquireError::Unavailable) => Ok(Reserved::LimitFailed),
+        Err(AcquireError::Unavailable | AcquireError::Misconfigured) => Ok(Reserved::LimitFailed),
         Err(e) => Err(anyhow::Error::new(e).context("the limiter refused a permit")),
     }
 }
@@ -89,7 +90,7 @@ pub(super) enum Stop {
     /// The schedule fell --max-behind behind.
     MaxBehind,
     /// The limit shared through Redis failed (`--on-redis-failure
-    /// closed`).
+    /// closed`), or its key cannot be used (another type, another limit).
     LimitFailed,
 }
 

@@ -153,7 +153,8 @@ Exit status: 0 when the run ended as planned (failed runs included: they \
 are counted); 1 when --fail-fast stopped it (or for a runtime error); 2 for \
 a usage error, before the run; 3 when --max-behind stopped it; 4 when the \
 limit shared through --redis stopped it (Redis failed under \
---on-redis-failure closed; the error line says why, after the report); 99 \
+--on-redis-failure closed, or the key keeps another type or limit; the \
+error line says why, after the report); 99 \
 when a --fail-if condition held; 128 + the first signal (130 SIGINT, 143 \
 SIGTERM, 129 SIGHUP) when one stopped it. When several apply, the first of: \
 the signal's, 4, 1, 3, 99 (the conditions that held are told all the same).

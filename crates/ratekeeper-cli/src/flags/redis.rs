@@ -13,12 +13,13 @@ use super::parse_duration;
 /// (`--on-redis-failure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailureArg {
-    /// admit the request unchecked (the library's default)
+    /// admit every request unchecked while Redis fails (no limit at all)
     Open,
-    /// refuse it: the run stops with an error
+    /// refuse it: the run stops with its report and exit status 4
     Closed,
-    /// decide in this process, on a limiter of the same kind at
-    /// --redis-share of the rate
+    /// decide in this process, on a limiter of the same kind at this
+    /// process's share of the rate: --redis-share, or without it the share
+    /// of the key's grants it had over the last second (the default)
     Local,
 }
 
@@ -53,15 +54,17 @@ pub struct RedisArgs {
 
     /// With --redis: what a request does when Redis cannot decide within
     /// --redis-deadline (an error, a timeout, the circuit breaker open):
-    /// admitted unchecked, refused (the run stops with an error), or
-    /// decided by a limiter in this process at --redis-share of the rate
-    /// [default: open].
+    /// decided by a limiter in this process at its share of the rate
+    /// (--redis-share, or the share of the key's grants it had over the
+    /// last second), refused (the run stops with its report and exit
+    /// status 4), or admitted unchecked [default: local].
     #[arg(long, value_enum, value_name = "POLICY", requires = "redis")]
     pub on_redis_failure: Option<FailureArg>,
 
-    /// With --on-redis-failure local: the part of the rate this process
-    /// keeps alone while Redis fails, a fraction in (0, 1] or 1/N for N
-    /// processes, e.g. 0.25 or 1/4 [default: 1, the whole rate].
+    /// With --on-redis-failure local (the default): the part of the rate
+    /// this process keeps alone while Redis fails, a fraction in (0, 1] or
+    /// 1/N for N processes, e.g. 0.25 or 1/4 [default: learned, this
+    /// process's share of the key's grants over the last second].
     #[arg(long, value_name = "F", value_parser = parse_share)]
     pub redis_share: Option<f64>,
 
@@ -87,6 +90,16 @@ pub struct RedisArgs {
     /// is. 0 drops it as soon as it has caught up [default: 1s].
     #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_idle_ttl)]
     pub redis_idle_ttl: Option<Duration>,
+
+    /// With --redis: take the key over if it keeps another limit (another
+    /// rate or limiter, set by a process with other flags). Without it,
+    /// such a key stops the run at its first request with an error naming
+    /// both limits (exit status 4). Adopted, the key keeps this run's
+    /// limit from its next grant: the old limit is checkpointed and the
+    /// grants it made stand; processes still on the old limit then meet
+    /// the mismatch themselves.
+    #[arg(long, requires = "redis")]
+    pub redis_adopt: bool,
 }
 
 /// The URL with its password hidden: a password must never reach an
@@ -101,6 +114,7 @@ impl std::fmt::Debug for RedisArgs {
             .field("redis_deadline", &self.redis_deadline)
             .field("redis_lease", &self.redis_lease)
             .field("redis_idle_ttl", &self.redis_idle_ttl)
+            .field("redis_adopt", &self.redis_adopt)
             .finish()
     }
 }
@@ -120,11 +134,10 @@ impl RedisArgs {
     ///
     /// A message for `--redis-share` without `--on-redis-failure local`.
     pub fn policy(&self) -> Result<FailurePolicy, String> {
-        let arg = self.on_redis_failure.unwrap_or(FailureArg::Open);
+        let arg = self.on_redis_failure.unwrap_or(FailureArg::Local);
         match (arg, self.redis_share) {
-            (FailureArg::Local, share) => Ok(FailurePolicy::Local {
-                share: share.unwrap_or(1.0),
-            }),
+            (FailureArg::Local, Some(share)) => Ok(FailurePolicy::Local { share }),
+            (FailureArg::Local, None) => Ok(FailurePolicy::LocalLearned),
             (other, Some(share)) => Err(format!(
                 "--redis-share {share} applies to --on-redis-failure local (the part of the \
                  rate kept in this process while Redis fails), not to --on-redis-failure {}",
@@ -248,20 +261,28 @@ mod tests {
             v.extend_from_slice(more);
             parse(&v).unwrap().policy()
         };
-        assert_eq!(with(&[]), Ok(FailurePolicy::Open));
+        assert_eq!(with(&[]), Ok(FailurePolicy::LocalLearned));
+        assert_eq!(
+            with(&["--on-redis-failure", "open"]),
+            Ok(FailurePolicy::Open)
+        );
         assert_eq!(
             with(&["--on-redis-failure", "closed"]),
             Ok(FailurePolicy::Closed)
         );
         assert_eq!(
             with(&["--on-redis-failure", "local"]),
-            Ok(FailurePolicy::Local { share: 1.0 })
+            Ok(FailurePolicy::LocalLearned)
+        );
+        assert_eq!(
+            with(&["--redis-share", "1/2"]),
+            Ok(FailurePolicy::Local { share: 0.5 })
         );
         assert_eq!(
             with(&["--on-redis-failure", "local", "--redis-share", "1/4"]),
             Ok(FailurePolicy::Local { share: 0.25 })
         );
-        let e = with(&["--redis-share", "0.5"]).unwrap_err();
+        let e = with(&["--on-redis-failure", "open", "--redis-share", "0.5"]).unwrap_err();
         assert!(e.contains("--on-redis-failure local"), "{e}");
     }
 }

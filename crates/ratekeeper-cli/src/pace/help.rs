@@ -177,8 +177,8 @@ Exit status: 0 when the run ended as planned (also when it fell behind: \
 that is a warning); 1 for a runtime error (e.g. a limiter that refused a \
 permit for good); 2 for a usage error, before the run; 3 when --max-behind \
 stopped it; 4 when the limit shared through --redis stopped it (Redis \
-failed under --on-redis-failure closed; the error line says why, after the \
-report); 99 when a --fail-if condition held; 128 + the signal (130 Ctrl-C, \
+failed under --on-redis-failure closed, or the key keeps another type or \
+limit; the error line says why, after the report); 99 when a --fail-if condition held; 128 + the signal (130 Ctrl-C, \
 SIGINT; 143 SIGTERM; 129 SIGHUP) when one stopped it. When several apply, \
 the first of: the signal's, 4, 3, 99 (the conditions that held are told all \
 the same).

@@ -37,7 +37,8 @@ pub(super) enum Permit {
     Paid,
     /// Ctrl-C ended the wait.
     Interrupted,
-    /// The limit shared through Redis failed the copy (it says why).
+    /// The limit shared through Redis failed the copy, or cannot be used
+    /// (it says why).
     LimitFailed,
 }
 
@@ -233,7 +234,9 @@ impl Copy {
                         self.interrupted = true;
                         return Ok(Permit::Interrupted);
                     }
-                    Err(AcquireError::Unavailable) => return Ok(Permit::LimitFailed),
+                    Err(AcquireError::Unavailable | AcquireError::Misconfigured) => {
+                        return Ok(Permit::LimitFailed)
+                    }
                     Err(e) => {
                         return Err(anyhow::Error::new(e)
                             .context("the shared limit (--redis) refused a permit"))

@@ -68,9 +68,9 @@ A closed standard output (the reader went away, e.g. | head -1) ends the copy \
 quietly with exit status 0. Ctrl-C ends it too, writing what was let through, \
 with exit status 130 (143 for SIGTERM, 129 for SIGHUP), also while a --redis \
 decision is waiting on the server. With --redis, a failure of Redis under \
---on-redis-failure closed ends it with exit status 4, after writing what was \
-let through (and the report, with --report or --json), and an error line \
-saying why.
+--on-redis-failure closed, or a key that keeps another type or limit, ends it \
+with exit status 4, after writing what was let through (and the report, \
+with --report or --json), and an error line saying why.
 
 Report (--report, or --json for one JSON object; both go to standard error, \
 as standard output carries the data):

@@ -22,8 +22,9 @@ use interrupt::Interrupt;
 pub const EXIT_BEHIND: u8 = 3;
 
 /// The exit status of a run stopped by its limit shared through Redis
-/// (`--redis`): Redis failed under `--on-redis-failure closed`, after the
-/// report. Apart from a failure (1), a usage error (2), a run behind its
+/// (`--redis`), after the report: Redis failed under `--on-redis-failure
+/// closed`, or the key cannot be used (it holds another type, or another
+/// limit without `--redis-adopt`). Apart from a failure (1), a usage error (2), a run behind its
 /// schedule ([`EXIT_BEHIND`]) and a signal (128 + the signal).
 pub const EXIT_SHARED_FAILED: u8 = 4;
 
