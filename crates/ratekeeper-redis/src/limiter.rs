@@ -43,7 +43,7 @@ pub const MAX_IDLE_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
 const MAX_LUA_NANOS: u64 = 1 << 52;
 
 /// The number of arguments a limit's script takes.
-pub(crate) const ARGS: usize = 11;
+pub(crate) const ARGS: usize = 12;
 /// The number of integers a limit's script replies with.
 pub(crate) const REPLY: usize = 6;
 
@@ -568,10 +568,20 @@ impl RedisLimiter {
         if matches!(self.script, Script::Refill { .. }) {
             args[7] = i64::from(least.min(permits));
         }
+        // What a local fallback granted since the server last decided,
+        // charged to the key with this request (given back if it fails).
+        let charge = self.fallback.take_charge();
+        args[ARGS - 1] = i64::try_from(charge).unwrap_or(i64::MAX);
         let sent = self.clock.now_nanos();
-        let reply = self.backend.eval(self.lua(), &self.key, &args).await?;
+        let reply = match self.backend.eval(self.lua(), &self.key, &args).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.fallback.give_back_charge(charge);
+                return Err(e);
+            }
+        };
         let decision = self.translate(&reply, permits, max_wait);
-        self.note(&reply, &decision);
+        self.note(&reply, &decision, charge);
         if let Err(AcquireError::WouldWait { wait, .. }) = decision.result {
             let wait = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
             self.cache.refused(sent, least.min(permits), wait);
@@ -789,6 +799,7 @@ impl RedisLimiter {
                     i64::from(self.adopt),
                     lua(op),
                     lua(burst),
+                    0,
                 ]
             }
             Script::Refill {
@@ -812,6 +823,7 @@ impl RedisLimiter {
                     self.idle_ms,
                     i64::from(permits),
                     i64::from(self.adopt),
+                    0,
                     0,
                     0,
                 ]
@@ -863,7 +875,7 @@ impl RedisLimiter {
 
     /// Notes what the server said on this limiter's own key: the
     /// fallback's starting point and the share meter.
-    fn note(&self, reply: &[i64], decision: &Decision) {
+    fn note(&self, reply: &[i64], decision: &Decision, charged: u64) {
         let (said, granted) = match self.script {
             Script::Pacer { .. } => (
                 Said::Ahead(reply[3]),
@@ -876,7 +888,7 @@ impl RedisLimiter {
         };
         let key = u64::try_from(reply[REPLY - 1]).unwrap_or(0);
         self.fallback
-            .note(self.clock.now_nanos(), said, granted, key);
+            .note(self.clock.now_nanos(), said, granted + charged, key);
     }
 
     /// The failure policy's decision after `error`; a misconfiguration's
@@ -914,7 +926,13 @@ impl RedisLimiter {
         max_wait: Option<Duration>,
     ) -> (Result<Grant, AcquireError>, Source) {
         match self.fallback.limiter(&self.limit, share, self.clock) {
-            Ok(local) => (local.reserve(permits, max_wait), Source::Local),
+            Ok(local) => {
+                let result = local.reserve(permits, max_wait);
+                if result.is_ok() {
+                    self.fallback.charge(permits);
+                }
+                (result, Source::Local)
+            }
             Err(_) => (Err(AcquireError::Unavailable), Source::FailClosed),
         }
     }

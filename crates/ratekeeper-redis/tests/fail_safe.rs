@@ -412,3 +412,52 @@ fn a_key_idle_past_its_ttl_starts_afresh() {
         );
     });
 }
+
+#[test]
+fn what_the_fallback_granted_is_not_granted_again_after_the_outage() {
+    let Some(server) = OwnServer::start("charge") else {
+        return;
+    };
+    run(async {
+        let backend = Backend::builder(server.url())
+            .deadline(DEADLINE)
+            .breaker(3, Duration::from_millis(100))
+            .connect()
+            .await
+            .unwrap();
+        // Average mode catches up every slot behind the clock at once: a
+        // schedule left behind by an outage would grant it again.
+        let limit = SharedLimit::pacer(Rate::new(200.0).unwrap(), 0.0).unwrap();
+        let limiter = RedisLimiter::builder(&backend, common::key("charge"), limit)
+            .failure_policy(FailurePolicy::Local { share: 1.0 })
+            .build()
+            .unwrap();
+        let start = Instant::now();
+        let (mut admitted, mut local) = (0u32, 0u32);
+        let mut paused = false;
+        let mut resumed = false;
+        while start.elapsed() < Duration::from_millis(1500) {
+            if !paused && start.elapsed() > Duration::from_millis(400) {
+                server.signal("STOP");
+                paused = true;
+            }
+            if !resumed && start.elapsed() > Duration::from_millis(900) {
+                server.signal("CONT");
+                resumed = true;
+            }
+            let d = limiter.acquire(1).await;
+            assert!(d.is_granted(), "{d:?}");
+            admitted += 1;
+            local += u32::from(d.source() == Source::Local);
+        }
+        assert!(local > 20, "the fallback decided only {local}");
+        let due = 200.0 * start.elapsed().as_secs_f64();
+        // 200/s over the run, one slot for the start and two for rounding
+        // at the handovers.
+        assert!(
+            f64::from(admitted) <= due + 3.0,
+            "admitted {admitted} where {due:.0} were due ({local} by the fallback)"
+        );
+        assert!(limiter.stats().from(Source::Redis) > 150);
+    });
+}

@@ -11,6 +11,13 @@
 //! rate) or owing its share of the shared bucket's debt. Once the server
 //! answers again, the next failure builds a new one.
 //!
+//! **After an outage.** The permits the local limiter granted are charged
+//! to the key with the next request the server answers: counted on it and
+//! taken from its backlog (the Pacer's slots behind the clock, the
+//! bucket's permits), never pushed ahead of the clock. So a schedule that
+//! catches up lost time (a burst ratio above 1, average mode) does not
+//! grant the outage again.
+//!
 //! **The learned share.** Each key counts the permits it has granted (all
 //! processes together), and every answer says the count. Over windows of a
 //! second, this process's own permits over the key's is its share of the
@@ -19,7 +26,7 @@
 //! process sharing a key add up to about one, so the processes together
 //! keep about the key's rate.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ratekeeper::config::AnyLimiter;
@@ -45,6 +52,9 @@ pub(super) struct Fallback {
     stale: AtomicBool,
     /// What the server last said, and the share meter.
     seen: Mutex<Seen>,
+    /// Permits the local limiter granted that the key has not been
+    /// charged with yet.
+    charge: AtomicU64,
 }
 
 /// What the server's answers on this limiter's own key said.
@@ -137,6 +147,25 @@ impl Fallback {
         // Ordering: Relaxed; the flag only asks the next failure to build
         // anew, and `built`'s mutex orders the build itself.
         self.stale.store(true, Ordering::Relaxed);
+    }
+
+    /// Counts `permits` the local limiter granted, to charge to the key.
+    pub(super) fn charge(&self, permits: u32) {
+        // Ordering: Relaxed; a count the next server request takes whole.
+        self.charge.fetch_add(u64::from(permits), Ordering::Relaxed);
+    }
+
+    /// The permits to charge to the key with the next request (none left
+    /// to charge after).
+    pub(super) fn take_charge(&self) -> u64 {
+        // Ordering: Relaxed; see `charge`.
+        self.charge.swap(0, Ordering::Relaxed)
+    }
+
+    /// `permits` taken for a request that failed: charged with a later one.
+    pub(super) fn give_back_charge(&self, permits: u64) {
+        // Ordering: Relaxed; see `charge`.
+        self.charge.fetch_add(permits, Ordering::Relaxed);
     }
 
     /// The share of the key's grants this process had over the last whole

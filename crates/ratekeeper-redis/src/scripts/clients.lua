@@ -10,9 +10,9 @@
 --          up): its schedule caught up, its bucket full
 -- KEYS[3]  the overflow limit every new client shares when the registry is
 --          full of clients in debt and the policy is 1 (shared)
--- ARGV[1..11] the limit's own arguments (ARGV[6]: now, ARGV[7]: idle ms)
--- ARGV[12] the cap on live clients (1 to 2^32)
--- ARGV[13] the policy for a full registry: 0 deny new clients, 1 one
+-- ARGV[1..12] the limit's own arguments (ARGV[6]: now, ARGV[7]: idle ms)
+-- ARGV[13] the cap on live clients (1 to 2^32)
+-- ARGV[14] the policy for a full registry: 0 deny new clients, 1 one
 --          shared overflow limit, 2 evict the least indebted client
 -- Reply: the limit's six values (zeros when the client is denied), then
 --   { outcome: 0 tracked, 1 denied new, 2 overflowed, 3 tracked after
@@ -24,8 +24,8 @@
 -- share the prefix's hash tag (one cluster slot). Every value is an
 -- integer below 2^53.
 local client, registry, overflow = KEYS[1], KEYS[2], KEYS[3]
-local cap = tonumber(ARGV[12])
-local policy = tonumber(ARGV[13])
+local cap = tonumber(ARGV[13])
+local policy = tonumber(ARGV[14])
 local idle_ms = tonumber(ARGV[7])
 local now_us = tonumber(ARGV[6])
 if now_us < 0 then

@@ -19,6 +19,10 @@
 -- ARGV[9]  1 to take over a key that keeps another limit, else 0
 -- ARGV[10] ns per permit (the limit's p)
 -- ARGV[11] the burst slice (the limit's b)
+-- ARGV[12] permits this process granted on its own while the server could
+--          not decide (a local fallback): counted on the key, and taken
+--          from the schedule's backlog (the slots behind the clock), never
+--          from slots ahead of it, so that the backlog is not caught up again
 -- Reply: { granted 1|0, scheduled - now (ns), ready - now (ns), i - now (ns),
 --          now (the server clock, whole us), permits granted on the key }
 -- A key that holds another value is refused with WRONGTYPE; one that keeps
@@ -38,6 +42,7 @@ local permits = tonumber(ARGV[8])
 local adopt = tonumber(ARGV[9]) == 1
 local op = tonumber(ARGV[10])
 local slice = tonumber(ARGV[11])
+local charge = tonumber(ARGV[12])
 if now_us < 0 then
   local t = redis.call('TIME')
   now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -74,6 +79,18 @@ if now >= 4503599627370496 then
   i = math.max(i - d * 1000, -4503599627370496)
   a = math.max(a - d * 1000, -4503599627370496)
 end
+if charge > 0 then
+  i = math.max(i, math.min(i + charge * op, now))
+  g = (g + charge) % 9007199254740992
+end
+-- Kept until the schedule has caught up with the clock, and idle_ms after
+-- (at least 1 ms: Redis refuses PX 0).
+local function store()
+  local ahead = math.max(i, a, now) - now
+  redis.call('SET', key, string.format('%.0f %.0f %.0f %.0f %d %.0f %.0f %d',
+      o, i, a, g, kind, op, slice, shift),
+    'PX', math.max(math.ceil(ahead / 1000000) + idle_ms, 1))
+end
 local slot = i
 local ready
 if kind == 2 then
@@ -82,6 +99,9 @@ else
   ready = math.max(slot, now)
 end
 if max_wait >= 0 and ready - now > max_wait then
+  if charge > 0 then
+    store()
+  end
   return { 0, slot - now, ready - now, i - now, now_us, g }
 end
 i = slot + span
@@ -95,10 +115,5 @@ elseif kind == 2 and ready ~= slot then
 end
 -- The count wraps below 2^53.
 g = (g + permits) % 9007199254740992
--- Kept until the schedule has caught up with the clock, and idle_ms after
--- (at least 1 ms: Redis refuses PX 0).
-local ahead = math.max(i, a, now) - now
-redis.call('SET', key, string.format('%.0f %.0f %.0f %.0f %d %.0f %.0f %d',
-    o, i, a, g, kind, op, slice, shift),
-  'PX', math.max(math.ceil(ahead / 1000000) + idle_ms, 1))
+store()
 return { 1, slot - now, ready - now, i - now, now_us, g }

@@ -18,11 +18,15 @@
 --          for "as many as fit the maximum wait, at most ARGV[4]" (a lease)
 -- ARGV[9]  1 to take over a key that keeps another limit, else 0
 -- ARGV[10], ARGV[11]  unused (the Pacer's)
+-- ARGV[12] permits this process granted on its own while the server could
+--          not decide (a local fallback): counted on the key, and taken
+--          from what the bucket holds, never into debt
 -- Reply: { granted 1|0, wait (ns), available permits after the decision,
 --          now (the server clock, whole us), permits granted, permits
 --          granted on the key }
 -- A refusal writes nothing, except to a new bucket, which starts at its
--- first request, granted or not, and to a bucket taken over. A key that
+-- first request, granted or not, to a bucket taken over, and to one
+-- charged with permits granted elsewhere (ARGV[12]). A key that
 -- holds another value is refused with WRONGTYPE; one that keeps another
 -- limit, with RKLIMIT and that limit ("refill npp capacity initial" or
 -- "pacer k p b s"), unless ARGV[9] takes it over: the permits it holds
@@ -38,6 +42,7 @@ local now_us = tonumber(ARGV[6])
 local idle_ms = tonumber(ARGV[7])
 local least = tonumber(ARGV[8])
 local adopt = tonumber(ARGV[9]) == 1
+local charge = tonumber(ARGV[12])
 if now_us < 0 then
   local t = redis.call('TIME')
   now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -82,6 +87,12 @@ if now >= 4503599627370496 then
   now = now - d * 1000
   e = math.max(e - d * 1000, now - full)
 end
+if charge > 0 then
+  local held = math.max(e, now - full)
+  e = math.max(held, math.min(held + charge * npp, now))
+  g = (g + charge) % 9007199254740992
+  changed = true
+end
 local base = math.max(e, now - full)
 if least < permits and max_wait >= 0 then
   -- As many as fit the wait, and at least `least` (else refused below).
@@ -111,7 +122,7 @@ if max_wait >= 0 and wait > max_wait then
     -- The refill counts from now, as the in-memory limiter's from its
     -- creation: a new key left unwritten would start again at every
     -- request, and never fill for a request above its initial permits.
-    -- A bucket taken over keeps its checkpoint.
+    -- A bucket taken over keeps its checkpoint, a charged one its charge.
     store(e)
   end
   return { 0, wait, available(e), now_us, 0, g }
