@@ -48,7 +48,7 @@ mod test_util;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::UsageError;
 use crate::run::interrupt;
@@ -145,6 +145,13 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            let argv: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            if let Some(hint) = error::clap_hint(&e, &Cli::command(), &argv) {
+                let _ = writeln!(std::io::stderr(), "error: {hint}");
+                return ExitCode::from(2);
+            }
             // `--help` and `--version` are "errors" with exit code 0. Printing
             // fails only if stdout/stderr is closed, and then there is nobody to
             // tell.
@@ -257,7 +264,6 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_definition_is_consistent() {

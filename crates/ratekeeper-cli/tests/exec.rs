@@ -470,7 +470,7 @@ fn every_limiter_option_of_pace_is_taken() {
         &with(&["--rate", "5", "--limiter", "bursty", "--timeout", "1s"]),
         &["--timeout", "Resilience4j limiter", "--limiter bursty"],
     );
-    rejects(&with(&["--rate", "5", "--batch"]), &["'--batch'"]);
+    rejects(&with(&["--rate", "5", "--batch"]), &["flag of pace only"]);
 }
 
 #[test]
@@ -728,7 +728,7 @@ fn bad_input_exits_2_naming_the_value() {
         &["'runs.gif'", ".svg or .png"],
     );
     rejects(&["exec", "--rate", "5"], &["COMMAND"]);
-    rejects(&["exec", "--rate", "5", "true"], &["'true'"]);
+    rejects(&["exec", "--rate", "5", "true"], &["run after --"]);
     rejects(
         &["exec", "--rate", "5", "--", "no-such-command-xyz", "-v"],
         &["'no-such-command-xyz'", "not found in PATH"],

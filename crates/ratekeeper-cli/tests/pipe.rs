@@ -94,7 +94,7 @@ fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -406,8 +406,8 @@ fn bad_input_exits_2_naming_the_value() {
         &["pipe", "--bytes", "--rate", "5XB"],
         &["unknown byte unit"],
     );
-    // Lines take count suffixes, not byte units.
-    rejects(&["pipe", "--rate", "1MiB"], &["unknown suffix \"MiB\""]);
+    // Lines take count suffixes, not byte units: a byte rate needs --bytes.
+    rejects(&["pipe", "--rate", "1MiB"], &["add --bytes"]);
     // A negative rate reaches our own message, not clap's.
     rejects(&["pipe", "--rate", "-5"], &["'-5'", "greater than zero"]);
     rejects(&["pipe", "--rate", "abc"], &["'abc'", "--rate"]);

@@ -153,7 +153,7 @@ fn what_a_shared_limit_cannot_do_is_refused() {
     );
     rejects(
         &["pace", "--rate", "10", "--redis", "not a url", "--key", "k"],
-        &["invalid value 'not a url' for '--redis <URL>'"],
+        &["--redis takes a URL", "redis://HOST:PORT/"],
     );
     rejects(
         &[

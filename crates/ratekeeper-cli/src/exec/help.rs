@@ -2,8 +2,7 @@
 //! schema.
 
 /// `exec --help` text above the options.
-pub const LONG_ABOUT: &str = concat!(
-    "\
+pub const LONG_ABOUT: &str = "\
 Run a command repeatedly at a rate, at most --concurrency runs at once, and \
 report each run's service time and response time, with counts by exit status.
 
@@ -29,6 +28,27 @@ report) unless --stdout FILE appends every run's output to FILE or \
 output to the one line of JSON. A command that cannot be found is refused \
 before the run (exit status 2).
 
+The options follow; after them, failures, each limiter, the run's length, \
+--stages and --fail-if, what the report says, and the JSON schema.";
+
+/// `exec -h` text below the options: examples, and where the rest is.
+pub const AFTER_HELP: &str = "\
+Examples:
+  ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
+  ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
+  ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
+  ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
+  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
+  ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
+  ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh
+
+Each limiter's options, the Redis options, the report's fields and the \
+JSON schema: ratekeeper exec --help";
+
+/// `exec --help` text below the options: the details, examples and the
+/// JSON schema.
+pub const AFTER_LONG_HELP: &str = concat!(
+    "\
 A run that exits with a status other than 0, is killed by a signal, or cannot \
 be started (spawned) has failed: it is counted, and the run goes on, unless \
 --fail-fast: then no run is started after the first failure is seen, the \
@@ -227,23 +247,8 @@ Tag=wait, Tag=service and Tag=response, of values in nanoseconds (give such \
 a tool a divisor of 1e6 for milliseconds). The file is created before the \
 run (one that cannot be is an error, exit status 1) and written after it, \
 also when a signal or a stop ended it.\n\n",
-    crate::shared::redis_report_help!()
-);
-
-/// Examples, shown by `exec -h` and `exec --help`.
-pub const AFTER_HELP: &str = "\
-Examples:
-  ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
-  ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh
-  ratekeeper exec --rate 2 -n 10 --stdout runs.log --fail-fast -- sh -c 'date; ./check'
-  ratekeeper exec --limiter warmup --warmup 5s --rate 50 --concurrency 4 --duration 20s --plot exec.svg -- ./client
-  ratekeeper exec --limiter refill --rate 10 --capacity 20 --timeout 0s -n 50 -- ./probe.sh
-  ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
-  ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh";
-
-/// `exec --help` text below the options: examples and the JSON schema.
-pub const AFTER_LONG_HELP: &str = concat!(
-    "\
+    crate::shared::redis_report_help!(),
+    "\n\n\
 Examples:
   ratekeeper exec --rate 5 --concurrency 2 -n 20 -- curl -s http://127.0.0.1:8080/
   ratekeeper exec --rate 100 --concurrency 8 --duration 10s --discard-stdout --json -- ./probe.sh

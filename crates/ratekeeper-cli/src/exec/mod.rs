@@ -90,7 +90,7 @@ pub struct ExecArgs {
     pub redis: RedisArgs,
 
     /// How many runs may run at once (1 to 1024).
-    #[arg(long, short = 'c', value_name = "N", default_value = "1", value_parser = parse_concurrency)]
+    #[arg(long, short = 'c', value_name = "N", default_value = "1", value_parser = parse_concurrency, display_order = 100)]
     pub concurrency: u32,
 
     /// Start exactly this many runs.
@@ -114,54 +114,59 @@ pub struct ExecArgs {
 
     /// Append every run's standard output to FILE (created if missing)
     /// [default: ratekeeper's standard output].
-    #[arg(long, value_name = "FILE", conflicts_with = "discard_stdout")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "discard_stdout",
+        display_order = 105
+    )]
     pub stdout: Option<PathBuf>,
 
     /// Discard every run's standard output.
-    #[arg(long)]
+    #[arg(long, display_order = 106)]
     pub discard_stdout: bool,
 
     /// Stop starting runs after the first failed one (a non-zero exit, a
     /// signal, or a failed spawn); exit status 1 after the report.
-    #[arg(long)]
+    #[arg(long, display_order = 108)]
     pub fail_fast: bool,
 
     /// At a stop (SIGINT, SIGTERM, --max-behind), how long the runs still
     /// running have to end after SIGTERM before their process groups get
     /// SIGKILL, e.g. 500ms; 0s kills them at once.
-    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_timeout, display_order = 111)]
     pub grace: Duration,
 
     /// End the run once it falls this far behind its schedule, e.g. 2s:
     /// stop starting runs, end the running ones as at a signal, print the
     /// report and exit with status 3.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, display_order = 110)]
     pub max_behind: Option<Duration>,
 
     /// Draw the runs started per time bucket and their response and service
     /// times to FILE, an SVG or a PNG (by its extension).
-    #[arg(long, value_name = "FILE", value_parser = render::parse_plot_arg)]
+    #[arg(long, value_name = "FILE", value_parser = render::parse_plot_arg, display_order = 102)]
     pub plot: Option<PlotArg>,
 
     /// The plot's time bucket, e.g. 1s [default: about a hundredth of the
     /// run, and at least 5 runs at the target rate].
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot", display_order = 103)]
     pub bucket: Option<Duration>,
 
     /// Exit with status 99 after the report if COND holds, e.g.
     /// 'response.p99>50ms', 'wait.max>=1s', 'rate<990', 'failures>0'
     /// (repeatable; see Fail-if in --help).
-    #[arg(long, value_name = "COND", value_parser = parse_condition)]
+    #[arg(long, value_name = "COND", value_parser = parse_condition, display_order = 109)]
     pub fail_if: Vec<Condition>,
 
     /// Write the runs' wait, service and response times to FILE as
     /// HdrHistogram's interval log (one interval, the whole run; tags wait,
     /// service, response; nanoseconds).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", display_order = 104)]
     pub hdr_out: Option<PathBuf>,
 
     /// Print the report as one JSON object (schema in --help).
-    #[arg(long)]
+    #[arg(long, display_order = 101)]
     pub json: bool,
 
     /// The command to run and its arguments, after `--`.
@@ -232,23 +237,33 @@ fn check_program(program: &OsStr) -> Result<(), UsageError> {
     }
     let path = Path::new(program);
     // A name with a slash is a path; a bare name is looked up in PATH.
-    if shown.contains('/') {
-        if runnable(path) {
-            return Ok(());
-        }
-        return Err(UsageError(format!(
-            "cannot run '{shown}': not an executable file"
-        )));
-    }
-    let found = std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| runnable(&dir.join(path))));
-    if found {
-        Ok(())
+    let (found, why) = if shown.contains('/') {
+        (runnable(path), "not an executable file")
     } else {
-        Err(UsageError(format!(
-            "cannot run '{shown}': command not found in PATH"
-        )))
+        let found = std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| runnable(&dir.join(path)))
+        });
+        (found, "command not found in PATH")
+    };
+    match (found, words_in_one(&shown)) {
+        (true, _) => Ok(()),
+        (false, Some((split, sh))) => Err(UsageError(format!(
+            "cannot run '{shown}': that is a whole command line in one word; give its words \
+             apart, -- {split}, or run it through a shell, -- sh -c {sh}"
+        ))),
+        (false, None) => Err(UsageError(format!("cannot run '{shown}': {why}"))),
     }
+}
+
+/// For a program name with spaces in it (a command line quoted as one
+/// word), the words apart and the line quoted for `sh -c`.
+fn words_in_one(program: &str) -> Option<(String, String)> {
+    let words: Vec<&str> = program.split_whitespace().collect();
+    if words.len() < 2 {
+        return None;
+    }
+    let sh = format!("'{}'", program.trim().replace('\'', r"'\''"));
+    Some((words.join(" "), sh))
 }
 
 /// Elsewhere the spawn itself tells (a failed spawn is counted).

@@ -49,6 +49,11 @@ fn programs_are_found_in_path_or_refused() {
     let e = check_program(OsStr::new("/etc/passwd")).unwrap_err();
     assert!(e.0.contains("not an executable file"), "{e}");
     assert!(check_program(OsStr::new("")).is_err());
+    let e = check_program(OsStr::new("curl -s 'http://x/'")).unwrap_err();
+    assert!(e.0.contains("-- curl -s 'http://x/',"), "{e}");
+    assert!(e.0.contains(r"-- sh -c 'curl -s '\''http://x/'\'''"), "{e}");
+    let e = check_program(OsStr::new("/bin/echo hi")).unwrap_err();
+    assert!(e.0.contains("-- /bin/echo hi,"), "{e}");
 }
 
 /// A finished run for the tally.

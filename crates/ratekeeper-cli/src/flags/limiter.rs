@@ -18,6 +18,9 @@ use super::{
 };
 use crate::error::UsageError;
 
+/// The help heading of Resilience4j's limiters' options.
+const R4J: &str = "Resilience4j options (refill, cycle)";
+
 /// How long `--precise` spins before each op's ready time (after sleeping
 /// until then): longer than a sleep's typical overshoot (~85 µs on Linux).
 pub const PRECISE_SPIN: Duration = Duration::from_micros(150);
@@ -57,6 +60,137 @@ impl KindArg {
     }
 }
 
+/// `--limiter KIND`: clap's parser of the names, and for simulate's
+/// `KIND:ARGS` form (`refill:1000,100ms`) one line that says which flags
+/// give the same limiter.
+#[derive(Debug, Clone, Copy)]
+pub struct KindParser;
+
+impl clap::builder::TypedValueParser for KindParser {
+    type Value = KindArg;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<KindArg, clap::Error> {
+        let simulates = value.to_str().and_then(|s| {
+            let (name, args) = s.split_once(':')?;
+            let kind = KindArg::from_str(name.trim(), true).ok()?;
+            Some(simulates_form(kind, args))
+        });
+        match simulates {
+            Some(hint) => Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("{hint}\n"),
+            )),
+            None => clap::builder::EnumValueParser::<KindArg>::new().parse_ref(cmd, arg, value),
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            KindArg::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value),
+        ))
+    }
+}
+
+/// What to write instead of `--limiter KIND:ARGS`: this command's flags
+/// for each field of the library's grammar (positional in the kind's
+/// order, or `NAME=VALUE`), or where a field has no flag, the flags'
+/// names.
+fn simulates_form(kind: KindArg, args: &str) -> String {
+    let name = kind.kind().name();
+    let lead = format!(
+        "--limiter takes the limiter's name alone; KIND:ARGS is simulate's form: write \
+         --limiter {name}"
+    );
+    match flags_for(kind.kind(), args) {
+        Some(flags) => format!("{lead} {flags}"),
+        None => format!(
+            "{lead} and give its rate and options as flags (--rate and the {name} options \
+             in --help)"
+        ),
+    }
+}
+
+/// The fields `NAME=VALUE` may name.
+const NAMED_FIELDS: [Field; 14] = [
+    Field::Rate,
+    Field::Strictness,
+    Field::Burst,
+    Field::Fill,
+    Field::MaxBurst,
+    Field::Warmup,
+    Field::ColdFactor,
+    Field::Period,
+    Field::Capacity,
+    Field::Initial,
+    Field::Timeout,
+    Field::Batch,
+    Field::Shards,
+    Field::Wait,
+];
+
+/// `args` of the `KIND:ARGS` grammar for `kind` as flags, if each field
+/// has one.
+fn flags_for(kind: LimiterKind, args: &str) -> Option<String> {
+    let mut rate: Option<String> = None;
+    let mut burst: Option<String> = None;
+    let mut flags: Vec<String> = Vec::new();
+    for (i, text) in args.split(',').map(str::trim).enumerate() {
+        let (field, value) = match text.split_once('=') {
+            Some((key, value)) => (
+                *NAMED_FIELDS
+                    .iter()
+                    .find(|f| f.name() == key.trim().to_ascii_lowercase())?,
+                value.trim(),
+            ),
+            None => (*kind.fields().get(i)?, text),
+        };
+        if value.is_empty() || value.contains(char::is_whitespace) {
+            return None;
+        }
+        let flag = match field {
+            Field::Rate => {
+                rate = Some(value.to_owned());
+                continue;
+            }
+            Field::Burst => {
+                burst = Some(value.to_owned());
+                continue;
+            }
+            Field::Fill if value.eq_ignore_ascii_case("inline") => "--fill inline".to_owned(),
+            Field::Fill if value.starts_with(|c: char| c.is_ascii_digit()) => {
+                format!("--fill thread --fill-interval {value}")
+            }
+            Field::Batch if value == "true" => "--batch".to_owned(),
+            Field::Strictness => format!("--strictness {value}"),
+            Field::MaxBurst => format!("--max-burst {value}"),
+            Field::Warmup => format!("--warmup {value}"),
+            Field::ColdFactor => format!("--cold-factor {value}"),
+            Field::Period => format!("--refresh-period {value}"),
+            Field::Capacity => format!("--capacity {value}"),
+            Field::Initial => format!("--initial-permits {value}"),
+            Field::Timeout => format!("--timeout {value}"),
+            Field::Shards => format!("--shards {value}"),
+            _ => return None,
+        };
+        flags.push(flag);
+    }
+    let rate = match (rate?, burst) {
+        (rate, Some(burst)) => format!("--rate {rate},{burst}"),
+        (rate, None) => format!("--rate {rate}"),
+    };
+    flags.insert(0, rate);
+    Some(flags.join(" "))
+}
+
 /// Where a token pool's tokens come from (`--fill`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FillKind {
@@ -72,13 +206,13 @@ pub struct LimiterArgs {
     /// The rate limiter: the Pacer, nosqlbench's token pool, Guava's
     /// SmoothBursty or SmoothWarmingUp, or Resilience4j's refill or cycle
     /// limiter.
-    #[arg(long = "limiter", value_enum, value_name = "KIND", default_value_t = KindArg::Pacer)]
+    #[arg(long = "limiter", value_name = "KIND", value_parser = KindParser, default_value = "pacer", help_heading = "Limiter")]
     pub kind: KindArg,
 
     /// Pacer only: override the spec's burst ratio: 0 average, 0<S<1 burst
     /// compensation, 1 strict, >1 burst ratio. Refused with the other
     /// limiters.
-    #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
+    #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true, help_heading = "Pacer options", hide_short_help = true)]
     pub strictness: Option<f64>,
 
     /// Pacer only: sleep, then spin the last 150µs before each op's slot, so
@@ -88,53 +222,59 @@ pub struct LimiterArgs {
     /// 100µs; at high rates a sleep ends up to a grouping delay late, so that
     /// one sleep lets a group of ops go, and their waits say so). Refused
     /// with the other limiters.
-    #[arg(long)]
+    #[arg(long, help_heading = "Pacer options", hide_short_help = true)]
     pub precise: bool,
 
     /// Token pool only: where its tokens come from [default: inline].
-    #[arg(long, value_enum, value_name = "HOW")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "HOW",
+        help_heading = "Token pool options",
+        hide_short_help = true
+    )]
     pub fill: Option<FillKind>,
 
     /// Token pool with --fill thread only: how often the filler thread
     /// refills, from 1µs to 1s, e.g. 1ms, 100us [default: 1ms].
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, help_heading = "Token pool options", hide_short_help = true)]
     pub fill_interval: Option<Duration>,
 
     /// SmoothBursty only: how many seconds of permits idle time may store,
     /// to be granted at once (a number, at least 0) [default: 1].
-    #[arg(long, value_name = "SECONDS", value_parser = parse_max_burst, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_max_burst, allow_negative_numbers = true, help_heading = "SmoothBursty options", hide_short_help = true)]
     pub max_burst: Option<f64>,
 
     /// SmoothWarmingUp only, and required with it: the warm-up period, e.g.
     /// 2s, 500ms; 0s means no warm-up. A limiter idle this long is cold.
-    #[arg(long, value_name = "DUR", value_parser = parse_warmup)]
+    #[arg(long, value_name = "DUR", value_parser = parse_warmup, help_heading = "SmoothWarmingUp options", hide_short_help = true)]
     pub warmup: Option<Duration>,
 
     /// SmoothWarmingUp only: how many times the stable interval a cold
     /// limiter spaces its permits (at least 1) [default: 3].
-    #[arg(long, value_name = "F", value_parser = parse_cold_factor, allow_negative_numbers = true)]
+    #[arg(long, value_name = "F", value_parser = parse_cold_factor, allow_negative_numbers = true, help_heading = "SmoothWarmingUp options", hide_short_help = true)]
     pub cold_factor: Option<f64>,
 
     /// Resilience4j's limiters (refill, cycle) only: the refresh period, e.g.
     /// 1s, 100ms; the limit for period is rate x this, which must be a whole
     /// number of permits, at least 1 [default: 1s].
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, help_heading = R4J, hide_short_help = true)]
     pub refresh_period: Option<Duration>,
 
     /// Resilience4j's limiters (refill, cycle) only: how long an acquire may
     /// wait for its permit, e.g. 10ms; 0s refuses any wait. A refused acquire
     /// is counted, not an op [default: 5s].
-    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout, help_heading = R4J, hide_short_help = true)]
     pub timeout: Option<Duration>,
 
     /// RefillLimiter only: the most permits the bucket stores, the burst (at
     /// least the limit for period) [default: the limit for period].
-    #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true, help_heading = R4J, hide_short_help = true)]
     pub capacity: Option<i64>,
 
     /// RefillLimiter only: the permits in the bucket when it is built (0 to
     /// the capacity) [default: the limit for period].
-    #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = parse_permits, allow_negative_numbers = true, help_heading = R4J, hide_short_help = true)]
     pub initial_permits: Option<i64>,
 }
 
@@ -147,14 +287,14 @@ pub struct AccessArgs {
     /// (Pacer::handle) leases up to 100µs of the schedule and needs strictness
     /// below 1 (average or burst compensation); the other limiters' handle
     /// (BatchHandle) leases up to 1024 permits. Refused with --shards.
-    #[arg(long, conflicts_with = "shards")]
+    #[arg(long, conflicts_with = "shards", help_heading = "Limiter")]
     pub batch: bool,
 
     /// Pacer only: split the shared pacer into N shards of rate/N, one per
     /// worker round-robin, each worker taking other shards' due slots when
     /// its own would make it wait (1 to 1024). Strict and burst spacing then
     /// holds within a shard only.
-    #[arg(long, value_name = "N", value_parser = parse_shards, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = parse_shards, allow_negative_numbers = true, help_heading = "Pacer options", hide_short_help = true)]
     pub shards: Option<usize>,
 }
 
@@ -488,6 +628,35 @@ mod tests {
     use ratekeeper::pool::Filling;
 
     use super::*;
+
+    #[test]
+    fn simulates_form_becomes_flags() {
+        let flags = |kind, args| flags_for(kind, args);
+        assert_eq!(
+            flags(LimiterKind::Refill, "100, 100ms,capacity=20,timeout=50ms").as_deref(),
+            Some("--rate 100 --refresh-period 100ms --capacity 20 --timeout 50ms")
+        );
+        assert_eq!(
+            flags(LimiterKind::Pacer, "10,0.5,shards=2").as_deref(),
+            Some("--rate 10 --strictness 0.5 --shards 2")
+        );
+        assert_eq!(
+            flags(LimiterKind::Pool, "10,fill=inline,burst=2").as_deref(),
+            Some("--rate 10,2 --fill inline")
+        );
+        // No flag for it, too many fields, no rate, a name of no field.
+        for (kind, args) in [
+            (LimiterKind::Pacer, "10,wait=precise:1ms"),
+            (LimiterKind::Pacer, "10,1,2"),
+            (LimiterKind::Bursty, "max_burst=2"),
+            (LimiterKind::Cycle, "10,speed=3"),
+            (LimiterKind::Cycle, ""),
+        ] {
+            assert_eq!(flags(kind, args), None, "{kind}:{args}");
+        }
+        let hint = simulates_form(KindArg::Warmup, "10,wait=x");
+        assert!(hint.contains("write --limiter warmup and give"), "{hint}");
+    }
 
     #[derive(Debug, Parser)]
     struct Flags {

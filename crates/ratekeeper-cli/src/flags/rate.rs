@@ -176,6 +176,12 @@ fn count_multiplier(suffix: &str, number: f64, per: f64) -> Result<f64, String> 
                  bytes use pipe --bytes with {n}MB or {n}MiB"
             ))
         }
+        _ if byte_multiplier(suffix, number).is_ok() => {
+            return Err(format!(
+                "\"{n}{suffix}\" is bytes, and this --rate counts ops (pipe: lines): to copy \
+                 bytes a second, add --bytes: pipe --bytes --rate {n}{suffix}"
+            ))
+        }
         _ => {
             return Err(format!(
                 "unknown suffix \"{suffix}\" after {n}; expected k, M or G (thousand, million, \
@@ -268,6 +274,10 @@ mod tests {
         assert!(e.contains("1M") && e.contains("1/m"), "{e}");
         let e = ops("100B").unwrap_err();
         assert!(e.contains("100G") && e.contains("--bytes"), "{e}");
+        for unit in ["1MB", "1MiB", "2.5kB", "3GiB"] {
+            let e = ops(unit).unwrap_err();
+            assert!(e.contains(&format!("pipe --bytes --rate {unit}")), "{e}");
+        }
         // `1e` is not exa: a number and an unknown suffix.
         assert!(ops("1e").unwrap_err().contains("unknown suffix \"e\""));
         assert!(ops("1E").unwrap_err().contains("unknown suffix \"E\""));

@@ -44,12 +44,12 @@ pub struct RedisArgs {
     /// decided on the server's clock (a round trip per request, or per
     /// lease: --redis-lease). Needs
     /// --key; the limiter must be the Pacer or refill.
-    #[arg(long, value_name = "URL", requires = "key")]
+    #[arg(long, value_name = "URL", requires = "key", value_parser = UrlParser, help_heading = "Redis options")]
     pub redis: Option<String>,
 
     /// With --redis: the key the shared limit is kept under, e.g.
     /// api:global (processes naming the same key share one limit).
-    #[arg(long, value_name = "NAME", requires = "redis", value_parser = parse_key)]
+    #[arg(long, value_name = "NAME", requires = "redis", value_parser = parse_key, help_heading = "Redis options")]
     pub key: Option<String>,
 
     /// With --redis: what a request does when Redis cannot decide within
@@ -58,20 +58,27 @@ pub struct RedisArgs {
     /// (--redis-share, or the share of the key's grants it had over the
     /// last second), refused (the run stops with its report and exit
     /// status 4), or admitted unchecked [default: local].
-    #[arg(long, value_enum, value_name = "POLICY", requires = "redis")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "POLICY",
+        requires = "redis",
+        help_heading = "Redis options",
+        hide_short_help = true
+    )]
     pub on_redis_failure: Option<FailureArg>,
 
     /// With --on-redis-failure local (the default): the part of the rate
     /// this process keeps alone while Redis fails, a fraction in (0, 1] or
     /// 1/N for N processes, e.g. 0.25 or 1/4 [default: learned, this
     /// process's share of the key's grants over the last second].
-    #[arg(long, value_name = "F", value_parser = parse_share)]
+    #[arg(long, value_name = "F", value_parser = parse_share, help_heading = "Redis options", hide_short_help = true)]
     pub redis_share: Option<f64>,
 
     /// With --redis: the most one decision may take, reconnecting
     /// included, before the failure policy decides, e.g. 50ms [default:
     /// 20ms].
-    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_duration)]
+    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_duration, help_heading = "Redis options", hide_short_help = true)]
     pub redis_deadline: Option<Duration>,
 
     /// With --redis: lease slots (the Pacer) or permits (refill) from the
@@ -80,7 +87,7 @@ pub struct RedisArgs {
     /// shared schedule's rate; leased refill permits can exceed the bucket
     /// over an interval by one lease per process (see ratekeeper-redis's
     /// docs). 0 asks the server for every request [default: 1ms].
-    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_lease)]
+    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_lease, help_heading = "Redis options", hide_short_help = true)]
     pub redis_lease: Option<Duration>,
 
     /// With --redis: how long the key is kept after its limit has caught
@@ -88,7 +95,7 @@ pub struct RedisArgs {
     /// at its next request, so a later run does not inherit an earlier
     /// run's schedule. Processes that use the key meanwhile share it as it
     /// is. 0 drops it as soon as it has caught up [default: 1s].
-    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_idle_ttl)]
+    #[arg(long, value_name = "DUR", requires = "redis", value_parser = parse_idle_ttl, help_heading = "Redis options", hide_short_help = true)]
     pub redis_idle_ttl: Option<Duration>,
 
     /// With --redis: take the key over if it keeps another limit (another
@@ -98,7 +105,12 @@ pub struct RedisArgs {
     /// limit from its next grant: the old limit is checkpointed and the
     /// grants it made stand; processes still on the old limit then meet
     /// the mismatch themselves.
-    #[arg(long, requires = "redis")]
+    #[arg(
+        long,
+        requires = "redis",
+        help_heading = "Redis options",
+        hide_short_help = true
+    )]
     pub redis_adopt: bool,
 }
 
@@ -147,6 +159,84 @@ impl RedisArgs {
             (FailureArg::Closed, None) => Ok(FailurePolicy::Closed),
         }
     }
+}
+
+/// The URL schemes redis-rs connects by.
+const SCHEMES: [&str; 7] = [
+    "redis",
+    "rediss",
+    "valkey",
+    "valkeys",
+    "unix",
+    "redis+unix",
+    "valkey+unix",
+];
+
+/// `--redis`: a URL whose scheme redis-rs takes; the rest is redis-rs's to
+/// parse when it connects. A refusal is clap's error in full, one line that
+/// says what to write, with any password hidden (clap's own "invalid value"
+/// error would repeat the value as typed).
+#[derive(Debug, Clone, Copy)]
+struct UrlParser;
+
+impl clap::builder::TypedValueParser for UrlParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let refuse = |why: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--redis takes a URL: {why}\n"),
+            )
+        };
+        let Some(url) = value.to_str() else {
+            return Err(refuse("this one is not UTF-8".to_owned()));
+        };
+        match scheme_hint(url) {
+            None => Ok(url.to_owned()),
+            Some(hint) => Err(refuse(hint)),
+        }
+    }
+}
+
+/// What to write instead of `url`, when its scheme is not one redis-rs
+/// takes: `redis://` before the host (and the port), the password hidden.
+fn scheme_hint(url: &str) -> Option<String> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        // `unix:/path` has no `//`.
+        None => match url.split_once(':') {
+            Some((scheme, _)) if SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) => {
+                return None
+            }
+            _ => (None, url),
+        },
+    };
+    if scheme.is_some_and(|s| SCHEMES.contains(&s.to_ascii_lowercase().as_str())) {
+        return None;
+    }
+    let rest = rest.trim();
+    let instead = if rest.is_empty() || rest.contains(char::is_whitespace) {
+        "redis://HOST:PORT/".to_owned()
+    } else {
+        crate::shared::redact(&format!("redis://{rest}"))
+    };
+    Some(match scheme {
+        None => format!(
+            "write redis:// before the host, --redis {instead} (rediss:// for TLS, \
+             unix:///PATH for a socket)"
+        ),
+        Some(s) => format!(
+            "\"{}://\" is not a Redis scheme; write --redis {instead} (or rediss://, \
+             valkey://, unix:///PATH)",
+            crate::shared::redact(s)
+        ),
+    })
 }
 
 /// `--redis-lease`: a duration; 0 turns leases off.
@@ -209,6 +299,37 @@ mod tests {
         Flags::try_parse_from(std::iter::once("t").chain(flags.iter().copied()))
             .map(|f| f.redis)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn urls_need_a_redis_scheme() {
+        for ok in [
+            "redis://h/",
+            "rediss://u:p@h:6380/0",
+            "REDIS://h",
+            "valkey://h",
+            "unix:///tmp/r.sock",
+            "unix:/tmp/r.sock",
+            "redis+unix:///tmp/r.sock",
+        ] {
+            assert_eq!(scheme_hint(ok), None, "{ok}");
+        }
+        let hint = scheme_hint("127.0.0.1:16399").unwrap();
+        assert!(hint.contains("--redis redis://127.0.0.1:16399 "), "{hint}");
+        let hint = scheme_hint("not a url").unwrap();
+        assert!(hint.contains("--redis redis://HOST:PORT/ "), "{hint}");
+        let hint = scheme_hint("localhost:6379").unwrap();
+        assert!(hint.contains("--redis redis://localhost:6379 "), "{hint}");
+        let hint = scheme_hint("u:TopSecret@h:6379").unwrap();
+        assert!(hint.contains("redis://u:***@h:6379"), "{hint}");
+        assert!(!hint.contains("TopSecret"), "{hint}");
+        let hint = scheme_hint("http://:TopSecret@h/").unwrap();
+        assert!(hint.contains("\"http://\""), "{hint}");
+        assert!(hint.contains("redis://:***@h/"), "{hint}");
+        assert!(!hint.contains("TopSecret"), "{hint}");
+        let e = parse(&["--redis", "h:1", "--key", "k"]).unwrap_err();
+        assert!(e.starts_with("error: --redis takes a URL: "), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 
     #[test]

@@ -2,8 +2,7 @@
 //! schema.
 
 /// `pace --help` text above the options.
-pub const LONG_ABOUT: &str = concat!(
-    "\
+pub const LONG_ABOUT: &str = "\
 Pace worker threads through one shared rate limiter and report the achieved \
 rate, the ops' wait times (with --work, their service and response times) and \
 the CPU cost per permit.
@@ -16,6 +15,29 @@ lateness in every later op instead of hiding it (no coordinated omission). \
 Without --work there is no work between permits: the report shows the \
 limiter's own precision and cost.
 
+The options follow; after them, how --work, each limiter, the run's \
+length, --stages and --fail-if work, what the report says, and the JSON \
+schema.";
+
+/// `pace -h` text below the options: the common examples, and where the
+/// rest is.
+pub const AFTER_HELP: &str = "\
+Examples:
+  ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
+  ratekeeper pace --rate 2000 --count 200 --json
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
+  ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
+  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
+  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
+  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog
+
+Each limiter's options, the Redis options, more examples, the report's \
+fields and the JSON schema: ratekeeper pace --help";
+
+/// `pace --help` text below the options: the details, examples and the
+/// JSON schema.
+pub const AFTER_LONG_HELP: &str = concat!(
+    "\
 --work DUR[~JITTER] gives each op work to do after its permit: a sleep of DUR \
 (emulating I/O), or with --work-cpu a spin on the clock (compute); DUR~JITTER \
 draws each op's work uniformly from DUR - JITTER to DUR + JITTER (JITTER at \
@@ -283,33 +305,8 @@ per figure tagged Tag=wait (and Tag=service, Tag=response), of values in \
 nanoseconds (give such a tool a divisor of 1e6 for milliseconds). The file \
 is created before the run (one that cannot be is an error, exit status 1) \
 and written after it, also when Ctrl-C or --max-behind ended it.\n\n",
-    crate::shared::redis_report_help!()
-);
-
-/// Examples, shown by `pace -h` and `pace --help`.
-pub const AFTER_HELP: &str = "\
-Examples:
-  ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
-  ratekeeper pace --rate 2000 --count 200 --json
-  ratekeeper pace --rate 1M --strictness 0.5 --threads 2 --duration 500ms --precise
-  ratekeeper pace --rate 10M --strictness 0 --batch --threads 2 --duration 2s
-  ratekeeper pace --rate 10M --shards 2 --threads 2 --duration 2s
-  ratekeeper pace --limiter pool --rate 10M --batch --threads 2 --duration 2s
-  ratekeeper pace --limiter pool --rate 10k,1.1 --threads 2 --duration 5s
-  ratekeeper pace --limiter pool --fill thread --fill-interval 100us --rate 50k,1.5,thread --threads 4
-  ratekeeper pace --limiter bursty --max-burst 0.5 --rate 1000 --threads 2 --duration 3s
-  ratekeeper pace --limiter warmup --warmup 2s --cold-factor 3 --rate 1000 --duration 3s
-  ratekeeper pace --limiter refill --rate 1000 --refresh-period 100ms --capacity 200 --timeout 10ms --threads 4
-  ratekeeper pace --limiter cycle --rate 1000 --refresh-period 100ms --timeout 0s --threads 2 --duration 3s
-  ratekeeper pace --rate 2000,1.5 --threads 2 --duration 3s --plot pace.svg
-  ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us --duration 3s
-  ratekeeper pace --rate 1000 --work 5ms --max-behind 100ms
-  ratekeeper pace --rate 100 --stages 5s:2k,10s:2k,5s:0 --threads 2
-  ratekeeper pace --rate 1000 --threads 4 --work 2ms --duration 10s --fail-if 'response.p99>5ms' --fail-if 'rate<990' --hdr-out ops.hlog";
-
-/// `pace --help` text below the options: examples and the JSON schema.
-pub const AFTER_LONG_HELP: &str = concat!(
-    "\
+    crate::shared::redis_report_help!(),
+    "\n\n\
 Examples:
   ratekeeper pace --rate 10k,1.1 --threads 2 --duration 5s
   ratekeeper pace --rate 2000 --count 200 --json

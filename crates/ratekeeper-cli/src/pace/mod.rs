@@ -88,7 +88,7 @@ pub struct PaceArgs {
     pub redis: RedisArgs,
 
     /// Worker threads (at least 1).
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads, display_order = 100)]
     pub threads: u32,
 
     /// Run for this long, e.g. 5s, 500ms, 1m30s [default: 5s].
@@ -113,44 +113,44 @@ pub struct PaceArgs {
 
     /// Draw the achieved rate and the waits over time to FILE, an SVG or a
     /// PNG (by its extension).
-    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path)]
+    #[arg(long, value_name = "FILE", value_parser = plot::parse_plot_path, display_order = 104)]
     pub plot: Option<PlotPath>,
 
     /// The plot's time bucket, e.g. 100ms [default: about a hundredth of the
     /// run, and at least 5 ops at the target rate, rounded to 1, 2 or 5
     /// units].
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot")]
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "plot", display_order = 105)]
     pub bucket: Option<Duration>,
 
     /// What each op does after its permit: DUR, or DUR~JITTER for DUR ±
     /// up to JITTER (uniform), e.g. 2ms or 2ms~500us. A sleep (I/O), or a
     /// spin with --work-cpu; the report adds service and response times.
-    #[arg(long, value_name = "DUR[~JITTER]", value_parser = parse_work, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR[~JITTER]", value_parser = parse_work, allow_hyphen_values = true, display_order = 101)]
     pub work: Option<WorkSpec>,
 
     /// Spin on the clock for --work instead of sleeping (compute, not I/O).
-    #[arg(long)]
+    #[arg(long, display_order = 102)]
     pub work_cpu: bool,
 
     /// End the run, after its report, with exit status 3 once it falls this
     /// far behind its schedule (elapsed - ops / target rate), e.g. 100ms.
-    #[arg(long, value_name = "DUR", value_parser = parse_max_behind, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DUR", value_parser = parse_max_behind, allow_hyphen_values = true, display_order = 108)]
     pub max_behind: Option<Duration>,
 
     /// Exit with status 99 after the report if COND holds, e.g.
     /// 'wait.p99>1ms', 'rate<990', with --work 'response.p99>50ms'
     /// (repeatable; see Fail-if in --help).
-    #[arg(long, value_name = "COND", value_parser = parse_condition)]
+    #[arg(long, value_name = "COND", value_parser = parse_condition, display_order = 107)]
     pub fail_if: Vec<Condition>,
 
     /// Write the ops' wait times (with --work, and their service and
     /// response times) to FILE as HdrHistogram's interval log (one
     /// interval, the whole run; tags wait, service, response; nanoseconds).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", display_order = 106)]
     pub hdr_out: Option<PathBuf>,
 
     /// Print the report as one JSON object (schema in --help).
-    #[arg(long)]
+    #[arg(long, display_order = 103)]
     pub json: bool,
 }
 

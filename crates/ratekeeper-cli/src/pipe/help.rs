@@ -2,8 +2,7 @@
 //! schema.
 
 /// `pipe --help` text above the options.
-pub const LONG_ABOUT: &str = concat!(
-    "\
+pub const LONG_ABOUT: &str = "\
 Copy standard input to standard output at a rate: lines per second (the \
 default) or, with --bytes, bytes per second, like pv -L.
 
@@ -15,6 +14,26 @@ copied as it is. Line ends are found in time linear in the input; memory \
 holds the longest line, or with --max-line BYTES at most that much of one \
 (a longer line goes out in pieces of BYTES, each taking a permit).
 
+The options follow; after them, rates, --bytes, what the report says, and \
+the JSON schema.";
+
+/// `pipe -h` text below the options: examples, and where the rest is.
+pub const AFTER_HELP: &str = "\
+Examples:
+  seq 1000 | ratekeeper pipe --rate 100
+  tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
+  cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
+  cat big.bin | ratekeeper pipe --bytes --rate max --progress > copy.bin
+  kill -USR1 $(pgrep -n ratekeeper)   # double a running pipe's rate
+  yes | ratekeeper pipe --rate 10 --json | head -5
+
+The Redis options, the report's fields and the JSON schema: ratekeeper \
+pipe --help";
+
+/// `pipe --help` text below the options: the details, examples and the
+/// JSON schema.
+pub const AFTER_LONG_HELP: &str = concat!(
+    "\
 Rates: a number (100, 2.5, 1e6), with k, M or G (2.5k), or per another unit \
 of time (600/min, 36k/h), up to 1e9 lines/s. With --bytes the rate is in \
 bytes per second, in byte units: decimal kB, MB, GB or binary KiB, MiB, GiB \
@@ -97,22 +116,8 @@ what the reader did not take when it closed the pipe does not)
   rate wait       time spent waiting for permits
   input wait      time spent waiting for standard input, after the first \
 input\n\nIn pipe, with --redis a permit is a line, or with --bytes a byte (the shared Pacer's slot is floor(1e9 / rate) ns a byte, so --bytes is shared up to 1e9 bytes/s), and each write is one request (one round trip, unless leased: --redis-lease); SIGUSR1 and SIGUSR2 are ignored with a warning (the rate is every process's). ",
-    crate::shared::redis_report_help!()
-);
-
-/// Examples, shown by `pipe -h` and `pipe --help`.
-pub const AFTER_HELP: &str = "\
-Examples:
-  seq 1000 | ratekeeper pipe --rate 100
-  tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer
-  cat big.bin | ratekeeper pipe --bytes --rate 1MiB --report > copy.bin
-  cat big.bin | ratekeeper pipe --bytes --rate max --progress > copy.bin
-  kill -USR1 $(pgrep -n ratekeeper)   # double a running pipe's rate
-  yes | ratekeeper pipe --rate 10 --json | head -5";
-
-/// `pipe --help` text below the options: examples and the JSON schema.
-pub const AFTER_LONG_HELP: &str = concat!(
-    "\
+    crate::shared::redis_report_help!(),
+    "\n\n\
 Examples:
   seq 1000 | ratekeeper pipe --rate 100
   tail -f app.log | ratekeeper pipe --rate 20 | ./slow-consumer

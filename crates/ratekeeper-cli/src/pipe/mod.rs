@@ -65,31 +65,31 @@ pub struct PipeArgs {
 
     /// How the output catches up after the input stalled: 1 never faster
     /// than the rate, 0 at once, >1 at that multiple of the rate [default: 1].
-    #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true)]
+    #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true, display_order = 104)]
     pub strictness: Option<f64>,
 
     /// The longest line held whole, in bytes: a longer line goes out in
     /// pieces of this size, each taking a permit (without it, memory grows
     /// with the longest line). Lines mode only.
-    #[arg(long, value_name = "BYTES", value_parser = parse_max_line)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_max_line, display_order = 105)]
     pub max_line: Option<usize>,
     /// Print a report to standard error at the end.
-    #[arg(long)]
+    #[arg(long, display_order = 100)]
     pub report: bool,
 
     /// Print the report to standard error as one JSON object (schema in
     /// --help).
-    #[arg(long)]
+    #[arg(long, display_order = 101)]
     pub json: bool,
 
     /// Show the progress line on standard error (elapsed, lines or bytes,
     /// rate) even when it is not a terminal, as pv -f; the default shows it
     /// on a terminal only.
-    #[arg(long, overrides_with = "no_progress")]
+    #[arg(long, overrides_with = "no_progress", display_order = 102)]
     pub progress: bool,
 
     /// Never show the progress line.
-    #[arg(long, overrides_with = "progress")]
+    #[arg(long, overrides_with = "progress", display_order = 103)]
     pub no_progress: bool,
 
     // A limit shared with other processes through Redis.
