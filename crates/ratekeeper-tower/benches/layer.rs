@@ -12,6 +12,14 @@
 //! ```text
 //! cargo bench -p ratekeeper-tower --bench layer
 //! ```
+//!
+//! A short run of one case, e.g. to count instructions under valgrind
+//! (deterministic where a loaded machine's wall clock is not):
+//!
+//! ```text
+//! RK_BENCH_REQUESTS=20000 RK_BENCH_CASE=KeyedMap RK_BENCH_THREADS=1 \
+//!   valgrind --tool=callgrind target/release/deps/layer-HASH
+//! ```
 #![allow(missing_docs)]
 
 use std::convert::Infallible;
@@ -35,6 +43,23 @@ type Svc = BoxCloneSyncService<Request<()>, Response<Body>, Infallible>;
 
 const REQUESTS: u64 = 400_000;
 const ROUNDS: usize = 5;
+
+/// Requests per thread and round: `REQUESTS`, or `RK_BENCH_REQUESTS` (a
+/// short run, e.g. under valgrind's instruction count).
+fn requests() -> u64 {
+    std::env::var("RK_BENCH_REQUESTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(REQUESTS)
+}
+
+/// Whether to run the case `name` (all, or those whose name contains
+/// `RK_BENCH_CASE`) on `threads` (1 and 2, or `RK_BENCH_THREADS`).
+fn selected(name: &str, threads: usize) -> bool {
+    let case = std::env::var("RK_BENCH_CASE").map_or(true, |c| name.contains(c.as_str()));
+    let t = std::env::var("RK_BENCH_THREADS").map_or(true, |t| t == threads.to_string());
+    case && t
+}
 /// Requests not admitted (counted, not asserted: see BENCHMARKS.md).
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 const BIG_BUCKET: &str = "refill:1000000000,1ms,capacity=1000000,initial=1000000";
@@ -75,11 +100,7 @@ fn ours_peer() -> Svc {
 }
 
 fn ours_peer_core() -> Svc {
-    let keyed = ratekeeper::keyed::Keyed::builder()
-        .max_keys(1000)
-        .build(&BIG_BUCKET.parse().unwrap())
-        .unwrap();
-    let limit = CoreKeyed::new(keyed, Policy::from_rate("ip", 1e9).unwrap());
+    let limit = CoreKeyed::from_config("ip", &BIG_BUCKET.parse().unwrap(), 1000).unwrap();
     let layer = RateLimitLayer::builder(limit)
         .key(PeerIp::socket_addr())
         .build()
@@ -122,7 +143,7 @@ fn measure(svc: &Svc, threads: usize) -> f64 {
                 let peer: SocketAddr = format!("192.0.2.{}:4000", t + 1).parse().unwrap();
                 barrier.wait();
                 rt.block_on(async {
-                    for _ in 0..REQUESTS {
+                    for _ in 0..requests() {
                         let mut req = Request::new(());
                         // Ours reads the SocketAddr, tower_governor's peer
                         // extractor axum's ConnectInfo: both get both.
@@ -142,7 +163,7 @@ fn measure(svc: &Svc, threads: usize) -> f64 {
     for h in handles {
         h.join().unwrap();
     }
-    (REQUESTS * threads as u64) as f64 / start.elapsed().as_secs_f64()
+    (requests() * threads as u64) as f64 / start.elapsed().as_secs_f64()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -161,6 +182,9 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for (name, ours, theirs) in cases {
         for threads in [1, 2] {
+            if !selected(name, threads) {
+                continue;
+            }
             let (mut a, mut b) = (Vec::new(), Vec::new());
             // Alternate, each round on fresh layers, and take the medians.
             for _ in 0..ROUNDS {

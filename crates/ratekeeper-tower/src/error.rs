@@ -60,6 +60,13 @@ pub enum ConfigError {
     /// filled by a thread would start a thread per key).
     #[error("a {0} limiter cannot be built per key")]
     PerKeyKind(&'static str),
+    /// A limiter whose burst depends on its history (a pacer of
+    /// strictness under 1, a token pool, a cycle limiter), so that no
+    /// policy derived from its configuration
+    /// ([`Policy::from_config`](crate::Policy::from_config)) could
+    /// announce it truthfully.
+    #[error("a {0} limiter's burst depends on its history: no policy can announce it")]
+    UnannouncedBurst(&'static str),
     /// A layer keyed by the connection's peer ([`PeerIp::connection`],
     /// [`RightmostTrusted::with_connection_peer`]) built to go inside a
     /// service, where nothing supplies the peer: build it with

@@ -89,6 +89,28 @@ pub(crate) fn append_list(headers: &mut HeaderMap, name: &HeaderName, item: &str
     }
 }
 
+/// The media type of a refusal's body (RFC 9457).
+pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A refusal's body: an RFC 9457 problem details object with the status,
+/// and the policy and the seconds to wait in the detail and in the
+/// `retry_after` extension member:
+///
+/// ```text
+/// {"type":"about:blank","title":"Too Many Requests","status":429,
+///  "detail":"Too many requests under the policy \"per-ip\": retry in 1 s.","retry_after":1}
+/// ```
+pub(crate) fn problem_json(policy: &Policy, retry_after_secs: u64) -> String {
+    // The name is printable ASCII: with `"` and `\` escaped, it is a JSON
+    // string's content.
+    let name = policy.name().replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "{{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,\
+         \"detail\":\"Too many requests under the policy \\\"{name}\\\": retry in \
+         {retry_after_secs} s.\",\"retry_after\":{retry_after_secs}}}"
+    )
+}
+
 /// Writes a refusal's or an admission's fields.
 pub(crate) fn write(
     headers: &mut HeaderMap,

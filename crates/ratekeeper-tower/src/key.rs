@@ -135,6 +135,25 @@ fn socket_addr_extension(ext: &Extensions) -> Option<IpAddr> {
     ext.get::<SocketAddr>().map(SocketAddr::ip)
 }
 
+/// The key the limit counted a request under, in the request's
+/// extensions when the layer is built with
+/// [`key_in_extensions`](crate::Builder::key_in_extensions) (as
+/// [`RateLimitLayer::per_ip`](crate::RateLimitLayer::per_ip) is): behind
+/// a proxy, the client the proxy named, not the connection's peer.
+///
+/// ```
+/// use std::net::IpAddr;
+/// use ratekeeper_tower::RateLimitKey;
+///
+/// // axum: async fn hello(Extension(RateLimitKey(ip)): Extension<RateLimitKey<IpAddr>>) -> String
+/// let mut req = http::Request::new(());
+/// req.extensions_mut().insert(RateLimitKey("203.0.113.7".parse::<IpAddr>()?));
+/// assert_eq!(req.extensions().get::<RateLimitKey<IpAddr>>().map(|k| k.0.to_string()).as_deref(), Some("203.0.113.7"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RateLimitKey<K>(pub K);
+
 /// The connection's peer address, as the per-connection service
 /// ([`MakeRateLimit`](crate::MakeRateLimit)) puts it in every request's
 /// extensions before the limit reads it. Handlers may read it too (axum:

@@ -3,6 +3,7 @@
 //! implementations.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -62,6 +63,88 @@ pub trait KeyedLimit<K: ?Sized>: Send + Sync {
     fn remaining(&self, key: &K, grant: &Grant) -> u64 {
         let _ = key;
         schedule_remaining(self.policy(), grant)
+    }
+}
+
+/// What the layer decides with: a rate limit per key whose answer may come
+/// later (a limit kept on a server, as the `redis` feature's
+/// `RedisKeyed`), awaited by the request's response future.
+///
+/// Every [`KeyedLimit`] is one, answering at once
+/// ([`Reservation::Now`]): the layer then decides in `call()`, with no
+/// future, no allocation and no extra state, as before. Implement this
+/// trait (not [`KeyedLimit`]) for a limit that must wait on I/O; its
+/// methods are named apart from [`KeyedLimit`]'s so that both traits can
+/// be in scope. Implement it for each key type the limit takes, not for
+/// every `K` (a generic impl would collide with the [`KeyedLimit`] impls
+/// other crates may write for the same type).
+pub trait AsyncKeyedLimit<K: ?Sized>: Send + Sync {
+    /// The decision that is not made at once. It owns what it needs (it
+    /// outlives the borrow of the key): a limit that answers only at once
+    /// may name [`std::future::Pending`].
+    type Pending: Future<Output = Result<Grant, AcquireError>> + Send + 'static;
+
+    /// Decides, or starts deciding, whether and when `permits` may go for
+    /// `key`, waiting at most `max_wait`: as [`KeyedLimit::reserve`].
+    fn reserve_async(
+        &self,
+        key: &K,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Reservation<Self::Pending>;
+
+    /// The quota the headers describe; as [`KeyedLimit::policy`].
+    fn announced_policy(&self) -> &Policy;
+
+    /// Gives back a grant the request will not use; as
+    /// [`KeyedLimit::cancel`]. The default gives back nothing.
+    fn cancel_grant(&self, key: &K, grant: &Grant) -> bool {
+        let _ = (key, grant);
+        false
+    }
+
+    /// Permits `key` could take at once after `grant`; as
+    /// [`KeyedLimit::remaining`]. The default says 0: a lower bound, never
+    /// wrong, as it must be for a limit other processes draw on too.
+    fn remaining_after(&self, key: &K, grant: &Grant) -> u64 {
+        let _ = (key, grant);
+        0
+    }
+}
+
+/// An [`AsyncKeyedLimit`]'s answer: made now, or a future of it.
+#[derive(Debug)]
+pub enum Reservation<F> {
+    /// Decided at once.
+    Now(Result<Grant, AcquireError>),
+    /// To be awaited.
+    Later(F),
+}
+
+impl<K: ?Sized, T: KeyedLimit<K> + ?Sized> AsyncKeyedLimit<K> for T {
+    type Pending = std::future::Pending<Result<Grant, AcquireError>>;
+
+    #[inline]
+    fn reserve_async(
+        &self,
+        key: &K,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Reservation<Self::Pending> {
+        Reservation::Now(self.reserve(key, permits, max_wait))
+    }
+
+    #[inline]
+    fn announced_policy(&self) -> &Policy {
+        self.policy()
+    }
+
+    fn cancel_grant(&self, key: &K, grant: &Grant) -> bool {
+        self.cancel(key, grant)
+    }
+
+    fn remaining_after(&self, key: &K, grant: &Grant) -> u64 {
+        self.remaining(key, grant)
     }
 }
 

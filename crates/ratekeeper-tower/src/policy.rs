@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use ratekeeper::config::{KindConfig, LimiterConfig};
+
 use crate::headers::SF_INTEGER_MAX;
 use crate::ConfigError;
 
@@ -185,6 +187,62 @@ impl Policy {
         self.window = window;
         self.burst = burst;
         Ok(self)
+    }
+
+    /// The policy a limiter of `config` keeps, so that it is written once:
+    /// its rate ([`KindConfig::rate`], as [`from_rate`](Policy::from_rate)
+    /// announces it) and the most permits it grants at once after a long
+    /// idle period, as the burst ([`with_burst`](Policy::with_burst)):
+    ///
+    /// | kind | burst |
+    /// |---|---|
+    /// | `refill` | its capacity |
+    /// | `bursty` | `floor(rate × max_burst_seconds) + 1`: the permits stored, and one more on the schedule |
+    /// | `pacer` of strictness 1 or more, `warmup` | 1 |
+    ///
+    /// ```
+    /// use ratekeeper_tower::Policy;
+    ///
+    /// let policy = |config: &str| -> Result<Policy, Box<dyn std::error::Error>> {
+    ///     Ok(Policy::from_config("p", &config.parse()?)?)
+    /// };
+    /// assert_eq!(policy("refill:2,1s,capacity=5")?.to_string(), r#""p";q=6;w=3;rk-burst=5"#);
+    /// assert_eq!(policy("bursty:10,0.5")?.burst(), 6);
+    /// assert_eq!(policy("pacer:100,1")?.burst(), 1);
+    /// assert!(policy("pacer:100,0").is_err()); // catches up on its whole backlog
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::UnannouncedBurst`] for a kind whose burst depends on
+    /// its history (a pacer of strictness under 1 catches up on its
+    /// backlog, a token pool and a cycle limiter release a period's permits
+    /// together); as [`from_rate`](Policy::from_rate) and
+    /// [`with_burst`](Policy::with_burst) otherwise.
+    ///
+    /// [`KindConfig::rate`]: ratekeeper::config::KindConfig::rate
+    pub fn from_config(
+        name: impl Into<String>,
+        config: &LimiterConfig,
+    ) -> Result<Policy, ConfigError> {
+        let kind = config.kind();
+        let burst = match kind {
+            KindConfig::Refill(c) => u32::try_from(c.capacity()).unwrap_or(u32::MAX),
+            KindConfig::Bursty {
+                rate,
+                max_burst_seconds,
+            } => {
+                // Saturating: a burst past u32 is refused by the field's
+                // limit below, or clamped by the limiter's own.
+                let stored = (rate.get() * max_burst_seconds).floor();
+                (stored as u32).saturating_add(1)
+            }
+            KindConfig::Pacer { strictness, .. } if strictness >= 1.0 => 1,
+            KindConfig::WarmingUp { .. } => 1,
+            other => return Err(ConfigError::UnannouncedBurst(other.limiter_kind().name())),
+        };
+        Policy::from_rate(name, kind.rate())?.with_burst(burst)
     }
 
     /// The policy's name (the field item's String value).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use pin_project_lite::pin_project;
 use ratekeeper::{AcquireError, Grant};
 use tokio::time::Sleep;
@@ -14,9 +14,12 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::headers::{self, retry_after_secs};
-use crate::key::{GlobalKey, KeyExtractor, PeerAddr, RequestHead};
+use crate::key::{GlobalKey, KeyExtractor, PeerAddr, RateLimitKey, RequestHead};
+use crate::limit::{AsyncKeyedLimit, Reservation};
 use crate::metrics::Metrics;
-use crate::{ConfigError, Global, KeyedLimit, PerConnectionLayer, Policy};
+use crate::{ConfigError, CoreKeyed, Global, PeerIp, PerConnectionLayer, Policy, RightmostTrusted};
+use ratekeeper::keyed::DEFAULT_MAX_KEYS;
+use std::net::IpAddr;
 
 /// What to do with a request whose key cannot be extracted (no such
 /// header, a malformed `X-Forwarded-For`, a `Forwarded` field that RFC
@@ -36,6 +39,8 @@ pub(crate) struct Shared<X: KeyExtractor, Lim> {
     on_missing: OnMissingKey<X::Key>,
     max_wait: Duration,
     admitted_headers: bool,
+    /// Whether admitted requests carry their key ([`RateLimitKey`]).
+    key_extension: bool,
     /// The `RateLimit-Policy` value, made once.
     policy_value: HeaderValue,
     pub(crate) metrics: Metrics,
@@ -49,6 +54,7 @@ pub struct Builder<X: KeyExtractor, Lim> {
     on_missing: OnMissingKey<X::Key>,
     max_wait: Duration,
     admitted_headers: bool,
+    key_extension: bool,
 }
 
 impl<X: KeyExtractor, Lim> std::fmt::Debug for Builder<X, Lim> {
@@ -71,11 +77,12 @@ impl<Lim> Builder<GlobalKey, Lim> {
             on_missing: OnMissingKey::Refuse(StatusCode::TOO_MANY_REQUESTS),
             max_wait: self.max_wait,
             admitted_headers: self.admitted_headers,
+            key_extension: self.key_extension,
         }
     }
 }
 
-impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
+impl<X: KeyExtractor, Lim: AsyncKeyedLimit<X::Key>> Builder<X, Lim> {
     /// What a request whose key cannot be extracted gets.
     pub fn on_missing_key(mut self, policy: OnMissingKey<X::Key>) -> Self {
         self.on_missing = policy;
@@ -86,7 +93,7 @@ impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
     /// refused at once (zero, the default, refuses). A waiting request
     /// holds a clone of the inner service and sleeps on tokio's timer; if
     /// it is dropped while waiting, its reservation is given back as far as
-    /// the limiter can ([`KeyedLimit::cancel`]).
+    /// the limiter can ([`KeyedLimit::cancel`](crate::KeyedLimit::cancel)).
     pub fn wait_up_to(mut self, deadline: Duration) -> Self {
         self.max_wait = deadline;
         self
@@ -96,6 +103,16 @@ impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
     /// responses (refusals always carry them).
     pub fn headers_on_admitted(mut self, yes: bool) -> Self {
         self.admitted_headers = yes;
+        self
+    }
+
+    /// Puts each request's key in its extensions, as a [`RateLimitKey`],
+    /// for the service to read (axum: `Extension<RateLimitKey<IpAddr>>`):
+    /// the client the limit counted, which behind a proxy is not the
+    /// connection's peer. Off by default (it costs an extension per
+    /// request).
+    pub fn key_in_extensions(mut self, yes: bool) -> Self {
+        self.key_extension = yes;
         self
     }
 
@@ -152,14 +169,16 @@ impl<X: KeyExtractor, Lim: KeyedLimit<X::Key>> Builder<X, Lim> {
                 return Err(ConfigError::Status(s.as_u16()));
             }
         }
-        let policy_value = HeaderValue::try_from(self.limit.policy().to_string())
-            .map_err(|_| ConfigError::PolicyName(self.limit.policy().name().to_owned()))?;
+        let policy = self.limit.announced_policy();
+        let policy_value = HeaderValue::try_from(policy.to_string())
+            .map_err(|_| ConfigError::PolicyName(policy.name().to_owned()))?;
         Ok(Arc::new(Shared {
             extractor: self.extractor,
             limit: self.limit,
             on_missing: self.on_missing,
             max_wait: self.max_wait,
             admitted_headers: self.admitted_headers,
+            key_extension: self.key_extension,
             policy_value,
             metrics: Metrics::default(),
         }))
@@ -241,7 +260,107 @@ impl<Lim> RateLimitLayer<GlobalKey, Lim> {
             on_missing: OnMissingKey::Shared(()),
             max_wait: Duration::ZERO,
             admitted_headers: false,
+            key_extension: false,
         }
+    }
+}
+
+impl RateLimitLayer<PeerIp, CoreKeyed<IpAddr>> {
+    /// The common case in one expression: each client IP address (the
+    /// connection's peer; IPv6 by /64) may send up to `burst` requests at
+    /// once, refilled at `rate` a second ([`CoreKeyed::token_bucket`], at
+    /// most [`DEFAULT_MAX_KEYS`] clients tracked), announced as the policy
+    /// `"per-ip"`; refusals get 429, admitted responses carry the draft-11
+    /// fields too, and each request its key ([`RateLimitKey`]).
+    ///
+    /// Keyed by the connection's peer, it is served per connection: its
+    /// [`make_service`](PerConnectionLayer::make_service) is what
+    /// `axum::serve` takes.
+    ///
+    /// ```
+    /// # #[cfg(feature = "axum")]
+    /// # #[allow(dead_code)]
+    /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+    /// use axum::{routing::get, Router};
+    /// use ratekeeper_tower::RateLimitLayer;
+    ///
+    /// let app = Router::new().route("/", get(|| async { "hello" }));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    /// axum::serve(listener, RateLimitLayer::per_ip(2.0, 5)?.make_service(app)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// The same as
+    ///
+    /// ```
+    /// use ratekeeper_tower::{CoreKeyed, PeerIp, RateLimitLayer};
+    ///
+    /// let limit = RateLimitLayer::builder(CoreKeyed::token_bucket("per-ip", 2.0, 5, 100_000)?)
+    ///     .key(PeerIp::connection())
+    ///     .headers_on_admitted(true)
+    ///     .key_in_extensions(true)
+    ///     .build_per_connection()?;
+    /// # let _ = limit;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`CoreKeyed::token_bucket`].
+    ///
+    /// [`DEFAULT_MAX_KEYS`]: ratekeeper::keyed::DEFAULT_MAX_KEYS
+    pub fn per_ip(
+        rate: f64,
+        burst: u32,
+    ) -> Result<PerConnectionLayer<PeerIp, CoreKeyed<IpAddr>>, ConfigError> {
+        let limit = CoreKeyed::token_bucket("per-ip", rate, burst, DEFAULT_MAX_KEYS)?;
+        RateLimitLayer::builder(limit)
+            .key(PeerIp::connection())
+            .headers_on_admitted(true)
+            .key_in_extensions(true)
+            .build_per_connection()
+    }
+}
+
+impl RateLimitLayer<RightmostTrusted, CoreKeyed<IpAddr>> {
+    /// [`per_ip`](RateLimitLayer::per_ip) behind reverse proxies: the
+    /// client is the connection's peer, or for a connection from one of
+    /// the `proxies` (networks, `ADDR/PREFIX` or `ADDR`), the rightmost
+    /// `X-Forwarded-For` hop that is not one of them
+    /// ([`RightmostTrusted`]: a spoofed left-most entry changes nothing).
+    /// A request from a proxy without a usable header gets 400.
+    ///
+    /// ```
+    /// use ratekeeper_tower::RateLimitLayer;
+    ///
+    /// let limit = RateLimitLayer::per_ip_behind(["10.0.0.0/8"], 2.0, 5)?;
+    /// // axum::serve(listener, limit.make_service(router))
+    /// # let _ = limit;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Network`] for a proxy that is not a network; as
+    /// [`CoreKeyed::token_bucket`].
+    pub fn per_ip_behind<I, N>(
+        proxies: I,
+        rate: f64,
+        burst: u32,
+    ) -> Result<PerConnectionLayer<RightmostTrusted, CoreKeyed<IpAddr>>, ConfigError>
+    where
+        I: IntoIterator<Item = N>,
+        N: AsRef<str>,
+    {
+        let key = RightmostTrusted::x_forwarded_for(proxies)?.with_connection_peer();
+        let limit = CoreKeyed::token_bucket("per-ip", rate, burst, DEFAULT_MAX_KEYS)?;
+        RateLimitLayer::builder(limit)
+            .key(key)
+            .on_missing_key(OnMissingKey::Refuse(StatusCode::BAD_REQUEST))
+            .headers_on_admitted(true)
+            .key_in_extensions(true)
+            .build_per_connection()
     }
 }
 
@@ -313,18 +432,136 @@ impl<S: std::fmt::Debug, X: KeyExtractor, Lim> std::fmt::Debug for RateLimit<S, 
     }
 }
 
-fn respond<B: Default>(status: StatusCode) -> Response<B> {
-    let mut r = Response::new(B::default());
-    *r.status_mut() = status;
-    r
+/// A response the layer writes itself, without the inner service.
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn status(status: StatusCode) -> Answer {
+        Answer {
+            status,
+            headers: HeaderMap::new(),
+            body: String::new(),
+        }
+    }
+
+    fn into_response<B: From<String>>(self) -> Response<B> {
+        let mut r = Response::new(B::from(self.body));
+        *r.status_mut() = self.status;
+        *r.headers_mut() = self.headers;
+        r
+    }
+}
+
+/// What the limit's answer makes of a request.
+enum Verdict {
+    /// To the inner service now, with the fields to write on its response.
+    Admit(Option<Box<Admitted>>),
+    /// To the inner service once `wait` has passed.
+    Wait {
+        wait: Duration,
+        cancel: CancelOnDrop,
+        admitted: Option<Box<Admitted>>,
+    },
+    /// Answered by the layer.
+    Answer(Answer),
+}
+
+/// The fields to write on the response to a request admitted at once, if
+/// the layer writes them.
+#[inline]
+fn admitted<X, Lim>(shared: &Shared<X, Lim>, key: &X::Key, g: &Grant) -> Option<Box<Admitted>>
+where
+    X: KeyExtractor,
+    Lim: AsyncKeyedLimit<X::Key>,
+{
+    shared.admitted_headers.then(|| {
+        let policy = shared.limit.announced_policy();
+        let r = shared.limit.remaining_after(key, g);
+        Box::new(Admitted {
+            item: headers::ratelimit_item(policy, r, reset_secs(policy, g)),
+            policy: shared.policy_value.clone(),
+        })
+    })
+}
+
+/// The verdict on the limit's answer for `key`.
+fn verdict<X, Lim>(
+    shared: &Arc<Shared<X, Lim>>,
+    key: &X::Key,
+    result: Result<Grant, AcquireError>,
+) -> Verdict
+where
+    X: KeyExtractor,
+    Lim: AsyncKeyedLimit<X::Key> + 'static,
+{
+    let policy = shared.limit.announced_policy();
+    match result {
+        Ok(g) if g.ready_nanos() <= g.started_nanos() => Verdict::Admit(admitted(shared, key, &g)),
+        Ok(g) => {
+            Metrics::bump(&shared.metrics.waited);
+            let admitted = shared.admitted_headers.then(|| {
+                Box::new(Admitted {
+                    item: headers::ratelimit_item(policy, 0, reset_secs(policy, &g)),
+                    policy: shared.policy_value.clone(),
+                })
+            });
+            let limit = Arc::clone(shared);
+            let k = key.clone();
+            let cancel = CancelOnDrop(Some(Box::new(move || {
+                limit.limit.cancel_grant(&k, &g);
+            })));
+            Verdict::Wait {
+                wait: Duration::from_nanos(g.ready_nanos() - g.started_nanos()),
+                cancel,
+                admitted,
+            }
+        }
+        Err(AcquireError::WouldWait { wait, .. }) => {
+            Metrics::bump(&shared.metrics.refused);
+            let secs = retry_after_secs(wait);
+            let mut answer = Answer::status(StatusCode::TOO_MANY_REQUESTS);
+            headers::write(
+                &mut answer.headers,
+                policy,
+                &shared.policy_value,
+                0,
+                secs,
+                Some(secs),
+            );
+            answer.headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static(headers::PROBLEM_JSON),
+            );
+            answer.body = headers::problem_json(policy, secs);
+            Verdict::Answer(answer)
+        }
+        Err(AcquireError::Unavailable) => {
+            Metrics::bump(&shared.metrics.unavailable);
+            let mut answer = Answer::status(StatusCode::SERVICE_UNAVAILABLE);
+            answer
+                .headers
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(1u64));
+            Verdict::Answer(answer)
+        }
+        Err(_) => {
+            // A permit that can never be granted, or a shared limit whose
+            // state does not match its configuration: misconfigured.
+            Metrics::bump(&shared.metrics.config_errors);
+            Verdict::Answer(Answer::status(StatusCode::INTERNAL_SERVER_ERROR))
+        }
+    }
 }
 
 impl<S, X, Lim, ReqB, ResB> Service<Request<ReqB>> for RateLimit<S, X, Lim>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
     X: KeyExtractor,
-    Lim: KeyedLimit<X::Key> + 'static,
-    ResB: Default,
+    Lim: AsyncKeyedLimit<X::Key> + 'static,
+    ResB: From<String>,
 {
     type Response = Response<ResB>;
     type Error = S::Error;
@@ -341,83 +578,62 @@ where
         }
         let shared = &*self.shared;
         let extracted = shared.extractor.extract(&RequestHead::of(&req));
-        let owned;
         let key = match (&extracted, &shared.on_missing) {
             (Ok(k), _) => k,
             (Err(e), _) if e.is_configuration() => {
                 Metrics::bump(&shared.metrics.config_errors);
-                return ResponseFuture::ready(respond(StatusCode::INTERNAL_SERVER_ERROR));
+                let answer = Answer::status(StatusCode::INTERNAL_SERVER_ERROR);
+                return ResponseFuture::ready(answer.into_response());
             }
             (Err(_), OnMissingKey::Refuse(status)) => {
                 Metrics::bump(&shared.metrics.key_errors);
-                return ResponseFuture::ready(respond(*status));
+                return ResponseFuture::ready(Answer::status(*status).into_response());
             }
             (Err(_), OnMissingKey::Shared(k)) => {
                 Metrics::bump(&shared.metrics.key_errors);
-                owned = k;
-                owned
+                k
             }
         };
-        let policy = shared.limit.policy();
-        match shared.limit.reserve(key, 1, Some(shared.max_wait)) {
-            Ok(g) if g.ready_nanos() <= g.started_nanos() => {
-                let admitted = shared.admitted_headers.then(|| {
-                    let r = shared.limit.remaining(key, &g);
-                    Box::new(Admitted {
-                        item: headers::ratelimit_item(policy, r, reset_secs(policy, &g)),
-                        policy: shared.policy_value.clone(),
-                    })
-                });
-                ResponseFuture::inner(self.inner.call(req), admitted)
+        if shared.key_extension {
+            req.extensions_mut().insert(RateLimitKey(key.clone()));
+        }
+        match shared.limit.reserve_async(key, 1, Some(shared.max_wait)) {
+            // The hot path, decided here: no verdict to build and match.
+            Reservation::Now(Ok(g)) if g.ready_nanos() <= g.started_nanos() => {
+                ResponseFuture::inner(self.inner.call(req), admitted(shared, key, &g))
             }
-            Ok(g) => {
-                Metrics::bump(&shared.metrics.waited);
-                // Call the instance that was driven to readiness, after the wait.
+            Reservation::Now(result) => match verdict(&self.shared, key, result) {
+                Verdict::Admit(admitted) => ResponseFuture::inner(self.inner.call(req), admitted),
+                Verdict::Answer(answer) => ResponseFuture::ready(answer.into_response()),
+                Verdict::Wait {
+                    wait,
+                    cancel,
+                    admitted,
+                } => {
+                    // Call the instance that was driven to readiness, after the wait.
+                    let clone = self.inner.clone();
+                    let svc = std::mem::replace(&mut self.inner, clone);
+                    ResponseFuture::waiting(Waiting::new(wait, svc, req, cancel, admitted))
+                }
+            },
+            Reservation::Later(pending) => {
+                let shared = Arc::clone(&self.shared);
+                let key = key.clone();
+                let deciding: Deciding = Box::pin(async move {
+                    let result = pending.await;
+                    verdict(&shared, &key, result)
+                });
+                // The instance driven to readiness goes with the request.
                 let clone = self.inner.clone();
                 let svc = std::mem::replace(&mut self.inner, clone);
-                let admitted = shared.admitted_headers.then(|| {
-                    Box::new(Admitted {
-                        item: headers::ratelimit_item(policy, 0, reset_secs(policy, &g)),
-                        policy: shared.policy_value.clone(),
-                    })
-                });
-                let limit = Arc::clone(&self.shared);
-                let k = key.clone();
-                let cancel = CancelOnDrop(Some(Box::new(move || {
-                    limit.limit.cancel(&k, &g);
-                })));
-                let wait = Duration::from_nanos(g.ready_nanos() - g.started_nanos());
-                ResponseFuture::waiting(tokio::time::sleep(wait), svc, req, cancel, admitted)
-            }
-            Err(AcquireError::WouldWait { wait, .. }) => {
-                Metrics::bump(&shared.metrics.refused);
-                let secs = retry_after_secs(wait);
-                let mut resp = respond(StatusCode::TOO_MANY_REQUESTS);
-                headers::write(
-                    resp.headers_mut(),
-                    policy,
-                    &shared.policy_value,
-                    0,
-                    secs,
-                    Some(secs),
-                );
-                ResponseFuture::ready(resp)
-            }
-            Err(AcquireError::Unavailable) => {
-                Metrics::bump(&shared.metrics.unavailable);
-                let mut resp = respond(StatusCode::SERVICE_UNAVAILABLE);
-                resp.headers_mut()
-                    .insert(http::header::RETRY_AFTER, HeaderValue::from(1u64));
-                ResponseFuture::ready(resp)
-            }
-            Err(_) => {
-                // One permit that can never be granted: the limiter is misconfigured.
-                Metrics::bump(&shared.metrics.config_errors);
-                ResponseFuture::ready(respond(StatusCode::INTERNAL_SERVER_ERROR))
+                ResponseFuture::deciding(deciding, svc, req)
             }
         }
     }
 }
+
+/// A decision awaited: a limit's [`Reservation::Later`], then its verdict.
+type Deciding = Pin<Box<dyn Future<Output = Verdict> + Send>>;
 
 /// `t` on an admitted response: whole seconds (at least 1) until one more
 /// permit accrues after this grant's ready time.
@@ -476,6 +692,8 @@ pin_project! {
         // the timer they keep, not every response future (which the
         // caller may move, or box itself).
         Waiting { waiting: Box<Waiting<S, B>> },
+        // Boxed likewise: only a limit that answers later pays for it.
+        Deciding { deciding: Box<Pending<S, B>> },
     }
 }
 
@@ -486,6 +704,31 @@ struct Waiting<S, B> {
     req: Option<Request<B>>,
     cancel: CancelOnDrop,
     admitted: Option<Box<Admitted>>,
+}
+
+impl<S, B> Waiting<S, B> {
+    fn new(
+        wait: Duration,
+        svc: S,
+        req: Request<B>,
+        cancel: CancelOnDrop,
+        admitted: Option<Box<Admitted>>,
+    ) -> Box<Self> {
+        Box::new(Waiting {
+            sleep: Box::pin(tokio::time::sleep(wait)),
+            svc: Some(svc),
+            req: Some(req),
+            cancel,
+            admitted,
+        })
+    }
+}
+
+/// A request waiting for the limit's decision.
+struct Pending<S, B> {
+    deciding: Deciding,
+    svc: Option<S>,
+    req: Option<Request<B>>,
 }
 
 impl<S: Service<Request<B>>, B> std::fmt::Debug for ResponseFuture<S, B> {
@@ -507,22 +750,20 @@ impl<S: Service<Request<B>>, B> ResponseFuture<S, B> {
             state: State::Inner { fut, admitted },
         }
     }
-    fn waiting(
-        sleep: Sleep,
-        svc: S,
-        req: Request<B>,
-        cancel: CancelOnDrop,
-        admitted: Option<Box<Admitted>>,
-    ) -> Self {
-        let waiting = Box::new(Waiting {
-            sleep: Box::pin(sleep),
-            svc: Some(svc),
-            req: Some(req),
-            cancel,
-            admitted,
-        });
+    fn waiting(waiting: Box<Waiting<S, B>>) -> Self {
         ResponseFuture {
             state: State::Waiting { waiting },
+        }
+    }
+    fn deciding(deciding: Deciding, svc: S, req: Request<B>) -> Self {
+        ResponseFuture {
+            state: State::Deciding {
+                deciding: Box::new(Pending {
+                    deciding,
+                    svc: Some(svc),
+                    req: Some(req),
+                }),
+            },
         }
     }
 }
@@ -530,6 +771,7 @@ impl<S: Service<Request<B>>, B> ResponseFuture<S, B> {
 impl<S, B, ResB> Future for ResponseFuture<S, B>
 where
     S: Service<Request<B>, Response = Response<ResB>>,
+    ResB: From<String>,
 {
     type Output = Result<Response<ResB>, S::Error>;
 
@@ -555,6 +797,29 @@ where
                     let admitted = waiting.admitted.take();
                     let fut = svc.call(req);
                     state.set(State::Inner { fut, admitted });
+                }
+                StateProj::Deciding { deciding } => {
+                    let verdict = std::task::ready!(deciding.deciding.as_mut().poll(cx));
+                    let mut svc = deciding.svc.take().expect("polled after completion");
+                    let req = deciding.req.take().expect("polled after completion");
+                    match verdict {
+                        Verdict::Admit(admitted) => {
+                            let fut = svc.call(req);
+                            state.set(State::Inner { fut, admitted });
+                        }
+                        Verdict::Wait {
+                            wait,
+                            cancel,
+                            admitted,
+                        } => {
+                            let waiting = Waiting::new(wait, svc, req, cancel, admitted);
+                            state.set(State::Waiting { waiting });
+                        }
+                        Verdict::Answer(answer) => {
+                            let response = Some(answer.into_response());
+                            state.set(State::Ready { response });
+                        }
+                    }
                 }
             }
         }

@@ -58,8 +58,8 @@ async fn admitted_counts_per_key_headers_and_spoofing() {
                     .unwrap();
                 let resp = client.request(req).await.unwrap();
                 let (parts, body) = resp.into_parts();
-                body.collect().await.unwrap();
-                seen.push((key, parts.status, parts.headers));
+                let body = body.collect().await.unwrap().to_bytes();
+                seen.push((key, parts.status, parts.headers, body));
             }
             seen
         }));
@@ -67,12 +67,13 @@ async fn admitted_counts_per_key_headers_and_spoofing() {
     let mut admitted: HashMap<usize, u64> = HashMap::new();
     let mut refused = 0;
     for t in tasks {
-        for (key, status, headers) in t.await.unwrap() {
+        for (key, status, headers, body) in t.await.unwrap() {
             match status.as_u16() {
                 200 => {
                     *admitted.entry(key).or_default() += 1;
+                    assert_eq!(body, format!("hello 203.0.113.{key}\n")); // not the proxy
                     let rl = common::parse_list(headers["ratelimit"].to_str().unwrap());
-                    assert_eq!(rl[0].0, "per-client");
+                    assert_eq!(rl[0].0, "per-ip");
                     assert!(rl[0].1["r"] < i64::from(server::BURST) && rl[0].1["t"] >= 1);
                     let p = common::parse_list(headers["ratelimit-policy"].to_str().unwrap());
                     assert_eq!(p[0].1["rk-burst"], i64::from(server::BURST));
@@ -85,7 +86,8 @@ async fn admitted_counts_per_key_headers_and_spoofing() {
                 }
                 429 => {
                     refused += 1;
-                    common::check_refusal(&headers, "per-client");
+                    common::check_refusal(&headers, "per-ip");
+                    common::check_problem(&headers, &body, "per-ip");
                 }
                 s => panic!("status {s}"),
             }
@@ -116,7 +118,7 @@ async fn serve_limit_inside_router(
     listener: tokio::net::TcpListener,
     handled: Arc<AtomicUsize>,
 ) -> Result<(), Error> {
-    let policy = Policy::from_rate("per-client", 2.0)?;
+    let policy = Policy::from_rate("per-ip", 2.0)?;
     let map = KeyedMap::from_config(&"pacer:2,1".parse()?, policy, 1000)?;
     let layer = RateLimitLayer::builder(map)
         .key(PeerIp::connection())
@@ -182,7 +184,8 @@ async fn drain(client: &Client<HttpConnector, Empty<Bytes>>, addr: SocketAddr, p
     loop {
         let (parts, body) = common::get_spoofed(client, addr).await;
         if parts.status == 429 {
-            common::check_refusal(&parts.headers, "per-client");
+            common::check_refusal(&parts.headers, "per-ip");
+            common::check_problem(&parts.headers, &body, "per-ip");
             break;
         }
         assert_eq!(parts.status, 200);

@@ -15,7 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use ratekeeper_tower::{CoreKeyed, MakeRateLimit, PeerAddr, PeerIp, Policy, RateLimitLayer};
+use ratekeeper_tower::{CoreKeyed, MakeRateLimit, PeerAddr, PeerIp, RateLimitLayer};
 
 /// Each client's burst; its rate is 1 a second (so nothing refills while
 /// a test drains it).
@@ -83,11 +83,7 @@ async fn hyper_serves_the_limit_per_connection_keyed_by_the_real_peer() {
     let config = format!("refill:1,1s,capacity={BURST},initial={BURST}")
         .parse()
         .unwrap();
-    let policy = Policy::from_rate("per-peer", 1.0)
-        .unwrap()
-        .with_burst(BURST)
-        .unwrap();
-    let limit = CoreKeyed::from_config(&config, policy, 1000).unwrap();
+    let limit = CoreKeyed::from_config("per-peer", &config, 1000).unwrap();
     let make = RateLimitLayer::builder(limit)
         .key(PeerIp::connection())
         .build_per_connection()

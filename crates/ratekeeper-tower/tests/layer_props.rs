@@ -44,14 +44,14 @@ fn run(rate: u32, cap: u32, steps: &[(u8, u64)]) -> HashMap<u8, Vec<Seen>> {
         .unwrap();
     rt.block_on(async {
         let text = format!("refill:{rate},1s,capacity={cap},timeout=0s");
-        let keyed = Keyed::builder()
-            .build_with_clock(&text.parse().unwrap(), TokioClock::new())
-            .unwrap();
-        let policy = Policy::from_rate("k", f64::from(rate))
-            .unwrap()
-            .with_burst(cap)
-            .unwrap();
-        let layer = RateLimitLayer::builder(CoreKeyed::new(keyed, policy))
+        let limit = CoreKeyed::from_builder_with_clock(
+            "k",
+            Keyed::builder(),
+            &text.parse().unwrap(),
+            TokioClock::new(),
+        )
+        .unwrap();
+        let layer = RateLimitLayer::builder(limit)
             .key(HeaderKey::new("x-key").unwrap())
             .headers_on_admitted(true)
             .build()
@@ -124,10 +124,14 @@ fn announced(
                 let text = format!(
                     "refill:{rate},{period_ms}ms,capacity={burst},initial={burst},timeout=0s"
                 );
-                let keyed = Keyed::builder()
-                    .build_with_clock(&text.parse().unwrap(), TokioClock::new())
-                    .unwrap();
-                let layer = RateLimitLayer::builder(CoreKeyed::new(keyed, policy))
+                let limit = CoreKeyed::from_builder_with_clock(
+                    "k",
+                    Keyed::builder(),
+                    &text.parse().unwrap(),
+                    TokioClock::new(),
+                )
+                .unwrap();
+                let layer = RateLimitLayer::builder(limit)
                     .key(key)
                     .headers_on_admitted(true)
                     .build()

@@ -442,16 +442,19 @@ async fn the_core_keyed_map_bounds_keys_and_refuses_new_ones_when_full_of_debt()
     use ratekeeper::keyed::{Keyed, Overflow};
     use ratekeeper_tower::CoreKeyed;
     // Two keys at most (one shard), 1 a second each, strict.
-    let keyed = Keyed::builder()
+    let settings = Keyed::builder()
         .max_keys(2)
         .shards(1)
-        .overflow(Overflow::DenyNew)
-        .build_with_clock(&"pacer:1,1".parse().unwrap(), TokioClock::new())
-        .unwrap();
-    let limit = Arc::new(CoreKeyed::new(
-        keyed,
-        Policy::from_rate("per-key", 1.0).unwrap(),
-    ));
+        .overflow(Overflow::DenyNew);
+    let limit = Arc::new(
+        CoreKeyed::from_builder_with_clock(
+            "per-key",
+            settings,
+            &"pacer:1,1".parse().unwrap(),
+            TokioClock::new(),
+        )
+        .unwrap(),
+    );
     let layer = RateLimitLayer::builder(Arc::clone(&limit))
         .key(HeaderKey::new("x-api-key").unwrap())
         .build()
@@ -480,17 +483,14 @@ async fn admitted_responses_count_a_buckets_remaining_permits_exactly() {
     use ratekeeper_tower::CoreKeyed;
     // 5 per second, a bucket of 5: each admitted response says how many
     // permits the key has left, not the schedule's lower bound (0).
-    let keyed = Keyed::builder()
-        .build_with_clock(
-            &"refill:5,1s,capacity=5,timeout=0s".parse().unwrap(),
-            TokioClock::new(),
-        )
-        .unwrap();
-    let policy = Policy::from_rate("per-key", 5.0)
-        .unwrap()
-        .with_burst(5)
-        .unwrap();
-    let layer = RateLimitLayer::builder(CoreKeyed::new(keyed, policy))
+    let limit = CoreKeyed::from_builder_with_clock(
+        "per-key",
+        Keyed::builder(),
+        &"refill:5,1s,capacity=5,timeout=0s".parse().unwrap(),
+        TokioClock::new(),
+    )
+    .unwrap();
+    let layer = RateLimitLayer::builder(limit)
         .key(HeaderKey::new("x-api-key").unwrap())
         .headers_on_admitted(true)
         .build()
@@ -508,4 +508,82 @@ async fn admitted_responses_count_a_buckets_remaining_permits_exactly() {
     assert_eq!(send(&mut svc, with_key("a")).await.status(), 429);
     // Another key has its own bucket.
     assert_eq!(remaining(&send(&mut svc, with_key("b")).await), Some(4));
+}
+
+/// A limit decided elsewhere: each key's answer comes after a round trip
+/// of 5 ms (tokio's paused timer), as a limit kept on a server's would.
+/// Key "ok" is admitted, "wait" granted 2 s ahead, "full" refused for
+/// 3.5 s, "down" unavailable, "bad" misconfigured.
+struct Remote(Policy);
+
+type RemoteFuture = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<ratekeeper::Grant, ratekeeper::AcquireError>>
+            + Send,
+    >,
+>;
+
+impl ratekeeper_tower::AsyncKeyedLimit<http::HeaderValue> for Remote {
+    type Pending = RemoteFuture;
+
+    fn reserve_async(
+        &self,
+        key: &http::HeaderValue,
+        _: u32,
+        _: Option<Duration>,
+    ) -> ratekeeper_tower::Reservation<RemoteFuture> {
+        use ratekeeper::{AcquireError, Grant};
+        let key = key.to_str().unwrap().to_owned();
+        ratekeeper_tower::Reservation::Later(Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            match key.as_str() {
+                "ok" => Ok(Grant::new(0, 0, 0, 1)),
+                "wait" => Ok(Grant::new(2_000_000_000, 2_000_000_000, 0, 1)),
+                "full" => Err(AcquireError::WouldWait {
+                    wait: Duration::from_millis(3500),
+                    max_wait: Duration::ZERO,
+                }),
+                "down" => Err(AcquireError::Unavailable),
+                _ => Err(AcquireError::Misconfigured),
+            }
+        }))
+    }
+
+    fn announced_policy(&self) -> &Policy {
+        &self.0
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_limit_that_answers_later_is_awaited_and_answered_as_one_that_answers_now() {
+    let layer = RateLimitLayer::builder(Remote(Policy::new("remote", 10, 1).unwrap()))
+        .key(HeaderKey::new("x-api-key").unwrap())
+        .headers_on_admitted(true)
+        .build()
+        .unwrap();
+    let metrics = layer.clone();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    let start = tokio::time::Instant::now();
+    let ok = send(&mut svc, with_key("ok")).await;
+    assert_eq!((ok.status(), ok.body().as_str()), (StatusCode::OK, "hello"));
+    assert_eq!(ok.headers()["ratelimit"], r#""remote";r=0;t=1"#);
+    assert_eq!(start.elapsed(), Duration::from_millis(5));
+    // Granted 2 s ahead: the round trip, then the wait, then the service.
+    let start = tokio::time::Instant::now();
+    assert_eq!(send(&mut svc, with_key("wait")).await.status(), 200);
+    assert_eq!(start.elapsed(), Duration::from_millis(2005));
+    let full = send(&mut svc, with_key("full")).await;
+    assert_eq!(full.status(), 429);
+    assert_eq!(common::check_refusal(full.headers(), "remote"), 4);
+    common::check_problem(full.headers(), full.body().as_bytes(), "remote");
+    let down = send(&mut svc, with_key("down")).await;
+    assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // Misconfigured: 500, never admitted, counted.
+    let bad = send(&mut svc, with_key("bad")).await;
+    assert_eq!(bad.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let m = metrics.metrics();
+    assert_eq!(
+        (m.refused(), m.unavailable(), m.config_errors(), m.waited()),
+        (1, 1, 1, 1)
+    );
 }

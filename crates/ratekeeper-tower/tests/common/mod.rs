@@ -61,6 +61,27 @@ pub fn check_refusal(headers: &http::HeaderMap, policy: &str) -> u64 {
     retry
 }
 
+/// Checks a 429's body: an RFC 9457 problem (`application/problem+json`)
+/// whose status is 429 and whose detail names `policy` and the retry time
+/// in `Retry-After`'s seconds. Returns the problem.
+pub fn check_problem(headers: &http::HeaderMap, body: &[u8], policy: &str) -> serde_json::Value {
+    assert_eq!(headers["content-type"], "application/problem+json");
+    let retry = headers["retry-after"].to_str().unwrap();
+    let problem: serde_json::Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("{:?} is not JSON: {e}", String::from_utf8_lossy(body)));
+    assert_eq!(problem["status"], 429, "{problem}");
+    assert_eq!(problem["title"], "Too Many Requests", "{problem}");
+    assert!(problem["type"].is_string(), "{problem}");
+    let detail = problem["detail"].as_str().expect("a detail");
+    assert!(detail.contains(&format!("{retry} s")), "{detail}");
+    assert!(detail.contains(policy), "{detail}");
+    assert_eq!(
+        problem["retry_after"].as_u64(),
+        Some(retry.parse().unwrap())
+    );
+    problem
+}
+
 /// GETs `/` from the server at `addr` with a left-most `X-Forwarded-For`
 /// of 203.0.113.9 (a spoof a key read from the connection must ignore);
 /// the response's head and whole body.
@@ -74,4 +95,37 @@ pub async fn get_spoofed(
         .unwrap();
     let (parts, body) = client.request(req).await.unwrap().into_parts();
     (parts, body.collect().await.unwrap().to_bytes())
+}
+
+/// The Redis server of `REDIS_URL`, or `None` (the test is skipped, with a
+/// message) where there is none. Under CI (`CI` set) a missing server
+/// fails the test, so that the Redis tests cannot silently stop running.
+pub fn redis_url() -> Option<String> {
+    match std::env::var("REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("REDIS_URL is not set under CI: run the tests through scripts/with-redis.sh")
+        }
+        _ => {
+            eprintln!("skipped: no REDIS_URL (run through scripts/with-redis.sh)");
+            None
+        }
+    }
+}
+
+/// A key prefix of its own for one test run.
+pub fn unique_prefix(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("rk-tower-test:{name}:{}:{nanos}:", std::process::id())
+}
+
+/// A client whose connections come from `ip` (any 127/8 address is this
+/// host's loopback).
+pub fn client_from(ip: &str) -> Client<HttpConnector, Empty<Bytes>> {
+    let mut connector = HttpConnector::new();
+    connector.set_local_address(Some(ip.parse().unwrap()));
+    Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector)
 }
