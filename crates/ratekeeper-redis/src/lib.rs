@@ -164,8 +164,10 @@
 //!     .build()?;
 //! let decision = limiter.reserve_for("203.0.113.7", 1, None).await;
 //! if decision.admission() == Some(Admission::DeniedNew) {
-//!     // Too many clients owe time: answer 429 with the decision's
-//!     // retry_after.
+//!     // Too many clients owe time: answer 429, retrying after the
+//!     // refusal's wait.
+//!     let retry = decision.result().err().and_then(|e| e.retry_after());
+//!     # let _ = retry;
 //! }
 //! let stats = limiter.client_stats().expect("capped");
 //! assert!(stats.live_clients <= 100_000);
