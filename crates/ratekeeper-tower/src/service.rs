@@ -195,15 +195,23 @@ impl<X: KeyExtractor, Lim: AsyncKeyedLimit<X::Key>> Builder<X, Lim> {
 /// `poll_ready`.
 ///
 /// A refused request is answered at once with 429, `Retry-After` (whole
-/// seconds, rounded up, at least 1), and the draft-11 `RateLimit` and
-/// `RateLimit-Policy` fields:
+/// seconds, rounded up, at least 1), the draft-11 `RateLimit` and
+/// `RateLimit-Policy` fields, and an RFC 9457 problem details body:
 ///
 /// ```text
 /// HTTP/1.1 429 Too Many Requests
-/// retry-after: 1
 /// ratelimit-policy: "per-ip";q=10;w=1;rk-burst=5
 /// ratelimit: "per-ip";r=0;t=1
+/// retry-after: 1
+/// content-type: application/problem+json
+///
+/// {"type":"about:blank","title":"Too Many Requests","status":429,"detail":"Too many
+/// requests under the policy \"per-ip\": retry in 1 s.","retry_after":1}
 /// ```
+///
+/// The response body type must be buildable from a `String` (axum's
+/// `Body`, `Full<Bytes>`, `String`); the layer's own answers to a missing
+/// key, an unavailable or a misconfigured limit have empty bodies.
 ///
 /// Stacked layers merge their policies into one field of each
 /// (`"global";…, "per-ip";…`).
