@@ -1301,9 +1301,8 @@ fn the_effective_rate_is_reported_and_a_truncated_slot_warned_about() {
 
 #[test]
 fn stages_ramp_the_rate_of_the_running_limiter() {
-    // From 5 runs/s up to 40/s over 1 s, then 40/s for 1 s: about 60 runs
-    // (the rates set every 100 ms sum to 60.75), where --rate 5 alone would
-    // start 10.
+    // From 5 runs/s up to 40/s over 1 s, then 40/s for 1 s: 62.5 runs due
+    // (the integral of the rate), where --rate 5 alone would start 10.
     let t = Instant::now();
     let (stdout, stderr) = exec_run(
         &[
@@ -1331,7 +1330,8 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
     assert_eq!(u(&v, "duration_ns"), 2_000_000_000);
     // The target is the stages' mean over the run, not --rate.
     let target = f(&v, "target_rate");
-    assert!((target - 30.375).abs() < 0.5, "{v}");
+    assert!((target - 31.25).abs() < 1e-9, "{v}");
+    assert!((f(&v, "runs_due") - 62.5).abs() < 1e-9, "{v}");
     // The text report says the same.
     let (text, _) = exec_run(&["--rate", "20", "--stages", "300ms:40", "--", "true"], 0);
     let stages = fields(&text, "stages");
@@ -1353,7 +1353,8 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
 #[test]
 fn a_rate_the_limiter_refuses_is_warned_about_once_and_the_run_goes_on() {
     // Refill counts whole permits per period in 32 bits: 100 s at more
-    // than 43M/s is too many.
+    // than 43M/s is too many. The limiter's rate covers the ramp 200 ms
+    // ahead: 10/s is taken at first, more than 43M/s refused from 300 ms.
     let (stdout, stderr) = exec_run(
         &[
             "--json",
@@ -1364,7 +1365,7 @@ fn a_rate_the_limiter_refuses_is_warned_about_once_and_the_run_goes_on() {
             "--refresh-period",
             "100s",
             "--stages",
-            "300ms:100M",
+            "300ms:10,300ms:100M",
             "--discard-stdout",
             "--",
             "true",

@@ -36,9 +36,8 @@ fn pace_json(args: &[&str]) -> Value {
 
 #[test]
 fn stages_ramp_the_rate_of_the_running_limiter() {
-    // From 50 ops/s up to 400/s over 1 s, then 400/s for 1 s: about 600
-    // ops (the rates set every 100 ms sum to 607.5), where --rate 50 alone
-    // would do 100.
+    // From 50 ops/s up to 400/s over 1 s, then 400/s for 1 s: 625 ops due
+    // (the integral of the rate), where --rate 50 alone would do 100.
     let v = pace_json(&["--rate", "50", "--stages", "1s:400,1s:400"]);
     let ops = u(&v, "ops");
     assert!((350..=800).contains(&ops), "{ops} ops: {v}");
@@ -52,7 +51,8 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
     // The target is the stages' mean over the run, not --rate; behind and
     // the achieved rate are measured against it.
     let target = f(&v, "target_rate");
-    assert!((target - 303.75).abs() < 0.5, "{v}");
+    assert!((target - 312.5).abs() < 1e-9, "{v}");
+    assert!((f(&v, "ops_due") - 625.0).abs() < 1e-9, "{v}");
     let behind = 2e9 - ops as f64 * 1e9 / target;
     assert!(
         (u(&v, "behind_ns") as f64 - behind.max(0.0)).abs() <= 1.0,
@@ -67,6 +67,8 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
         "rate_changes",
         "rate_changes_refused",
         "start_rate",
+        "ops_due",
+        "ops_found_workers_busy",
     ] {
         assert!(v[key].is_null(), "{key}: {v}");
     }
@@ -97,17 +99,18 @@ fn with_the_thread_scope_every_limiter_follows_the_stages() {
         "{text}"
     );
     assert!(text.contains("rate changes)"), "{text}");
-    // (20 + 80 + 140) x 100 ms per pacer, over 300 ms: 80/s each.
+    // 33 ops due per pacer (the integral of 20 up to 200/s over 300 ms),
+    // over 300 ms: 110/s each.
     let target = fields(&text, "target rate");
-    assert_eq!(target[..2], ["160", "ops/s"], "{text}");
+    assert_eq!(target[..2], ["220", "ops/s"], "{text}");
     assert!(text.contains("(the stages' mean over the run)"), "{text}");
     // The effective rate is --rate's, and says so beside the stages' mean.
     assert!(
         text.contains("(at --rate, where the stages start)"),
         "{text}"
     );
-    // The plot's target line is the staircase of the rates set; standard
-    // error says where it went.
+    // The plot's target line is the ramp; standard error says where it
+    // went.
     assert!(
         stderr
             .lines()

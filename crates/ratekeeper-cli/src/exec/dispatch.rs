@@ -12,7 +12,7 @@ use anyhow::Context;
 use ratekeeper::config::LimiterRef;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant, RateLimiter};
 
-use super::lag::{lag, Lag};
+use super::lag::{lag, staged_lag, Lag};
 use super::shutdown::Shutdown;
 use super::slot::Slot;
 use super::summary::Tally;
@@ -143,6 +143,8 @@ pub(super) struct Dispatched {
     pub(super) lag: Lag,
     /// With --stages: the rate changes made.
     pub(super) driven: Driven,
+    /// With --stages: the runs due while every slot was busy.
+    pub(super) busy: u64,
 }
 
 /// The limiter runs are dispatched on: one built in memory (its schedule
@@ -202,6 +204,7 @@ pub(super) fn dispatch(
             last: None,
             end: t0,
             next_due: None,
+            busy: 0,
         };
         let stop = d.dispatch();
         // Ordering: Relaxed; a stop request that carries no data.
@@ -227,6 +230,7 @@ pub(super) fn dispatch(
             end: d.end,
             lag,
             driven,
+            busy: d.busy,
         })
     })
 }
@@ -243,6 +247,7 @@ fn start_ramp<'scope, 'env>(
     let Some(r) = plan.ramp else {
         return Ok(None);
     };
+    ramp::prime(r, &[limiter]);
     let handle = std::thread::Builder::new()
         .name("exec-stages".to_owned())
         .spawn_scoped(scope, move || {
@@ -318,8 +323,10 @@ struct Dispatcher<'a> {
     /// When the dispatch stopped starting runs (see [`lag`](super::lag)).
     end: u64,
     /// The scheduled time of the first run not started; `None` when every
-    /// run of --count was started.
+    /// run of --count (or of the stages) was started.
     next_due: Option<u64>,
+    /// With --stages: the runs due while every slot was busy.
+    busy: u64,
 }
 
 impl Dispatcher<'_> {
@@ -334,6 +341,10 @@ impl Dispatcher<'_> {
             if self.plan.count.is_some_and(|n| self.launched >= n) {
                 return Ok(self.stop(Stop::Done, None));
             }
+            let staged = match self.wait_until_due() {
+                Ok(due) => due,
+                Err(stop) => return Ok(self.stop(stop, None)),
+            };
             let reserved = reserve_run(
                 self.limiter,
                 self.plan.max_wait,
@@ -349,7 +360,8 @@ impl Dispatcher<'_> {
                 }
                 Reserved::AskAgain => continue,
             };
-            let due = grant.scheduled_nanos();
+            // With --stages a run is scheduled when it is due.
+            let due = staged.unwrap_or(grant.scheduled_nanos());
             let stop = if self.deadline.is_some_and(|d| grant.ready_nanos() >= d) {
                 Some(Stop::Done)
             } else {
@@ -367,7 +379,7 @@ impl Dispatcher<'_> {
                 return Ok(self.stop(Stop::Interrupted, Some(due)));
             };
             match self.free_worker(due)? {
-                Ok(worker) => self.launch(worker, &grant)?,
+                Ok(worker) => self.launch(worker, due)?,
                 Err(stop) => {
                     self.limiter.cancel(&grant);
                     return Ok(self.stop(stop, Some(due)));
@@ -387,12 +399,50 @@ impl Dispatcher<'_> {
         self.next_due = match held {
             Some(due) => Some(due),
             None if self.plan.count.is_some_and(|n| self.launched >= n) => None,
-            None => Some(self.last.map_or(self.tally.t0, |(due, _)| {
-                let slot = (1e9 / self.rate_at(due)).round() as u64;
-                due.saturating_add(slot)
-            })),
+            None => match self.plan.ramp {
+                Some(r) => r.due_nanos(self.launched).map(|d| self.tally.t0 + d),
+                None => Some(self.last.map_or(self.tally.t0, |(due, _)| {
+                    let slot = (1e9 / self.plan.target_rate).round() as u64;
+                    due.saturating_add(slot)
+                })),
+            },
         };
         stop
+    }
+
+    /// With --stages: waits until the next run is due, tallying the runs
+    /// that finish meanwhile, and returns when that is (counting it in
+    /// `busy` if every slot is busy then); `None` without --stages. Or why
+    /// no run may start: no run is due before the stages end, or a signal.
+    fn wait_until_due(&mut self) -> Result<Option<u64>, Stop> {
+        let Some(ramp) = self.plan.ramp else {
+            return Ok(None);
+        };
+        let due = ramp
+            .due_nanos(self.launched)
+            .map(|d| self.tally.t0.saturating_add(d))
+            .filter(|&due| self.deadline.is_none_or(|end| due < end))
+            .ok_or(Stop::Done)?;
+        loop {
+            self.take_finished();
+            if let Some(stop) = self.stop_early() {
+                return Err(stop);
+            }
+            let left = due.saturating_sub(self.plan.clock.now_nanos());
+            if left == 0 {
+                break;
+            }
+            let nap = Duration::from_nanos(left).min(POLL);
+            if left > interrupt::LONG_WAIT_NANOS {
+                self.plan.interrupt.sleep(nap);
+            } else {
+                std::thread::sleep(nap);
+            }
+        }
+        if self.idle.is_empty() {
+            self.busy += 1;
+        }
+        Ok(Some(due))
     }
 
     /// How far behind its schedule the dispatch was at its end.
@@ -402,23 +452,21 @@ impl Dispatcher<'_> {
             .plan
             .count
             .map_or(u64::MAX, |n| n.saturating_sub(self.launched));
-        // The rate the schedule went on at after the next run due.
-        let rate = match (self.plan.ramp, self.next_due) {
-            (Some(r), Some(next)) => r.rate_between(
-                next.saturating_sub(self.tally.t0),
-                self.end.saturating_sub(self.tally.t0),
-            ),
-            _ => self.plan.target_rate,
-        };
-        lag(self.end, self.next_due, last_late, rate, left)
-    }
-
-    /// The rate the schedule had at clock reading `at`: --rate's, or with
-    /// --stages the one set then.
-    fn rate_at(&self, at: u64) -> f64 {
         match self.plan.ramp {
-            Some(r) => r.rate_at_nanos(at.saturating_sub(self.tally.t0)),
-            None => self.plan.target_rate,
+            // The runs the stages had due before the end.
+            Some(r) => {
+                let span = Duration::from_nanos(self.end.saturating_sub(self.tally.t0));
+                let due = r.ops_due(span).ceil() as u64;
+                let left = left.min(due.saturating_sub(self.launched));
+                staged_lag(self.end, self.next_due, last_late, left)
+            }
+            None => lag(
+                self.end,
+                self.next_due,
+                last_late,
+                self.plan.target_rate,
+                left,
+            ),
         }
     }
 
@@ -476,17 +524,17 @@ impl Dispatcher<'_> {
         }
     }
 
-    /// Hands the next run, due at `grant`'s scheduled time, to `worker`.
-    fn launch(&mut self, worker: usize, grant: &Grant) -> anyhow::Result<()> {
+    /// Hands the next run, due at `scheduled`, to `worker`.
+    fn launch(&mut self, worker: usize, scheduled: u64) -> anyhow::Result<()> {
         self.launched += 1;
         let job = Job {
             number: self.launched,
-            scheduled: grant.scheduled_nanos(),
+            scheduled,
         };
         if self.jobs[worker].send(job).is_err() {
             anyhow::bail!("worker thread {} stopped", worker + 1);
         }
-        self.last = Some((grant.scheduled_nanos(), self.plan.clock.now_nanos()));
+        self.last = Some((scheduled, self.plan.clock.now_nanos()));
         // Ordering: Relaxed; a gauge for the progress line.
         self.counters
             .started

@@ -79,28 +79,35 @@ Run length: --duration DUR (default 5s), --count N or --stages, one of \
 them. With --duration, runs are started while their permits are ready \
 before the deadline; runs still running then are waited for.
 
-Stages (--stages DUR:RATE,...), as k6's ramping stages: the rate ramps in a \
-straight line from --rate's rate to the first stage's RATE over its DUR, \
-then from there to the next stage's, and so on (10s:1k,30s:10k,10s:0: up to \
-1000 runs/s over 10 s, up to 10000/s over 30 s, down over the last 10 s; \
-a stage of 0s steps at once; RATE takes the suffixes and /min of --rate's \
-rate). The run lasts the stages' total, as a --duration would. A thread \
-changes the rate on the running limiter (no restart: what it already \
-handed out stands) when the run starts and then every 100 ms while the \
-ramp moves by more than 0.5 %; the slowest it paces at is a thousandth of \
-the run's highest rate (a rate of 0 cannot be kept). A rate the limiter \
-refuses (e.g. more permits per refresh period than refill or cycle can \
-count) is warned about once on standard error; the limiter keeps the rate \
-it had and the run goes on; the report counts the refusals. A limiter \
-applies a change after the slots it already handed out, so on the way up \
-the runs follow the ramp a slot or two late. The target of a staged run \
-is the rate the thread set, a staircase that follows the ramp (below it on \
-the way up, above it on the way down): the runs due over a span from the start are the sum, over each 100 ms step, of the rate set \
-at its start times its length, and the target rate is those runs over the \
-launch span (see Report) divided by it: the mean rate asked for. The \
-achieved rate, its warning and the runs due but not started are measured \
-against that target, not --rate's (the next run due and the runs after it \
-are one slot apart at the rate the stages had set then).
+Stages (--stages DUR:RATE,...), as k6's ramping arrival rate: the rate \
+ramps in a straight line from --rate's rate (without --rate, from 0) to \
+the first stage's RATE over its DUR, then from there to the next stage's, \
+and so on (10s:1k,30s:10k,10s:0: up to 1000 runs/s over 10 s, up to \
+10000/s over 30 s, down over the last 10 s; a stage of 0s steps at once; \
+RATE takes the suffixes and /min of --rate's rate). The run lasts the \
+stages' total, as a --duration would. The runs due over a span from the \
+start are the integral of that rate over it: run 1 is due at the start \
+(also for a ramp from 0), run n when the integral reaches n - 1, so the runs \
+due by any time are within 1 of the integral, and none is due at or after \
+the stages' end. The dispatcher waits until each run is due, then for its \
+permit and a free slot; a run's scheduled time is its due time. A run due \
+while every slot is busy found every slot busy: too little --concurrency, \
+as k6's insufficient VUs; the report counts them and the below-target \
+warning says so. A thread sets the running limiter's rate when the run \
+starts and then every 100 ms while it moves by more than 0.5 %: the \
+highest the ramp reaches until one run after the next 200 ms (at least a \
+thousandth of the run's highest rate: a rate of 0 cannot be kept), so the \
+limiter follows the ramp from above and hands no run a slot that ends after \
+the next run is due (a ramp from a low rate is not held back by its first \
+slot). Without --rate the limiter is built at the stages' highest rate with \
+the spec's defaults; stages that never rise above 0 from 0 are refused. A \
+rate the limiter refuses (e.g. more permits per refresh period than refill \
+or cycle can count) is warned about once on standard error; the limiter \
+keeps the rate it had and the run goes on; the report counts the refusals. \
+The target rate is the runs due over the launch span (see Report) divided by \
+it. The achieved rate, its warning and the runs due but not started are \
+measured against it, not --rate's (the next run due and those after it \
+are due when the stages have them due).
 
 Falling behind: a run is due at its scheduled time; when every slot is busy \
 (the command is slower than --concurrency / rate allows), runs start late, \
@@ -288,8 +295,8 @@ only with those limiters:
 first (at the start) included; null without --stages
   rate_changes_refused integer (--stages) rate changes the limiter refused; \
 null without --stages
-  start_rate       number   (--stages) --rate's rate, where the ramp starts; \
-null without --stages
+  start_rate       number   (--stages) --rate's rate, where the ramp starts \
+(0 without --rate); null without --stages
   effective_rate   number   runs/s the limiter's integer arithmetic gives at \
 --rate's rate (see Report above); null for a limiter that does not limit at all
   concurrency      integer  the most runs at once
@@ -300,6 +307,10 @@ null without --stages
   stdout           string   \"inherit\", \"file\" or \"discard\": where the runs' output went
   stdout_file      string   (--stdout) the file
   runs             integer  runs started, spawn failures included
+  runs_due         number   (--stages) the runs due over the launch span: the \
+integral of the stages' rate; null without
+  runs_found_slots_busy integer (--stages) runs due while every slot was \
+busy (see Stages above); null without
   succeeded        integer  runs that exited with status 0
   failed           integer  runs - succeeded - interrupted_runs
   exit_codes       object   {\"STATUS\": runs}, e.g. {\"0\": 18, \"3\": 2}, \

@@ -17,7 +17,10 @@
 //! * **Due but not started** are the runs whose scheduled times passed
 //!   before the end but that never started: the next run due and those
 //!   after it, one slot apart (the schedule continued at the target rate),
-//!   before the end; with `--count`, at most the runs left to start.
+//!   before the end; with `--count`, at most the runs left to start. With
+//!   `--stages` the runs are due when the stages have them due (see
+//!   [`ramp`](crate::run::ramp)), and the next run due after the last
+//!   started is the next of those.
 
 /// How far the dispatch fell behind by its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,6 +52,29 @@ pub(super) fn lag(end: u64, next_due: Option<u64>, last_late: u64, rate: f64, le
     Lag {
         due_not_started: due.min(left),
         behind_ns: behind,
+    }
+}
+
+/// The lag of a staged dispatch (`--stages`) that ended at `end`, whose
+/// next run was due at `next_due` (`None`: none was due before the stages
+/// end, the last run started `last_late` ns after it was due), with
+/// `due_not_started` runs due before the end that never started (their
+/// due times come from the stages, not one slot apart).
+pub(super) fn staged_lag(
+    end: u64,
+    next_due: Option<u64>,
+    last_late: u64,
+    due_not_started: u64,
+) -> Lag {
+    match next_due {
+        Some(next) => Lag {
+            due_not_started,
+            behind_ns: end.saturating_sub(next),
+        },
+        None => Lag {
+            due_not_started: 0,
+            behind_ns: last_late,
+        },
     }
 }
 

@@ -77,9 +77,16 @@ const MAX_CONCURRENCY: u32 = 1024;
 #[derive(Debug, Clone, Args)]
 pub struct ExecArgs {
     /// Runs started per second, as a rate spec: rate[,burst][,verb], e.g. 5,
-    /// 0.5, 100,1.5.
-    #[arg(long, value_name = "SPEC", value_parser = parse_spec, allow_hyphen_values = true)]
-    pub rate: RateSpec,
+    /// 0.5, 100,1.5 (with --stages, where they start; without it they start
+    /// at 0).
+    #[arg(
+        long,
+        value_name = "SPEC",
+        value_parser = parse_spec,
+        allow_hyphen_values = true,
+        required_unless_present = "stages"
+    )]
+    pub rate: Option<RateSpec>,
 
     // The rate limiter that schedules the runs, and its options.
     #[command(flatten)]
@@ -174,6 +181,14 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
+impl ExecArgs {
+    /// The rate spec: `--rate`'s, or without it (with `--stages`, ramping
+    /// from 0) one at the stages' highest rate (see [`ramp::spec_of`]).
+    pub(crate) fn spec(&self) -> RateSpec {
+        ramp::spec_of(self.rate, self.stages.as_ref())
+    }
+}
+
 fn parse_concurrency(s: &str) -> Result<u32, String> {
     let expected = format!("expected a whole number of runs at once, from 1 to {MAX_CONCURRENCY}");
     match s.trim().parse::<u32>() {
@@ -187,13 +202,14 @@ fn parse_concurrency(s: &str) -> Result<u32, String> {
 /// [`LimiterArgs::config`]), from a spec without the thread scope (one
 /// dispatcher takes every permit).
 fn limiter_config(args: &ExecArgs) -> anyhow::Result<LimiterConfig> {
-    if args.rate.scope() == Scope::Thread {
+    let spec = args.spec();
+    if spec.scope() == Scope::Thread {
         return Err(UsageError(format!(
             "the rate spec \"{}\" has the thread scope, which has no meaning for exec: one \
              dispatcher takes every permit and --concurrency bounds the runs at once; give \
              the rate without it (e.g. --rate {})",
-            args.rate,
-            args.rate.rate().get()
+            spec,
+            spec.rate().get()
         ))
         .into());
     }
@@ -215,7 +231,7 @@ fn limiter_config(args: &ExecArgs) -> anyhow::Result<LimiterConfig> {
             );
         }
     }
-    args.limiter.config(&args.rate, Access::Exact)
+    args.limiter.config(&spec, Access::Exact)
 }
 
 /// Finds `program` as `Command::new` would (a path, or a name looked up in
@@ -334,20 +350,21 @@ fn dispatch_on(
 /// lasts (`None`: count mode); and the rate it aims at (with `--stages`,
 /// their mean over the run: the progress line's target and the plot's
 /// bucket's).
-fn ramp_and_length(args: &ExecArgs) -> (Option<Ramp>, Option<Duration>, f64) {
-    let start = args.rate.rate().get();
-    match &args.stages {
+///
+/// # Errors
+///
+/// A [`UsageError`] for stages that never rise above 0 from 0.
+fn ramp_and_length(args: &ExecArgs) -> anyhow::Result<(Option<Ramp>, Option<Duration>, f64)> {
+    let start = ramp::start_rate(args.rate);
+    Ok(match &args.stages {
         Some(arg) => {
-            let ramp = Ramp {
-                arg: arg.clone(),
-                start,
-            };
+            let ramp = Ramp::new(arg, start).map_err(UsageError)?;
             let total = arg.stages.total();
             let target = ramp.target_rate(duration_nanos(total));
             (Some(ramp), Some(total), target)
         }
         None => (None, run::duration(args.duration, args.count), start),
-    }
+    })
 }
 
 /// Runs `exec` with `args` and returns its report.
@@ -372,10 +389,10 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
     let effective = limiter::effective_rate(&[limiter.as_ref()], &config, "run");
     effective.warn(
         &format!("--limiter {}", args.limiter.kind().name()),
-        args.rate.rate().get(),
+        args.spec().rate().get(),
         "ops",
     );
-    let (ramp, duration, target_rate) = ramp_and_length(args);
+    let (ramp, duration, target_rate) = ramp_and_length(args)?;
     let count = args.count;
     let bucket = plot::run_buckets(
         args.plot.as_ref().map(|p| &p.to),
@@ -421,6 +438,7 @@ pub fn run(args: &ExecArgs, interrupt: &Interrupt) -> anyhow::Result<ExecReport>
         count,
         ramp,
         driven: d.driven,
+        busy: d.busy,
     };
     let mut report = report(args, &d.tally, ran);
     if let Some(s) = &shared {

@@ -313,7 +313,7 @@ impl ExecReport {
             ("discard", _) => "discarded".to_owned(),
             _ => "ratekeeper's".to_owned(),
         };
-        writeln!(f, "runs            {}", fmt_count(self.runs))?;
+        writeln!(f, "runs            {}", self.runs_text())?;
         writeln!(f, "run length      {length}")?;
         writeln!(f, "stdout          {output}")?;
         if let Some(max) = self.max_behind_ns.filter(|_| self.stopped_by_max_behind) {

@@ -165,6 +165,16 @@ pub(super) struct Ran {
     pub(super) ramp: Option<Ramp>,
     /// With --stages: the rate changes made.
     pub(super) driven: Driven,
+    /// With --stages: the runs due while every slot was busy.
+    pub(super) busy: u64,
+}
+
+impl Ran {
+    /// With --stages: the runs they had due over the first `span_ns`.
+    fn runs_due(&self, span_ns: u64) -> Option<f64> {
+        let span = Duration::from_nanos(span_ns);
+        self.ramp.as_ref().map(|r| r.ops_due(span))
+    }
 }
 
 /// The runs' wait, service and response times, for `--fail-if`'s
@@ -222,6 +232,12 @@ pub struct ExecReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) stdout_file: Option<String>,
     pub(super) runs: u64,
+    /// With --stages: the runs due over the span, the integral of the
+    /// ramp's rate (null without).
+    pub(super) runs_due: Option<f64>,
+    /// With --stages: the runs due while every slot was busy (null
+    /// without).
+    pub(super) runs_found_slots_busy: Option<u64>,
     pub(super) succeeded: u64,
     pub(super) failed: u64,
     pub(super) exit_codes: BTreeMap<i32, u64>,
@@ -350,19 +366,44 @@ impl ExecReport {
             fmt_unit_rate(self.target_rate, "runs"),
             self.due_not_started,
             fmt_nanos(self.behind_ns),
-            match (kept_up, self.staged.stages.is_some()) {
-                (true, false) => {
-                    " (none by the limiter's schedule: it warms up, or lets permits not taken \
-                     in time go)"
-                }
-                (true, true) => {
-                    " (none by the limiter's schedule: it applies each --stages rate change \
-                     after the slots it already handed out, so it follows a ramp up a slot or \
-                     two late; it may also warm up, or let permits not taken in time go)"
-                }
-                (false, _) => "",
-            }
+            self.staged_why(kept_up)
         ))
+    }
+
+    /// The text report's runs: with --stages, beside those due and those
+    /// that found every slot busy.
+    pub(super) fn runs_text(&self) -> String {
+        let runs = crate::report::fmt_count(self.runs);
+        match (self.runs_due, self.runs_found_slots_busy) {
+            (Some(due), Some(busy)) => format!(
+                "{runs} (of {due:.2} due by the stages, the integral of their rate; {busy} \
+                 found every slot busy)"
+            ),
+            _ => runs,
+        }
+    }
+
+    /// Why a run fell short of its target, for the warning: with --stages,
+    /// the runs due against those started and whether every slot was busy
+    /// when some were due.
+    fn staged_why(&self, kept_up: bool) -> String {
+        match (self.runs_due, self.runs_found_slots_busy) {
+            (Some(due), Some(busy)) if busy > 0 => format!(
+                " ({} of {due:.2} runs due by --stages; every slot was busy when {busy} of them \
+                 were due: too little --concurrency ({}) for the stages, as k6's insufficient \
+                 VUs)",
+                self.runs, self.concurrency
+            ),
+            (Some(due), _) => format!(
+                " ({} of {due:.2} runs due by --stages; a slot was free for each when due, so \
+                 the limiter or the machine held them back)",
+                self.runs
+            ),
+            _ if kept_up => " (none by the limiter's schedule: it warms up, or lets permits not \
+                             taken in time go)"
+                .to_owned(),
+            _ => String::new(),
+        }
     }
 }
 
@@ -407,10 +448,10 @@ fn stdout_of(args: &ExecArgs) -> (&'static str, Option<String>) {
 pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
     let kind = ran.config.kind().limiter_kind();
     let (filling, fill_interval_ns) = filling(&ran.config);
-    let launch_span_ns = launch_span(tally, &ran, args.rate.rate().get());
+    let launch_span_ns = launch_span(tally, &ran, args.spec().rate().get());
     let target_rate = match &ran.ramp {
         Some(r) => r.target_rate(launch_span_ns),
-        None => args.rate.rate().get(),
+        None => args.spec().rate().get(),
     };
     let (stdout, stdout_file) = stdout_of(args);
     let succeeded = tally.exit_codes.get(&0).copied().unwrap_or(0);
@@ -420,7 +461,7 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        spec: args.rate.to_string(),
+        spec: args.spec().to_string(),
         limiter: kind.name(),
         fields: LimiterFields::of(&ran.config),
         wait_policy: (kind == LimiterKind::Pacer).then(|| wait_policy_name(&ran.config)),
@@ -429,7 +470,7 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         target_rate,
         staged: Staged::of(ran.ramp.as_ref(), ran.driven),
         effective_rate: ran.effective.json(),
-        effective_note: ran.effective.note(args.rate.rate().get()),
+        effective_note: ran.effective.note(args.spec().rate().get()),
         concurrency: args.concurrency,
         mode: run::mode_name(ran.duration),
         duration_ns: ran.duration.map(duration_nanos),
@@ -437,6 +478,8 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         stdout,
         stdout_file,
         runs: ran.launched,
+        runs_due: ran.runs_due(launch_span_ns),
+        runs_found_slots_busy: ran.ramp.as_ref().map(|_| ran.busy),
         succeeded,
         failed: ran
             .launched

@@ -176,6 +176,7 @@ fn sample_report() -> ExecReport {
         count: Some(4),
         ramp: None,
         driven: Default::default(),
+        busy: 0,
     };
     report(&args, &t, ran)
 }

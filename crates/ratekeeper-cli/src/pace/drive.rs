@@ -20,7 +20,7 @@ use super::worker::{Ctx, OpCounter, WorkerResult};
 use crate::progress::{self, Progress, Snapshot};
 use crate::report::{duration_nanos, process_cpu_nanos, thread_cpu_nanos};
 use crate::run::interrupt::Interrupt;
-use crate::run::ramp::{self, Driven};
+use crate::run::ramp::{self, Arrivals, Driven};
 
 /// How often a token-pool run samples the backlog (the waiting pool) for its
 /// maximum, and a run with --max-behind checks how far behind it is.
@@ -101,6 +101,7 @@ pub(super) fn drive<L: Sync, C: Clock + 'static>(
     // for --max-behind.
     let counters: Option<Arc<[OpCounter]>> = (progress::enabled() || plan.max_behind.is_some())
         .then(|| (0..plan.threads).map(|_| OpCounter::default()).collect());
+    let arrivals = arrivals(&plan);
     // Every worker holds a sender; the channel disconnects when all are gone
     // (returned or panicked), which ends the sampling without polling.
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -113,6 +114,7 @@ pub(super) fn drive<L: Sync, C: Clock + 'static>(
         progress: counters.as_deref().map(|c| &c[i as usize]),
         index: i,
         work: plan.work,
+        arrivals: (!arrivals.is_empty()).then(|| &arrivals[i as usize % arrivals.len()]),
     };
     // Set once the workers stopped: the --stages thread stops.
     let ended = AtomicBool::new(false);
@@ -172,6 +174,19 @@ fn go(plan: &RunPlan<'_>, t0: u64) -> Go {
     }
 }
 
+/// With --stages, the ops of each of the run's limiters (a worker's
+/// handle on a shared limiter shares its ops); empty without.
+fn arrivals<'a>(plan: &RunPlan<'a>) -> Vec<Arrivals<'a>> {
+    plan.target
+        .ramp
+        .map(|r| {
+            (0..plan.target.limiters)
+                .map(|_| Arrivals::new(r))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// When the last of the workers' `results` stopped.
 fn last_finished(results: &[WorkerResult]) -> Option<u64> {
     results.iter().map(|r| r.finished).max()
@@ -190,6 +205,7 @@ fn start_stages<'scope, 'env, C: Clock + 'static>(
     let Some(r) = plan.target.ramp else {
         return Ok(None);
     };
+    ramp::prime(r, rates);
     let handle = std::thread::Builder::new()
         .name("pace-stages".to_owned())
         .spawn_scoped(scope, move || {

@@ -155,30 +155,38 @@ ops so far, with elapsed counted until the check fired, an error line on \
 standard error says how far behind the run fell (in place of the \
 below-target warning), and the exit status is 3.
 
-Stages (--stages DUR:RATE,...), as k6's ramping stages: the rate ramps in a \
-straight line from --rate's rate to the first stage's RATE over its DUR, \
-then from there to the next stage's, and so on (10s:1k,30s:10k,10s:0: up to \
-1000 ops/s over 10 s, up to 10000/s over 30 s, down over the last 10 s; a \
-stage of 0s steps at once; RATE takes the suffixes and /min of --rate's \
-rate). A thread of its own changes the rate on the running limiters (no \
-restart: what a limiter already handed out stands) when the run starts and \
-then every 100 ms while the ramp moves by more than 0.5 %, until the stages \
-end, the workers stop or Ctrl-C; the slowest it paces at is a thousandth of \
-the run's highest rate (a rate of 0 cannot be kept). With the thread scope \
-every worker's limiter follows the stages (their rates are per limiter, as \
---rate's is), so the target is theirs x threads. A rate a limiter refuses \
-(e.g. more permits per refresh period than refill or cycle can count) is \
-warned about once on standard error; the limiter keeps the rate it had and \
-the run goes on; the report counts the refusals. A limiter applies a change \
-after the slots it already handed out, so on the way up the ops follow the \
-ramp a slot or two late. The target of a staged run is the rate the thread \
-set, a staircase that follows the ramp (below it on the way up, above it on \
-the way down): the ops due over a span from the start are the sum, over \
-each 100 ms step, of the rate set at its start times its length, and the \
-target rate over the span is those ops divided by it: the mean rate asked \
-for. The report's target rate is that mean over the elapsed time; behind, \
-the below-target warning and --max-behind (over the time so far) are \
-measured against it, not --rate's.
+Stages (--stages DUR:RATE,...), as k6's ramping arrival rate: the rate \
+ramps in a straight line from --rate's rate (without --rate, from 0) to \
+the first stage's RATE over its DUR, then from there to the next stage's, \
+and so on (10s:1k,30s:10k,10s:0: up to 1000 ops/s over 10 s, up to \
+10000/s over 30 s, down over the last 10 s; a stage of 0s steps at once; \
+RATE takes the suffixes and /min of --rate's rate). The ops due over a span \
+from the start are the integral of that rate over it: op 1 is due at the \
+start (also for a ramp from 0), op n when the integral reaches n - 1, so \
+the ops due by any time are within 1 of the integral, and none is due at or \
+after the stages' end. The workers take the ops in that order, each free \
+worker the next, wait until it is due, then for its permit; an op's wait \
+is measured from its due time. An op a worker takes after it was due while \
+it was still busy with an earlier op (its --work) found every worker busy: \
+too few --threads, as k6's insufficient VUs; the report counts them and \
+the below-target warning says so. A thread of its own sets the running \
+limiters' rate when the run starts and then every 100 ms while it moves by \
+more than 0.5 %, until the stages end, the workers stop or Ctrl-C: the \
+highest the ramp reaches until one op after the next 200 ms (at least a \
+thousandth of the run's highest rate: a rate of 0 cannot be kept), so a \
+limiter follows the ramp from above and hands no op a slot that ends after \
+the next op is due (a ramp from a low rate is not held back by its first \
+slot). Without --rate the limiter is built at the stages' highest rate with \
+the spec's defaults; stages that never rise above 0 from 0 are refused. \
+With the thread scope every worker's limiter has ops of its own by the \
+stages (their rates are per limiter, as --rate's is), so the target is \
+theirs x threads. A rate a limiter refuses (e.g. more permits per refresh \
+period than refill or cycle can count) is warned about once on standard \
+error; the limiter keeps the rate it had and the run goes on; the report \
+counts the refusals. The target rate over a span is the ops due over it \
+divided by it; the report's is over the elapsed time; behind, the \
+below-target warning and --max-behind (over the time so far) are measured \
+against it, not --rate's.
 
 Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
 report, each condition that holds is told on standard error (\"error: \
@@ -339,7 +347,7 @@ first (at the start) included; null without --stages
   rate_changes_refused integer (--stages) rate changes a limiter refused; \
 null without --stages
   start_rate       number   (--stages) --rate's rate (per limiter), where the \
-ramp starts; null without --stages
+ramp starts (0 without --rate); null without --stages
   effective_rate   number   ops/s the limiters' integer arithmetic gives at --rate's \
 rate (see Report above); \
 null for a limiter that does not limit at all
@@ -371,6 +379,11 @@ null for a limiter that does not limit at all
 (null in count mode)
   count            integer  the requested count (null in duration mode)
   ops              integer  ops counted
+  ops_due          number   (--stages) the ops due over the elapsed time: the \
+integral of the stages' rate (x limiters for the thread scope); null without
+  ops_found_workers_busy integer (--stages) ops taken after they were due \
+while every worker was busy with an earlier op (see Stages above); null \
+without
   elapsed_ns       integer  see Report above
   wall_ns          integer  see Report above
   achieved_rate    number   ops / elapsed

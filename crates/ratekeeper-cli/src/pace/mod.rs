@@ -71,9 +71,16 @@ const MAX_THREADS: u32 = 4096;
 /// Options of `ratekeeper pace`.
 #[derive(Debug, Clone, Args)]
 pub struct PaceArgs {
-    /// Rate spec: rate[,burst][,verb][,scope], e.g. 10k, 10k,1.1, 500,1.5,thread.
-    #[arg(long, value_name = "SPEC", value_parser = parse_spec, allow_hyphen_values = true)]
-    pub rate: RateSpec,
+    /// Rate spec: rate[,burst][,verb][,scope], e.g. 10k, 10k,1.1, 500,1.5,thread
+    /// (with --stages, where they start; without it they start at 0).
+    #[arg(
+        long,
+        value_name = "SPEC",
+        value_parser = parse_spec,
+        allow_hyphen_values = true,
+        required_unless_present = "stages"
+    )]
+    pub rate: Option<RateSpec>,
 
     // The limiter and its options.
     #[command(flatten)]
@@ -100,9 +107,9 @@ pub struct PaceArgs {
     pub count: Option<u64>,
 
     /// Ramp the rate through stages, as k6 does: DUR:RATE,... ramps in a
-    /// straight line from --rate's rate to each RATE over its DUR, e.g.
-    /// 10s:1k,30s:10k,10s:0, on the running limiters; the run lasts the
-    /// stages' total.
+    /// straight line from --rate's rate (or 0) to each RATE over its DUR,
+    /// e.g. 10s:1k,30s:10k,10s:0; the ops due by any time are the integral
+    /// of that rate; the run lasts the stages' total.
     #[arg(
         long,
         value_name = "STAGES",
@@ -155,6 +162,13 @@ pub struct PaceArgs {
 }
 
 impl PaceArgs {
+    /// The rate spec: `--rate`'s, or without it (with `--stages`, ramping
+    /// from 0) one at the stages' highest rate with the defaults, which the
+    /// limiter is built with before the stages set its rate.
+    pub(crate) fn spec(&self) -> RateSpec {
+        ramp::spec_of(self.rate, self.stages.as_ref())
+    }
+
     /// `--work`, spinning with `--work-cpu`.
     ///
     /// # Errors
@@ -254,7 +268,7 @@ fn run_plan<'a>(
 /// `--hdr-out` file that cannot be created or written; an error if a worker
 /// panicked.
 pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport> {
-    let spec = args.rate;
+    let spec = args.spec();
     let work = args.work()?;
     check_conditions(&args.fail_if, work.is_some())?;
     on_redis::check(args)?;
@@ -265,10 +279,12 @@ pub fn run(args: &PaceArgs, interrupt: &Interrupt) -> anyhow::Result<PaceReport>
     } else {
         1
     };
-    let ramp = args.stages.as_ref().map(|arg| Ramp {
-        arg: arg.clone(),
-        start: spec.rate().get(),
-    });
+    let ramp = args
+        .stages
+        .as_ref()
+        .map(|arg| Ramp::new(arg, ramp::start_rate(args.rate)))
+        .transpose()
+        .map_err(UsageError)?;
     let target = Target {
         rate: spec.rate().get() * f64::from(limiter_count),
         limiters: limiter_count,

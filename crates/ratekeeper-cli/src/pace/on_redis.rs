@@ -27,7 +27,7 @@ pub(super) fn check(args: &PaceArgs) -> Result<(), UsageError> {
             "{flag} cannot be used with --redis: {why}"
         )))
     };
-    if args.rate.scope() == ratekeeper::Scope::Thread {
+    if args.spec().scope() == ratekeeper::Scope::Thread {
         return refuse(
             "the rate spec's thread scope",
             "the workers share the one limit kept under --key (drop \",thread\")",

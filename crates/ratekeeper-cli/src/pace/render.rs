@@ -223,7 +223,7 @@ impl PaceReport {
             }
         )?;
         writeln!(f, "achieved rate   {}", fmt_rate(self.achieved_rate))?;
-        writeln!(f, "ops             {}", fmt_count(self.ops))?;
+        writeln!(f, "ops             {}", self.ops_text())?;
         if self.interrupted {
             writeln!(
                 f,

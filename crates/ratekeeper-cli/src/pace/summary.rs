@@ -3,7 +3,6 @@
 
 use ratekeeper::config::{Access, LimiterConfig, LimiterKind};
 use ratekeeper::pool::Filling;
-use ratekeeper::Scope;
 use serde::Serialize;
 
 use super::behind::{behind_nanos, below_target_warning, checks_below_target, is_below_target};
@@ -75,6 +74,12 @@ pub struct PaceReport {
     pub(super) duration_ns: Option<u64>,
     pub(super) count: Option<u64>,
     pub(super) ops: u64,
+    /// With --stages: the ops due over the span, the integral of the
+    /// ramp's rate (null without).
+    pub(super) ops_due: Option<f64>,
+    /// With --stages: the ops taken after they were due, every worker busy
+    /// then (null without).
+    pub(super) ops_found_workers_busy: Option<u64>,
     pub(super) elapsed_ns: u64,
     pub(super) wall_ns: u64,
     pub(super) achieved_rate: f64,
@@ -207,15 +212,34 @@ impl PaceReport {
         self.pacers.or(self.pools).or(self.limiters).unwrap_or(1)
     }
 
+    /// The text report's ops: with --stages, beside those due and those
+    /// that found every worker busy.
+    pub(super) fn ops_text(&self) -> String {
+        let ops = crate::report::fmt_count(self.ops);
+        match (self.ops_due, self.ops_found_workers_busy) {
+            (Some(due), Some(busy)) => format!(
+                "{ops} (of {due:.2} due by the stages, the integral of their rate; {busy} found \
+                 every worker busy)"
+            ),
+            _ => ops,
+        }
+    }
+
     /// The warning for a run below its target, if it is.
     pub(super) fn below_target_warning(&self) -> Option<String> {
         let w = below_target_warning(self.achieved_rate, self.target_rate, self.behind_ns);
-        let staged = match self.staged.stages {
-            Some(_) => {
-                " (the target is the --stages' mean; a limiter applies each rate change after \
-                 the slots it already handed out, so a run follows a ramp up a slot or two late)"
-            }
-            None => "",
+        let staged = match (self.ops_due, self.ops_found_workers_busy) {
+            (Some(due), Some(busy)) if busy > 0 => format!(
+                " ({} of {due:.2} ops due by --stages; every worker was busy when {busy} of \
+                 them were due: too few --threads ({}) for the stages, as k6's insufficient VUs)",
+                self.ops, self.threads
+            ),
+            (Some(due), _) => format!(
+                " ({} of {due:.2} ops due by --stages; a worker was free for each when due, so \
+                 the limiter or the machine held them back)",
+                self.ops
+            ),
+            _ => String::new(),
         };
         (self.below_target == Some(true)).then(|| format!("{w}{staged}"))
     }
@@ -278,14 +302,11 @@ pub(super) fn summarize(
     let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
     let kind = config.kind().limiter_kind();
-    let limiters = Some(if args.rate.scope() == Scope::Thread {
-        args.threads
-    } else {
-        1
-    });
+    // One each for the thread scope.
+    let limiters = Some(plan.target.limiters);
     let (filling, fill_interval_ns, max_backlog_ns, fills) = pool_fields(stats.pool);
     PaceReport {
-        spec: args.rate.to_string(),
+        spec: args.spec().to_string(),
         limiter: kind.name(),
         target_rate,
         staged: Staged::of(plan.target.ramp, outcome.driven),
@@ -308,6 +329,8 @@ pub(super) fn summarize(
         duration_ns: plan.duration.map(duration_nanos),
         count: plan.count,
         ops,
+        ops_due: plan.target.ops_due(elapsed_ns),
+        ops_found_workers_busy: plan.target.ramp.map(|_| busy_ops(&outcome.results)),
         elapsed_ns,
         wall_ns: outcome.t_end.saturating_sub(t0),
         achieved_rate,
@@ -336,6 +359,11 @@ pub(super) fn summarize(
         verdict: Verdict::default(),
         redis: None,
     }
+}
+
+/// With --stages: the ops the workers took after they were due.
+fn busy_ops(results: &[WorkerResult]) -> u64 {
+    results.iter().map(|r| r.busy).sum()
 }
 
 /// The workers' waits, merged.

@@ -1,11 +1,11 @@
 //! The rate a `pace` run aims at: `--rate`'s, summed over the limiters, or
-//! with `--stages` the rates they set on each limiter over the run (see
-//! [`ramp`](crate::run::ramp): the target over a span is the mean rate the
-//! limiters were asked for over it).
+//! with `--stages` their ramp's for each limiter's workers (see
+//! [`ramp`](crate::run::ramp): the target over a span is the ops due over
+//! it, the integral of the ramp's rate, divided by it).
 
 use std::time::Duration;
 
-use crate::run::ramp::{DueSoFar, Ramp};
+use crate::run::ramp::Ramp;
 
 /// The rate a run aims at.
 #[derive(Debug, Clone, Copy)]
@@ -17,15 +17,15 @@ pub(super) struct Target<'a> {
     /// How many limiters the workers share (one each for the thread
     /// scope): with `--stages` each follows them.
     pub(super) limiters: u32,
-    /// With `--stages`: the ramp every limiter follows, from `--rate`'s
-    /// rate (per limiter).
+    /// With `--stages`: the ramp the ops of every limiter follow, from
+    /// `--rate`'s rate (per limiter) or 0.
     pub(super) ramp: Option<&'a Ramp>,
 }
 
 impl<'a> Target<'a> {
     /// The target rate over the first `span_ns` of the run: the rate, or
-    /// with `--stages` the mean rate they set over it, summed over the
-    /// limiters (the rate they set at the start, for no span).
+    /// with `--stages` the ops due over it divided by it, summed over the
+    /// limiters (the ramp's rate at the start, for no span).
     pub(super) fn over(&self, span_ns: u64) -> f64 {
         match self.ramp {
             Some(r) => r.target_rate(span_ns) * f64::from(self.limiters),
@@ -34,43 +34,41 @@ impl<'a> Target<'a> {
     }
 
     /// The rate `at_ns` into the run, summed over the limiters: with
-    /// `--stages` the one set then.
+    /// `--stages` the ramp's then, at least its floor (a slot's length
+    /// stays finite).
     pub(super) fn at(&self, at_ns: u64) -> f64 {
         match self.ramp {
-            Some(r) => r.rate_at_nanos(at_ns) * f64::from(self.limiters),
+            Some(r) => r.rate_at_nanos(at_ns).max(r.floor()) * f64::from(self.limiters),
             None => self.rate,
         }
+    }
+
+    /// The ops due over the first `span_ns` of the run with `--stages`,
+    /// summed over the limiters: the integral of the ramp's rate; `None`
+    /// without.
+    pub(super) fn ops_due(&self, span_ns: u64) -> Option<f64> {
+        self.ramp
+            .map(|r| r.ops_due(Duration::from_nanos(span_ns)) * f64::from(self.limiters))
     }
 
     /// The target, as [`over`](Self::over), for spans that only grow: a
     /// check made often while the run goes on.
     pub(super) fn so_far(&self) -> TargetSoFar<'a> {
-        TargetSoFar {
-            target: *self,
-            due: self.ramp.map(DueSoFar::new),
-        }
+        TargetSoFar { target: *self }
     }
 }
 
-/// [`Target::over`] for spans that only grow: with `--stages` the ops due
-/// are summed a step at a time as the span grows ([`DueSoFar`]), not from
-/// the start at every check.
+/// [`Target::over`] for spans that only grow (the integral of a ramp is
+/// computed in closed form, a few operations per stage, at every check).
 #[derive(Debug, Clone)]
 pub(super) struct TargetSoFar<'a> {
     target: Target<'a>,
-    due: Option<DueSoFar<'a>>,
 }
 
 impl TargetSoFar<'_> {
     /// [`Target::over`] the first `span_ns` of the run.
     pub(super) fn over(&mut self, span_ns: u64) -> f64 {
-        match &mut self.due {
-            Some(due) if span_ns > 0 => {
-                let ops = due.runs_due(Duration::from_nanos(span_ns));
-                ops * 1e9 / span_ns as f64 * f64::from(self.target.limiters)
-            }
-            _ => self.target.over(span_ns),
-        }
+        self.target.over(span_ns)
     }
 }
 
@@ -89,7 +87,8 @@ mod tests {
         assert_eq!(plain.over(0), 2000.0);
         assert_eq!(plain.over(5_000_000_000), 2000.0);
         assert_eq!(plain.at(1), 2000.0);
-        // 5 up to 40 over 1 s, then 40 for 1 s, on each of 2 limiters.
+        // 5 up to 40 over 1 s, then 40 for 1 s, on each of 2 limiters:
+        // 22.5 + 40 ops due on each.
         let ramp = Ramp {
             arg: parse_stages_arg("1s:40,1s:40").unwrap(),
             start: 5.0,
@@ -100,7 +99,9 @@ mod tests {
             ramp: Some(&ramp),
         };
         let s = 1_000_000_000;
-        assert!((staged.over(2 * s) - 2.0 * 30.375).abs() < 1e-9);
+        assert!((staged.over(2 * s) - 2.0 * 31.25).abs() < 1e-9);
+        assert!((staged.ops_due(2 * s).unwrap() - 125.0).abs() < 1e-9);
+        assert_eq!(plain.ops_due(s), None);
         assert_eq!(staged.over(0), 10.0);
         assert_eq!(staged.at(s + 1), 80.0);
         let mut so_far = staged.so_far();

@@ -1,6 +1,7 @@
 //! One `pace` worker's loop: take a permit, record the op's wait, do its
 //! work (with --work) and record its service and response times, until the
-//! stop rule, Ctrl-C or a refusal for good.
+//! stop rule, Ctrl-C or a refusal for good. With --stages each op is first
+//! taken from the run's [`Arrivals`] and waited for until it is due.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use super::work::{WorkLoad, WorkSpec};
 use crate::plot::Buckets;
 use crate::report::WaitRecorder;
 use crate::run::interrupt::{self, Interrupt, LONG_WAIT_NANOS};
+use crate::run::ramp::Arrivals;
 use crate::run::sleep_until_retry;
 
 /// A worker's ops per time bucket, for --plot: a few additions per op, in
@@ -63,6 +65,9 @@ pub(super) struct WorkerResult {
     /// With --work: its work, with the service and response times of its
     /// ops whose work ran to the end.
     pub(super) work: Option<WorkLoad>,
+    /// With --stages: its ops taken after they were due (every worker was
+    /// busy then).
+    pub(super) busy: u64,
 }
 
 /// A worker's count of its ops, for the progress line, on a cache line of
@@ -89,6 +94,9 @@ pub(super) struct Ctx<'a> {
     pub(super) index: u32,
     /// With --work: what each op does after its permit.
     pub(super) work: Option<WorkSpec>,
+    /// With --stages: the ops of this worker's limiter, in order, each
+    /// with its due time.
+    pub(super) arrivals: Option<&'a Arrivals<'a>>,
 }
 
 impl Ctx<'_> {
@@ -204,14 +212,15 @@ struct Measures {
 }
 
 impl Measures {
-    /// One op granted by `g` that started at `now`, measured from its
-    /// scheduled time: records its wait, then does its work (with --work),
-    /// which records its service and response times. Returns the clock
-    /// reading when the op ended: `now` without work, or when the interrupt
-    /// (Ctrl-C, --max-behind) cut the work short.
+    /// One op that started at `now`, measured from its `scheduled` time
+    /// (its grant's, or with --stages its due time): records its wait,
+    /// then does its work (with --work), which records its service and
+    /// response times. Returns the clock reading when the op ended: `now`
+    /// without work, or when the interrupt (Ctrl-C, --max-behind) cut the
+    /// work short.
     #[inline]
-    fn op(&mut self, now: u64, g: &Grant, ctx: &Ctx<'_>) -> u64 {
-        let wait = now.saturating_sub(g.scheduled_nanos());
+    fn op(&mut self, now: u64, scheduled: u64, ctx: &Ctx<'_>) -> u64 {
+        let wait = now.saturating_sub(scheduled);
         self.waits.record(wait);
         if let Some(t) = &mut self.timeline {
             t.record(now, wait);
@@ -220,7 +229,7 @@ impl Measures {
         ctx.count_op(&mut self.ops);
         match &mut self.work {
             Some(w) => w
-                .run(g.scheduled_nanos(), now, ctx.clock, ctx.interrupt)
+                .run(scheduled, now, ctx.clock, ctx.interrupt)
                 .unwrap_or(now),
             None => now,
         }
@@ -239,10 +248,19 @@ pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult
         ops: 0,
     };
     let mut tally = Tally::default();
+    let mut busy = 0;
     if let Ok(go) = wait_at_gate(ctx.gate) {
         m.timeline = Timeline::new(&go);
-        match go.stop {
-            Stop::Deadline(deadline) => {
+        match (go.stop, ctx.arrivals) {
+            (Stop::Deadline(deadline), Some(arrivals)) => {
+                let run = Staged {
+                    arrivals,
+                    t0: go.t0,
+                    deadline,
+                };
+                busy = run.work(limiter, ctx, &mut m, &mut tally);
+            }
+            (Stop::Deadline(deadline), None) => {
                 while let Some(g) = next_grant(limiter, ctx, Some(deadline), &mut tally) {
                     let now = clock.now_nanos();
                     if g.ready_nanos() >= deadline {
@@ -250,17 +268,17 @@ pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult
                     }
                     // An op that ends past the deadline (its own start, or
                     // its work) is the worker's last.
-                    if m.op(now, &g, ctx) >= deadline {
+                    if m.op(now, g.scheduled_nanos(), ctx) >= deadline {
                         break;
                     }
                 }
             }
-            Stop::Count => {
+            (Stop::Count, _) => {
                 while ctx.take_one() {
                     let Some(g) = next_grant(limiter, ctx, None, &mut tally) else {
                         break;
                     };
-                    m.op(clock.now_nanos(), &g, ctx);
+                    m.op(clock.now_nanos(), g.scheduled_nanos(), ctx);
                 }
             }
         }
@@ -276,5 +294,129 @@ pub(super) fn worker<L: RateLimiter>(limiter: &L, ctx: &Ctx<'_>) -> WorkerResult
         interrupted: tally.interrupted,
         buckets: m.timeline.map(|t| t.buckets),
         work: m.work,
+        busy,
+    }
+}
+
+/// A worker's part of a staged run (--stages): the ops its limiter's
+/// [`Arrivals`] hand out, until the deadline.
+struct Staged<'a> {
+    arrivals: &'a Arrivals<'a>,
+    /// The run's start and deadline on the shared clock.
+    t0: u64,
+    deadline: u64,
+}
+
+impl Staged<'_> {
+    /// Takes the next op and waits until it is due, then for its permit;
+    /// the op is measured from its due time. Stops once no op is due
+    /// before the deadline, as the plain loop does (an op whose permit or
+    /// end is at or past the deadline is the last), at Ctrl-C or at a
+    /// refusal for good. Returns the ops that found every worker busy (see
+    /// [`Busy`]).
+    fn work<L: RateLimiter>(
+        &self,
+        limiter: &L,
+        ctx: &Ctx<'_>,
+        m: &mut Measures,
+        tally: &mut Tally,
+    ) -> u64 {
+        let mut busy = Busy::default();
+        while let Some(due) = self.arrivals.take() {
+            let due = self.t0.saturating_add(due);
+            if due >= self.deadline {
+                break;
+            }
+            let taken = ctx.clock.now_nanos();
+            if taken <= due && !sleep_until(ctx, due) {
+                tally.interrupted = true;
+                break;
+            }
+            let Some(g) = next_grant(limiter, ctx, Some(self.deadline), tally) else {
+                break;
+            };
+            busy.op(due, taken, m.last_start, g.ready_nanos());
+            let now = ctx.clock.now_nanos();
+            if g.ready_nanos() >= self.deadline || m.op(now, due, ctx) >= self.deadline {
+                break;
+            }
+        }
+        busy.ops
+    }
+}
+
+/// A worker's count of the ops of a staged run that found every worker
+/// busy: taken after they were due because this worker was still busy
+/// with an earlier op (its work, or its start), not waiting for that op's
+/// permit. An op is so if its worker's last op had started by the time it
+/// was due, or if the last op was itself so and its permit did not keep it
+/// waiting (the lateness carried over from op to op).
+#[derive(Debug, Default)]
+struct Busy {
+    ops: u64,
+    /// Whether the last op was late for a busy worker, not for its permit.
+    carried: bool,
+}
+
+impl Busy {
+    /// How long a permit may keep an op waiting, past when it was due or
+    /// taken, and still count as not holding it back: the time to ask for
+    /// it.
+    const HELD_NANOS: u64 = 1_000_000;
+
+    /// An op due at `due`, taken at `taken` by a worker whose last op
+    /// started at `last_start`, its permit ready at `ready`.
+    fn op(&mut self, due: u64, taken: u64, last_start: Option<u64>, ready: u64) {
+        let late = taken > due;
+        let busy = late && (self.carried || last_start.is_some_and(|s| s <= due));
+        let held = ready > taken.max(due).saturating_add(Self::HELD_NANOS);
+        self.ops += u64::from(busy);
+        self.carried = busy && !held;
+    }
+}
+
+/// Sleeps until clock reading `due`: on the interrupt while it is far off,
+/// then on the thread. Returns `false` if Ctrl-C (or --max-behind) came
+/// first.
+fn sleep_until(ctx: &Ctx<'_>, due: u64) -> bool {
+    loop {
+        if ctx.interrupt.is_set() {
+            return false;
+        }
+        let left = due.saturating_sub(ctx.clock.now_nanos());
+        if left == 0 {
+            return true;
+        }
+        if left > LONG_WAIT_NANOS {
+            ctx.interrupt
+                .sleep(Duration::from_nanos(left - LONG_WAIT_NANOS / 2));
+        } else {
+            std::thread::sleep(Duration::from_nanos(left));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Busy;
+
+    #[test]
+    fn busy_counts_ops_late_for_a_busy_worker_not_for_a_permit() {
+        let ms = 1_000_000;
+        let mut b = Busy::default();
+        // On time: not busy.
+        b.op(0, 0, None, 0);
+        // Due at 10 ms, taken at 50 ms after an op that started at 0 (its
+        // work ran long): busy; the next, due at 20 ms, taken at 100 ms
+        // after the op that started at 50 ms: busy too (carried).
+        b.op(10 * ms, 50 * ms, Some(0), 50 * ms);
+        b.op(20 * ms, 100 * ms, Some(50 * ms), 100 * ms);
+        assert_eq!(b.ops, 2);
+        // A permit that kept an op waiting ends the carry: the next op,
+        // late because the worker waited for that permit, is not busy.
+        b.op(30 * ms, 150 * ms, Some(100 * ms), 400 * ms);
+        assert_eq!(b.ops, 3);
+        b.op(40 * ms, 400 * ms, Some(400 * ms), 400 * ms);
+        assert_eq!(b.ops, 3);
     }
 }
