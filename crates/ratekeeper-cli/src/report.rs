@@ -11,6 +11,11 @@ use hdrhistogram::Histogram;
 use ratekeeper::smooth::Resolution;
 use serde::Serialize;
 
+/// The version of the JSON reports' schema (their `schema` field; see
+/// `docs/json.md`): raised when a field is renamed, dropped or changes
+/// meaning, not when one is added.
+pub const SCHEMA: u32 = 1;
+
 /// The largest wait a recorder tells apart: one hour. Longer waits are
 /// recorded as one hour in the histogram (the exact maximum is kept aside).
 const HIGHEST_TRACKABLE_NANOS: u64 = 3_600 * 1_000_000_000;
@@ -92,6 +97,7 @@ impl WaitRecorder {
         WaitSummary {
             p50: q(0.50),
             p90: q(0.90),
+            p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),
             max: self.max,
@@ -113,6 +119,8 @@ pub struct WaitSummary {
     pub p50: u64,
     /// 90th percentile.
     pub p90: u64,
+    /// 95th percentile.
+    pub p95: u64,
     /// 99th percentile.
     pub p99: u64,
     /// 99.9th percentile.
@@ -641,7 +649,12 @@ mod tests {
         a.merge(&b);
         let s = a.summary();
         assert_eq!(a.count(), 2_000);
-        assert!(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999 && s.p999 <= s.max);
+        assert!(s.p50 <= s.p90 && s.p90 <= s.p95 && s.p95 <= s.p99);
+        assert!(s.p99 <= s.p999 && s.p999 <= s.max);
+        // 2,000 values, half of them 0..1000 and half 0..999,999: the
+        // 95th percentile is the 1,900th, 899 x 1,001 (to 0.1 %).
+        let want = 899.0 * 1_001.0;
+        assert!((s.p95 as f64 - want).abs() <= want * 1e-3, "{}", s.p95);
         assert_eq!(s.max, 999 * 1_001);
         assert_eq!(WaitRecorder::new().summary(), WaitSummary::default());
     }

@@ -50,7 +50,7 @@ fn count_run_reports_consistent_json() {
     let achieved = f(&v, "achieved_rate");
     assert!((1000.0..4000.0).contains(&achieved), "achieved {achieved}");
     // 200 ops at 2000/s take about 100 ms.
-    let elapsed = u(&v, "elapsed_ns");
+    let elapsed = u(&v, "rate_span_ns");
     assert!(
         (50_000_000..2_000_000_000).contains(&elapsed),
         "elapsed {elapsed}"
@@ -91,7 +91,8 @@ fn text_report_shows_every_figure() {
                 .and(predicate::str::contains("achieved rate"))
                 .and(predicate::str::contains("ops             100"))
                 .and(predicate::str::contains("threads         2"))
-                .and(predicate::str::contains("elapsed"))
+                .and(predicate::str::contains("rate span"))
+                .and(predicate::str::contains("wait p95"))
                 .and(predicate::str::contains("wait p50"))
                 .and(predicate::str::contains("wait p90"))
                 .and(predicate::str::contains("wait p99 "))
@@ -118,7 +119,7 @@ fn duration_run_stops_at_the_deadline() {
     ]);
     assert_eq!(v["mode"], "duration");
     assert_eq!(u(&v, "duration_ns"), 300_000_000);
-    assert_eq!(u(&v, "elapsed_ns"), 300_000_000);
+    assert_eq!(u(&v, "rate_span_ns"), 300_000_000);
     assert!(v["count"].is_null());
     assert_eq!(u(&v, "threads"), 2);
     // About 300 ops; the pacer cannot grant more than its schedule holds.
@@ -863,7 +864,7 @@ fn refill_run_reports_its_parameters() {
     assert_eq!(u(&v, "ops"), 20);
     assert_eq!(u(&v, "refused"), 0);
     // 20 of the 50 stored permits: no wait for any.
-    assert!(u(&v, "elapsed_ns") < 500_000_000, "{v}");
+    assert!(u(&v, "rate_span_ns") < 500_000_000, "{v}");
 }
 
 #[test]
@@ -1653,7 +1654,7 @@ fn ctrl_c_ends_the_run_with_its_report() {
     assert_eq!(v["interrupted"], true);
     assert_eq!(u(&v, "ops"), 1, "the first op goes at once: {v}");
     // Count-mode elapsed: the op's grant plus one slot (2 s).
-    let elapsed = u(&v, "elapsed_ns");
+    let elapsed = u(&v, "rate_span_ns");
     assert!(
         (2_000_000_000..3_000_000_000).contains(&elapsed),
         "elapsed {elapsed}"

@@ -166,7 +166,7 @@ fn response_time_is_measured_from_the_schedule() {
     let sum = u(w, "mean") + u(s, "mean");
     assert!(u(r, "mean").abs_diff(sum) <= 2, "{r} vs {w} + {s}");
     // The slowest response is the last run's: it ended last.
-    assert!(u(&v, "elapsed_ns") >= u(r, "max"));
+    assert!(u(&v, "wall_ns") >= u(r, "max"));
 
     // With room for every run, each starts on time: the waits are small.
     let v = exec_json(&["--rate", "20", "-c", "8", "-n", "5", "--", "sleep", "0.2"]);
@@ -191,12 +191,12 @@ fn text_report_agrees_with_json() {
     assert_eq!(fields(&text, "failed"), ["6"]);
     assert_eq!(fields(&text, "exit 3"), ["6"]);
     assert_eq!(fields(&text, "target rate"), ["50", "runs/s"]);
-    // Every percentile row has the six statistics, as durations.
+    // Every percentile row has the seven statistics, as durations.
     for row in ["wait ", "service ", "response "] {
         let cells = fields(&text, row);
-        assert_eq!(cells.len(), 6, "{row}: {cells:?}");
+        assert_eq!(cells.len(), 7, "{row}: {cells:?}");
         let values: Vec<f64> = cells.iter().map(|c| text_nanos(c)).collect();
-        assert!(values[..5].windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+        assert!(values[..6].windows(2).all(|w| w[0] <= w[1]), "{values:?}");
     }
     assert!(!text.contains("interrupted"), "{text}");
 }
@@ -374,8 +374,8 @@ fn refill_limiter_schedules_runs_and_counts_refusals() {
     assert_eq!(f(&v, "effective_rate"), 20.0);
     assert!(v.get("strictness").is_none() && v.get("filling").is_none());
     // Three permits refilled 50 ms apart after the first two.
-    let span = u(&v, "launch_span_ns");
-    assert!(span >= 140_000_000, "launch span {span}");
+    let span = u(&v, "rate_span_ns");
+    assert!(span >= 140_000_000, "rate span {span}");
 }
 
 #[test]
@@ -399,7 +399,7 @@ fn cycle_limiter_schedules_runs_a_permit_per_cycle() {
     assert_eq!(u(&v, "timeout_ns"), 5_000_000_000);
     assert_eq!(u(&v, "refused"), 0);
     assert!(v.get("capacity").is_none());
-    assert!(u(&v, "launch_span_ns") >= 190_000_000, "{v}");
+    assert!(u(&v, "rate_span_ns") >= 190_000_000, "{v}");
 
     let (text, _) = exec_run(
         &[
@@ -488,7 +488,7 @@ fn duration_runs_stop_starting_at_the_deadline() {
     assert_eq!(v["mode"], "duration");
     assert_eq!(u(&v, "duration_ns"), 300_000_000);
     assert!(v["count"].is_null());
-    assert_eq!(u(&v, "launch_span_ns"), 300_000_000);
+    assert_eq!(u(&v, "rate_span_ns"), 300_000_000);
     let runs = u(&v, "runs");
     assert!((2..=7).contains(&runs), "runs {runs}");
 }
@@ -524,7 +524,7 @@ fn runs_due_but_not_started_are_counted_and_warned_about() {
     // 500 ms late at the deadline.
     assert!(u(&v, "behind_ns") >= 500_000_000, "{v}");
     assert_eq!(v["below_target"], true);
-    assert_eq!(u(&v, "launch_span_ns"), 1_000_000_000);
+    assert_eq!(u(&v, "rate_span_ns"), 1_000_000_000);
     let warning = format!(
         " % below the target 20 runs/s: {not_started} runs due but not started, behind by "
     );
@@ -594,7 +594,7 @@ fn an_interrupted_runs_rate_is_over_the_time_it_ran() {
     assert_eq!(status.code(), Some(130), "{status}");
     let v = json(&read_all(child.stdout.take()));
     assert_eq!((u(&v, "runs"), u(&v, "interrupted_runs")), (1, 1), "{v}");
-    assert!(u(&v, "launch_span_ns") >= 1_000_000_000, "{v}");
+    assert!(u(&v, "rate_span_ns") >= 1_000_000_000, "{v}");
     assert!(f(&v, "achieved_rate") <= 1.0, "{v}");
     // Due at 200 ms, 400 ms, ... before the signal.
     assert!(u(&v, "due_not_started") >= 4, "{v}");
@@ -1338,7 +1338,7 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
     assert_eq!(stages[..3], ["300ms:40", "(from", "20"], "{text}");
     assert!(text.contains("rate changes)"), "{text}");
     assert!(
-        text.contains("(the stages' mean over the launch span)"),
+        text.contains("(the stages' mean over the rate span)"),
         "{text}"
     );
     assert!(
@@ -1627,4 +1627,179 @@ fn hdr_out_writes_the_times_as_an_hdrhistogram_log() {
         "{stderr}"
     );
     assert!(out.stdout.is_empty());
+}
+
+/// A command that fails on its first run only, and succeeds after (the
+/// runs are one at a time): `MARK` tells them apart.
+fn fails_first(mark: &std::path::Path, first: &str, then: &str) -> String {
+    format!(
+        "[ -e '{m}' ] || {{ touch '{m}'; {first}; }}; {then}",
+        m = mark.display()
+    )
+}
+
+#[test]
+fn fail_if_takes_failures_as_a_percentage_of_finished_runs() {
+    // All four runs fail: 100 % of the finished runs.
+    let (_, stderr) = exec_run(
+        &[
+            "--rate",
+            "100",
+            "-n",
+            "4",
+            "--fail-if",
+            "failures>1%",
+            "--",
+            "false",
+        ],
+        99,
+    );
+    assert!(
+        stderr.contains("error: --fail-if failures>1%: failed, measured 100% (4 of 4 runs)\n"),
+        "{stderr}"
+    );
+    // One of four: 25 %, which is not above 25 % but is at least 25 %.
+    for (cond, code) in [
+        ("failures>25%", 0),
+        ("failures>=25%", 99),
+        ("failures>0.5%", 99),
+    ] {
+        let mark = scratch("exec-fail-share", &format!("{code}-{cond}"));
+        let script = fails_first(&mark, "exit 1", "exit 0");
+        let (stdout, stderr) = exec_run(
+            &[
+                "--rate",
+                "100",
+                "-n",
+                "4",
+                "--json",
+                "--fail-if",
+                cond,
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+            code,
+        );
+        let v = json(&stdout);
+        assert_eq!((u(&v, "failed"), u(&v, "succeeded")), (1, 3), "{cond}: {v}");
+        if code == 99 {
+            assert!(
+                stderr.contains(&format!(
+                    "error: --fail-if {cond}: failed, measured 25% (1 of 4 runs)\n"
+                )),
+                "{cond}: {stderr}"
+            );
+            assert_eq!(v["failed_conditions"], serde_json::json!([cond]));
+        }
+    }
+    // A percentage is for failures only, and at most 100 %.
+    rejects(
+        &["exec", "--rate", "5", "--fail-if", "rate<90%", "--", "true"],
+        &["--fail-if", "percentage", "failures"],
+    );
+    rejects(
+        &[
+            "exec",
+            "--rate",
+            "5",
+            "--fail-if",
+            "failures>101%",
+            "--",
+            "true",
+        ],
+        &["--fail-if", "0 to 100"],
+    );
+}
+
+#[test]
+fn p95_is_reported_beside_p90_and_p99() {
+    let (stdout, _) = exec_run(&["--rate", "200", "-n", "20", "--", "true"], 0);
+    let header: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("p50"))
+        .unwrap_or_else(|| panic!("no table in {stdout}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["p50", "p90", "p95", "p99", "p99.9", "max", "mean"]);
+    let v = exec_json(&[
+        "--rate",
+        "200",
+        "-n",
+        "20",
+        "--fail-if",
+        "response.p95>1h",
+        "--",
+        "true",
+    ]);
+    for key in ["wait_ns", "service_ns", "response_ns"] {
+        let s = &v[key];
+        let p = |q: &str| s[q].as_u64().unwrap_or_else(|| panic!("{key}.{q}: {s}"));
+        assert!(p("p90") <= p("p95") && p("p95") <= p("p99"), "{key}: {s}");
+    }
+}
+
+#[test]
+fn runs_are_counted_by_the_status_they_print() {
+    // As curl -w '%{http_code}' prints it: after the body, no newline.
+    let v = exec_json(&[
+        "--rate",
+        "100",
+        "-n",
+        "3",
+        "--status-from-stdout",
+        "--",
+        "sh",
+        "-c",
+        "printf '<p>hi</p>\\n503'",
+    ]);
+    assert_eq!(counts(&v, "stdout_statuses"), [pair("503", 3)]);
+    assert_eq!(counts(&v, "exit_codes"), [pair("0", 3)]);
+    assert_eq!(v["stdout"], "status");
+    // With curl --fail, an HTTP error also exits 22: a failed run, for
+    // --fail-if failures; the status it printed is counted all the same.
+    let mark = scratch("exec-status", "first");
+    let script = fails_first(&mark, "echo 503; exit 22", "echo 200");
+    let (stdout, stderr) = exec_run(
+        &[
+            "--rate",
+            "100",
+            "-n",
+            "4",
+            "--status-from-stdout",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        0,
+    );
+    assert!(stderr.is_empty() || !stderr.contains("200"), "{stderr}");
+    assert!(
+        stdout.contains("stdout          read for the status"),
+        "{stdout}"
+    );
+    assert_eq!(fields(&stdout, "status 200"), ["3"], "{stdout}");
+    assert_eq!(fields(&stdout, "status 503"), ["1"], "{stdout}");
+    assert_eq!(fields(&stdout, "exit 22"), ["1"], "{stdout}");
+    assert_eq!(fields(&stdout, "failed"), ["1"], "{stdout}");
+    // A run that prints nothing has no status.
+    let v = exec_json(&[
+        "--rate",
+        "100",
+        "-n",
+        "2",
+        "--status-from-stdout",
+        "--",
+        "true",
+    ]);
+    assert_eq!(counts(&v, "stdout_statuses"), [pair("", 2)]);
+    // Its output is read, so it cannot also go elsewhere.
+    for other in [&["--discard-stdout"][..], &["--stdout", "x.log"][..]] {
+        let mut args = vec!["exec", "--rate", "5", "--status-from-stdout"];
+        args.extend(other);
+        args.extend(["--", "true"]);
+        rejects(&args, &["--status-from-stdout", other[0]]);
+    }
 }

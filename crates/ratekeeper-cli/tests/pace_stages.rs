@@ -47,7 +47,7 @@ fn stages_ramp_the_rate_of_the_running_limiter() {
     assert_eq!(f(&v, "start_rate"), 50.0);
     assert_eq!(v["mode"], "duration");
     assert_eq!(u(&v, "duration_ns"), 2_000_000_000);
-    assert_eq!(u(&v, "elapsed_ns"), 2_000_000_000);
+    assert_eq!(u(&v, "rate_span_ns"), 2_000_000_000);
     // The target is the stages' mean over the run, not --rate; behind and
     // the achieved rate are measured against it.
     let target = f(&v, "target_rate");

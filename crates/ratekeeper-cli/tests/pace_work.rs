@@ -323,7 +323,7 @@ fn help_documents_the_work_and_overload_fields() {
         "service_ns",
         "response_ns",
         "ratekeeper pace --rate 1000 --threads 4 --work 2ms~500us",
-        "behind          elapsed - ops / target rate",
+        "behind          rate span - ops / target rate",
         "behind_ns",
         "below_target",
         "the run fell behind",
@@ -335,7 +335,7 @@ fn help_documents_the_work_and_overload_fields() {
 /// The run's `behind_ns` is what its elapsed time and ops say:
 /// elapsed - ops / target rate, at least 0 (to a nanosecond's rounding).
 fn assert_behind_is_consistent(v: &Value) {
-    let elapsed = u(v, "elapsed_ns") as f64;
+    let elapsed = u(v, "rate_span_ns") as f64;
     let used = u(v, "ops") as f64 * 1e9 / f(v, "target_rate");
     let behind = u(v, "behind_ns") as f64;
     assert!(
@@ -453,9 +453,8 @@ fn a_run_the_workers_cannot_keep_ends_behind_with_a_warning() {
         .lines()
         .find(|l| l.starts_with("behind          "))
         .unwrap_or_else(|| panic!("no behind line: {text}"));
-    assert!(
-        line.ends_with("(elapsed - ops / target rate: how far behind its schedule the run ended)")
-    );
+    assert!(line
+        .ends_with("(rate span - ops / target rate: how far behind its schedule the run ended)"));
     assert!(String::from_utf8(out.stderr)
         .unwrap()
         .starts_with("warning: the run fell behind"));
@@ -498,7 +497,7 @@ fn an_interrupted_run_counts_the_time_it_ran() {
         assert!(ops.contains(&u(&v, "ops")), "{work:?}: {v}");
         // About the 800 ms it ran (less the process's start): neither the
         // 60 s asked for nor, stuck in its work, one 10 ms slot.
-        let elapsed = u(&v, "elapsed_ns");
+        let elapsed = u(&v, "rate_span_ns");
         assert!((100 * MS..10_000 * MS).contains(&elapsed), "{work:?}: {v}");
         assert_behind_is_consistent(&v);
         let achieved = f(&v, "achieved_rate");
@@ -566,7 +565,7 @@ fn max_behind_ends_a_run_that_falls_that_far_behind_with_status_3() {
         assert_eq!(code, Some(3), "{stop:?}: {stderr}");
         assert!(took < Duration::from_secs(20), "{stop:?}: {took:?}");
         let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-        assert_eq!(v["stopped_behind"], true, "{v}");
+        assert_eq!(v["stopped_by_max_behind"], true, "{v}");
         assert_eq!(v["interrupted"], false, "{v}");
         assert_eq!(u(&v, "max_behind_ns"), 100 * MS);
         assert_behind_is_consistent(&v);
@@ -606,7 +605,7 @@ fn max_behind_cuts_a_stalled_worker_short() {
     assert_eq!(u(&v, "ops"), 1, "{v}");
     assert_eq!(u(&v, "completed"), 0, "{v}");
     // Elapsed runs until the check fired, not one 10 ms slot.
-    assert!(u(&v, "elapsed_ns") >= 100 * MS, "{v}");
+    assert!(u(&v, "rate_span_ns") >= 100 * MS, "{v}");
     assert!(u(&v, "behind_ns") >= 90 * MS, "{v}");
 }
 
@@ -625,7 +624,7 @@ fn max_behind_leaves_a_run_that_keeps_up_alone() {
     ]);
     assert!(stderr.is_empty(), "{stderr}");
     assert_eq!(u(&v, "max_behind_ns"), 50 * MS);
-    assert_eq!(v["stopped_behind"], false);
+    assert_eq!(v["stopped_by_max_behind"], false);
     // No op is due after the deadline: the last op's work running on past
     // it (here to 400 ms) does not count as falling behind. At the 200 ms
     // deadline the run is 190 ms behind, under the 250 ms limit.
@@ -641,7 +640,7 @@ fn max_behind_leaves_a_run_that_keeps_up_alone() {
         "250ms",
         "--json",
     ]);
-    assert_eq!(v["stopped_behind"], false, "{v}");
+    assert_eq!(v["stopped_by_max_behind"], false, "{v}");
     assert_eq!(u(&v, "ops"), 1, "{v}");
     assert!(
         stderr.starts_with("warning: the run fell behind"),
@@ -650,7 +649,7 @@ fn max_behind_leaves_a_run_that_keeps_up_alone() {
     // Without --max-behind: null.
     let (v, _) = json_run(&["pace", "--rate", "2000", "--count", "5", "--json"]);
     assert!(
-        v["max_behind_ns"].is_null() && v["stopped_behind"] == false,
+        v["max_behind_ns"].is_null() && v["stopped_by_max_behind"] == false,
         "{v}"
     );
 }

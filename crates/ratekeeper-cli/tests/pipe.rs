@@ -68,7 +68,7 @@ fn json_report_on_stderr_agrees_with_the_text_one() {
     assert_eq!(v["output_closed"], false);
     assert_eq!(v["interrupted"], false);
     // 20 slots of 10 ms, the first at once.
-    let elapsed = u(&v, "elapsed_ns");
+    let elapsed = u(&v, "rate_span_ns");
     assert!(
         (190_000_000..2_000_000_000).contains(&elapsed),
         "elapsed {elapsed}"
@@ -84,7 +84,7 @@ fn json_report_on_stderr_agrees_with_the_text_one() {
     assert_eq!(fields(&text, "writes"), ["20"]);
     assert_eq!(fields(&text, "target rate"), ["100", "lines/s"]);
     assert_eq!(fields(&text, "strictness"), ["1", "(strict)"]);
-    let shown = text_nanos(&fields(&text, "elapsed")[0]);
+    let shown = text_nanos(&fields(&text, "rate span")[0]);
     assert!((190e6..2e9).contains(&shown), "{text}");
     assert!(!text.contains("interrupted"), "{text}");
 }
@@ -146,8 +146,8 @@ fn text_report_carries_the_json_numbers() {
     );
     // Timed figures: the slots' 60 ms at least, and each report's achieved
     // rate is its lines over its elapsed time.
-    let elapsed_text = text_nanos(&fields(&text, "elapsed")[0]);
-    let elapsed_json = u(&v, "elapsed_ns") as f64;
+    let elapsed_text = text_nanos(&fields(&text, "rate span")[0]);
+    let elapsed_json = u(&v, "rate_span_ns") as f64;
     for elapsed in [elapsed_text, elapsed_json] {
         assert!((59.5e6..30e9).contains(&elapsed), "{elapsed}: {text}\n{v}");
     }
@@ -208,7 +208,7 @@ fn a_last_line_without_a_newline_is_copied_and_counted() {
     let (out, stderr, _) = pipe_run(&["--rate", "1000", "--json"], b"");
     assert!(out.is_empty());
     let v = json(&stderr);
-    assert_eq!((u(&v, "lines"), u(&v, "elapsed_ns")), (0, 0));
+    assert_eq!((u(&v, "lines"), u(&v, "rate_span_ns")), (0, 0));
 }
 
 #[test]

@@ -171,7 +171,7 @@ fn small_pattern_json_is_exact() {
         ]
     );
     assert_eq!(u(&strict["behind_ns"], "max"), 700 * MS);
-    assert_eq!(u(strict, "elapsed_ns"), 1_200 * MS);
+    assert_eq!(u(strict, "rate_span_ns"), 1_200 * MS);
     assert_eq!(limiters[1]["strictness_mode"], "average");
     assert_eq!(u(&limiters[1], "max_burst"), 2);
     assert_eq!(limiters[2]["kind"], "bursty");
@@ -299,7 +299,7 @@ fn summary_agrees_with_the_json(text: &str, limiters: &[Value], arrivals: u64) {
         agrees(cells[9], u(&l["behind_ns"], "max"));
         agrees(cells[10], u(l, "last_grant_ns"));
         // The JSON is consistent with itself.
-        let elapsed = u(l, "elapsed_ns");
+        let elapsed = u(l, "rate_span_ns");
         let interval = (1e9 / l["target_rate"].as_f64().unwrap()).round() as u64;
         assert_eq!(
             elapsed,

@@ -23,10 +23,11 @@ coordinated omission).
 The command is run directly (not through a shell: write sh -c '...' for one), \
 after --, with its standard input empty (/dev/null) and its standard error \
 shared with ratekeeper's. Its standard output is ratekeeper's (before the \
-report) unless --stdout FILE appends every run's output to FILE or \
---discard-stdout discards it. With --json, use one of them to keep standard \
-output to the one line of JSON. A command that cannot be found is refused \
-before the run (exit status 2).
+report; with --json, ratekeeper's standard error, so that standard output \
+carries the JSON alone) unless --stdout FILE appends every run's output to \
+FILE, --discard-stdout discards it or --status-from-stdout reads it for a \
+status (see Statuses). A command that cannot be found is refused before \
+the run (exit status 2).
 
 The options follow; after them, failures, each limiter, the run's length, \
 --stages and --fail-if, what the report says, and the JSON schema.";
@@ -104,7 +105,7 @@ the spec's defaults; stages that never rise above 0 from 0 are refused. A \
 rate the limiter refuses (e.g. more permits per refresh period than refill \
 or cycle can count) is warned about once on standard error; the limiter \
 keeps the rate it had and the run goes on; the report counts the refusals. \
-The target rate is the runs due over the launch span (see Report) divided by \
+The target rate is the runs due over the rate span (see Report) divided by \
 it. The achieved rate, its warning and the runs due but not started are \
 measured against it, not --rate's (the next run due and those after it \
 are due when the stages have them due).
@@ -167,14 +168,30 @@ Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
 report, each condition that holds is told on standard error (\"error: \
 --fail-if response.p99>50ms: failed, measured 73ms\") and the exit status \
 is 99. COND is FIGURE OP VALUE: FIGURE is wait, service or response with a \
-statistic, .p50, .p90, .p99, .p99.9 (any .pNN from p0 to p100), .max or \
-.mean (alone, its .p99), over the runs timed (see Report); or rate (the \
+statistic, .p50, .p90, .p95, .p99, .p99.9 (any .pNN from p0 to p100), .max \
+or .mean (alone, its .p99), over the runs timed (see Report); or rate (the \
 achieved rate, runs/s) or failures (failed runs, see Report); OP is >, >=, \
 < or <=; VALUE is a duration for a time (50ms, 1.5s, 250us), a rate for \
-rate (990, 1k, 60k/min) or a whole number for failures. The statistics \
-are the report's (p50, p90, p99, p99.9, max, mean; another percentile from \
-the same histogram). A condition that does not parse is refused before \
+rate (990, 1k, 60k/min), and for failures a whole number (failures>0) or a \
+percentage of the finished runs (failures>1%: the failed runs over those \
+that ran to their end, succeeded or failed, not those interrupted at a \
+stop; 0% when none did). Only failures takes a percentage. The statistics \
+are the report's (p50, p90, p95, p99, p99.9, max, mean; another percentile \
+from the same histogram). A condition that does not parse is refused before \
 the run (exit status 2); quote it for the shell (> and < redirect).
+
+Statuses (--status-from-stdout): ratekeeper reads every run's standard \
+output (it goes nowhere else) and counts the runs by the status on its \
+last line, trimmed: what curl -w '%{http_code}' prints after the body \
+(text: status S lines; JSON: stdout_statuses). A run that printed nothing, \
+or a last line over 32 bytes, has no status (\"(none)\", JSON \"\"); past \
+100 different statuses a new one counts as \"other\". The exit status \
+still decides whether a run failed: with curl --fail an HTTP error also \
+exits 22, so --fail-if 'failures>1%' reads it: ratekeeper exec --rate 50 \
+--status-from-stdout --fail-if 'failures>1%' -- curl -s -o /dev/null \
+--fail -w '%{http_code}' URL. The output is read until it closes: a run \
+that leaves a process behind holding it keeps its slot until that process \
+ends.
 
 Exit status: 0 when the run ended as planned (failed runs included: they \
 are counted); 1 when --fail-fast stopped it (or for a runtime error); 2 for \
@@ -194,7 +211,7 @@ Report:
 changes made on the running limiter (the first, at the start, included) and \
 those it refused
   target rate     --rate's rate; with --stages the stages' mean over the \
-launch span (see Stages above)
+rate span (see Stages above)
   effective rate  the rate the limiter's integer arithmetic gives (at \
 --rate's rate, where --stages start): the Pacer \
 and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
@@ -203,8 +220,8 @@ and the pool give each run floor(1e9 / rate) whole nanoseconds (--rate 510M: \
 floor(refresh period / limit) ns; cycle is exact. More than 0.1% off the target, \
 the report says by how much and why, and a warning on standard error says so \
 before the first run
-  achieved rate   runs / launch span
-  launch span     --duration for a run \
+  achieved rate   runs / rate span
+  rate span       the span the achieved rate is over: --duration for a run \
 that reached its deadline; otherwise (--count, or a run stopped early) from \
 the start of the schedule until the last run started plus one slot (1 / \
 target rate), or until the stop if that is later: a run stalled before a \
@@ -212,8 +229,7 @@ signal is measured over the time it actually ran
   not started     runs due before the end that never started (see Falling \
 behind above)
   behind          how late the next run due was at the end (see Falling behind)
-  elapsed         from the start of the schedule until the last run ended, \
-on the wall clock
+  wall clock      from the start of the schedule until the last run ended
   refused         refill, cycle only: permits refused because their wait would \
 exceed --timeout (the dispatcher waited and asked again)
   stopped         by --max-behind (how far behind), by SIGINT or SIGTERM \
@@ -221,11 +237,13 @@ exceed --timeout (the dispatcher waited and asked again)
 and how many of them SIGKILL; or by --fail-fast
   exit N          runs that exited with status N
   signal N        runs killed by signal N (Unix), but for interrupted ones
+  status S        (--status-from-stdout) runs that printed status S last \
+(see Statuses above)
   spawn failed    runs that could not be started, with the first error
   interrupted     runs ratekeeper sent SIGTERM at a stop that then ended by \
 a signal or with a status other than 0 (shown after a signal)
   fail-if         (--fail-if) how many conditions held, and which
-  wait, service, response: p50, p90, p99, p99.9, max and mean over the runs \
+  wait, service, response: p50, p90, p95, p99, p99.9, max and mean over the runs \
 that ran to their end: not those that could not be spawned or were \
 interrupted (HdrHistogram, 3 significant digits; max and mean exact)
 
@@ -265,10 +283,13 @@ Examples:
   ratekeeper exec --rate 1 --stages 10s:100,30s:100,10s:0 --concurrency 16 --discard-stdout -- ./probe.sh
   ratekeeper exec --rate 50 -c 4 --duration 1m --fail-if 'response.p99>200ms' --fail-if 'failures>0' --hdr-out runs.hlog -- ./probe.sh
 
-JSON output (--json): one object on one line, after anything the runs wrote \
-to standard output. Durations are integer nanoseconds, rates are runs per \
+JSON output (--json): one object on one line, alone on standard output (the \
+runs' output goes to standard error unless --stdout, --discard-stdout or \
+--status-from-stdout). Durations are integer nanoseconds, rates are runs per \
 second (floating point). Fields marked with limiters in parentheses appear \
 only with those limiters:
+  schema           integer  the schema's version, 1: raised when a field is \
+renamed, dropped or changes meaning (not when one is added)
   command          array    the command and its arguments (lossy UTF-8)
   spec             string   the rate spec in canonical form
   limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
@@ -289,7 +310,7 @@ only with those limiters:
   capacity         integer  (refill) the most permits the bucket stores
   initial_permits  integer  (refill) the permits in the bucket at the start
   target_rate      number   runs/s the schedule aims at: --rate's, or with \
---stages their mean over the launch span (see Stages above)
+--stages their mean over the rate span (see Stages above)
   stages           string   --stages as given, or null
   rate_changes     integer  (--stages) rates set on the running limiter, the \
 first (at the start) included; null without --stages
@@ -304,10 +325,11 @@ null without --stages
   duration_ns      integer  the requested duration, or the stages' total \
 (null in count mode)
   count            integer  the requested count (null in duration mode)
-  stdout           string   \"inherit\", \"file\" or \"discard\": where the runs' output went
+  stdout           string   where the runs' output went: \"inherit\", \"stderr\" \
+(with --json), \"file\", \"discard\" or \"status\" (--status-from-stdout)
   stdout_file      string   (--stdout) the file
   runs             integer  runs started, spawn failures included
-  runs_due         number   (--stages) the runs due over the launch span: the \
+  runs_due         number   (--stages) the runs due over the rate span: the \
 integral of the stages' rate; null without
   runs_found_slots_busy integer (--stages) runs due while every slot was \
 busy (see Stages above); null without
@@ -317,6 +339,8 @@ busy (see Stages above); null without
 interrupted runs apart
   signals          object   {\"SIGNAL\": runs} by signal number, e.g. {\"9\": 1}, \
 interrupted runs apart
+  stdout_statuses  object   (--status-from-stdout) {\"STATUS\": runs} by the \
+status printed, e.g. {\"200\": 98, \"503\": 2}; \"\" for none
   spawn_failed     integer  runs that could not be started
   spawn_error      string   the first spawn error, or null
   interrupted_runs integer  runs sent SIGTERM at a stop that then ended by a \
@@ -325,15 +349,15 @@ signal or with a status other than 0: not failed
   killed           integer  of those, runs whose group was also sent SIGKILL \
 (after the grace, or at a further signal)
   grace_ns         integer  --grace: from SIGTERM to SIGKILL
-  launch_span_ns   integer  see Report above
-  achieved_rate    number   runs / launch span
+  rate_span_ns     integer  the span the achieved rate is over (see Report above)
+  achieved_rate    number   runs / rate span
   due_not_started  integer  runs due before the end that never started (see \
 Falling behind above)
   behind_ns        integer  how late the next run due was at the end
   below_target     boolean  whether the achieved rate was more than 1% (and \
-at least one run) below the target: the warning
-  elapsed_ns       integer  from the start of the schedule to the end of the last run
-  wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}: start - scheduled
+at least one run) below the target: the warning; null with --redis (not checked)
+  wall_ns          integer  the wall clock from the start of the schedule to the end of the last run
+  wait_ns          object   {\"p50\", \"p90\", \"p95\", \"p99\", \"p999\", \"max\", \"mean\"}: start - scheduled
   service_ns       object   the same percentiles of end - start
   response_ns      object   the same percentiles of end - scheduled
   refused          integer  (refill, cycle) permits refused by the timeout (each run asked again)

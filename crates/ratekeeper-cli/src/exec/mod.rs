@@ -120,7 +120,8 @@ pub struct ExecArgs {
     pub stages: Option<StagesArg>,
 
     /// Append every run's standard output to FILE (created if missing)
-    /// [default: ratekeeper's standard output].
+    /// [default: ratekeeper's standard output; with --json, its standard
+    /// error].
     #[arg(
         long,
         value_name = "FILE",
@@ -132,6 +133,12 @@ pub struct ExecArgs {
     /// Discard every run's standard output.
     #[arg(long, display_order = 106)]
     pub discard_stdout: bool,
+
+    /// Read every run's standard output and count the runs by the status
+    /// each prints on its last line, e.g. curl -w '%{http_code}' (see
+    /// Statuses in --help).
+    #[arg(long, conflicts_with_all = ["stdout", "discard_stdout"])]
+    pub status_from_stdout: bool,
 
     /// Stop starting runs after the first failed one (a non-zero exit, a
     /// signal, or a failed spawn); exit status 1 after the report.
@@ -288,9 +295,13 @@ fn check_program(_program: &OsStr) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Where the runs' standard output goes (`--stdout`, `--discard-stdout`).
+/// Where the runs' standard output goes (`--stdout`, `--discard-stdout`,
+/// `--status-from-stdout`; with `--json`, whose report standard output
+/// carries alone, standard error by default).
 fn output(args: &ExecArgs) -> anyhow::Result<Output> {
     Ok(match (&args.stdout, args.discard_stdout) {
+        (None, false) if args.status_from_stdout => Output::Status,
+        (None, false) if args.json => Output::Stderr,
         (Some(path), _) => {
             let file = File::options()
                 .create(true)

@@ -67,7 +67,7 @@ pub(super) fn write_hdr_log(
         ("service", h.service.histogram()),
         ("response", h.response.histogram()),
     ];
-    let elapsed = Duration::from_nanos(report.elapsed_ns);
+    let elapsed = Duration::from_nanos(report.wall_ns);
     crate::hdr_log::write(path, started, elapsed, &tagged)?;
     wrote(path);
     Ok(())
@@ -76,7 +76,7 @@ pub(super) fn write_hdr_log(
 /// The plot of a run: the runs started per bucket against the target, and
 /// the `response` and `service` times of the runs started in each bucket.
 fn exec_plot(report: &ExecReport, response: &Buckets, service: &Buckets) -> Plot {
-    let span = report.launch_span_ns;
+    let span = report.rate_span_ns;
     let end_secs = span as f64 / 1e9;
     let series = |name: &str, color, width, points| Series {
         name: name.to_owned(),
@@ -144,7 +144,7 @@ fn target_series(report: &ExecReport, end_secs: f64) -> Series {
             color: plot::TARGET,
             dashed: true,
             width: 1,
-            points: ramp.points(report.launch_span_ns),
+            points: ramp.points(report.rate_span_ns),
         },
         None => plot::target_series(
             format!("target {}", fmt_rate(report.target_rate)),
@@ -311,6 +311,8 @@ impl ExecReport {
         let output = match (self.stdout, &self.stdout_file) {
             (_, Some(file)) => format!("appended to {file}"),
             ("discard", _) => "discarded".to_owned(),
+            ("stderr", _) => "ratekeeper's standard error (--json)".to_owned(),
+            ("status", _) => "read for the status (--status-from-stdout)".to_owned(),
             _ => "ratekeeper's".to_owned(),
         };
         writeln!(f, "runs            {}", self.runs_text())?;
@@ -384,14 +386,14 @@ impl ExecReport {
         )?;
         writeln!(
             f,
-            "achieved rate   {} (runs started over the launch span)",
+            "achieved rate   {} (runs started over the rate span)",
             fmt_unit_rate(self.achieved_rate, "runs")
         )?;
         writeln!(
             f,
-            "launch span     {} (--duration reached, else until the last start plus one slot \
+            "rate span       {} (--duration reached, else until the last start plus one slot \
              or the stop)",
-            fmt_nanos(self.launch_span_ns)
+            fmt_nanos(self.rate_span_ns)
         )?;
         writeln!(
             f,
@@ -410,8 +412,8 @@ impl ExecReport {
         )?;
         writeln!(
             f,
-            "elapsed         {} (wall clock, until the last run ended)",
-            fmt_nanos(self.elapsed_ns)
+            "wall clock      {} (until the last run ended)",
+            fmt_nanos(self.wall_ns)
         )?;
         if let Some(refused) = self.refused {
             writeln!(
@@ -447,7 +449,7 @@ impl ExecReport {
         )?;
         writeln!(
             f,
-            "target rate     {} (the stages' mean over the launch span)",
+            "target rate     {} (the stages' mean over the rate span)",
             fmt_unit_rate(self.target_rate, "runs")
         )
     }
@@ -470,6 +472,10 @@ impl ExecReport {
         }
         for (code, n) in &self.exit_codes {
             writeln!(f, "{:<16}{}", format!("exit {code}"), fmt_count(*n))?;
+        }
+        for (status, n) in self.stdout_statuses.iter().flatten() {
+            let status = if status.is_empty() { "(none)" } else { status };
+            writeln!(f, "{:<15} {}", format!("status {status}"), fmt_count(*n))?;
         }
         for (sig, n) in &self.signals {
             let name = signal_name(*sig)
@@ -501,8 +507,8 @@ impl ExecReport {
     fn fmt_times(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-            "", "p50", "p90", "p99", "p99.9", "max", "mean"
+            "{:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            "", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"
         )?;
         for (name, s) in [
             ("wait", &self.wait_ns),
@@ -511,9 +517,10 @@ impl ExecReport {
         ] {
             writeln!(
                 f,
-                "{name:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+                "{name:<10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
                 fmt_nanos(s.p50),
                 fmt_nanos(s.p90),
+                fmt_nanos(s.p95),
                 fmt_nanos(s.p99),
                 fmt_nanos(s.p999),
                 fmt_nanos(s.max),

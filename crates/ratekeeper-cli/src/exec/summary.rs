@@ -21,9 +21,18 @@ use crate::report::{
     WaitRecorder, WaitSummary,
 };
 use crate::run::ramp::{Driven, Ramp, Staged};
-use crate::run::verdict::{recorded, Condition, Failed, Figures, Stat, TimeFigure, Verdict};
+use crate::run::verdict::{
+    recorded, Condition, Failed, Failures, Figures, Stat, TimeFigure, Verdict,
+};
 use crate::run::{self, schedule_span};
 use crate::shared::RedisReport;
+
+/// The most different statuses `--status-from-stdout` counts apart.
+pub(super) const MAX_STATUSES: usize = 100;
+
+/// What the runs that printed a status beyond the first
+/// [`MAX_STATUSES`] different ones count as.
+pub(super) const OTHER_STATUS: &str = "other";
 
 /// What the dispatcher has seen of the finished runs.
 #[derive(Debug)]
@@ -34,6 +43,8 @@ pub(super) struct Tally {
     pub(super) response: WaitRecorder,
     pub(super) exit_codes: BTreeMap<i32, u64>,
     pub(super) signals: BTreeMap<i32, u64>,
+    /// With --status-from-stdout: runs by the status they printed.
+    pub(super) statuses: BTreeMap<String, u64>,
     pub(super) spawn_failed: u64,
     pub(super) spawn_error: Option<String>,
     pub(super) failed: u64,
@@ -61,6 +72,7 @@ impl Tally {
             response: WaitRecorder::new(),
             exit_codes: BTreeMap::new(),
             signals: BTreeMap::new(),
+            statuses: BTreeMap::new(),
             spawn_failed: 0,
             spawn_error: None,
             failed: 0,
@@ -102,7 +114,21 @@ impl Tally {
         if matches!(f.ended, Ended::SpawnFailed(_)) {
             return;
         }
+        if let Some(status) = &f.status {
+            self.count_status(status);
+        }
         self.record_times(f);
+    }
+
+    /// Counts a run by the status it printed: past [`MAX_STATUSES`]
+    /// different ones, a new one counts as [`OTHER_STATUS`].
+    fn count_status(&mut self, status: &str) {
+        let key = if self.statuses.len() < MAX_STATUSES || self.statuses.contains_key(status) {
+            status
+        } else {
+            OTHER_STATUS
+        };
+        *self.statuses.entry(key.to_owned()).or_default() += 1;
     }
 
     /// Counts what a run was sent at a stop; returns whether it is an
@@ -200,6 +226,8 @@ impl Histograms {
 /// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecReport {
+    /// The JSON schema's version.
+    pub(super) schema: u32,
     pub(super) command: Vec<String>,
     pub(super) spec: String,
     pub(super) limiter: &'static str,
@@ -213,7 +241,7 @@ pub struct ExecReport {
     /// `Some(None)` (JSON null) for a pool filled inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) fill_interval_ns: Option<Option<u64>>,
-    /// --rate's rate; with --stages, their mean over the launch span (see
+    /// --rate's rate; with --stages, their mean over the rate span (see
     /// [`ramp`](crate::run::ramp)).
     pub(super) target_rate: f64,
     /// With --stages: the stages and the rate changes.
@@ -242,22 +270,29 @@ pub struct ExecReport {
     pub(super) failed: u64,
     pub(super) exit_codes: BTreeMap<i32, u64>,
     pub(super) signals: BTreeMap<i32, u64>,
+    /// With --status-from-stdout: runs by the status they printed last
+    /// ("" for none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stdout_statuses: Option<BTreeMap<String, u64>>,
     pub(super) spawn_failed: u64,
     pub(super) spawn_error: Option<String>,
     pub(super) interrupted_runs: u64,
     pub(super) terminated: u64,
     pub(super) killed: u64,
     pub(super) grace_ns: u64,
-    pub(super) launch_span_ns: u64,
+    pub(super) rate_span_ns: u64,
     pub(super) achieved_rate: f64,
     /// Runs due before the end that never started (see [`lag`](super::lag)).
     pub(super) due_not_started: u64,
     /// How late the schedule was at the end.
     pub(super) behind_ns: u64,
     /// Whether the achieved rate fell short of the target (by more than
-    /// 1 %, and by at least one run).
-    pub(super) below_target: bool,
-    pub(super) elapsed_ns: u64,
+    /// 1 %, and by at least one run); `None` (JSON null) where it is not
+    /// checked (a limit shared through Redis).
+    pub(super) below_target: Option<bool>,
+    /// The wall clock from the start of the schedule until the last run
+    /// ended.
+    pub(super) wall_ns: u64,
     pub(super) wait_ns: WaitSummary,
     pub(super) service_ns: WaitSummary,
     pub(super) response_ns: WaitSummary,
@@ -347,12 +382,12 @@ impl ExecReport {
     /// shared rate, which every process sharing it makes up together.
     pub(super) fn share(&mut self, redis: RedisReport) {
         self.redis = Some(redis);
-        self.below_target = false;
+        self.below_target = None;
     }
 
     /// The warning for an achieved rate below the target, if it was.
     pub(super) fn below_target_warning(&self) -> Option<String> {
-        if !self.below_target {
+        if self.below_target != Some(true) {
             return None;
         }
         let short = (1.0 - self.achieved_rate / self.target_rate) * 100.0;
@@ -425,7 +460,7 @@ fn filling(config: &LimiterConfig) -> (Option<&'static str>, Option<Option<u64>>
 /// schedule until the last run started plus one slot (at the rate then),
 /// or until the dispatch stopped if that is later (a run stalled before a
 /// signal is over the time it actually ran).
-fn launch_span(tally: &Tally, ran: &Ran, rate: f64) -> u64 {
+fn rate_span(tally: &Tally, ran: &Ran, rate: f64) -> u64 {
     let rate = match (&ran.ramp, tally.last_start) {
         (Some(r), Some(last)) => r.rate_at_nanos(last.saturating_sub(tally.t0)),
         _ => rate,
@@ -441,6 +476,8 @@ fn stdout_of(args: &ExecArgs) -> (&'static str, Option<String>) {
     match (&args.stdout, args.discard_stdout) {
         (Some(p), _) => ("file", Some(p.display().to_string())),
         (None, true) => ("discard", None),
+        _ if args.status_from_stdout => ("status", None),
+        _ if args.json => ("stderr", None),
         (None, false) => ("inherit", None),
     }
 }
@@ -448,14 +485,15 @@ fn stdout_of(args: &ExecArgs) -> (&'static str, Option<String>) {
 pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
     let kind = ran.config.kind().limiter_kind();
     let (filling, fill_interval_ns) = filling(&ran.config);
-    let launch_span_ns = launch_span(tally, &ran, args.spec().rate().get());
+    let rate_span_ns = rate_span(tally, &ran, args.spec().rate().get());
     let target_rate = match &ran.ramp {
-        Some(r) => r.target_rate(launch_span_ns),
+        Some(r) => r.target_rate(rate_span_ns),
         None => args.spec().rate().get(),
     };
     let (stdout, stdout_file) = stdout_of(args);
     let succeeded = tally.exit_codes.get(&0).copied().unwrap_or(0);
     ExecReport {
+        schema: crate::report::SCHEMA,
         command: args
             .command
             .iter()
@@ -478,7 +516,7 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
         stdout,
         stdout_file,
         runs: ran.launched,
-        runs_due: ran.runs_due(launch_span_ns),
+        runs_due: ran.runs_due(rate_span_ns),
         runs_found_slots_busy: ran.ramp.as_ref().map(|_| ran.busy),
         succeeded,
         failed: ran
@@ -487,18 +525,19 @@ pub(super) fn report(args: &ExecArgs, tally: &Tally, ran: Ran) -> ExecReport {
             .saturating_sub(tally.interrupted),
         exit_codes: tally.exit_codes.clone(),
         signals: tally.signals.clone(),
+        stdout_statuses: args.status_from_stdout.then(|| tally.statuses.clone()),
         spawn_failed: tally.spawn_failed,
         spawn_error: tally.spawn_error.clone(),
         interrupted_runs: tally.interrupted,
         terminated: tally.terminated,
         killed: tally.killed,
         grace_ns: duration_nanos(ran.grace),
-        launch_span_ns,
-        achieved_rate: per_second(ran.launched, launch_span_ns),
+        rate_span_ns,
+        achieved_rate: per_second(ran.launched, rate_span_ns),
         due_not_started: ran.lag.due_not_started,
         behind_ns: ran.lag.behind_ns,
-        below_target: below_target(ran.launched, launch_span_ns, target_rate),
-        elapsed_ns: tally
+        below_target: Some(below_target(ran.launched, rate_span_ns, target_rate)),
+        wall_ns: tally
             .last_end
             .max(tally.last_start)
             .unwrap_or(tally.t0)
@@ -540,7 +579,12 @@ impl Figures for ExecReport {
         self.achieved_rate
     }
 
-    fn failures(&self) -> Option<u64> {
-        Some(self.failed)
+    /// Failed runs, of the finished ones: those that ran to their end,
+    /// succeeded or failed (not those interrupted at a stop).
+    fn failures(&self) -> Option<Failures> {
+        Some(Failures {
+            failed: self.failed,
+            finished: self.succeeded + self.failed,
+        })
     }
 }

@@ -66,6 +66,7 @@ fn finished(number: u64, scheduled: u64, start: u64, end: u64, ended: Ended) -> 
         end,
         ended,
         sent: Sent::Nothing,
+        status: None,
     }
 }
 
@@ -211,8 +212,10 @@ fn text_and_json_reports_say_the_same() {
     assert_eq!(json["command"], serde_json::json!(["sh", "-c", "exit 3"]));
     assert_eq!(line("command").join(" "), "sh -c 'exit 3'");
     // 4 runs, the last started 300 ms + 4 µs in, plus a 100 ms slot.
-    assert_eq!(json["launch_span_ns"], 400_004_000u64);
-    assert_eq!(json["elapsed_ns"], 550_004_000u64);
+    assert_eq!(json["rate_span_ns"], 400_004_000u64);
+    assert_eq!(line("rate span")[0], "400ms");
+    assert_eq!(json["wall_ns"], 550_004_000u64);
+    assert_eq!(line("wall clock")[0], "550ms");
     let achieved = json["achieved_rate"].as_f64().unwrap();
     assert!((achieved - 4e9 / 400_004_000.0).abs() < 1e-9);
     for (row, key) in [
@@ -221,10 +224,10 @@ fn text_and_json_reports_say_the_same() {
         ("response ", "response_ns"),
     ] {
         let cells = line(row);
-        assert_eq!(cells.len(), 6, "{row}: {cells:?}");
+        assert_eq!(cells.len(), 7, "{row}: {cells:?}");
         for (cell, stat) in cells
             .iter()
-            .zip(["p50", "p90", "p99", "p999", "max", "mean"])
+            .zip(["p50", "p90", "p95", "p99", "p999", "max", "mean"])
         {
             let exact = json[key][stat].as_u64().unwrap() as f64;
             let shown = text_nanos(cell);
@@ -352,7 +355,7 @@ fn the_warning_says_how_far_below_and_behind() {
     let mut r = sample_report();
     r.achieved_rate = 5.0;
     r.target_rate = 20.0;
-    r.below_target = true;
+    r.below_target = Some(true);
     r.due_not_started = 15;
     r.behind_ns = 750_000_000;
     assert_eq!(
@@ -385,7 +388,7 @@ fn the_warning_says_how_far_below_and_behind() {
 
 #[test]
 fn fail_if_reads_the_reports_figures() {
-    use crate::run::verdict::{parse_condition, Figures, Stat, TimeFigure};
+    use crate::run::verdict::{parse_condition, Failures, Figures, Stat, TimeFigure};
     let mut r = sample_report();
     // Service times 5, 7, 9 and 250 ms; three runs failed.
     let ms = |v: f64| v * 1e6;
@@ -400,7 +403,13 @@ fn fail_if_reads_the_reports_figures() {
         r.time(TimeFigure::Wait, Stat::Mean),
         Some(r.wait_ns.mean as f64)
     );
-    assert_eq!(r.failures(), Some(3));
+    assert_eq!(
+        r.failures(),
+        Some(Failures {
+            failed: 3,
+            finished: 4
+        })
+    );
     assert_eq!(r.rate(), r.achieved_rate);
     let conditions: Vec<_> = [
         "service.p75>8ms",

@@ -144,14 +144,14 @@ would (see Stages below).
 for a permit longer than 20ms is cut short and the permit given back; a token \
 pool's waiting claim is waited for; --work longer than 20ms, and any \
 --work-cpu spin, is cut short, and that op counts in ops and wait only), the report covers the ops so far, with \
-elapsed counted as in count mode (and at least until the run stopped), and \
+the rate span counted as in count mode (and at least until the run stopped), and \
 the exit status is 130.
   --max-behind DUR ends the run once it falls DUR behind its schedule \
-(elapsed so far - ops started / target rate; see behind below), checked \
+(the rate span so far - ops started / target rate; see behind below), checked \
 every 1ms by the reporting thread while ops are still due (before the \
 deadline; in count mode, until the last op has started). The workers stop \
 as for Ctrl-C (a long wait or --work is cut short), the report covers the \
-ops so far, with elapsed counted until the check fired, an error line on \
+ops so far, with the rate span counted until the check fired, an error line on \
 standard error says how far behind the run fell (in place of the \
 below-target warning), and the exit status is 3.
 
@@ -184,7 +184,7 @@ theirs x threads. A rate a limiter refuses (e.g. more permits per refresh \
 period than refill or cycle can count) is warned about once on standard \
 error; the limiter keeps the rate it had and the run goes on; the report \
 counts the refusals. The target rate over a span is the ops due over it \
-divided by it; the report's is over the elapsed time; behind, the \
+divided by it; the report's is over the rate span; behind, the \
 below-target warning and --max-behind (over the time so far) are measured \
 against it, not --rate's.
 
@@ -192,12 +192,12 @@ Fail-if (--fail-if COND, repeatable), as k6's thresholds, for CI: after the \
 report, each condition that holds is told on standard error (\"error: \
 --fail-if wait.p99>1ms: failed, measured 1ms 250us\") and the exit status \
 is 99. COND is FIGURE OP VALUE: FIGURE is wait, or with --work service or \
-response, with a statistic, .p50, .p90, .p99, .p99.9 (any .pNN from p0 to \
+response, with a statistic, .p50, .p90, .p95, .p99, .p99.9 (any .pNN from p0 to \
 p100), .max or .mean (alone, its .p99), over the ops (service and \
 response: over the completed ops; see Report); or rate (the achieved rate, \
 ops/s); OP is >, >=, < or <=; VALUE is a duration for a time (50ms, 1.5s, \
 250us) or a rate for rate (990, 1k, 60k/min). The statistics are the \
-report's (p50, p90, p99, p99.9, max, mean; another percentile from the \
+report's (p50, p90, p95, p99, p99.9, max, mean; another percentile from the \
 same histogram). A condition that does not parse, or on a figure the run \
 does not measure (service or response without --work; failures, which \
 pace does not have), is refused before the run (exit status 2); quote it \
@@ -233,7 +233,7 @@ Report:
 changes made on the running limiters (the first, at the start, included) and \
 those a limiter refused
   target rate     the spec's rate (x threads for the thread scope); with \
---stages their mean over the elapsed time (see Stages above)
+--stages their mean over the rate span (see Stages above)
   effective rate  the rate the limiter's integer arithmetic gives, summed over \
 limiters (at --rate's rate, where --stages start): the Pacer and the pool give each op floor(1e9 / rate) whole \
 nanoseconds, so they run at 1e9 / that (--rate 510M: 1 ns, 1e9 ops/s; \
@@ -243,27 +243,27 @@ request (so this is what one-permit requests get; --batch leases of many \
 permits lose less); refill refills a permit every floor(refresh period / \
 limit) ns; cycle is exact. More than 0.1% off the target, the report says by \
 how much and why, and a warning says so before the run
-  achieved rate   ops / elapsed
-  elapsed         --duration (--stages): the duration (the stages' total). \
+  achieved rate   ops / rate span
+  rate span       the span the achieved rate is over. --duration (--stages): the duration (the stages' total). \
 --count (or Ctrl-C): from the start of the schedule until the last op was \
 granted, plus one slot (1 / target rate; with --stages at the rate set then): N ops on a perfect schedule take N slots, so a perfect run reads exactly \
 the target rate. A run Ctrl-C ended counts at least until it stopped (the \
 first clock reading at which a worker saw Ctrl-C; --max-behind: when its \
 check fired), so the rate of a run \
 that stalled (a worker in a long --work) is over the time it actually ran. \
-The achieved rate is ops / elapsed
+The achieved rate is ops / rate span
   wall clock      the time the run took on the wall clock, from the start to \
-the last worker's end (in JSON wall_ns); with --count it differs from elapsed \
+the last worker's end (in JSON wall_ns); with --count it differs from the rate span \
 by how early the first ops went (a burst) and how late the last ended
-  behind          elapsed - ops / target rate, at least 0: how far behind its \
+  behind          rate span - ops / target rate, at least 0: how far behind its \
 target schedule the run ended, the time its missing ops would have taken \
-(achieved = target x (1 - behind / elapsed)). It needs nothing from the \
+(achieved = target x (1 - behind / rate span)). It needs nothing from the \
 limiter, so it means the same for all of them: for the Pacer it is how late \
 its schedule is; Guava's and Resilience4j's limiters have no schedule to be \
 late against, but a run on them falls behind the target when its workers do \
 not keep up; a cold warmup limiter is behind by design
   wall            from the start until every worker had stopped
-  wait            p50, p90, p99, p99.9, max and mean of the ops' wait times \
+  wait            p50, p90, p95, p99, p99.9, max and mean of the ops' wait times \
 (HdrHistogram, 3 significant digits; max and mean exact)
   work            --work only: each op's work, then a table of the wait, \
 service and response times (the same figures, in place of the wait lines)
@@ -337,10 +337,12 @@ Examples:
 JSON output (--json): one object on one line. Durations are integer \
 nanoseconds, rates are ops per second (floating point). Fields marked with \
 limiters in parentheses appear only with those limiters (--limiter):
+  schema           integer  the schema's version, 1: raised when a field is \
+renamed, dropped or changes meaning (not when one is added)
   spec             string   the rate spec in canonical form, rate,burst,verb,scope
   limiter          string   \"pacer\", \"pool\", \"bursty\", \"warmup\", \"refill\" or \"cycle\"
   target_rate      number   ops/s the run aimed at; with --stages their mean \
-over the elapsed time (see Stages above)
+over the rate span (see Stages above)
   stages           string   --stages as given, or null
   rate_changes     integer  (--stages) rates set on the running limiters, the \
 first (at the start) included; null without --stages
@@ -379,18 +381,19 @@ null for a limiter that does not limit at all
 (null in count mode)
   count            integer  the requested count (null in duration mode)
   ops              integer  ops counted
-  ops_due          number   (--stages) the ops due over the elapsed time: the \
+  ops_due          number   (--stages) the ops due over the rate span: the \
 integral of the stages' rate (x limiters for the thread scope); null without
   ops_found_workers_busy integer (--stages) ops taken after they were due \
 while every worker was busy with an earlier op (see Stages above); null \
 without
-  elapsed_ns       integer  see Report above
-  wall_ns          integer  see Report above
-  achieved_rate    number   ops / elapsed
-  behind_ns        integer  elapsed - ops / target rate, at least 0 (see Report above)
+  rate_span_ns     integer  the span the achieved rate is over (see Report above)
+  wall_ns          integer  the wall clock (see Report above)
+  achieved_rate    number   ops / rate span
+  behind_ns        integer  rate span - ops / target rate, at least 0 (see Report above)
   below_target     boolean  achieved_rate more than 1% below target_rate with \
-behind_ns at least 100ms: the warning's condition; null for warmup (not checked)
-  wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
+behind_ns at least 100ms: the warning's condition; null for warmup and with \
+--redis (not checked)
+  wait_ns          object   {\"p50\", \"p90\", \"p95\", \"p99\", \"p999\", \"max\", \"mean\"}, integers
   work_ns          integer  (--work) each op's work, DUR
   work_jitter_ns   integer  (--work) its jitter, JITTER (0 without)
   work_cpu         boolean  (--work) whether the work spun (--work-cpu) or slept
@@ -412,7 +415,7 @@ refill, cycle: equal to backlog_ns, as they keep no total)
   cpu_ns_per_op    integer  cpu_ns / ops, rounded; null without ops or CPU time
   interrupted      boolean  whether Ctrl-C ended the run (exit status 130)
   max_behind_ns    integer  --max-behind; null without
-  stopped_behind   boolean  whether --max-behind ended the run (exit status 3)
+  stopped_by_max_behind boolean  whether --max-behind ended the run (exit status 3)
   fail_if          array    the --fail-if conditions as given (empty without)
   failed_conditions array   those that held after the run, as given (empty \
 when none did; exit status 99)",

@@ -396,7 +396,7 @@ mod tests {
             let shown = crate::report::fmt_nanos(num(key) as u64);
             assert_eq!(fields(&text, label)[0], shown, "{label}: {text}");
         };
-        nanos("elapsed", "elapsed_ns");
+        nanos("rate span", "rate_span_ns");
         nanos("wall clock", "wall_ns");
         nanos("behind", "behind_ns");
         nanos("backlog", "backlog_ns");
@@ -410,13 +410,13 @@ mod tests {
             let shown: Vec<String> = text
                 .lines()
                 .map(|l| l.split_whitespace().collect::<Vec<_>>())
-                .find(|w| w.len() == 7 && w[0] == row)
+                .find(|w| w.len() == 8 && w[0] == row)
                 .unwrap_or_else(|| panic!("no {row} row in:\n{text}"))[1..]
                 .iter()
                 .map(|w| w.to_string())
                 .collect();
             let stats = &json[key];
-            let want: Vec<String> = ["p50", "p90", "p99", "p999", "max", "mean"]
+            let want: Vec<String> = ["p50", "p90", "p95", "p99", "p999", "max", "mean"]
                 .iter()
                 .map(|s| {
                     crate::report::fmt_nanos(

@@ -230,7 +230,7 @@ impl PaceReport {
                 "interrupted     by Ctrl-C: the report covers the ops granted before it"
             )?;
         }
-        if let (true, Some(limit)) = (self.stopped_behind, self.max_behind_ns) {
+        if let (true, Some(limit)) = (self.stopped_by_max_behind, self.max_behind_ns) {
             writeln!(
                 f,
                 "stopped         --max-behind {}: the run fell that far behind its schedule \
@@ -242,14 +242,14 @@ impl PaceReport {
         // over, and the time on the wall clock.
         writeln!(
             f,
-            "elapsed         {} (the span the achieved rate is over: the run's duration, or \
+            "rate span       {} (the span the achieved rate is over: the run's duration, or \
              with --count the ops' slots)",
-            fmt_nanos(self.elapsed_ns)
+            fmt_nanos(self.rate_span_ns)
         )?;
         writeln!(f, "wall clock      {}", fmt_nanos(self.wall_ns))?;
         writeln!(
             f,
-            "behind          {} (elapsed - ops / target rate: how far behind its schedule \
+            "behind          {} (rate span - ops / target rate: how far behind its schedule \
              the run ended)",
             fmt_nanos(self.behind_ns)
         )?;
@@ -265,6 +265,7 @@ impl PaceReport {
         let w = &self.wait_ns;
         writeln!(f, "wait p50        {}", fmt_nanos(w.p50))?;
         writeln!(f, "wait p90        {}", fmt_nanos(w.p90))?;
+        writeln!(f, "wait p95        {}", fmt_nanos(w.p95))?;
         writeln!(f, "wait p99        {}", fmt_nanos(w.p99))?;
         writeln!(f, "wait p99.9      {}", fmt_nanos(w.p999))?;
         writeln!(f, "wait max        {}", fmt_nanos(w.max))?;
@@ -362,7 +363,7 @@ fn target_series(report: &PaceReport, end_secs: f64) -> Series {
         dashed: true,
         width: 1,
         points: ramp
-            .points(report.elapsed_ns)
+            .points(report.rate_span_ns)
             .into_iter()
             .map(|(t, rate)| (t, rate * limiters))
             .collect(),
@@ -393,8 +394,8 @@ fn fmt_work(
     )?;
     writeln!(
         f,
-        "{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        "", "p50", "p90", "p99", "p99.9", "max", "mean"
+        "{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"
     )?;
     for (name, s) in [
         ("wait", wait),
@@ -403,9 +404,10 @@ fn fmt_work(
     ] {
         writeln!(
             f,
-            "{name:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            "{name:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
             fmt_nanos(s.p50),
             fmt_nanos(s.p90),
+            fmt_nanos(s.p95),
             fmt_nanos(s.p99),
             fmt_nanos(s.p999),
             fmt_nanos(s.max),
@@ -469,7 +471,7 @@ pub(super) fn write_hdr_log(
 /// The `--plot` of a run: the achieved rate per bucket against the target,
 /// and the longest and mean wait per bucket.
 fn pace_plot(report: &PaceReport, buckets: &Buckets) -> Plot {
-    let span = report.elapsed_ns;
+    let span = report.rate_span_ns;
     let end_secs = span as f64 / 1e9;
     let run = match (&report.staged.stages, report.duration_ns, report.count) {
         (Some(stages), ..) => format!("--stages {stages}"),

@@ -16,7 +16,9 @@ use crate::report::{
     duration_nanos, fmt_duration, fmt_nanos, per_second, EffectiveRate, WaitRecorder, WaitSummary,
 };
 use crate::run::ramp::Staged;
-use crate::run::verdict::{recorded, Condition, Failed, Figures, Stat, TimeFigure, Verdict};
+use crate::run::verdict::{
+    recorded, Condition, Failed, Failures, Figures, Stat, TimeFigure, Verdict,
+};
 use crate::run::{self, schedule_span};
 use crate::shared::RedisReport;
 
@@ -34,10 +36,12 @@ fn access_name(access: Access) -> &'static str {
 /// only are `None` for the other and left out of the JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct PaceReport {
+    /// The JSON schema's version.
+    pub(super) schema: u32,
     pub(super) spec: String,
     pub(super) limiter: &'static str,
     /// --rate's rate (x threads for the thread scope); with --stages their
-    /// mean over the elapsed time (see [`target`](super::target)).
+    /// mean over the rate span (see [`target`](super::target)).
     pub(super) target_rate: f64,
     /// With --stages: the stages and the rate changes (JSON null without).
     #[serde(flatten)]
@@ -80,7 +84,7 @@ pub struct PaceReport {
     /// With --stages: the ops taken after they were due, every worker busy
     /// then (null without).
     pub(super) ops_found_workers_busy: Option<u64>,
-    pub(super) elapsed_ns: u64,
+    pub(super) rate_span_ns: u64,
     pub(super) wall_ns: u64,
     pub(super) achieved_rate: f64,
     /// How far behind its target schedule the run ended (see
@@ -111,7 +115,7 @@ pub struct PaceReport {
     /// --max-behind (null without).
     pub(super) max_behind_ns: Option<u64>,
     /// Whether --max-behind ended the run.
-    pub(super) stopped_behind: bool,
+    pub(super) stopped_by_max_behind: bool,
     /// With --fail-if: the conditions and those that held.
     #[serde(flatten)]
     pub(super) verdict: Verdict,
@@ -177,12 +181,12 @@ impl PaceReport {
     /// What to say when --max-behind ended the run (exit status 3); `None`
     /// otherwise.
     pub fn stopped_behind(&self) -> Option<String> {
-        let limit = self.max_behind_ns.filter(|_| self.stopped_behind)?;
+        let limit = self.max_behind_ns.filter(|_| self.stopped_by_max_behind)?;
         Some(format!(
             "the run fell {} behind its schedule (--max-behind {}) and was stopped {} in",
             fmt_nanos(self.behind_ns),
             fmt_duration(limit),
-            fmt_nanos(self.elapsed_ns)
+            fmt_nanos(self.rate_span_ns)
         ))
     }
 
@@ -259,12 +263,12 @@ fn stopped_at(outcome: &Outcome) -> Option<u64> {
     })
 }
 
-/// The run's elapsed time (see `pace --help`): a `--duration` (or
+/// The span the run's achieved rate is over (see `pace --help`): a `--duration` (or
 /// `--stages`) run's duration; otherwise (`--count`, or a run ended early)
 /// from the start `t0` until the last op started, plus one slot of the
 /// target schedule (at the rate then), and for a run ended early at least
 /// until it `stopped`.
-fn elapsed_nanos(
+fn rate_span_nanos(
     plan: &RunPlan<'_>,
     outcome: &Outcome,
     last_start: Option<u64>,
@@ -290,22 +294,22 @@ pub(super) fn summarize(
     effective: &EffectiveRate,
 ) -> PaceReport {
     // --max-behind stops the workers through the interrupt, as Ctrl-C does.
-    let stopped_behind = outcome.halted_at.is_some();
-    let interrupted = !stopped_behind && outcome.results.iter().any(|r| r.interrupted);
+    let stopped_by_max_behind = outcome.halted_at.is_some();
+    let interrupted = !stopped_by_max_behind && outcome.results.iter().any(|r| r.interrupted);
     let waits = merged_waits(&outcome.results);
     let ops = waits.count();
     let last_start = outcome.results.iter().filter_map(|r| r.last_start).max();
-    let t0 = outcome.t0;
-    let elapsed_ns = elapsed_nanos(plan, outcome, last_start, stopped_at(outcome));
-    let target_rate = plan.target.over(elapsed_ns);
-    let achieved_rate = per_second(ops, elapsed_ns);
-    let behind_ns = behind_nanos(elapsed_ns, ops, target_rate);
+    let rate_span_ns = rate_span_nanos(plan, outcome, last_start, stopped_at(outcome));
+    let target_rate = plan.target.over(rate_span_ns);
+    let achieved_rate = per_second(ops, rate_span_ns);
+    let behind_ns = behind_nanos(rate_span_ns, ops, target_rate);
     let cpu_ns = outcome.cpu_ns;
     let kind = config.kind().limiter_kind();
     // One each for the thread scope.
     let limiters = Some(plan.target.limiters);
     let (filling, fill_interval_ns, max_backlog_ns, fills) = pool_fields(stats.pool);
     PaceReport {
+        schema: crate::report::SCHEMA,
         spec: args.spec().to_string(),
         limiter: kind.name(),
         target_rate,
@@ -329,10 +333,10 @@ pub(super) fn summarize(
         duration_ns: plan.duration.map(duration_nanos),
         count: plan.count,
         ops,
-        ops_due: plan.target.ops_due(elapsed_ns),
+        ops_due: plan.target.ops_due(rate_span_ns),
         ops_found_workers_busy: plan.target.ramp.map(|_| busy_ops(&outcome.results)),
-        elapsed_ns,
-        wall_ns: outcome.t_end.saturating_sub(t0),
+        rate_span_ns,
+        wall_ns: outcome.t_end.saturating_sub(outcome.t0),
         achieved_rate,
         behind_ns,
         below_target: checks_below_target(kind.name())
@@ -355,7 +359,7 @@ pub(super) fn summarize(
         },
         interrupted,
         max_behind_ns: plan.max_behind,
-        stopped_behind,
+        stopped_by_max_behind,
         verdict: Verdict::default(),
         redis: None,
     }
@@ -419,7 +423,7 @@ impl Figures for PaceReport {
         self.achieved_rate
     }
 
-    fn failures(&self) -> Option<u64> {
+    fn failures(&self) -> Option<Failures> {
         None
     }
 }

@@ -104,9 +104,10 @@ such a rate. With --bytes it is the target rate (see --bytes above)
 made
   rate changes    doublings and halvings made; those refused (beyond the \
 fastest rate, or slower than one unit every 2^62 ns) are counted apart
-  achieved rate   lines (or bytes) / elapsed, over the whole copy (at \
+  achieved rate   lines (or bytes) / rate span, over the whole copy (at \
 whatever rates it ran)
-  elapsed         from the first input until the last write, plus the last \
+  rate span       the span the achieved rate is over: from the first input \
+until the last write, plus the last \
 write's share of the schedule (its slot, or with --bytes its nanoseconds): \
 N lines on a perfect schedule take N slots
   lines, bytes    what was written (a last line without a newline counts; \
@@ -128,6 +129,8 @@ Examples:
 
 JSON report (--json, on standard error): one object on one line. Durations \
 are integer nanoseconds, rates per second (floating point):
+  schema           integer  the schema's version, 1: raised when a field is \
+renamed, dropped or changes meaning (not when one is added)
   spec             string   the rate spec in canonical form
   unit             string   \"lines\" or \"bytes\": what the rate counts
   strictness       number   the Pacer's strictness (--strictness, default 1)
@@ -140,8 +143,8 @@ are integer nanoseconds, rates per second (floating point):
   lines            integer  lines written
   bytes            integer  bytes written
   writes           integer  permit requests (lines, or chunks with --bytes)
-  elapsed_ns       integer  see Report above
-  achieved_rate    number   units / elapsed
+  rate_span_ns     integer  the span the achieved rate is over (see Report above)
+  achieved_rate    number   units / rate span
   rate_wait_ns     integer  time spent waiting for permits
   input_wait_ns    integer  time spent waiting for input after the first
   output_closed    boolean  whether standard output was closed by its reader

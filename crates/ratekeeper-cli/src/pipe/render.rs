@@ -39,9 +39,9 @@ impl fmt::Display for PipeReport {
         writeln!(f, "writes          {}", fmt_count(self.writes))?;
         writeln!(
             f,
-            "elapsed         {} (from the first input to the end of the last write's slot: \
+            "rate span       {} (from the first input to the end of the last write's slot: \
              the span the achieved rate is over)",
-            fmt_nanos(self.elapsed_ns)
+            fmt_nanos(self.rate_span_ns)
         )?;
         writeln!(
             f,
@@ -105,6 +105,7 @@ mod tests {
     #[test]
     fn text_and_json_reports_say_the_same() {
         let report = PipeReport {
+            schema: crate::report::SCHEMA,
             spec: "1048576,1.1,start,activity".to_owned(),
             unit: "bytes",
             strictness: 1.0,
@@ -118,7 +119,7 @@ mod tests {
             lines: 1_000_000,
             bytes: 12_345_678,
             writes: 2_345,
-            elapsed_ns: 11_773_700_000,
+            rate_span_ns: 11_773_700_000,
             achieved_rate: 1_048_576.25,
             rate_wait_ns: 9_876_543_210,
             input_wait_ns: 1_500_000,
@@ -147,7 +148,7 @@ mod tests {
             assert_eq!(shown.replace(',', ""), num(key).to_string());
         }
         for (label, key, shown) in [
-            ("elapsed", "elapsed_ns", "11.8s"),
+            ("rate span", "rate_span_ns", "11.8s"),
             ("rate wait", "rate_wait_ns", "9.88s"),
             ("input wait", "input_wait_ns", "1.50ms"),
         ] {

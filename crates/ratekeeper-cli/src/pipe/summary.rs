@@ -13,6 +13,8 @@ use crate::shared::RedisReport;
 /// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
 #[derive(Debug, Clone, Serialize)]
 pub struct PipeReport {
+    /// The JSON schema's version.
+    pub(super) schema: u32,
     pub(super) spec: String,
     pub(super) unit: &'static str,
     pub(super) strictness: f64,
@@ -31,7 +33,7 @@ pub struct PipeReport {
     pub(super) lines: u64,
     pub(super) bytes: u64,
     pub(super) writes: u64,
-    pub(super) elapsed_ns: u64,
+    pub(super) rate_span_ns: u64,
     pub(super) achieved_rate: f64,
     pub(super) rate_wait_ns: u64,
     pub(super) input_wait_ns: u64,
@@ -66,7 +68,7 @@ pub(super) fn report(
     copy: &Copy,
 ) -> PipeReport {
     let rate = spec.rate().get();
-    let elapsed_ns = match copy.t0 {
+    let rate_span_ns = match copy.t0 {
         None => 0,
         // The last write's share of the schedule: its permits' slots.
         Some(t0) => copy
@@ -75,9 +77,10 @@ pub(super) fn report(
             .saturating_add(copy.last_share_ns),
     };
     let (rate_changes, rate_changes_refused) = copy.schedule.changes();
-    let achieved_rate = per_second(copy.units, elapsed_ns);
+    let achieved_rate = per_second(copy.units, rate_span_ns);
     let output = &copy.output;
     PipeReport {
+        schema: crate::report::SCHEMA,
         spec: spec.to_string(),
         unit,
         strictness,
@@ -91,7 +94,7 @@ pub(super) fn report(
         lines: output.lines(),
         bytes: output.bytes,
         writes: output.writes,
-        elapsed_ns,
+        rate_span_ns,
         achieved_rate,
         rate_wait_ns: duration_nanos(copy.rate_wait),
         input_wait_ns: duration_nanos(copy.input_wait),

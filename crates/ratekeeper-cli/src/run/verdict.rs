@@ -5,13 +5,14 @@
 //! `wait.max>=1s`, `rate<990`, `failures>0`:
 //!
 //! * `FIGURE` is a time figure, `wait`, `service` or `response`, with a
-//!   statistic `.p50`, `.p90`, `.p99`, `.p99.9`, `.max` or `.mean` (a time
-//!   figure alone is its p99); or `rate` (the achieved rate, per second); or
-//!   `failures` (runs that failed);
+//!   statistic `.p50`, `.p90`, `.p95`, `.p99`, `.p99.9`, `.max` or `.mean`
+//!   (a time figure alone is its p99); or `rate` (the achieved rate, per
+//!   second); or `failures` (runs that failed);
 //! * `OP` is `>`, `>=`, `<` or `<=`;
 //! * `VALUE` is a duration for a time figure (`50ms`, `1.5s`, `250us`), a
 //!   rate for `rate` (`990`, `1k`, `60k/min`), a whole number for
-//!   `failures`.
+//!   `failures`, or for `failures` only a percentage (`1%`, `0.5%`): the
+//!   failed runs as a percentage of the finished ones (see [`Failures`]).
 //!
 //! Each condition that holds at the end of the run is printed on standard
 //! error with the measured value, and the run exits with [`EXIT_STATUS`].
@@ -61,6 +62,8 @@ pub enum Figure {
     Rate,
     /// The number of failed runs.
     Failures,
+    /// The failed runs as a percentage of the finished ones, 0 to 100.
+    FailurePercent,
 }
 
 /// A comparison.
@@ -82,8 +85,31 @@ pub struct Condition {
     text: String,
     figure: Figure,
     op: Op,
-    /// Nanoseconds, per second or a count, as the figure is.
+    /// Nanoseconds, per second, a count or a percentage, as the figure is.
     value: f64,
+}
+
+/// A run's failed runs and its finished ones (those that ran to their end,
+/// failed or not: a run ended by ratekeeper at a stop has not), for the
+/// `failures` figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failures {
+    /// Runs that failed.
+    pub failed: u64,
+    /// Runs that finished, the failed ones included.
+    pub finished: u64,
+}
+
+impl Failures {
+    /// The failed runs as a percentage of the finished ones; 0 when none
+    /// finished (nothing failed).
+    pub fn percent(&self) -> f64 {
+        if self.finished == 0 {
+            0.0
+        } else {
+            self.failed as f64 * 100.0 / self.finished as f64
+        }
+    }
 }
 
 /// What a run measured, for its conditions.
@@ -93,8 +119,9 @@ pub trait Figures {
     fn time(&self, figure: TimeFigure, stat: Stat) -> Option<f64>;
     /// The achieved rate per second.
     fn rate(&self) -> f64;
-    /// Failed runs, or `None` where the run has no such thing.
-    fn failures(&self) -> Option<u64>;
+    /// Failed and finished runs, or `None` where the run has no such
+    /// thing.
+    fn failures(&self) -> Option<Failures>;
 }
 
 /// `--fail-if`'s value parser.
@@ -117,7 +144,13 @@ pub fn parse_condition(s: &str) -> Result<Condition, String> {
         },
     };
     let figure = parse_figure(figure_text.trim())?;
-    let value = parse_value(figure, value_text.trim())?;
+    let (figure, value) = match value_text.trim().strip_suffix('%') {
+        Some(percent) => (
+            Figure::FailurePercent,
+            parse_percent(figure, percent.trim())?,
+        ),
+        None => (figure, parse_value(figure, value_text.trim())?),
+    };
     Ok(Condition {
         text: text.to_owned(),
         figure,
@@ -126,8 +159,8 @@ pub fn parse_condition(s: &str) -> Result<Condition, String> {
     })
 }
 
-const EXAMPLES: &str =
-    "expected FIGURE OP VALUE, e.g. response.p99>50ms, wait.max>=1s, rate<990, failures>0";
+const EXAMPLES: &str = "expected FIGURE OP VALUE, e.g. response.p99>50ms, wait.max>=1s, \
+     rate<990, failures>0, failures>1%";
 
 fn parse_figure(s: &str) -> Result<Figure, String> {
     let (name, stat) = match s.split_once('.') {
@@ -146,7 +179,7 @@ fn parse_figure(s: &str) -> Result<Figure, String> {
         _ => {
             return Err(format!(
                 "\"{s}\" is not a figure: expected wait, service or response (with .p50, .p90, \
-                 .p99, .p99.9, .max or .mean), rate or failures"
+                 .p95, .p99, .p99.9, .max or .mean), rate or failures"
             ))
         }
     };
@@ -158,13 +191,30 @@ fn parse_figure(s: &str) -> Result<Figure, String> {
             Some(Ok(q)) if (0.0..=100.0).contains(&q) => Stat::Percentile(q),
             _ => {
                 return Err(format!(
-                    "\"{s}\": \"{p}\" is not a statistic; expected p50, p90, p99, p99.9 (any \
-                     pNN from p0 to p100), max or mean"
+                    "\"{s}\": \"{p}\" is not a statistic; expected p50, p90, p95, p99, p99.9 \
+                     (any pNN from p0 to p100), max or mean"
                 ))
             }
         },
     };
     Ok(Figure::Time(time, stat))
+}
+
+/// A percentage VALUE, `NUMBER%` (given without its `%`): for `failures`
+/// only, from 0 to 100.
+fn parse_percent(figure: Figure, s: &str) -> Result<f64, String> {
+    if figure != Figure::Failures {
+        return Err(format!(
+            "\"{s}%\": a percentage is for failures only (the failed runs as a percentage of \
+             the finished ones, e.g. failures>1%); {EXAMPLES}"
+        ));
+    }
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "\"{s}%\" is not a percentage from 0 to 100, e.g. failures>1% or failures>0.5%"
+        )),
+    }
 }
 
 fn parse_value(figure: Figure, s: &str) -> Result<f64, String> {
@@ -173,10 +223,14 @@ fn parse_value(figure: Figure, s: &str) -> Result<f64, String> {
             .map(|d| d.as_nanos() as f64)
             .map_err(|e| format!("\"{s}\" is not a duration ({e}); e.g. 50ms, 1.5s, 250us")),
         Figure::Rate => parse_rate(s, Counting::Ops),
-        Figure::Failures => s
-            .parse::<u64>()
-            .map(|n| n as f64)
-            .map_err(|_| format!("\"{s}\" is not a whole number of failures, e.g. 0 or 10")),
+        Figure::Failures => s.parse::<u64>().map(|n| n as f64).map_err(|_| {
+            format!(
+                "\"{s}\" is not a whole number of failures, e.g. 0 or 10, nor a percentage \
+                     of the finished runs, e.g. 1%"
+            )
+        }),
+        // Parsed by parse_percent.
+        Figure::FailurePercent => parse_percent(Figure::Failures, s),
     }
 }
 
@@ -199,7 +253,7 @@ impl Condition {
                 self.text,
                 name(t)
             )),
-            Figure::Failures if !has_failures => Err(format!(
+            Figure::Failures | Figure::FailurePercent if !has_failures => Err(format!(
                 "--fail-if \"{}\": this run has no failures to count",
                 self.text
             )),
@@ -212,7 +266,8 @@ impl Condition {
         let measured = match self.figure {
             Figure::Time(t, stat) => figures.time(t, stat)?,
             Figure::Rate => figures.rate(),
-            Figure::Failures => figures.failures()? as f64,
+            Figure::Failures => figures.failures()?.failed as f64,
+            Figure::FailurePercent => figures.failures()?.percent(),
         };
         let holds = match self.op {
             Op::Gt => measured > self.value,
@@ -223,8 +278,9 @@ impl Condition {
         Some((measured, holds))
     }
 
-    /// `measured` in the figure's unit, for messages.
-    fn fmt_measured(&self, measured: f64) -> String {
+    /// `measured` in the figure's unit, for messages: a percentage with
+    /// the counts it is of, from `figures`.
+    fn fmt_measured(&self, measured: f64, figures: &dyn Figures) -> String {
         match self.figure {
             Figure::Time(..) => {
                 let d = Duration::from_nanos(measured.max(0.0) as u64);
@@ -232,6 +288,15 @@ impl Condition {
             }
             Figure::Rate => format!("{measured:.4}/s"),
             Figure::Failures => format!("{measured}"),
+            Figure::FailurePercent => {
+                let f = figures.failures().unwrap_or(Failures {
+                    failed: 0,
+                    finished: 0,
+                });
+                let percent = format!("{measured:.3}");
+                let percent = percent.trim_end_matches('0').trim_end_matches('.');
+                format!("{percent}% ({} of {} runs)", f.failed, f.finished)
+            }
         }
     }
 }
@@ -283,7 +348,7 @@ pub fn failed(conditions: &[Condition], figures: &dyn Figures) -> Vec<Failed> {
             let (measured, holds) = c.evaluate(figures)?;
             holds.then(|| Failed {
                 condition: c.text.clone(),
-                measured: c.fmt_measured(measured),
+                measured: c.fmt_measured(measured, figures),
             })
         })
         .collect()
@@ -350,8 +415,11 @@ mod tests {
         fn rate(&self) -> f64 {
             985.0
         }
-        fn failures(&self) -> Option<u64> {
-            Some(0)
+        fn failures(&self) -> Option<Failures> {
+            Some(Failures {
+                failed: 0,
+                finished: 10,
+            })
         }
     }
 
@@ -443,10 +511,99 @@ mod tests {
         assert!(c.check_measured(&[], true).is_ok());
     }
 
+    /// A run of 40 finished runs, 1 failed.
+    struct Runs;
+
+    impl Figures for Runs {
+        fn time(&self, _: TimeFigure, _: Stat) -> Option<f64> {
+            None
+        }
+        fn rate(&self) -> f64 {
+            0.0
+        }
+        fn failures(&self) -> Option<Failures> {
+            Some(Failures {
+                failed: 1,
+                finished: 40,
+            })
+        }
+    }
+
+    #[test]
+    fn failures_take_a_percentage_of_the_finished_runs() {
+        let held = |texts: &[&str]| -> Vec<String> {
+            let conditions: Vec<_> = texts.iter().map(|t| parse_condition(t).unwrap()).collect();
+            failed(&conditions, &Runs)
+                .into_iter()
+                .map(|f| f.to_string())
+                .collect()
+        };
+        // 1 of 40 is 2.5 %.
+        assert_eq!(
+            held(&[
+                "failures>1%",
+                "failures>2.5%",
+                "failures>=2.5%",
+                "failures > 0 %"
+            ]),
+            [
+                "--fail-if failures>1%: failed, measured 2.5% (1 of 40 runs)",
+                "--fail-if failures>=2.5%: failed, measured 2.5% (1 of 40 runs)",
+                "--fail-if failures > 0 %: failed, measured 2.5% (1 of 40 runs)",
+            ]
+        );
+        assert!(held(&["failures>=3%", "failures<2%"]).is_empty());
+        // The count is still a count.
+        assert_eq!(
+            held(&["failures>0"]),
+            ["--fail-if failures>0: failed, measured 1"]
+        );
+        // No run finished: no failures, 0 %.
+        let none = Failures {
+            failed: 0,
+            finished: 0,
+        };
+        assert_eq!(none.percent(), 0.0);
+        assert_eq!(parse_condition("failures<=100%").unwrap().value, 100.0);
+    }
+
+    #[test]
+    fn percentages_are_for_failures_only_and_at_most_100() {
+        for (text, says) in [
+            ("rate<90%", "a percentage is for failures only"),
+            ("response.p99>5%", "a percentage is for failures only"),
+            ("failures>101%", "from 0 to 100"),
+            ("failures>-1%", "from 0 to 100"),
+            ("failures>x%", "from 0 to 100"),
+            ("failures>NaN%", "from 0 to 100"),
+            ("failures>1.5", "whole number of failures"),
+        ] {
+            let e = parse_condition(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,24}") {
             let _ = parse_condition(&s);
+        }
+
+        /// Any percentage, for any figure, parses to 0..=100 on failures
+        /// or is refused with a message, never a panic.
+        #[test]
+        fn percentages_parse_or_are_refused(
+            figure in prop::sample::select(vec!["failures", "rate", "wait.p95", "x"]),
+            op in prop::sample::select(vec![">", ">=", "<", "<="]),
+            v in "[-+0-9.eEinfNa]{0,12}",
+        ) {
+            match parse_condition(&format!("{figure}{op}{v}%")) {
+                Ok(c) => {
+                    prop_assert_eq!(c.figure, Figure::FailurePercent);
+                    prop_assert!((0.0..=100.0).contains(&c.value));
+                }
+                Err(e) => prop_assert!(!e.is_empty()),
+            }
         }
     }
 }

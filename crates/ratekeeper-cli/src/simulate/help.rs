@@ -133,6 +133,8 @@ Examples:
 JSON output (--json): one object on one line, the same report as the text. \
 Durations and times are integer nanoseconds from 0, rates are ops per second \
 (floating point):
+  schema           integer  the schema's version, 1: raised when a field is \
+renamed, dropped or changes meaning (not when one is added)
   pattern          string   the arrival pattern, canonical; null with --client
   clients          array    (--client) {\"client\", \"pattern\", \"arrivals\"} per \
 client, in order
@@ -167,10 +169,11 @@ Summary above); null for a limiter that does not limit at all
     refused          integer  ops refused (0 but for refill and cycle)
     first_grant_ns   integer  the first grant; null if none
     last_grant_ns    integer  the last grant; null if none
-    elapsed_ns       integer  last - first grant + one interval; 0 if none
-    achieved_rate    number   ops / elapsed; 0 if none
+    rate_span_ns     integer  the span the achieved rate is over: last - first \
+grant + one interval; 0 if none
+    achieved_rate    number   ops / rate span; 0 if none
     max_burst        integer  see Summary above
-    wait_ns          object   {\"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"} of \
+    wait_ns          object   {\"p50\", \"p90\", \"p95\", \"p99\", \"p999\", \"max\", \"mean\"} of \
 granted - arrival over the granted ops: exact, nearest rank; mean rounded down
     behind_ns        object   the same of granted - scheduled
     timeline         array    the first --rows ops in arrival order: {\"op\" \

@@ -30,6 +30,7 @@ pub(super) fn exact_summary(values: &mut [u64]) -> WaitSummary {
     WaitSummary {
         p50: rank(0.50),
         p90: rank(0.90),
+        p95: rank(0.95),
         p99: rank(0.99),
         p999: rank(0.999),
         max: values[n - 1],
@@ -90,7 +91,8 @@ pub(super) struct LimiterReport {
     pub(super) refused: u64,
     pub(super) first_grant_ns: Option<u64>,
     pub(super) last_grant_ns: Option<u64>,
-    pub(super) elapsed_ns: u64,
+    /// The span the achieved rate is over.
+    pub(super) rate_span_ns: u64,
     pub(super) achieved_rate: f64,
     pub(super) max_burst: u64,
     pub(super) wait_ns: WaitSummary,
@@ -109,6 +111,8 @@ pub(super) struct LimiterReport {
 /// `Serialize` the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
 #[derive(Debug, Clone, Serialize)]
 pub struct SimulateReport {
+    /// The JSON schema's version.
+    pub(super) schema: u32,
     /// `--arrivals`; null with `--client`.
     pub(super) pattern: Option<String>,
     pub(super) arrivals: u64,
@@ -134,6 +138,7 @@ pub(super) fn report(
     keyed: Option<KeyedSpec>,
 ) -> SimulateReport {
     SimulateReport {
+        schema: crate::report::SCHEMA,
         pattern: workload.pattern.clone(),
         arrivals: workload.times.len() as u64,
         end_ns: workload.end_ns,
@@ -256,11 +261,11 @@ fn summarize(
     let count = granted.len() as u64;
     let first = granted.first().copied();
     let last = granted.last().copied();
-    let elapsed_ns = match (first, last) {
+    let rate_span_ns = match (first, last) {
         (Some(f), Some(l)) => (l - f).saturating_add(interval.round() as u64),
         _ => 0,
     };
-    let achieved_rate = per_second(count, elapsed_ns);
+    let achieved_rate = per_second(count, rate_span_ns);
     let (timeline, timeline_omitted) = timeline(ops, rows);
     LimiterReport {
         limiter: spec.label.clone(),
@@ -280,7 +285,7 @@ fn summarize(
         refused: ops.len() as u64 - count,
         first_grant_ns: first,
         last_grant_ns: last,
-        elapsed_ns,
+        rate_span_ns,
         achieved_rate,
         max_burst: max_burst(&granted, interval),
         wait_ns: exact_summary(&mut waits),
