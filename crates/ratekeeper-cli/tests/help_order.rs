@@ -43,6 +43,15 @@ fn short_help_puts_the_common_options_first() {
         for flag in common {
             assert!(at(flag) < knob_at, "{sub}: {flag} after {knob}:\n{help}");
         }
+        // The output options come before the runs' finer controls.
+        if sub == "exec" {
+            for later in ["--stdout", "--status-from-stdout", "--grace"] {
+                assert!(
+                    at("--json") < at(later),
+                    "exec: {later} before --json:\n{help}"
+                );
+            }
+        }
         // Each limiter's fine print and the Redis options are --help's.
         for fine in ["--cold-factor <", "--redis-lease <"] {
             assert!(!help.contains(fine), "{sub} -h lists {fine}:\n{help}");

@@ -137,7 +137,7 @@ pub struct ExecArgs {
     /// Read every run's standard output and count the runs by the status
     /// each prints on its last line, e.g. curl -w '%{http_code}' (see
     /// Statuses in --help).
-    #[arg(long, conflicts_with_all = ["stdout", "discard_stdout"])]
+    #[arg(long, conflicts_with_all = ["stdout", "discard_stdout"], display_order = 107)]
     pub status_from_stdout: bool,
 
     /// Stop starting runs after the first failed one (a non-zero exit, a
