@@ -109,7 +109,7 @@ fn command_before_dashes(exec: &clap::Command, args: &[String], first: &str) -> 
 
 /// `words` as a shell would take them: a word with anything but
 /// `[A-Za-z0-9_./:=@%+,-]` in single quotes.
-fn shell_words(words: &[String]) -> String {
+pub(crate) fn shell_words(words: &[String]) -> String {
     words
         .iter()
         .map(|w| {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::summary::ExecReport;
+use crate::error::shell_words;
 use crate::plot::{self, Buckets, Panel, Plot, PlotPath, Series, Unit, WaitStat};
 use crate::report::{
     fmt_count, fmt_duration, fmt_effective, fmt_nanos, fmt_number, fmt_rate, fmt_unit_rate,
@@ -205,25 +206,6 @@ pub(super) fn signal_label(sig: i32) -> String {
         Some(name) => format!("{sig} ({name})"),
         None => sig.to_string(),
     }
-}
-
-/// The command as a shell would take it: words with anything but
-/// `[A-Za-z0-9_./:=@%+,-]` in single quotes.
-pub(super) fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            let plain = !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_./:=@%+,-".contains(c));
-            if plain {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 impl fmt::Display for ExecReport {

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use super::dispatch::Stop;
 use super::lag::{below_target, lag, Lag};
-use super::render::{shell_words, signal_label};
+use super::render::signal_label;
 use super::slot::Sent;
 use super::summary::Tally;
 use super::worker::{Ended, Finished};
 use super::*;
+use crate::error::shell_words;
 use crate::report::EffectiveRate;
 
 #[test]

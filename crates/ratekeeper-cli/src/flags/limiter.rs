@@ -119,24 +119,6 @@ fn simulates_form(kind: KindArg, args: &str) -> String {
     }
 }
 
-/// The fields `NAME=VALUE` may name.
-const NAMED_FIELDS: [Field; 14] = [
-    Field::Rate,
-    Field::Strictness,
-    Field::Burst,
-    Field::Fill,
-    Field::MaxBurst,
-    Field::Warmup,
-    Field::ColdFactor,
-    Field::Period,
-    Field::Capacity,
-    Field::Initial,
-    Field::Timeout,
-    Field::Batch,
-    Field::Shards,
-    Field::Wait,
-];
-
 /// `args` of the `KIND:ARGS` grammar for `kind` as flags, if each field
 /// has one.
 fn flags_for(kind: LimiterKind, args: &str) -> Option<String> {
@@ -146,7 +128,7 @@ fn flags_for(kind: LimiterKind, args: &str) -> Option<String> {
     for (i, text) in args.split(',').map(str::trim).enumerate() {
         let (field, value) = match text.split_once('=') {
             Some((key, value)) => (
-                *NAMED_FIELDS
+                *Field::ALL
                     .iter()
                     .find(|f| f.name() == key.trim().to_ascii_lowercase())?,
                 value.trim(),

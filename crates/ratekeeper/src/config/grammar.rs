@@ -18,24 +18,6 @@ use crate::wait::WaitPolicy;
 /// The kinds, for messages (a test checks it against [`LimiterKind::ALL`]).
 pub(super) const KINDS: &str = "pacer, pool, bursty, warmup, refill, cycle";
 
-/// Every field, to look a name up.
-const FIELDS: [Field; 14] = [
-    Field::Rate,
-    Field::Strictness,
-    Field::Burst,
-    Field::Fill,
-    Field::MaxBurst,
-    Field::Warmup,
-    Field::ColdFactor,
-    Field::Period,
-    Field::Capacity,
-    Field::Initial,
-    Field::Timeout,
-    Field::Batch,
-    Field::Shards,
-    Field::Wait,
-];
-
 const STRICTNESS_EXPECTED: &str = "is not a number: expected 0 (average), between 0 and 1 \
      (burst compensation), 1 (strict) or above 1 (burst ratio)";
 
@@ -306,7 +288,7 @@ impl<'a> Fields<'a> {
 /// The field `name` (case-insensitive, `-` for `_`) if `kind` takes it.
 fn named_field(kind: LimiterKind, name: &str) -> Result<Field, LimiterConfigError> {
     let name = name.trim().to_ascii_lowercase().replace('-', "_");
-    FIELDS
+    Field::ALL
         .into_iter()
         .find(|f| f.name() == name && kind.takes(*f))
         .ok_or(LimiterConfigError::UnknownField { kind, name })

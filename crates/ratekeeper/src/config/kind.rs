@@ -176,6 +176,30 @@ pub enum Field {
 }
 
 impl Field {
+    /// Every field, in the order declared.
+    ///
+    /// ```
+    /// use ratekeeper::config::Field;
+    ///
+    /// assert!(Field::ALL.iter().any(|f| f.name() == "cold_factor"));
+    /// ```
+    pub const ALL: [Field; 14] = [
+        Field::Rate,
+        Field::Strictness,
+        Field::Burst,
+        Field::Fill,
+        Field::MaxBurst,
+        Field::Warmup,
+        Field::ColdFactor,
+        Field::Period,
+        Field::Capacity,
+        Field::Initial,
+        Field::Timeout,
+        Field::Batch,
+        Field::Shards,
+        Field::Wait,
+    ];
+
     /// Its name in `NAME=VALUE`.
     ///
     /// ```
