@@ -87,6 +87,32 @@ fn json_report(args: &[&str], stdout: &str, stderr: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: no JSON report in {text}"))
 }
 
+/// Starts `cmd` (pace, exec or pipe) with the `shared` flags on a key of
+/// its own under `key` (the commands' limits differ), its input fed (pipe)
+/// or closed, under a watchdog.
+fn start_on_key(cmd: &[&str], shared: &[&str], key: &str) -> (Child, Watchdog) {
+    let key = format!("{key}:{}", cmd[0]);
+    let mut args = [cmd, shared].concat();
+    args.extend(["--key", &key]);
+    if cmd[0] == "exec" {
+        args.extend(["--", "true"]);
+    }
+    let mut child = ratekeeper_std()
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let watchdog = Watchdog::new(&child, Duration::from_secs(40));
+    if cmd[0] == "pipe" {
+        feed(&mut child);
+    } else {
+        drop(child.stdin.take());
+    }
+    (child, watchdog)
+}
+
 #[test]
 fn a_signal_ends_a_run_whose_decision_is_stalled() {
     let Some(server) = OwnServer::start("stall-signal") else {
@@ -111,26 +137,7 @@ fn a_signal_ends_a_run_whose_decision_is_stalled() {
         (&exec[..], "INT", 130),
         (&pipe[..], "INT", 130),
     ] {
-        // A key of its own: the commands' limits differ.
-        let key = format!("{key}:{}", cmd[0]);
-        let mut args = [cmd, &shared[..]].concat();
-        args.extend(["--key", &key]);
-        if cmd[0] == "exec" {
-            args.extend(["--", "true"]);
-        }
-        let mut child = ratekeeper_std()
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _watchdog = Watchdog::new(&child, Duration::from_secs(40));
-        if cmd[0] == "pipe" {
-            feed(&mut child);
-        } else {
-            drop(child.stdin.take());
-        }
+        let (mut child, _watchdog) = start_on_key(cmd, &shared, &key);
         std::thread::sleep(Duration::from_millis(800));
         server.signal("STOP");
         std::thread::sleep(Duration::from_millis(700));
@@ -143,13 +150,13 @@ fn a_signal_ends_a_run_whose_decision_is_stalled() {
         let (stdout, stderr) = outputs(child);
         assert!(
             ended.is_some(),
-            "{args:?}: SIG{signal} during a stalled decision did not end the run within 3 s: it \
+            "{cmd:?}: SIG{signal} during a stalled decision did not end the run within 3 s: it \
              ended after the server resumed, {took:?} after the signal, with {exit}\n{stdout}\n\
              {stderr}"
         );
-        assert_eq!(exit.code(), Some(status), "{args:?} SIG{signal}: {stderr}");
-        let report = json_report(&args, &stdout, &stderr);
-        assert_eq!(report["interrupted"], true, "{args:?}: {report}");
+        assert_eq!(exit.code(), Some(status), "{cmd:?} SIG{signal}: {stderr}");
+        let report = json_report(cmd, &stdout, &stderr);
+        assert_eq!(report["interrupted"], true, "{cmd:?}: {report}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
@@ -214,26 +221,7 @@ fn a_closed_policy_failure_ends_the_run_with_its_report_and_status_4() {
     ];
     let pipe = ["pipe", "--rate", "200", "--report"];
     for cmd in [&pace[..], &exec[..], &pipe[..]] {
-        // A key of its own: the commands' limits differ.
-        let key = format!("{key}:{}", cmd[0]);
-        let mut args = [cmd, &shared[..]].concat();
-        args.extend(["--key", &key]);
-        if cmd[0] == "exec" {
-            args.extend(["--", "true"]);
-        }
-        let mut child = ratekeeper_std()
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _watchdog = Watchdog::new(&child, Duration::from_secs(40));
-        if cmd[0] == "pipe" {
-            feed(&mut child);
-        } else {
-            drop(child.stdin.take());
-        }
+        let (mut child, _watchdog) = start_on_key(cmd, &shared, &key);
         std::thread::sleep(Duration::from_millis(1000));
         server.kill();
         let killed = Instant::now();
@@ -241,13 +229,13 @@ fn a_closed_policy_failure_ends_the_run_with_its_report_and_status_4() {
         let took = killed.elapsed();
         let (stdout, stderr) = outputs(child);
         server.restart();
-        assert_eq!(exit.code(), Some(4), "{args:?}: {exit}\n{stdout}\n{stderr}");
+        assert_eq!(exit.code(), Some(4), "{cmd:?}: {exit}\n{stdout}\n{stderr}");
         // At once, not at the end of --duration.
-        assert!(took < Duration::from_secs(3), "{args:?}: {took:?}");
+        assert!(took < Duration::from_secs(3), "{cmd:?}: {took:?}");
         let error = stderr
             .lines()
             .find(|l| l.starts_with("error: "))
-            .unwrap_or_else(|| panic!("{args:?}: no error line in {stderr}"));
+            .unwrap_or_else(|| panic!("{cmd:?}: no error line in {stderr}"));
         assert!(error.contains("the shared limit failed"), "{error}");
         assert!(error.contains("--on-redis-failure closed"), "{error}");
         stopped_with_its_report(cmd[0], &error[7..], &stdout, &stderr);
@@ -389,7 +377,8 @@ fn a_key_idle_longer_than_its_idle_ttl_starts_afresh() {
     ] {
         let key = key("idle");
         let pace = || {
-            let mut args = vec!["pace", "--rate", "1k", "--duration", "1s", "--redis", &url];
+            // 100/s: a round trip an op keeps up even on a loaded machine.
+            let mut args = vec!["pace", "--rate", "100", "--duration", "1s", "--redis", &url];
             args.extend(["--key", &key, "--json"]);
             if let Some(ttl) = ttl {
                 args.extend(["--redis-idle-ttl", ttl]);
@@ -406,18 +395,18 @@ fn a_key_idle_longer_than_its_idle_ttl_starts_afresh() {
         std::thread::sleep(Duration::from_millis(gap_ms));
         let second = pace();
         // A fresh schedule: no op is measured late against an old one
-        // (the key's old schedule gave a p50 of 0.49 s and a max of 1 s).
+        // (the key's old schedule made every op late by about the gap).
         let wait = &second["wait_ns"];
         assert!(
             wait["p50"].as_u64().unwrap() < 50_000_000,
             "{ttl:?}: {second}"
         );
         assert!(
-            wait["max"].as_u64().unwrap() < 300_000_000,
+            wait["max"].as_u64().unwrap() < 500_000_000,
             "{ttl:?}: {second}"
         );
         let ops = second["ops"].as_u64().unwrap();
-        assert!((700..=1020).contains(&ops), "{ttl:?}: {second}");
+        assert!((70..=102).contains(&ops), "{ttl:?}: {second}");
     }
 }
 
