@@ -33,17 +33,18 @@ struct Seen {
     remaining: i64,
 }
 
-/// Sends `steps` (key, ms to wait first) through a layer over
-/// `refill:rate,1s,capacity=cap,timeout=0s`, one bucket per key, and
-/// returns what each key's requests got, in order.
-fn run(rate: u32, cap: u32, steps: &[(u8, u64)]) -> HashMap<u8, Vec<Seen>> {
+/// Sends `steps` (key, ms to wait first) through a layer over a refill
+/// bucket of `permits` per `period_s` seconds holding `cap`, one bucket
+/// per key, and returns what each key's requests got, in order.
+fn run((permits, period_s): (u32, u32), cap: u32, steps: &[(u8, u64)]) -> HashMap<u8, Vec<Seen>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .unwrap();
     rt.block_on(async {
-        let text = format!("refill:{rate},1s,capacity={cap},timeout=0s");
+        let rate = f64::from(permits) / f64::from(period_s);
+        let text = format!("refill:{rate},{period_s}s,capacity={cap},timeout=0s");
         let limit = CoreKeyed::from_builder_with_clock(
             "k",
             Keyed::builder(),
@@ -209,21 +210,25 @@ proptest! {
 
     #[test]
     fn decisions_and_headers_keep_their_promises(
-        rate in prop::sample::select(vec![1u32, 4, 10]),
+        // Permits per period (s): a second's wait or less at 1, 4 and 10
+        // a second; up to 2, 4 and 5 s at the slower rates, so a
+        // `Retry-After` above 1 is drawn and checked.
+        (permits, period_s) in prop::sample::select(vec![(1u32, 1u32), (4, 1), (10, 1), (1, 2), (1, 4), (2, 5)]),
         burst in 1u32..4,
         steps in prop::collection::vec(
-            (0u8..3, prop_oneof![3 => Just(0u64), 3 => 0u64..400, 1 => 0u64..3_000]),
+            (0u8..3, prop_oneof![3 => Just(0u64), 3 => 0u64..400, 2 => 0u64..3_000, 1 => 0u64..8_000]),
             1..120,
         ),
     ) {
-        let cap = rate * burst;
-        for (key, seen) in run(rate, cap, &steps) {
+        let cap = permits * burst;
+        for (key, seen) in run((permits, period_s), cap, &steps) {
             let admitted: Vec<u64> = seen.iter().filter(|s| s.admitted).map(|s| s.at_ms).collect();
-            // A bucket of `cap` refilled at `rate` a second: within any
-            // span, at most cap + rate × span admissions.
+            // A bucket of `cap` refilled by `permits` each `period_s`:
+            // within any span, at most cap + permits × span / period
+            // admissions.
             for (i, &a) in admitted.iter().enumerate() {
                 for (j, &b) in admitted.iter().enumerate().skip(i) {
-                    let bound = u64::from(cap) + u64::from(rate) * (b - a) / 1000;
+                    let bound = u64::from(cap) + u64::from(permits) * (b - a) / (1000 * u64::from(period_s));
                     prop_assert!((j - i + 1) as u64 <= bound, "key {}: {:?}", key, admitted);
                 }
             }
@@ -254,4 +259,23 @@ proptest! {
             }
         }
     }
+}
+
+/// A refusal of a bucket that refills one permit each 4 s, emptied just
+/// now, says to come back in 4 s; back 3 s later it is refused again
+/// (now in 1 s), and back when told it is admitted.
+#[test]
+fn retry_after_counts_the_whole_wait() {
+    let steps = [(0, 0), (0, 0), (0, 3_000), (0, 1_000)];
+    let seen = &run((1, 4), 1, &steps)[&0];
+    let got: Vec<(bool, Option<u64>)> = seen.iter().map(|s| (s.admitted, s.retry_after)).collect();
+    assert_eq!(
+        got,
+        [
+            (true, None),
+            (false, Some(4)),
+            (false, Some(1)),
+            (true, None)
+        ]
+    );
 }
