@@ -270,16 +270,28 @@ mod tests {
             claims.remove(claims.find(id).unwrap());
         }
         check(&claims, &[ids[50], ids[99]]);
-        assert!(claims.entries.len() <= 2 * 2 + 17, "compacted");
+        // The 34th cancel made 34 tombstones against 16 claims: compacted;
+        // 14 tombstones since, against 2.
+        assert_eq!(claims.entries.len(), 2 + 14, "compacted once");
+    }
+
+    /// Tombstones queued behind the front.
+    fn tombstones(claims: &Claims) -> usize {
+        claims.entries.len() - claims.len()
     }
 
     proptest! {
-        /// Claims joining, served from the front and cancelled anywhere,
-        /// from any start: each queued claim is found by its id, in order.
+        /// Claims joining (one or a burst at a time), served from the front
+        /// and cancelled anywhere, from any start: each queued claim is found
+        /// by its id, in order. Cancels outweigh the rest, so tombstones pile
+        /// up behind the front and past the compaction threshold: a cancel
+        /// leaves a tombstone while tombstones are at most 16 more than the
+        /// claims, and clears them all at once on the one that would make
+        /// them more.
         #[test]
         fn every_queued_claim_is_found_by_its_id(
             start in prop_oneof![0u64..10, (ID_SPAN - 8)..(ID_SPAN + 8), any::<u32>().prop_map(u64::from)],
-            ops in prop::collection::vec((0u8..3, any::<prop::sample::Index>()), 1..300),
+            ops in prop::collection::vec((0u8..8, any::<prop::sample::Index>()), 1..300),
         ) {
             let mut claims = starting_at(start);
             let mut ids: Vec<u32> = Vec::new();
@@ -287,20 +299,37 @@ mod tests {
                 match op {
                     0 => ids.push(claims.push(1, (0, 0, 1))),
                     1 => {
+                        for _ in 0..=at.index(40) {
+                            ids.push(claims.push(1, (0, 0, 1)));
+                        }
+                    }
+                    2 => {
                         let popped = claims.pop_front().map(|c| claim_id(c.seq));
                         prop_assert_eq!(popped, (!ids.is_empty()).then(|| ids.remove(0)));
                     }
                     _ if !ids.is_empty() => {
-                        let id = ids.remove(at.index(ids.len()));
+                        let i = at.index(ids.len());
+                        let id = ids.remove(i);
+                        let (before, held) = (tombstones(&claims), claims.entries.len());
                         let pos = claims.find(id);
                         prop_assert!(pos.is_some());
                         prop_assert!(claims.remove(pos.unwrap()).is_some());
                         prop_assert_eq!(claims.find(id), None);
+                        if i > 0 {
+                            // Behind the front: at most 16 tombstones over
+                            // the claims left, and compacted only to keep
+                            // to that, all at once.
+                            prop_assert!(tombstones(&claims) <= claims.len() + 16);
+                            if claims.entries.len() != held {
+                                prop_assert_eq!(tombstones(&claims), 0, "all at once");
+                                prop_assert!(before + 1 > claims.len() + 16, "compacted early");
+                            }
+                        }
                     }
                     _ => {}
                 }
                 check(&claims, &ids);
-                prop_assert!(claims.entries.len() <= 2 * claims.len() + 17);
+                prop_assert!(!claims.entries.front().is_some_and(|c| c.gone), "a tombstone in front");
             }
         }
     }
