@@ -318,6 +318,13 @@ impl Handoff {
         self.stashed.store(0, Ordering::Relaxed);
     }
 
+    /// Test hook: the next hand-out gets handoff id `next_id`, as if the
+    /// hand-outs in between had been made (2^31 of them reach the wrap).
+    #[cfg(all(test, not(loom)))]
+    fn skip_ids_to(&self, next_id: u32) {
+        lock(&self.entries).next_id = next_id;
+    }
+
     /// Drops the entries whose ready time has passed, earliest first.
     fn expire(&self, entries: &mut Entries, now: u64) {
         let mut dropped = 0;
@@ -424,6 +431,35 @@ mod tests {
             !h.cancel(&Grant::new(9, 9, 0, 1), 0, |_| true, || true),
             "no claim"
         );
+    }
+
+    #[test]
+    fn ids_wrap_after_two_to_the_31_minus_one_hand_outs() {
+        // Ids run 1 ..= 2^31 - 1 and wrap to 1: never 0 (no claim) and
+        // never with the top bit set (a limiter's tag). An id handed out
+        // again while its first slot is still ahead leaves that slot to
+        // expire unused; the new holder can give theirs back all along.
+        let h = Handoff::new(TAG);
+        let hand_out = |at: u64| {
+            assert!(h.cancel(&grant(at), 0, |_| true, || false));
+            h.take(1, None, 0).expect("stashed")
+        };
+        let a = hand_out(100);
+        assert_eq!(a.claim(), Some(1));
+        h.skip_ids_to(TAG - 1);
+        let b = hand_out(200);
+        assert_eq!(b.claim(), Some(TAG - 1), "the last id");
+        let c = hand_out(300);
+        assert_eq!(c.claim(), Some(1), "wrapped, skipping 0 and 2^31");
+        assert!(!h.cancel(&a, 50, |_| true, || false), "id 1 is c's now");
+        // a's slot expires (at 100) before c's holder gives c back.
+        assert!(h.cancel(&c, 150, |_| true, || false), "c's holder");
+        let again = h.take(1, None, 160).expect("c stashed again");
+        assert_eq!((again.ready_nanos(), again.claim()), (300, Some(2)));
+        assert!(h.cancel(&b, 160, |_| true, || false), "b's holder");
+        assert!(h.cancel(&again, 170, |_| true, || false));
+        assert!(h.take(1, None, 250).is_some_and(|g| g.ready_nanos() == 300));
+        assert!(h.take(1, None, 250).is_none(), "b expired at 200");
     }
 
     /// The handoff as it was first written (entries in a list, linear
