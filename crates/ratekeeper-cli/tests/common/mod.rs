@@ -13,6 +13,34 @@ pub mod server;
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// Reports that the running test skips, for `why`, where the skip cannot
+/// pass for a success: a line on the process's stderr written past the
+/// test harness's capture (which takes only `print!`/`eprint!`), so that
+/// `cargo test` shows it next to the test's "ok" whether the test passes
+/// or not; and, where `RATEKEEPER_SKIP_LOG` names a file (scripts/
+/// test-all.sh sets it), the same line appended there, for the summary
+/// the script prints at its end.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let line = format!(
+        "skipped: {} --test {} {}: {why}\n",
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_CRATE_NAME"),
+        thread.name().unwrap_or("?")
+    );
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("RATEKEEPER_SKIP_LOG") {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        // One write per line, so that test binaries running at once do not
+        // interleave within a line.
+        let _ = file.and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+}
+
 /// How long a test's `ratekeeper` process may run before it is killed and
 /// the test fails as hung: far beyond any run here (the longest take a few
 /// seconds), generous for a loaded machine.

@@ -34,7 +34,7 @@ impl OwnServer {
             if std::env::var_os("CI").is_some() {
                 panic!("redis-server is not installed under CI");
             }
-            eprintln!("skipped: redis-server is not installed");
+            super::skipped("redis-server is not installed");
             return None;
         }
         let port = TcpListener::bind("127.0.0.1:0")

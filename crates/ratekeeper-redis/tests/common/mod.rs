@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The server of `REDIS_URL`, or `None` (the test is skipped, with a
-/// message) where there is none. Under CI (`CI` set) a missing server
+/// The server of `REDIS_URL`, or `None` (the test is skipped, reported by
+/// [`skipped`]) where there is none. Under CI (`CI` set) a missing server
 /// fails the test, so that the Redis tests cannot silently stop running.
 pub fn redis_url() -> Option<String> {
     match std::env::var("REDIS_URL") {
@@ -20,9 +20,37 @@ pub fn redis_url() -> Option<String> {
             panic!("REDIS_URL is not set under CI: run the tests through scripts/with-redis.sh")
         }
         _ => {
-            eprintln!("skipped: no REDIS_URL (run through scripts/with-redis.sh)");
+            skipped("no REDIS_URL (run through scripts/with-redis.sh)");
             None
         }
+    }
+}
+
+/// Reports that the running test skips, for `why`, where the skip cannot
+/// pass for a success: a line on the process's stderr written past the
+/// test harness's capture (which takes only `print!`/`eprint!`), so that
+/// `cargo test` shows it next to the test's "ok" whether the test passes
+/// or not; and, where `RATEKEEPER_SKIP_LOG` names a file (scripts/
+/// test-all.sh sets it), the same line appended there, for the summary
+/// the script prints at its end.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let line = format!(
+        "skipped: {} --test {} {}: {why}\n",
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_CRATE_NAME"),
+        thread.name().unwrap_or("?")
+    );
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("RATEKEEPER_SKIP_LOG") {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        // One write per line, so that test binaries running at once do not
+        // interleave within a line.
+        let _ = file.and_then(|mut f| f.write_all(line.as_bytes()));
     }
 }
 
@@ -72,7 +100,7 @@ impl OwnServer {
             if std::env::var_os("CI").is_some() {
                 panic!("redis-server is not installed under CI");
             }
-            eprintln!("skipped: redis-server is not installed");
+            skipped("redis-server is not installed");
             return None;
         }
         let port = TcpListener::bind("127.0.0.1:0")

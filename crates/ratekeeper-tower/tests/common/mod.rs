@@ -97,9 +97,10 @@ pub async fn get_spoofed(
     (parts, body.collect().await.unwrap().to_bytes())
 }
 
-/// The Redis server of `REDIS_URL`, or `None` (the test is skipped, with a
-/// message) where there is none. Under CI (`CI` set) a missing server
-/// fails the test, so that the Redis tests cannot silently stop running.
+/// The Redis server of `REDIS_URL`, or `None` (the test is skipped,
+/// reported by [`skipped`]) where there is none. Under CI (`CI` set) a
+/// missing server fails the test, so that the Redis tests cannot
+/// silently stop running.
 pub fn redis_url() -> Option<String> {
     match std::env::var("REDIS_URL") {
         Ok(url) if !url.is_empty() => Some(url),
@@ -107,9 +108,37 @@ pub fn redis_url() -> Option<String> {
             panic!("REDIS_URL is not set under CI: run the tests through scripts/with-redis.sh")
         }
         _ => {
-            eprintln!("skipped: no REDIS_URL (run through scripts/with-redis.sh)");
+            skipped("no REDIS_URL (run through scripts/with-redis.sh)");
             None
         }
+    }
+}
+
+/// Reports that the running test skips, for `why`, where the skip cannot
+/// pass for a success: a line on the process's stderr written past the
+/// test harness's capture (which takes only `print!`/`eprint!`), so that
+/// `cargo test` shows it next to the test's "ok" whether the test passes
+/// or not; and, where `RATEKEEPER_SKIP_LOG` names a file (scripts/
+/// test-all.sh sets it), the same line appended there, for the summary
+/// the script prints at its end.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let line = format!(
+        "skipped: {} --test {} {}: {why}\n",
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_CRATE_NAME"),
+        thread.name().unwrap_or("?")
+    );
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(path) = std::env::var_os("RATEKEEPER_SKIP_LOG") {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        // One write per line, so that test binaries running at once do not
+        // interleave within a line.
+        let _ = file.and_then(|mut f| f.write_all(line.as_bytes()));
     }
 }
 
