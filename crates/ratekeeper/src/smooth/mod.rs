@@ -259,6 +259,21 @@
 //!   an infinite rate (Guava's 0 × ∞ would be NaN).
 //! * Zero permits is [`AcquireError::ZeroPermits`](crate::AcquireError); a
 //!   negative count cannot be expressed (`u32`).
+//! * **A wait that ends past a clock's wrap.** Guava's `testTimeWrapping`
+//!   (the legacy vector) acquires one permit a second on a ticker that wraps
+//!   a second in, and sleeps R0.00, R1.00, R1.00, R1.00. The schedule here
+//!   carries on across the wrap as Guava's does (elapsed time by wrapping
+//!   subtraction, see [Time and numbers](#time-and-numbers): refusals and
+//!   the backlog report the true wait), but a [`Grant`] holds absolute `u64`
+//!   clock times, which saturate: a grant whose ready time falls past
+//!   `u64::MAX` is ready at `u64::MAX`. Once the clock reads `u64::MAX`
+//!   such a grant carries no wait, so the same run sleeps R0.00, R1.00,
+//!   R0.00, R0.00: those requests go through at once, over the rate, while
+//!   the schedule still counts them. Carrying the wait would take grant
+//!   times that wrap, which every waiter would have to read that way. No
+//!   clock of this crate wraps in practice
+//!   ([`MonotonicClock`](crate::MonotonicClock) starts at 0 and wraps after
+//!   584 years).
 
 use core::fmt;
 use std::time::Duration;
