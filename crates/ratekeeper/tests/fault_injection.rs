@@ -18,6 +18,14 @@
 //!   passed is what the clock moved forward (waits, advances, forward
 //!   jumps); a step back adds none, so a limiter that took a step back for
 //!   time passing (a wrapped subtraction) over-admits here.
+//! * a batch handle grants no more than its limiter granted it (leases
+//!   and exact-path requests, less those given back), to the permit; the
+//!   limiter's own grants are held to its allowance, with its largest
+//!   request (a lease) as its burst. A case's ops ask for far fewer
+//!   permits than a full lease, so the limiter's allowance alone could not
+//!   see a lease granted twice.
+//!   A smooth limiter's burst is a request's permits: its stored permits
+//!   were earned by time passed, already in the allowance.
 //!
 //! And at the end of a case whose clock stayed well inside its range, after
 //! the clock moves on by what was granted (at the slowest rate), every
@@ -31,15 +39,17 @@
 //! step; a long run is
 //! `RATEKEEPER_FAULT_CASES=100000 cargo test --release --test fault_injection`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+use std::task::Waker;
 use std::time::Duration;
 
 use proptest::prelude::*;
 use ratekeeper::refill::{compat, PermitLimiter};
 use ratekeeper::{
-    AcquireError, BatchHandle, Clock, CycleLimiter, Grant, Pacer, Rate, RateLimiter, RefillLimiter,
-    ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool,
+    AcquireError, BatchHandle, Clock, CycleLimiter, Grant, Pacer, Rate, RateLimiter, Readiness,
+    Recovery, RefillLimiter, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, WaitPolicy,
+    WaitStats,
 };
 
 const SEC: u64 = 1_000_000_000;
@@ -76,6 +86,77 @@ impl Clock for FaultClock {
     }
     fn sleep_overshoot_nanos(&self) -> u64 {
         0
+    }
+}
+
+/// What a limiter granted through [`Counted`]: permits, less those given
+/// back, and its largest request.
+#[derive(Debug, Default)]
+struct Tally {
+    granted: AtomicI64,
+    largest: AtomicU32,
+}
+
+/// A limiter that counts what it grants, under a batch handle: every call
+/// goes to the limiter unchanged.
+struct Counted<L> {
+    inner: L,
+    tally: Arc<Tally>,
+}
+
+impl<L: RateLimiter> Counted<L> {
+    fn count(&self, r: Result<Grant, AcquireError>) -> Result<Grant, AcquireError> {
+        if let Ok(g) = &r {
+            // Ordering: Relaxed; one thread drives a case.
+            self.tally
+                .granted
+                .fetch_add(i64::from(g.permits()), Ordering::Relaxed);
+            self.tally.largest.fetch_max(g.permits(), Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+impl<L: RateLimiter> RateLimiter for Counted<L> {
+    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+        self.count(self.inner.reserve(permits, max_wait))
+    }
+    fn clock(&self) -> &dyn Clock {
+        self.inner.clock()
+    }
+    fn wait_stats(&self) -> WaitStats {
+        self.inner.wait_stats()
+    }
+    fn wait_policy(&self) -> WaitPolicy {
+        self.inner.wait_policy()
+    }
+    fn recovery(&self) -> Recovery {
+        self.inner.recovery()
+    }
+    fn cancel(&self, grant: &Grant) -> bool {
+        let taken = self.inner.cancel(grant);
+        if taken {
+            // Ordering: Relaxed, as in `count`.
+            self.tally
+                .granted
+                .fetch_sub(i64::from(grant.permits()), Ordering::Relaxed);
+        }
+        taken
+    }
+    fn released(&self, grant: &Grant) {
+        self.inner.released(grant)
+    }
+    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+        self.inner.poll_grant(grant, now, waker)
+    }
+    fn wait_for(&self, grant: Grant) -> Grant {
+        self.inner.wait_for(grant)
+    }
+    fn wait_turn(&self) {
+        self.inner.wait_turn()
+    }
+    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
+        self.count(self.inner.acquire_timeout(permits, timeout))
     }
 }
 
@@ -157,6 +238,8 @@ struct Subject {
     /// Permits the limiter may grant beyond its rate (its burst), in
     /// permits, at the initial rate.
     burst: f64,
+    /// Under a batch handle: what the limiter granted the handle.
+    tally: Option<Arc<Tally>>,
 }
 
 /// A subject's limiter, rate setter, other controls and burst.
@@ -171,6 +254,7 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
     let clock = FaultClock::default();
     clock.set(start);
     let r = move |f: f64| Rate::new(rate * f).unwrap();
+    let mut tally = None;
     let (limiter, set_rate, control, burst): Parts = match kind {
         Kind::Pacer | Kind::PacerBatched => {
             let p = Arc::new(
@@ -181,7 +265,14 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
             let (a, b) = (p.clone(), p.clone());
             let limiter: Box<dyn RateLimiter> = match kind {
                 Kind::Pacer => Box::new(p.clone()),
-                _ => Box::new(BatchHandle::new(p.clone())),
+                _ => {
+                    let t = Arc::new(Tally::default());
+                    tally = Some(t.clone());
+                    Box::new(BatchHandle::new(Counted {
+                        inner: p.clone(),
+                        tally: t,
+                    }))
+                }
             };
             (
                 limiter,
@@ -193,12 +284,9 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
                     _ => {}
                 }),
                 // A request's permits are all due at its first slot; a
-                // batch handle's lease (at most 1024 permits) at the
-                // lease's.
-                match kind {
-                    Kind::Pacer => f64::from(MAX_PERMITS),
-                    _ => 1024.0 + f64::from(MAX_PERMITS),
-                },
+                // batch handle's lease at the lease's: the burst under a
+                // handle is its largest request, from its tally.
+                f64::from(MAX_PERMITS),
             )
         }
         Kind::Sharded => {
@@ -249,8 +337,11 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
                 Box::new(l),
                 Box::new(move |f| a.set_rate(rate * f).is_ok()),
                 Box::new(|_| {}),
-                // 1 s of stored permits, and a request's first permits free.
-                rate + f64::from(MAX_PERMITS),
+                // Stored permits come from time passed (in the allowance's
+                // rate term); a request goes at once and its cost is paid
+                // after it; each is charged whole microseconds, truncated.
+                // (up to 1 µs short each, under 40 requests a case).
+                f64::from(MAX_PERMITS) + rate * 40e-6,
             )
         }
         Kind::WarmingUp => {
@@ -265,8 +356,11 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
                 Box::new(l),
                 Box::new(move |f| a.set_rate(rate * f).is_ok()),
                 Box::new(|_| {}),
-                // At most a warm-up period of permits stored (cold factor 3).
-                rate + f64::from(MAX_PERMITS),
+                // Stored permits cost at least the stable interval each; a
+                // request goes at once and its cost is paid after it; each
+                // is charged whole microseconds, truncated.
+                // (up to 1 µs short each, under 40 requests a case).
+                f64::from(MAX_PERMITS) + rate * 40e-6,
             )
         }
         Kind::Refill => {
@@ -328,6 +422,7 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         control,
         rate,
         burst,
+        tally,
     }
 }
 
@@ -438,14 +533,32 @@ fn run_case(kind: Kind, rate: f64, start: u64, ops: &[Op]) -> Result<(), String>
             _ => {}
         }
         let span = seen.passed.saturating_add(seen.ahead) as f64 / SEC as f64;
-        let allowance = (s.burst * (1.0 + f64::from(seen.resets))) * seen.fastest.max(1.0)
+        // Under a batch handle: the handle grants no more than the limiter
+        // granted it, and the limiter's own grants are held to the
+        // allowance, with its largest request (a lease) as its burst.
+        let (granted, burst) = match &s.tally {
+            Some(t) => {
+                // Ordering: Relaxed; this thread made every call.
+                let leased = t.granted.load(Ordering::Relaxed) as f64;
+                if seen.granted > leased {
+                    return Err(format!(
+                        "step {step} {op:?}: the handle granted {} permits, \
+                         its limiter granted it {leased} ({seen:?})",
+                        seen.granted
+                    ));
+                }
+                let largest = t.largest.load(Ordering::Relaxed);
+                (leased, s.burst.max(f64::from(largest)))
+            }
+            None => (seen.granted, s.burst),
+        };
+        let allowance = (burst * (1.0 + f64::from(seen.resets))) * seen.fastest.max(1.0)
             + s.rate * seen.fastest * span * (1.0 + 1e-6)
             + 1.0;
-        if seen.granted > allowance {
+        if granted > allowance {
             return Err(format!(
-                "step {step} {op:?}: {} permits granted in {:.6} s, \
+                "step {step} {op:?}: {granted} permits granted in {span:.6} s, \
                  allowance {allowance:.1} ({seen:?})",
-                seen.granted, span
             ));
         }
     }
