@@ -137,3 +137,24 @@ pub(crate) fn write(
         headers.insert(RETRY_AFTER, HeaderValue::from(secs));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_item_joins_the_items_there_and_replaces_a_blank_value() {
+        let name = HeaderName::from_static("ratelimit-policy");
+        let mut headers = HeaderMap::new();
+        append_list(&mut headers, &name, "\"a\";q=1;w=1");
+        append_list(&mut headers, &name, "\"b\";q=2;w=1");
+        assert_eq!(headers[&name], "\"a\";q=1;w=1, \"b\";q=2;w=1");
+        // A value of blanks only holds no item: it is replaced, never
+        // left as an empty list member before the new one.
+        for blank in ["", "  "] {
+            headers.insert(name.clone(), HeaderValue::from_static(blank));
+            append_list(&mut headers, &name, "\"c\";q=3;w=1");
+            assert_eq!(headers[&name], "\"c\";q=3;w=1", "after {blank:?}");
+        }
+    }
+}
