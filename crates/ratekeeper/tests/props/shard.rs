@@ -175,7 +175,7 @@ fn stress(threads: usize, shards: usize, s: f64, rate: f64, run_for: Duration) -
 
 /// The invariant, tight: every grant counted was ready before the end, so
 /// the count is at most the summed schedules by then (the rate, exact at
-/// 1e6/s: 1 µs × N slices), plus the shard slack (one permit per shard) and
+/// 2e5/s: 5 µs × N slices), plus the shard slack (one permit per shard) and
 /// the blocking wait's early bound (ops go at most the sleep resolution
 /// early, ~100 µs here; 500 µs allowed),
 /// plus 1 % for the clock. Below it only a generous floor: a shared 2-core
@@ -202,7 +202,10 @@ fn check(label: &str, counts: &[u64], elapsed: f64, rate: f64, shards: usize) {
 #[test]
 fn threads_on_shards_keep_the_rate_on_the_real_clock() {
     within(LIMIT, || {
-        let rate = 1e6;
+        // Far below what the threads can take on a loaded 2-core machine
+        // (at 1e6/s, 4 threads beside other work reached under half), so
+        // the floor below checks the limiter, not the machine's speed.
+        let rate = 2e5;
         for threads in [2usize, 4] {
             for s in [0.0, 1.1] {
                 let (counts, elapsed) =
