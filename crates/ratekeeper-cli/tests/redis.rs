@@ -20,7 +20,7 @@ fn redis_url() -> Option<String> {
             panic!("REDIS_URL is not set under CI: run the tests through scripts/with-redis.sh")
         }
         _ => {
-            eprintln!("skipped: no REDIS_URL (run through scripts/with-redis.sh)");
+            common::skipped("no REDIS_URL (run through scripts/with-redis.sh)");
             None
         }
     }
