@@ -148,3 +148,28 @@ impl Decision {
         self.result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_source_shows_its_documented_name_in_its_place() {
+        let shown: Vec<String> = Source::ALL.iter().map(Source::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "redis",
+                "cache",
+                "lease",
+                "fail_open",
+                "fail_closed",
+                "local"
+            ]
+        );
+        for (i, source) in Source::ALL.into_iter().enumerate() {
+            assert_eq!(source.to_string(), source.name());
+            assert_eq!(source.index(), i);
+        }
+    }
+}

@@ -283,6 +283,17 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_mid_window_neither_restarts_nor_ends_it() {
+        let mut m = Meter::default();
+        m.note(0, 1, 1);
+        // A refusal: the key's count is unchanged. The window goes on.
+        m.note(400_000_000, 0, 1);
+        assert_eq!((m.start, m.key0), (0, 1));
+        m.note(1_000_000_000, 1, 3);
+        assert_eq!(m.learned, Some(0.5));
+    }
+
+    #[test]
     fn a_window_without_grants_on_the_key_keeps_the_last_share() {
         let mut m = Meter::default();
         m.note(0, 0, 7);
