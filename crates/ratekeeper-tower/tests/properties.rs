@@ -308,6 +308,16 @@ fn policy_arithmetic_by_hand() {
     ));
     let rate = |rate| Policy::from_rate("p", rate).map(|p| (p.quota(), p.window()));
     assert_eq!(rate(275.0 / 333.0), Ok((33, 40)));
+    // The largest rate a field carries is announced as it is; one above
+    // it is refused before any quota is computed.
+    assert_eq!(rate(SF_INTEGER_MAX as f64), Ok((SF_INTEGER_MAX, 1)));
+    assert_eq!(
+        rate(1e15),
+        Err(ConfigError::QuotaTooLarge {
+            quota: u64::MAX,
+            window: 1
+        })
+    );
     let nanos = |q, w| Policy::new("p", q, w).unwrap().interval_nanos();
     assert_eq!(nanos(10, 1), 100_000_000);
     assert_eq!(nanos(3, 1), 333_333_333);
