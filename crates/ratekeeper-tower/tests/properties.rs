@@ -308,6 +308,12 @@ fn policy_arithmetic_by_hand() {
     ));
     let rate = |rate| Policy::from_rate("p", rate).map(|p| (p.quota(), p.window()));
     assert_eq!(rate(275.0 / 333.0), Ok((33, 40)));
+    // One ulp under 3/13: 13 × rate rounds up to 3, which would announce
+    // a rate above the one given; the next window that fits is 77 per 334 s.
+    let under = f64::from_bits((3.0f64 / 13.0).to_bits() - 1);
+    assert_eq!(rate(under), Ok((77, 334)));
+    // Under one an hour: one over the shortest window not above the rate.
+    assert_eq!(rate(1.0 / 7200.0), Ok((1, 7200)));
     // The largest rate a field carries is announced as it is; one above
     // it is refused before any quota is computed.
     assert_eq!(rate(SF_INTEGER_MAX as f64), Ok((SF_INTEGER_MAX, 1)));
