@@ -302,6 +302,8 @@ fn policy_arithmetic_by_hand() {
     assert_eq!(qw(10, 1, 11), Ok((20, 2)));
     assert_eq!(qw(3, 2, 7), Ok((9, 6)));
     assert_eq!(qw(1, 7, 5), Ok((5, 35)));
+    assert_eq!(qw(SF_INTEGER_MAX, 1, 1), Ok((SF_INTEGER_MAX, 1)));
+    assert_eq!(qw(1, SF_INTEGER_MAX, 1), Ok((1, SF_INTEGER_MAX)));
     assert!(matches!(
         qw(1, SF_INTEGER_MAX, 2),
         Err(ConfigError::QuotaTooLarge { .. })
@@ -314,6 +316,20 @@ fn policy_arithmetic_by_hand() {
     assert_eq!(rate(under), Ok((77, 334)));
     // Under one an hour: one over the shortest window not above the rate.
     assert_eq!(rate(1.0 / 7200.0), Ok((1, 7200)));
+    assert_eq!(rate(1.0 / 7200.5), Ok((1, 7201)));
+    // One ulp under 1/4097: its inverse rounds to 4097, whose 1/4097 is
+    // above the rate, so the window is 4098.
+    let under = f64::from_bits((1.0f64 / 4097.0).to_bits() - 1);
+    assert_eq!(rate(under), Ok((1, 4098)));
+    // The longest window a field carries, and one past it.
+    assert_eq!(rate(1.0 / SF_INTEGER_MAX as f64), Ok((1, SF_INTEGER_MAX)));
+    assert_eq!(
+        rate(1e-15),
+        Err(ConfigError::QuotaTooLarge {
+            quota: 1,
+            window: u64::MAX
+        })
+    );
     // The largest rate a field carries is announced as it is; one above
     // it is refused before any quota is computed.
     assert_eq!(rate(SF_INTEGER_MAX as f64), Ok((SF_INTEGER_MAX, 1)));
