@@ -641,6 +641,24 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_request_takes_the_ready_permit_rather_than_wait_for_a_lease() {
+        let clock = ManualClock::new(0);
+        let limiter = refill(4, &clock); // 4 per ms, capacity 4
+        let handle = BatchHandle::new(&limiter);
+        // Leases of 1 and 2: three permits out, one left in the bucket.
+        for _ in 0..3 {
+            handle.acquire();
+        }
+        assert_eq!((available(&limiter), handle.leased_permits()), (1, 0));
+        // The next lease would be 4, three of them 750 µs away. A request
+        // that may wait 10 ms leases only what is ready: the one permit,
+        // at once.
+        let g = handle.reserve(1, Some(Duration::from_millis(10))).unwrap();
+        assert_eq!(g.delay_nanos(), 0);
+        assert_eq!((available(&limiter), handle.leased_permits()), (0, 0));
+    }
+
+    #[test]
     fn a_bounded_request_fails_once_in_the_events_when_its_lease_is_one_permit() {
         use std::sync::{Arc, Mutex};
         let clock = ManualClock::new(0);
