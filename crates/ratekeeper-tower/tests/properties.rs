@@ -347,3 +347,11 @@ fn policy_arithmetic_by_hand() {
     assert_eq!(nanos(SF_INTEGER_MAX, 1), 1);
     assert_eq!(nanos(1, SF_INTEGER_MAX), u64::MAX);
 }
+
+#[test]
+fn refill_time_is_the_burst_times_the_interval() {
+    let p = |q, w, burst| Policy::new("p", q, w).unwrap().with_burst(burst).unwrap();
+    assert_eq!(p(10, 1, 5).refill_time(), Duration::from_millis(500));
+    assert_eq!(p(3, 1, 1).refill_time(), Duration::from_nanos(333_333_333));
+    assert_eq!(p(1, 2, 3).refill_time(), Duration::from_secs(6));
+}

@@ -587,3 +587,34 @@ async fn a_limit_that_answers_later_is_awaited_and_answered_as_one_that_answers_
         (1, 1, 1, 1)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn debug_shows_each_parts_settings() {
+    let policy = Policy::from_rate("all", 2.0).unwrap();
+    let builder = RateLimitLayer::builder(Global::new(strict_pacer(2.0), policy.clone()))
+        .wait_up_to(Duration::from_millis(250));
+    let shown = format!("{builder:?}");
+    assert!(
+        shown.starts_with("Builder {")
+            && shown.contains("max_wait: 250ms")
+            && shown.contains("admitted_headers: false"),
+        "{shown}"
+    );
+    let layer = RateLimitLayer::global(strict_pacer(2.0), policy).unwrap();
+    let shown = format!("{layer:?}");
+    assert!(
+        shown.starts_with("RateLimitLayer {") && shown.contains("metrics:"),
+        "{shown}"
+    );
+    let service = tower::Layer::layer(
+        &layer,
+        tower::service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(String::new()))
+        }),
+    );
+    let shown = format!("{service:?}");
+    assert!(
+        shown.starts_with("RateLimit {") && shown.contains("inner: ServiceFn"),
+        "{shown}"
+    );
+}
