@@ -618,3 +618,64 @@ async fn debug_shows_each_parts_settings() {
         "{shown}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_is_the_grants_own_however_long_the_clock_has_run() {
+    let limit = Global::new(strict_pacer(1.0), Policy::from_rate("all", 1.0).unwrap());
+    let layer = RateLimitLayer::builder(limit)
+        .wait_up_to(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    // 100 s on the limiter's clock before the first request.
+    tokio::time::advance(Duration::from_secs(100)).await;
+    let start = tokio::time::Instant::now();
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 200);
+    assert_eq!(send(&mut svc, Request::new(())).await.status(), 200);
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+}
+
+/// A service that is never ready: backpressure the layer must pass on.
+#[derive(Clone)]
+struct NeverReady;
+
+impl Service<Request<()>> for NeverReady {
+    type Response = Response<String>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<String>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Pending
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        std::future::ready(Ok(Response::new(String::new())))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_inner_services_backpressure_passes_through() {
+    let layer =
+        RateLimitLayer::global(strict_pacer(1.0), Policy::from_rate("all", 1.0).unwrap()).unwrap();
+    let mut svc = tower::Layer::layer(&layer, NeverReady);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(svc.poll_ready(&mut cx).is_pending());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_admitted_response_says_when_the_next_permit_accrues() {
+    // 1 per 4 s: after an admitted request, the next permit is 4 s away.
+    let limit = Global::new(strict_pacer(0.25), Policy::from_rate("slow", 0.25).unwrap());
+    let layer = RateLimitLayer::builder(limit)
+        .headers_on_admitted(true)
+        .build()
+        .unwrap();
+    let mut svc = Svc::new(ServiceBuilder::new().layer(layer).service(hello()));
+    let r = send(&mut svc, Request::new(())).await;
+    assert_eq!(r.status(), 200);
+    let item = common::parse_list(r.headers()["ratelimit"].to_str().unwrap());
+    assert_eq!((item[0].1["r"], item[0].1["t"]), (0, 4));
+}
