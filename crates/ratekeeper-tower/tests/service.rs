@@ -606,7 +606,7 @@ async fn debug_shows_each_parts_settings() {
         shown.starts_with("RateLimitLayer {") && shown.contains("metrics:"),
         "{shown}"
     );
-    let service = tower::Layer::layer(
+    let mut service = tower::Layer::layer(
         &layer,
         tower::service_fn(|_: Request<()>| async {
             Ok::<_, Infallible>(Response::new(String::new()))
@@ -617,6 +617,8 @@ async fn debug_shows_each_parts_settings() {
         shown.starts_with("RateLimit {") && shown.contains("inner: ServiceFn"),
         "{shown}"
     );
+    let future = service.call(Request::new(()));
+    assert_eq!(format!("{future:?}"), "ResponseFuture");
 }
 
 #[tokio::test(start_paused = true)]

@@ -558,3 +558,17 @@ fn a_key_in_debt_is_never_swept() {
         }
     }
 }
+
+#[test]
+fn default_shards_are_four_a_cpu_to_a_power_of_two_at_most_the_max() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let shards = default_shards();
+    assert!(shards.is_power_of_two(), "{shards}");
+    assert!(shards <= DEFAULT_SHARDS_MAX, "{shards}");
+    // At least four a CPU, and under twice that, unless capped.
+    let wanted = cpus * 4;
+    assert!(
+        shards == DEFAULT_SHARDS_MAX || (wanted..2 * wanted).contains(&shards),
+        "{shards} shards for {cpus} CPUs"
+    );
+}
