@@ -45,6 +45,19 @@ fn bad_settings_are_typed_errors() {
         ConfigErrorKind::Shards
     );
     assert_eq!(kind(Keyed::builder().shards(0)), ConfigErrorKind::Shards);
+    assert_eq!(
+        kind(Keyed::builder().max_keys(10_000).shards(MAX_SHARDS + 1)),
+        ConfigErrorKind::Shards
+    );
+    // The limits themselves are allowed (a map takes memory as keys come).
+    for builder in [
+        Keyed::builder().max_keys(MAX_KEYS).shards(1),
+        Keyed::builder().max_keys(10_000).shards(MAX_SHARDS),
+    ] {
+        builder
+            .build_with_clock::<u64, _>(&config, ManualClock::new(0))
+            .unwrap();
+    }
     for text in ["pool:10", "pacer:10,shards=2"] {
         let config: LimiterConfig = text.parse().unwrap();
         let err = Keyed::builder().build_with_clock::<u64, _>(&config, ManualClock::new(0));
