@@ -844,4 +844,37 @@ mod tests {
             "exact {exact} ns, batched {batched} ns"
         );
     }
+
+    #[test]
+    fn the_handle_reports_its_limiters_wait_stats_and_policy() {
+        let clock = ManualClock::new(0);
+        let policy = WaitPolicy::precise(Duration::from_micros(5));
+        let limiter = refill(4, &clock).with_wait_policy(policy);
+        let handle = BatchHandle::new(&limiter);
+        for _ in 0..3 {
+            handle.acquire(); // leases of 1 and 2
+        }
+        handle.reserve(1, None).unwrap(); // a lease of 4, 750 µs ahead
+        assert_eq!(limiter.wait_stats().backlog_nanos, 750_000);
+        assert_eq!(handle.wait_stats(), limiter.wait_stats());
+        assert_eq!(handle.wait_policy(), policy);
+    }
+
+    #[test]
+    fn the_debug_output_shows_the_lease() {
+        let clock = ManualClock::new(0);
+        let limiter = refill(1000, &clock);
+        let handle = BatchHandle::new(&limiter);
+        handle.acquire(); // a lease of 1
+        handle.acquire(); // a lease of 2
+        let debug = format!("{handle:?}");
+        assert!(
+            debug.starts_with("BatchHandle { limiter: RefillLimiter"),
+            "{debug:?}"
+        );
+        assert!(
+            debug.ends_with("leased_permits: 1, lease_size: 2, max_lease_nanos: 100000, .. }"),
+            "{debug:?}"
+        );
+    }
 }
