@@ -846,6 +846,25 @@ mod tests {
     }
 
     #[test]
+    fn after_a_refused_lease_the_next_is_half_as_large() {
+        let clock = ManualClock::new(0);
+        let limiter = refill(8, &clock); // 8 per ms, capacity 8
+        let handle = BatchHandle::new(&limiter).with_max_lease(Duration::from_secs(1));
+        // Leases of 1, 2 and 4: one permit left in the bucket.
+        for _ in 0..7 {
+            handle.try_acquire().unwrap();
+        }
+        assert_eq!((available(&limiter), handle.leased_permits()), (1, 0));
+        // The lease of 8 is refused; the request takes the last permit.
+        handle.try_acquire().unwrap();
+        assert_eq!((available(&limiter), handle.leased_permits()), (0, 0));
+        // From a full bucket, the next lease is half the refused one.
+        clock.advance_nanos(1_000_000);
+        handle.try_acquire().unwrap();
+        assert_eq!(handle.leased_permits(), 4 - 1);
+    }
+
+    #[test]
     fn the_handle_reports_its_limiters_wait_stats_and_policy() {
         let clock = ManualClock::new(0);
         let policy = WaitPolicy::precise(Duration::from_micros(5));
