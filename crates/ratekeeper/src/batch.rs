@@ -845,6 +845,144 @@ mod tests {
         );
     }
 
+    /// What a [`FakeLimiter`] was asked.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Call {
+        Reserve(u32, Option<Duration>),
+        Cancel(Grant),
+        Poll(Grant),
+        WaitFor(Grant),
+        WaitTurn,
+    }
+
+    /// A limiter that logs every call a handle makes on it, for what a
+    /// handle asks of its limiter. Each grant is due at `due` (at once when
+    /// its reading is past it); a grant that waits carries a fresh ticket
+    /// when `tickets` is set, as a pool's claim does, and is ready `early`
+    /// ns before its estimate, as a pool's tokens may be. Its readings are
+    /// `ahead` ns ahead of the clock (another core's). It grants at most
+    /// `max` permits at once, and gives back whatever it is asked to.
+    #[derive(Debug)]
+    struct FakeLimiter {
+        clock: ManualClock,
+        due: Cell<u64>,
+        tickets: Cell<bool>,
+        early: u64,
+        ahead: u64,
+        max: u32,
+        issued: Cell<u32>,
+        log: std::cell::RefCell<Vec<Call>>,
+    }
+
+    impl FakeLimiter {
+        fn new(clock: &ManualClock) -> FakeLimiter {
+            FakeLimiter {
+                clock: clock.clone(),
+                due: Cell::new(0),
+                tickets: Cell::new(false),
+                early: 0,
+                ahead: 0,
+                max: u32::MAX,
+                issued: Cell::new(0),
+                log: std::cell::RefCell::new(Vec::new()),
+            }
+        }
+
+        fn now(&self) -> u64 {
+            self.clock.now_nanos() + self.ahead
+        }
+
+        /// When a waiting grant's wait ends: `early` before its estimate.
+        fn fills_at(&self, grant: &Grant) -> u64 {
+            grant.ready_nanos().saturating_sub(self.early)
+        }
+
+        /// The calls logged since the last look.
+        fn calls(&self) -> Vec<Call> {
+            self.log.take()
+        }
+    }
+
+    impl RateLimiter for FakeLimiter {
+        fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+            self.log.borrow_mut().push(Call::Reserve(permits, max_wait));
+            if permits > self.max {
+                return Err(AcquireError::InsufficientCapacity {
+                    requested: permits,
+                    max: self.max,
+                });
+            }
+            let now = self.now();
+            let ready = self.due.get().max(now);
+            if let Some(max) = max_wait.filter(|&max| ready - now > saturating_nanos(max)) {
+                return Err(AcquireError::WouldWait {
+                    wait: Duration::from_nanos(ready - now),
+                    max_wait: max,
+                });
+            }
+            let grant = Grant::new(ready, ready, now, permits);
+            if ready > now && self.tickets.get() {
+                self.issued.set(self.issued.get() + 1);
+                return Ok(grant.with_claim(self.issued.get()));
+            }
+            Ok(grant)
+        }
+
+        fn clock(&self) -> &dyn Clock {
+            &self.clock
+        }
+
+        fn wait_stats(&self) -> WaitStats {
+            WaitStats::default()
+        }
+
+        fn cancel(&self, grant: &Grant) -> bool {
+            self.log.borrow_mut().push(Call::Cancel(*grant));
+            true
+        }
+
+        fn wait_turn(&self) {
+            self.log.borrow_mut().push(Call::WaitTurn);
+        }
+
+        /// A ticket waits for its fill; other grants for their ready time.
+        fn poll_grant(&self, grant: &Grant, now: u64, _: &Waker) -> Readiness {
+            self.log.borrow_mut().push(Call::Poll(*grant));
+            match grant.claim() {
+                Some(_) if self.now() >= self.fills_at(grant) => Readiness::Go,
+                Some(_) => Readiness::Pending(None),
+                None if grant.ready_nanos() <= now => Readiness::Go,
+                None => Readiness::SleepUntil(grant.ready_nanos()),
+            }
+        }
+
+        fn wait_for(&self, grant: Grant) -> Grant {
+            self.log.borrow_mut().push(Call::WaitFor(grant));
+            let at = self.fills_at(&grant);
+            self.clock.set_nanos(at.saturating_sub(self.ahead));
+            grant.started_at(self.now().max(at))
+        }
+    }
+
+    #[test]
+    fn a_request_the_limiter_can_never_grant_is_asked_of_it_once() {
+        let clock = ManualClock::new(0);
+        let limiter = FakeLimiter {
+            max: 8,
+            ..FakeLimiter::new(&clock)
+        };
+        let handle = BatchHandle::new(&limiter);
+        let err = handle.acquire_n(9).unwrap_err();
+        assert_eq!(
+            err,
+            AcquireError::InsufficientCapacity {
+                requested: 9,
+                max: 8
+            }
+        );
+        assert_eq!(limiter.calls(), [Call::WaitTurn, Call::Reserve(9, None)]);
+    }
+
     #[test]
     fn after_a_refused_lease_the_next_is_half_as_large() {
         let clock = ManualClock::new(0);
@@ -862,6 +1000,25 @@ mod tests {
         clock.advance_nanos(1_000_000);
         handle.try_acquire().unwrap();
         assert_eq!(handle.leased_permits(), 4 - 1);
+    }
+
+    #[test]
+    fn acquire_waits_its_turn_at_the_limiter_only_before_a_lease() {
+        let clock = ManualClock::new(0);
+        let limiter = FakeLimiter::new(&clock);
+        let handle = BatchHandle::new(&limiter);
+        handle.acquire(); // a lease of 1
+        handle.acquire(); // a lease of 2
+        handle.acquire(); // from the lease
+        assert_eq!(
+            limiter.calls(),
+            [
+                Call::WaitTurn,
+                Call::Reserve(1, None),
+                Call::WaitTurn,
+                Call::Reserve(2, None)
+            ]
+        );
     }
 
     #[test]
