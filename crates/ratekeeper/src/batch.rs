@@ -1003,6 +1003,30 @@ mod tests {
     }
 
     #[test]
+    fn readings_of_the_limiter_ahead_of_the_handles_clock_are_the_present() {
+        let clock = ManualClock::new(0);
+        let limiter = FakeLimiter {
+            ahead: 500,
+            ..FakeLimiter::new(&clock)
+        };
+        let handle = BatchHandle::new(&limiter);
+        handle.acquire(); // a lease of 1, decided at the limiter's 500 ns
+        handle.try_acquire().unwrap(); // a lease of 2, ready at once
+                                       // The lease was ready when the limiter decided it: so is the rest
+                                       // of it, though the clock reads 0.
+        let g = handle.try_acquire().unwrap();
+        assert_eq!((g.ready_nanos(), g.started_nanos()), (500, 500));
+        // A lease that waits: its first grant's wait ends at the limiter's
+        // 1 µs, when the clock reads 500 ns.
+        limiter.due.set(1_000);
+        let g = handle.reserve(1, None).unwrap(); // a lease of 4
+        let g = handle.wait_for(g);
+        assert_eq!((g.started_nanos(), clock.now_nanos()), (1_000, 500));
+        let h = handle.try_acquire().unwrap();
+        assert_eq!((h.ready_nanos(), h.started_nanos()), (1_000, 1_000));
+    }
+
+    #[test]
     fn acquire_waits_its_turn_at_the_limiter_only_before_a_lease() {
         let clock = ManualClock::new(0);
         let limiter = FakeLimiter::new(&clock);
