@@ -1026,6 +1026,99 @@ mod tests {
         assert_eq!((h.ready_nanos(), h.started_nanos()), (1_000, 1_000));
     }
 
+    /// The grants a limiter was asked to give back.
+    fn cancels(limiter: &FakeLimiter) -> Vec<Grant> {
+        let calls = limiter.calls().into_iter();
+        calls
+            .filter_map(|c| match c {
+                Call::Cancel(g) => Some(g),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lease_goes_back_only_from_its_only_grant_while_it_waits() {
+        let clock = ManualClock::new(0);
+        let limiter = FakeLimiter::new(&clock); // no tickets
+        let handle = BatchHandle::new(&limiter);
+        handle.acquire(); // a lease of 1
+                          // A lease ready at once: no grant of it goes back, and the limiter
+                          // is not asked.
+        let g = handle.reserve(1, None).unwrap(); // a lease of 2
+        assert!(!handle.cancel(&g));
+        let h = handle.reserve(1, None).unwrap();
+        assert!(!handle.cancel(&h));
+        assert_eq!(handle.leased_permits(), 0);
+        assert_eq!(cancels(&limiter), []);
+        // A lease that waits: its only grant gives it back whole.
+        limiter.due.set(1_000);
+        let g = handle.reserve(1, None).unwrap(); // a lease of 4
+        assert_eq!(handle.leased_permits(), 3);
+        assert!(handle.cancel(&g));
+        assert_eq!(handle.leased_permits(), 0);
+        assert_eq!(cancels(&limiter), [Grant::new(1_000, 1_000, 0, 4)]);
+    }
+
+    #[test]
+    fn grants_from_a_lease_others_were_granted_from_never_go_back() {
+        let clock = ManualClock::new(0);
+        let limiter = FakeLimiter {
+            early: 400,
+            ..FakeLimiter::new(&clock)
+        };
+        limiter.tickets.set(true);
+        let handle = BatchHandle::new(&limiter);
+        for _ in 0..3 {
+            handle.acquire(); // leases of 1 and 2, ready at once
+        }
+        limiter.due.set(1_000);
+        let g = handle.reserve(1, None).unwrap(); // a lease of 4, a ticket
+        let h = handle.reserve(1, None).unwrap();
+        // The limiter gives back whatever it is asked to: none of the
+        // lease's other grants may reach it, before or after the lease is
+        // lowered. The lease's wait ends 400 ns early: the rest of it is ready then.
+        let g = handle.wait_for(g);
+        assert_eq!(g.started_nanos(), 600);
+        let k = handle.reserve(1, None).unwrap();
+        assert_eq!(
+            (h.ready_nanos(), k.ready_nanos(), k.delay_nanos()),
+            (1_000, 600, 0)
+        );
+        assert!(!handle.cancel(&h));
+        assert!(!handle.cancel(&k));
+        assert_eq!(handle.leased_permits(), 1);
+        assert_eq!(cancels(&limiter), []);
+    }
+
+    #[test]
+    fn a_grant_from_the_exact_path_goes_back_even_when_due_with_the_lease() {
+        use crate::{CycleConfig, CycleLimiter};
+        let clock = ManualClock::new(0);
+        let config = CycleConfig::builder()
+            .limit_for_period(8)
+            .limit_refresh_period(Duration::from_millis(1))
+            .timeout(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let limiter = CycleLimiter::new_with_clock("t", config, clock.clone());
+        limiter.reserve(8, None).unwrap(); // this cycle's permits
+        let handle = BatchHandle::new(&limiter);
+        let lease = handle.reserve(1, None).unwrap(); // a lease of 1
+        handle.reserve(1, None).unwrap(); // a lease of 2
+        assert_eq!(handle.leased_permits(), 1);
+        // More than the lease holds: the exact path, in the same cycle.
+        let g = handle.reserve(2, None).unwrap();
+        assert_eq!(
+            (g.scheduled_nanos(), g.ready_nanos()),
+            (lease.scheduled_nanos(), lease.ready_nanos())
+        );
+        let before = available(&limiter);
+        assert!(handle.cancel(&g));
+        assert_eq!(available(&limiter), before + 2);
+        assert_eq!(handle.leased_permits(), 1);
+    }
+
     #[test]
     fn acquire_waits_its_turn_at_the_limiter_only_before_a_lease() {
         let clock = ManualClock::new(0);
