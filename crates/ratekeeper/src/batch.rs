@@ -1120,6 +1120,44 @@ mod tests {
     }
 
     #[test]
+    fn async_waits_ask_the_limiter_only_about_a_leases_first_grant() {
+        let clock = ManualClock::new(0);
+        let limiter = FakeLimiter {
+            early: 400,
+            ..FakeLimiter::new(&clock)
+        };
+        limiter.tickets.set(true);
+        let handle = BatchHandle::new(&limiter);
+        for _ in 0..3 {
+            handle.acquire(); // leases of 1 and 2, ready at once
+        }
+        limiter.due.set(1_000);
+        let g = handle.reserve(1, None).unwrap(); // a lease of 4, a ticket
+        let h = handle.reserve(1, None).unwrap();
+        limiter.calls();
+        let waker = Waker::noop();
+        // The lease's other grants sleep until its time.
+        assert_eq!(
+            handle.poll_grant(&h, 0, waker),
+            Readiness::SleepUntil(1_000)
+        );
+        assert_eq!(handle.poll_grant(&h, 1_000, waker), Readiness::Go);
+        assert_eq!(limiter.calls(), []);
+        // The first asks the limiter about the lease, whose ticket waits for
+        // its fill; until then the rest of the lease waits too.
+        assert_eq!(handle.poll_grant(&g, 0, waker), Readiness::Pending(None));
+        let lease = Grant::new(1_000, 1_000, 0, 4).with_claim(1);
+        assert_eq!(limiter.calls(), [Call::Poll(lease)]);
+        let e = handle.try_acquire().unwrap_err();
+        assert_eq!(e.retry_after(), Some(Duration::from_nanos(1_000)));
+        // The fill comes 400 ns early: the rest of the lease is ready then.
+        clock.advance_nanos(600);
+        assert_eq!(handle.poll_grant(&g, 600, waker), Readiness::Go);
+        let k = handle.try_acquire().unwrap();
+        assert_eq!((k.ready_nanos(), k.delay_nanos()), (600, 0));
+    }
+
+    #[test]
     fn acquire_waits_its_turn_at_the_limiter_only_before_a_lease() {
         let clock = ManualClock::new(0);
         let limiter = FakeLimiter::new(&clock);
