@@ -11,6 +11,13 @@
 # Usage: scripts/mutants.sh PACKAGE FILE [FILE...] [-- CARGO_TEST_ARGS...]
 #   scripts/mutants.sh ratekeeper crates/ratekeeper/src/pool/claims.rs -- --lib
 #   scripts/mutants.sh ratekeeper-tower crates/ratekeeper-tower/src/policy.rs
+#   scripts/mutants.sh ratekeeper crates/ratekeeper/src/batch.rs -- --lib -- batch
+# Arguments after the first -- go to cargo test, after a second -- to the
+# test binaries (a name filter keeps each mutant's run short).
+# MUTANTS_OPTS adds cargo-mutants options, e.g. MUTANTS_OPTS=--iterate to
+# retest only what the last run on the same file did not catch (with wider
+# test arguments), or MUTANTS_OPTS=--in-place in a worktree of its own, to
+# reuse its target folder instead of building a copy from scratch.
 # Needs cargo-mutants (cargo install cargo-mutants --locked). Tests that need
 # Redis find REDIS_URL as usual (run it under scripts/with-redis.sh).
 set -euo pipefail
@@ -31,21 +38,32 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   shift
 done
 [ "${1:-}" = "--" ] && shift
-# Each file's results stay in target/mutants/FILE/mutants.out (outcomes.json,
-# caught.txt, missed.txt, ...), replaced by the next run on the same file.
+# Each file's results stay in target/mutants/NAME/mutants.out, NAME being
+# the path with / as _ (outcomes.json, caught.txt, missed.txt, ...),
+# replaced by the next run on the same file.
 out=target/mutants
 mkdir -p "$out"
 count() { if [ -s "$1" ]; then grep -c . "$1"; else echo 0; fi; }
 echo "| module | caught | missed | unviable | timeout | caught % of viable |"
 echo "|---|---|---|---|---|---|"
+# Test modules are left out: cargo-mutants skips #[cfg(test)] ones, but
+# not #[cfg(all(test, not(loom)))], whose helpers it would mutate.
+# A timeout is three times the unmutated run's, unless MUTANTS_OPTS names one.
+limit=(--timeout-multiplier 3)
+case " ${MUTANTS_OPTS:-} " in *" --timeout "*) limit=() ;; esac
 for file in "${files[@]}"; do
+  name=$(printf '%s' "$file" | tr / _)
+  # A run that fails to start must not leave an older run's counts behind
+  # (--iterate reads them, so they stay for it).
+  case " ${MUTANTS_OPTS:-} " in *" --iterate "*) ;; *) rm -rf "$out/$name/mutants.out" ;; esac
   # Exit status 2 means mutants were missed, 3 timeouts: both are results.
-  cargo mutants --package "$package" --file "$file" --output "$out/$(basename "$file")" \
-    --timeout-multiplier 3 -- "$@" >"$out/$(basename "$file").log" 2>&1 || true
-  dir="$out/$(basename "$file")/mutants.out"
+  # shellcheck disable=SC2086 # MUTANTS_OPTS is a list of options
+  cargo mutants --package "$package" --file "$file" --output "$out/$name" \
+    --exclude-re 'tests::' "${limit[@]}" ${MUTANTS_OPTS:-} -- "$@" >"$out/$name.log" 2>&1 || true
+  dir="$out/$name/mutants.out"
   if [ ! -d "$dir" ]; then
     echo "mutants: no results for $file:" >&2
-    tail -20 "$out/$(basename "$file").log" >&2
+    tail -20 "$out/$name.log" >&2
     exit 1
   fi
   caught=$(count "$dir/caught.txt")
