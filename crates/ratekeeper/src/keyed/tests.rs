@@ -585,3 +585,39 @@ fn default_shards_are_four_a_cpu_to_a_power_of_two_at_most_the_max() {
         "{shards} shards for {cpus} CPUs"
     );
 }
+
+#[test]
+fn ip_keys_are_ipv4_or_the_ipv6_network_of_the_prefix() {
+    use std::net::{IpAddr, Ipv6Addr};
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    let keyer = IpKeyer::default();
+    assert_eq!(keyer.ipv6_prefix(), 64);
+    // IPv4, and IPv4 arriving mapped or through NAT64, key as the IPv4.
+    for addr in ["192.0.2.7", "::ffff:192.0.2.7", "64:ff9b::192.0.2.7"] {
+        assert_eq!(keyer.key(ip(addr)), IpKey::V4("192.0.2.7".parse().unwrap()));
+    }
+    // Any other IPv6: the network of the prefix, its other bits cleared.
+    let key = keyer.key(ip("2001:db8:1:2:3:4:5:6"));
+    assert_eq!(key, IpKey::V6("2001:db8:1:2::".parse().unwrap()));
+    assert_eq!(key.to_string(), "2001:db8:1:2::");
+    assert_eq!(
+        IpKey::V4("192.0.2.7".parse().unwrap()).to_string(),
+        "192.0.2.7"
+    );
+    // Every prefix from 0 to 128 keeps exactly its top bits.
+    let all = Ipv6Addr::from_bits(u128::MAX);
+    for prefix in 0..=128u32 {
+        let keyer = IpKeyer::with_ipv6_prefix(prefix).unwrap();
+        assert_eq!(keyer.ipv6_prefix(), prefix);
+        let IpKey::V6(net) = keyer.key(IpAddr::V6(all)) else {
+            panic!("/{prefix}: not an IPv6 key");
+        };
+        let bits = net.to_bits();
+        assert_eq!(
+            (bits.leading_ones(), bits.count_ones()),
+            (prefix, prefix),
+            "/{prefix}: {net}"
+        );
+    }
+    assert!(IpKeyer::with_ipv6_prefix(129).is_err());
+}
