@@ -210,10 +210,14 @@ fn overflow_policies() {
     k.try_acquire(&1).unwrap();
     k.try_acquire(&2).unwrap();
     k.try_acquire(&3).unwrap(); // the shared limiter's first permit
+    let refused = k.try_acquire(&4).unwrap_err();
     assert!(matches!(
-        k.try_acquire(&4),
-        Err(KeyedError::Limiter(AcquireError::WouldWait { .. }))
+        refused,
+        KeyedError::Limiter(AcquireError::WouldWait { .. })
     ));
+    // The shared limiter's next slot is 100 ms on.
+    assert_eq!(refused.retry_after(), Some(Duration::from_millis(100)));
+    assert_eq!(KeyedError::Full.retry_after(), None);
     assert_eq!(k.metrics().overflowed, 2);
     assert_eq!(k.metrics().live_keys, 2);
 
