@@ -211,12 +211,15 @@ pub(super) enum Said {
 }
 
 /// A local limiter at `share` of `limit`, owing what `seen` says.
-fn start(
+///
+/// Generic over the clock only so that tests can start it on a manual
+/// clock; the fallback starts it on the [`DefaultClock`].
+fn start<C: Clock + Clone + 'static>(
     limit: &SharedLimit,
     share: f64,
-    clock: DefaultClock,
+    clock: C,
     seen: &Seen,
-) -> Result<AnyLimiter<DefaultClock>, ConfigError> {
+) -> Result<AnyLimiter<C>, ConfigError> {
     let now = clock.now_nanos();
     match *limit {
         SharedLimit::Pacer { rate, .. } => {
