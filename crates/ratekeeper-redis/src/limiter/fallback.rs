@@ -260,7 +260,58 @@ fn start<C: Clock + Clone + 'static>(
 
 #[cfg(test)]
 mod tests {
+    use ratekeeper::{ManualClock, Rate};
+
     use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// An answer that came at `at` (local ns), saying nothing else yet.
+    fn said_at(at: u64) -> Seen {
+        Seen {
+            known: true,
+            at,
+            ..Seen::default()
+        }
+    }
+
+    /// A strict Pacer at 100/s: at share 0.5, a local slot every 20 ms.
+    fn pacer() -> SharedLimit {
+        SharedLimit::pacer(Rate::new(100.0).unwrap(), 1.0).unwrap()
+    }
+
+    #[test]
+    fn a_pacer_fallback_owing_35_ms_grants_first_at_the_local_slot_after_it() {
+        // The shared schedule's next slot is 35 ms away; the local slots
+        // (20 ms apart) at 0 and 20 ms come before it and are taken, so
+        // the first grant is at 40 ms: never before the shared slot.
+        let now = 1_000 * MS;
+        let clock = ManualClock::new(now);
+        let seen = Seen {
+            next: now + 35 * MS,
+            ..said_at(now - 5 * MS)
+        };
+        let local = start(&pacer(), 0.5, clock, &seen).unwrap();
+        let first = local.reserve(1, None).unwrap();
+        assert_eq!(first.ready_nanos() - now, 40 * MS, "first grant's wait");
+    }
+
+    #[test]
+    fn a_pacer_fallback_whose_shared_slot_is_due_grants_at_once() {
+        // The shared schedule's next slot is now, or behind the clock:
+        // nothing is owed, and no slot is taken.
+        let now = 1_000 * MS;
+        for next in [now, now - 5 * MS] {
+            let clock = ManualClock::new(now);
+            let seen = Seen {
+                next,
+                ..said_at(now - 10 * MS)
+            };
+            let local = start(&pacer(), 0.5, clock, &seen).unwrap();
+            let first = local.reserve(1, None).unwrap();
+            assert_eq!(first.ready_nanos() - now, 0, "next slot at {next}");
+        }
+    }
 
     #[test]
     fn the_share_is_this_process_over_the_key_per_window() {
