@@ -260,6 +260,9 @@ fn start<C: Clock + Clone + 'static>(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use ratekeeper::refill::RefillConfig;
     use ratekeeper::{ManualClock, Rate};
 
     use super::*;
@@ -278,6 +281,30 @@ mod tests {
     /// A strict Pacer at 100/s: at share 0.5, a local slot every 20 ms.
     fn pacer() -> SharedLimit {
         SharedLimit::pacer(Rate::new(100.0).unwrap(), 1.0).unwrap()
+    }
+
+    /// A bucket of 10 permits refilled at 10/s (one per 100 ms), full when
+    /// built: at share 0.5, a local permit every 200 ms.
+    fn bucket() -> SharedLimit {
+        let c = RefillConfig::builder()
+            .limit_for_period(10)
+            .limit_refresh_period(Duration::from_secs(1))
+            .permit_capacity(10)
+            .initial_permits(10)
+            .timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        SharedLimit::Refill(c)
+    }
+
+    /// The permits `limiter` admits now, one at a time, without waiting.
+    fn admitted_now(limiter: &impl RateLimiter) -> u32 {
+        let mut n = 0;
+        while limiter.try_acquire().is_ok() {
+            n += 1;
+            assert!(n <= 1_000, "admits without end");
+        }
+        n
     }
 
     #[test]
@@ -311,6 +338,41 @@ mod tests {
             let first = local.reserve(1, None).unwrap();
             assert_eq!(first.ready_nanos() - now, 0, "next slot at {next}");
         }
+    }
+
+    #[test]
+    fn a_bucket_fallback_before_any_answer_starts_as_configured() {
+        let clock = ManualClock::new(400 * MS);
+        let local = start(&bucket(), 0.5, clock, &Seen::default()).unwrap();
+        assert_eq!(admitted_now(&local), 10, "the configured initial permits");
+    }
+
+    #[test]
+    fn a_bucket_fallback_holds_its_share_refilled_since_at_the_local_rate() {
+        // The shared bucket held 6 at 0 ms: this process's half is 3, and
+        // 400 ms at one permit per 200 ms adds 2.
+        let clock = ManualClock::new(400 * MS);
+        let seen = Seen {
+            available: 6,
+            ..said_at(0)
+        };
+        let local = start(&bucket(), 0.5, clock, &seen).unwrap();
+        assert_eq!(admitted_now(&local), 5);
+    }
+
+    #[test]
+    fn a_bucket_fallback_owes_its_share_of_the_debt_less_the_refill_since() {
+        // The shared bucket owed 4 at 0 ms: this process owes 2, of which
+        // the 200 ms since refilled 1. The one still owed refills by
+        // 400 ms, the first permit by 600 ms.
+        let clock = ManualClock::new(200 * MS);
+        let seen = Seen {
+            available: -4,
+            ..said_at(0)
+        };
+        let local = start(&bucket(), 0.5, clock, &seen).unwrap();
+        let first = local.reserve(1, None).unwrap();
+        assert_eq!(first.ready_nanos(), 600 * MS, "first grant's ready time");
     }
 
     #[test]
