@@ -43,6 +43,9 @@ fn the_largest_idle_ttl_is_kept_and_a_larger_one_is_refused() {
     let Some(url) = common::redis_url() else {
         return;
     };
+    // The documented bound: 100 years, and no less.
+    const YEAR: Duration = Duration::from_secs(365 * 86_400);
+    assert!(MAX_IDLE_TTL >= YEAR * 100, "{MAX_IDLE_TTL:?}");
     common::runtime().block_on(async {
         let backend = Backend::connect(&url).await.unwrap();
         let l = RedisLimiter::builder(&backend, common::key("idle-max"), average())
