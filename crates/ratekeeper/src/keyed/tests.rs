@@ -625,3 +625,57 @@ fn ip_keys_are_ipv4_or_the_ipv6_network_of_the_prefix() {
     }
     assert!(IpKeyer::with_ipv6_prefix(129).is_err());
 }
+
+#[test]
+fn available_counts_a_buckets_permits_and_none_for_a_schedule() {
+    let (k, _) = keyed("refill:5,1s,capacity=5", 7, 1, Overflow::DenyNew);
+    assert_eq!(k.max_keys(), 7);
+    // A key not tracked yet could take a fresh bucket's permits.
+    assert_eq!(k.available(&1), Some(5));
+    k.reserve(&1, 2, None).unwrap();
+    assert_eq!(k.available(&1), Some(3));
+    let (k, _) = keyed("pacer:10,1.0", 7, 1, Overflow::DenyNew);
+    k.try_acquire(&1).unwrap();
+    assert_eq!((k.available(&1), k.available(&2)), (None, None));
+    let shown = format!("{k:?}");
+    assert!(
+        shown.starts_with("Keyed {")
+            && shown.contains("max_keys: 7")
+            && shown.contains("shards: 1"),
+        "{shown}"
+    );
+}
+
+/// A clock that moves `step` ns on at every reading.
+#[derive(Clone)]
+struct Ticking {
+    now: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    step: u64,
+}
+
+impl crate::Clock for Ticking {
+    fn now_nanos(&self) -> u64 {
+        self.now
+            .fetch_add(self.step, std::sync::atomic::Ordering::Relaxed)
+            + self.step
+    }
+}
+
+#[test]
+fn a_refusal_decides_again_on_a_later_reading() {
+    let config: LimiterConfig = "pacer:10,1.0".parse().unwrap();
+    let clock = Ticking {
+        now: std::sync::Arc::default(),
+        step: 70 * MS,
+    };
+    let k = Keyed::builder()
+        .build_with_clock::<u64, _>(&config, clock)
+        .unwrap();
+    // The next slot is 100 ms after the first grant. The next request
+    // reads the clock 70 ms after it (refused), then again 140 ms after:
+    // granted on that reading.
+    let first = k.try_acquire(&1).unwrap();
+    let next = k.try_acquire(&1).unwrap();
+    assert_eq!(next.scheduled_nanos(), first.started_nanos() + 100 * MS);
+    assert_eq!(next.started_nanos(), first.started_nanos() + 140 * MS);
+}
