@@ -679,3 +679,50 @@ fn a_refusal_decides_again_on_a_later_reading() {
     assert_eq!(next.scheduled_nanos(), first.started_nanos() + 100 * MS);
     assert_eq!(next.started_nanos(), first.started_nanos() + 140 * MS);
 }
+
+#[test]
+fn a_full_shard_sweeps_again_the_moment_its_first_debt_ends() {
+    let (k, clock) = keyed("pacer:10,1.0", 2, 1, Overflow::DenyNew);
+    clock.advance(Duration::from_millis(1));
+    k.try_acquire(&1).unwrap();
+    k.try_acquire(&2).unwrap();
+    // Both keys owe until 101 ms: refused until then, and not later.
+    assert_eq!(k.try_acquire(&3), Err(KeyedError::Full));
+    clock.advance(Duration::from_millis(99));
+    assert_eq!(k.try_acquire(&3), Err(KeyedError::Full));
+    clock.advance(Duration::from_millis(1));
+    k.try_acquire(&3).unwrap();
+    assert_eq!(k.metrics().evicted_fresh, 2);
+}
+
+#[test]
+fn a_sweep_counts_keys_dropped_with_credit() {
+    // Average strictness: a key left behind its schedule holds credit.
+    let (k, clock) = keyed("pacer:10,0.0", 2, 1, Overflow::DenyNew);
+    clock.advance(Duration::from_millis(1));
+    k.try_acquire(&1).unwrap();
+    k.try_acquire(&2).unwrap();
+    clock.advance(Duration::from_millis(200));
+    assert_eq!(k.recovery(&1), Some(Recovery::Credit));
+    k.try_acquire(&3).unwrap();
+    let m = k.metrics();
+    assert_eq!((m.evicted_fresh, m.evicted_credit), (0, 2));
+}
+
+#[test]
+fn a_key_recovered_between_sweeps_is_evicted_before_one_in_debt() {
+    let (k, clock) = keyed("pacer:10,1.0", 2, 1, Overflow::EvictLeastDebt);
+    clock.advance(Duration::from_millis(1));
+    k.reserve(&1, 3, None).unwrap(); // owes until 301 ms
+    k.reserve(&2, 3, None).unwrap();
+    // A sweep at 1 ms finds both in debt (the next one due at 301 ms);
+    // one is evicted for key 3, which owes until 101 ms.
+    k.try_acquire(&3).unwrap();
+    let kept = if k.contains(&1) { 1 } else { 2 };
+    // At 150 ms no sweep is due yet, but key 3 has recovered: it goes
+    // first, not the key still in debt.
+    clock.advance(Duration::from_millis(149));
+    assert_eq!(k.recovery(&3), Some(Recovery::Fresh));
+    k.try_acquire(&4).unwrap();
+    assert!(k.contains(&kept) && !k.contains(&3));
+}
