@@ -726,3 +726,18 @@ fn a_key_recovered_between_sweeps_is_evicted_before_one_in_debt() {
     k.try_acquire(&4).unwrap();
     assert!(k.contains(&kept) && !k.contains(&3));
 }
+
+#[test]
+fn a_ranking_names_a_sixteenth_of_the_keys_at_least_one() {
+    let (k, clock) = keyed("pacer:10,1.0", 2, 1, Overflow::EvictLeastDebt);
+    clock.advance(Duration::from_millis(1));
+    k.reserve(&1, 2, None).unwrap(); // owes 200 ms
+    k.reserve(&2, 1, None).unwrap(); // owes 100 ms
+    k.try_acquire(&3).unwrap(); // evicts 2, the least in debt; owes 100 ms
+    assert!(k.contains(&1) && !k.contains(&2));
+    // That ranking named one key (a sixteenth of two, at least one), so
+    // the next eviction ranks again: key 3 owes less than key 1 and goes.
+    k.try_acquire(&4).unwrap();
+    assert!(k.contains(&1) && !k.contains(&3));
+    assert_eq!(k.metrics().evicted_debt, 2);
+}
