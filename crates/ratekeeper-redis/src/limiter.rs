@@ -989,3 +989,190 @@ impl std::fmt::Debug for RedisLimiter {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ratekeeper::refill::RefillConfig;
+    use ratekeeper::Rate;
+
+    use super::*;
+
+    /// The server of `REDIS_URL` (scripts/with-redis.sh), or `None`: the
+    /// test is skipped, said past the harness's capture (a failure under
+    /// CI).
+    fn redis_url() -> Option<String> {
+        use std::io::Write;
+        match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "REDIS_URL is not set under CI"
+                );
+                let thread = std::thread::current();
+                let line = format!(
+                    "skipped: ratekeeper-redis --lib {}: no REDIS_URL\n",
+                    thread.name().unwrap_or("?")
+                );
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                None
+            }
+        }
+    }
+
+    fn key(name: &str) -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!("rk-test:lib:{name}:{}:{nanos}", std::process::id())
+    }
+
+    /// A bucket of `capacity` holding `initial`, a permit every `every`,
+    /// leased in windows of 10 s (no rate is measured for 40 s: a lease
+    /// is sized by the requests queued for it).
+    fn bucket(
+        backend: &Backend,
+        name: &str,
+        capacity: u32,
+        initial: u32,
+        every: Duration,
+    ) -> Arc<RedisLimiter> {
+        let limit = SharedLimit::Refill(
+            RefillConfig::builder()
+                .limit_for_period(1)
+                .limit_refresh_period(every)
+                .permit_capacity(capacity)
+                .initial_permits(initial)
+                .timeout(Duration::ZERO)
+                .build()
+                .unwrap(),
+        );
+        Arc::new(
+            RedisLimiter::builder(backend, key(name), limit)
+                .failure_policy(FailurePolicy::Closed)
+                .lease(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// `n` requests of one permit each, all queued on the lease before
+    /// the first takes it (so they are coalesced into one refill), in the
+    /// order they queued: their decisions, in that order.
+    async fn coalesced(l: &Arc<RedisLimiter>, n: u32, max_wait: Option<Duration>) -> Vec<Decision> {
+        let leases = l.leases.as_ref().expect("leases on");
+        let held = leases.lease.lock().await;
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let l = Arc::clone(l);
+                tokio::spawn(async move { l.reserve(1, max_wait).await })
+            })
+            .collect();
+        // The runtime has one thread: the tasks run, in order, when this
+        // one yields.
+        while leases.waiting.load(Ordering::Relaxed) < n {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        let mut decisions = Vec::new();
+        for t in tasks {
+            decisions.push(t.await.unwrap());
+        }
+        decisions
+    }
+
+    #[tokio::test]
+    async fn coalesced_requests_share_one_block_and_each_grant_holds_its_own_permits() {
+        let Some(url) = redis_url() else { return };
+        let backend = Backend::connect(&url).await.unwrap();
+        let l = bucket(&backend, "block", 2, 2, Duration::from_secs(1));
+        let d = coalesced(&l, 2, Some(Duration::ZERO)).await;
+        assert_eq!(d[0].source, Source::Redis, "{d:?}");
+        assert_eq!(d[0].result.map(|g| g.permits()), Ok(1), "{d:?}");
+        assert_eq!(d[1].source, Source::Lease, "{d:?}");
+        assert_eq!(d[1].result.map(|g| g.permits()), Ok(1), "{d:?}");
+    }
+
+    #[tokio::test]
+    async fn a_block_the_bucket_grants_only_in_part_serves_the_first_request() {
+        let Some(url) = redis_url() else { return };
+        let backend = Backend::connect(&url).await.unwrap();
+        // One permit held, a block of 2 asked: the server grants the 1.
+        let l = bucket(&backend, "part", 2, 1, Duration::from_secs(1));
+        let d = coalesced(&l, 2, Some(Duration::ZERO)).await;
+        assert_eq!(d[0].source, Source::Redis, "{d:?}");
+        assert_eq!(d[0].result.map(|g| g.permits()), Ok(1), "{d:?}");
+        assert!(d[0].error.is_none(), "{d:?}");
+        // Nothing left: the next is the server's refusal.
+        assert_eq!(d[1].source, Source::Redis, "{d:?}");
+        assert!(
+            matches!(d[1].result, Err(AcquireError::WouldWait { .. })),
+            "{d:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_bucket_too_empty_for_a_block_still_grants_a_request_that_may_wait() {
+        let Some(url) = redis_url() else { return };
+        let backend = Backend::connect(&url).await.unwrap();
+        // Empty, a permit every 100 ms; each request may wait 1 s.
+        let l = bucket(&backend, "empty", 2, 0, Duration::from_millis(100));
+        let d = coalesced(&l, 2, Some(Duration::from_secs(1))).await;
+        for (i, d) in d.iter().enumerate() {
+            assert_eq!(d.source, Source::Redis, "request {i}: {d:?}");
+            let grant = d.result.unwrap_or_else(|e| panic!("request {i}: {e:?}"));
+            assert!(grant.ready_nanos() > grant.started_nanos(), "{grant:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pacer_block_refused_for_its_wait_is_the_first_requests_refusal() {
+        let Some(url) = redis_url() else { return };
+        let backend = Backend::connect(&url).await.unwrap();
+        // 10/s: a slot every 100 ms; 10 s leases (up to 100 slots).
+        let limit = SharedLimit::pacer(Rate::new(10.0).unwrap(), 1.0).unwrap();
+        let l = Arc::new(
+            RedisLimiter::builder(&backend, key("pacer-refused"), limit)
+                .failure_policy(FailurePolicy::Closed)
+                .lease(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        );
+        // The next slot 100 ms away.
+        assert!(l.reserve(1, None).await.is_granted());
+        let trips = backend.stats().round_trips;
+        let d = coalesced(&l, 2, Some(Duration::ZERO)).await;
+        for (i, d) in d.iter().enumerate() {
+            assert_eq!(d.source, Source::Redis, "request {i}: {d:?}");
+            assert!(
+                matches!(d.result, Err(AcquireError::WouldWait { .. })),
+                "request {i}: {d:?}"
+            );
+        }
+        // The block's refusal (the first), then the second's own.
+        assert_eq!(backend.stats().round_trips - trips, 2);
+    }
+
+    #[tokio::test]
+    async fn a_lease_holds_at_most_one_window_of_the_whole_limit() {
+        let Some(url) = redis_url() else { return };
+        let backend = Backend::connect(&url).await.unwrap();
+        // 2000/s: a 500 µs slot; 100 ms leases hold up to 200 slots.
+        let limit = SharedLimit::pacer(Rate::new(2000.0).unwrap(), 1.0).unwrap();
+        let l = Arc::new(
+            RedisLimiter::builder(&backend, key("window"), limit)
+                .failure_policy(FailurePolicy::Closed)
+                .lease(Duration::from_millis(100))
+                .build()
+                .unwrap(),
+        );
+        let d = coalesced(&l, 300, None).await;
+        assert!(d.iter().all(Decision::is_granted));
+        // 300 queued: a block of 200, then one of the 100 left.
+        assert_eq!(l.stats().from(Source::Redis), 2, "{:?}", l.stats());
+        assert_eq!(l.stats().from(Source::Lease), 298, "{:?}", l.stats());
+    }
+}
