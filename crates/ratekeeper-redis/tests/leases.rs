@@ -265,3 +265,123 @@ fn clients_under_a_prefix_are_limited_apart_and_expire_when_recovered() {
         assert!((1_000..=2_001).contains(&ttl), "PTTL {ttl}");
     });
 }
+
+#[test]
+fn a_lone_request_is_leased_no_more_than_it_asked() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // 1000 a second, 10 s leases: no rate is measured for 40 s, so a
+        // lease is sized by the requests queued alone, here none.
+        let limit = SharedLimit::pacer(Rate::new(1000.0).unwrap(), 1.0).unwrap();
+        let l = RedisLimiter::builder(&backend, common::key("lone"), limit)
+            .lease(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        for i in 0..3 {
+            let d = l.reserve(1, None).await;
+            assert!(d.is_granted(), "{d:?}");
+            assert_eq!(d.source(), Source::Redis, "request {i}: {d:?}");
+        }
+        assert_eq!(l.stats().from(Source::Lease), 0);
+    });
+}
+
+#[test]
+fn a_bucket_request_alone_waits_on_the_server_in_one_round_trip() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // Empty at the start, one permit every 100 ms; 10 s leases (up to
+        // the capacity, 2).
+        let limit = SharedLimit::Refill(
+            RefillConfig::builder()
+                .limit_for_period(1)
+                .limit_refresh_period(Duration::from_millis(100))
+                .permit_capacity(2)
+                .initial_permits(0)
+                .timeout(Duration::ZERO)
+                .build()
+                .unwrap(),
+        );
+        // The script is loaded on the server first.
+        let warm = RedisLimiter::builder(&backend, common::key("alone-warm"), limit)
+            .build()
+            .unwrap();
+        warm.reserve(1, None).await;
+        let l = RedisLimiter::builder(&backend, common::key("alone"), limit)
+            .lease(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let trips = backend.stats().round_trips;
+        let d = l.reserve(1, Some(Duration::from_secs(1))).await;
+        let Ok(grant) = d.result() else {
+            panic!("granted with a wait: {d:?}")
+        };
+        assert_eq!(d.source(), Source::Redis);
+        assert!(grant.ready_nanos() > grant.started_nanos(), "{grant:?}");
+        assert_eq!(
+            backend.stats().round_trips - trips,
+            1,
+            "one round trip for a request alone"
+        );
+    });
+}
+
+#[test]
+fn refusals_and_misconfigurations_do_not_size_the_lease() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        let key = common::key("misconfigured");
+        let mut con = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        redis::cmd("SET")
+            .arg(&key)
+            .arg("not a schedule")
+            .query_async::<()>(&mut con)
+            .await
+            .unwrap();
+        // 100 000 a second, 10 ms leases (up to 1000 slots), sized from
+        // the rate granted over each 40 ms or more.
+        let limit = SharedLimit::pacer(Rate::new(100_000.0).unwrap(), 1.0).unwrap();
+        let l = RedisLimiter::builder(&backend, key.clone(), limit)
+            .lease(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let mut refused = 0;
+        while start.elapsed() < Duration::from_millis(150) {
+            let d = l.reserve(1, None).await;
+            assert_eq!(d.result(), Err(AcquireError::Misconfigured), "{d:?}");
+            refused += 1;
+        }
+        redis::cmd("DEL")
+            .arg(&key)
+            .query_async::<()>(&mut con)
+            .await
+            .unwrap();
+        // Nothing was granted: requests alone are not leased more.
+        for i in 0..2 {
+            let d = l.reserve(1, None).await;
+            assert!(d.is_granted(), "{d:?}");
+            assert_eq!(
+                d.source(),
+                Source::Redis,
+                "request {i} after {refused} refusals: {d:?}"
+            );
+        }
+    });
+}
