@@ -156,3 +156,63 @@ fn the_refill_script_decides_as_the_refill_limiter() {
         );
     }
 }
+
+#[test]
+fn a_pacer_request_longer_than_2_pow_52_ns_can_never_be_granted() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // One a second: the scripts compute up to 2^52 ns, 4 503 599 slots
+        // (4 503 599 627 370 496 / 10^9, rounded down).
+        let limit = SharedLimit::pacer(Rate::new(1.0).unwrap(), 1.0).unwrap();
+        let l = RedisLimiter::builder(&backend, common::key("span"), limit)
+            .build()
+            .unwrap();
+        let over = l.reserve(4_503_600, None).await;
+        assert_eq!(
+            over.result(),
+            Err(AcquireError::InsufficientCapacity {
+                requested: 4_503_600,
+                max: 4_503_599
+            }),
+            "{over:?}"
+        );
+        let trips = backend.stats().round_trips;
+        assert!(l.reserve(4_503_599, None).await.is_granted());
+        assert_eq!(backend.stats().round_trips, trips + 1);
+    });
+}
+
+#[test]
+fn a_bucket_refills_on_the_servers_clock_between_requests() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let rt = common::runtime();
+    rt.block_on(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        // One permit, refilled every 10 ms.
+        let limit = SharedLimit::Refill(
+            RefillConfig::builder()
+                .limit_for_period(1)
+                .limit_refresh_period(Duration::from_millis(10))
+                .permit_capacity(1)
+                .initial_permits(1)
+                .timeout(Duration::ZERO)
+                .build()
+                .unwrap(),
+        );
+        let l = RedisLimiter::builder(&backend, common::key("refills"), limit)
+            .build()
+            .unwrap();
+        let zero = Some(Duration::ZERO);
+        assert!(l.reserve(1, zero).await.is_granted());
+        // Ten refills' time later (a generous bound): full again.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let d = l.reserve(1, zero).await;
+        assert!(d.is_granted(), "refilled after 100 ms: {d:?}");
+    });
+}
