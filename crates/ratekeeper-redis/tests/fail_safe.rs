@@ -461,3 +461,38 @@ fn what_the_fallback_granted_is_not_granted_again_after_the_outage() {
         assert!(limiter.stats().from(Source::Redis) > 150);
     });
 }
+
+#[test]
+fn a_limiter_shows_its_settings_and_a_refused_setting_says_why() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    run(async {
+        let backend = Backend::connect(&url).await.unwrap();
+        let key = common::key("settings");
+        let leased = RedisLimiter::builder(&backend, key.clone(), pacer(100.0))
+            .failure_policy(FailurePolicy::Closed)
+            .lease(Duration::from_millis(3))
+            .build()
+            .unwrap();
+        assert_eq!(leased.failure_policy(), FailurePolicy::Closed);
+        assert_eq!(leased.lease_window(), Some(Duration::from_millis(3)));
+        let shown = format!("{leased:?}");
+        for part in ["RedisLimiter", key.as_str(), "Closed", "stats"] {
+            assert!(shown.contains(part), "{part} in {shown}");
+        }
+        let plain = RedisLimiter::builder(&backend, key, pacer(100.0))
+            .failure_policy(FailurePolicy::Open)
+            .build()
+            .unwrap();
+        assert_eq!(plain.failure_policy(), FailurePolicy::Open);
+        assert_eq!(plain.lease_window(), None);
+        let e = RedisLimiter::builder(&backend, "", pacer(100.0))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the key is empty: name the limit (e.g. \"api:global\")"
+        );
+    });
+}
