@@ -102,3 +102,31 @@ fn a_batch_handle_over_the_blocking_limiter_leases_from_the_server() {
     assert!(trips < 500, "{trips} round trips for 5000 permits");
     assert!(limiter.stats().from(Source::Redis) >= 1);
 }
+
+#[test]
+fn wait_stats_report_how_far_the_shared_schedule_is_behind_the_clock() {
+    let Some(url) = common::redis_url() else {
+        return;
+    };
+    let blocking =
+        BlockingBackend::connect(Backend::builder(url).deadline(Duration::from_secs(2))).unwrap();
+    // 1000/s: a slot a millisecond.
+    let limit = SharedLimit::pacer(Rate::new(1000.0).unwrap(), 1.0).unwrap();
+    let limiter = blocking.limiter(
+        RedisLimiter::builder(blocking.backend(), common::key("backlog"), limit)
+            .failure_policy(FailurePolicy::Closed)
+            .build()
+            .unwrap(),
+    );
+    limiter.acquire();
+    // Idle for 100 ms: the schedule (its next slot at 1 ms) stays behind.
+    std::thread::sleep(Duration::from_millis(100));
+    limiter.acquire();
+    let stats = limiter.wait_stats();
+    // 100 ms less the two slots, and the time the calls took (generous).
+    assert!(
+        stats.backlog_nanos >= 90_000_000 && stats.backlog_nanos < 10_000_000_000,
+        "{stats:?}"
+    );
+    assert_eq!(stats.total_wait_nanos, stats.backlog_nanos);
+}
