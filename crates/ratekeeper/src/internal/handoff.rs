@@ -385,6 +385,20 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_under_an_issued_id_but_another_slot_is_refused() {
+        let h = Handoff::new(TAG);
+        assert!(h.cancel(&grant(20), 5, |_| true, || false));
+        let g = h.take(1, None, 6).expect("stashed");
+        let id = g.claim().expect("a handoff id");
+        // The id, with one of the two times moved: not the grant issued.
+        for (scheduled, ready) in [(20, 21), (19, 20)] {
+            let other = Grant::new(scheduled, ready, 6, 1).with_claim(id);
+            assert!(!h.cancel(&other, 7, |_| true, || false), "{other:?}");
+        }
+        assert!(h.cancel(&g, 7, |_| true, || false), "the grant issued");
+    }
+
+    #[test]
     fn a_part_of_a_known_grant_is_refused() {
         // A lease of 3 given back, then its first grant of 1 (same times and
         // tag): not kept, it was given back with the lease.
