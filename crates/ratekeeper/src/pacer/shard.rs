@@ -897,6 +897,20 @@ mod tests {
     }
 
     #[test]
+    fn a_grant_from_before_a_restart_is_not_kept_for_the_next_caller() {
+        let clock = ManualClock::new(0);
+        let p = sharded(100.0, 1.1, 2, &clock);
+        let gs: Vec<Grant> = (0..6).map(|_| p.reserve(1, None).unwrap()).collect();
+        clock.advance_nanos(MS);
+        p.restart();
+        // Every slot reserved before the restart belongs to a schedule
+        // that is gone: none is kept to be handed on.
+        for g in &gs {
+            assert!(!p.cancel(g), "{g:?}");
+        }
+    }
+
+    #[test]
     fn a_cancelled_grant_is_kept_for_the_next_caller_and_never_twice() {
         // Issue 16: the sharded pacer's cancel gave nothing back, so with
         // half the async acquires abandoned it delivered half its rate.
