@@ -1012,8 +1012,9 @@ mod tests {
         let handle = BatchHandle::new(&limiter);
         handle.acquire(); // a lease of 1, decided at the limiter's 500 ns
         handle.try_acquire().unwrap(); // a lease of 2, ready at once
-                                       // The lease was ready when the limiter decided it: so is the rest
-                                       // of it, though the clock reads 0.
+
+        // The lease was ready when the limiter decided it: so is the rest
+        // of it, though the clock reads 0.
         let g = handle.try_acquire().unwrap();
         assert_eq!((g.ready_nanos(), g.started_nanos()), (500, 500));
         // A lease that waits: its first grant's wait ends at the limiter's
@@ -1043,8 +1044,9 @@ mod tests {
         let limiter = FakeLimiter::new(&clock); // no tickets
         let handle = BatchHandle::new(&limiter);
         handle.acquire(); // a lease of 1
-                          // A lease ready at once: no grant of it goes back, and the limiter
-                          // is not asked.
+
+        // A lease ready at once: no grant of it goes back, and the limiter
+        // is not asked.
         let g = handle.reserve(1, None).unwrap(); // a lease of 2
         assert!(!handle.cancel(&g));
         let h = handle.reserve(1, None).unwrap();
@@ -1060,6 +1062,21 @@ mod tests {
         assert_eq!(cancels(&limiter), [Grant::new(1_000, 1_000, 0, 4)]);
     }
 
+    /// A handle on `limiter` (its grants given tickets) after leases of 1
+    /// and 2 ready at once, then a lease of 4 due at 1 µs: the handle and
+    /// that lease's first two grants.
+    fn a_waiting_lease_of_four(limiter: &FakeLimiter) -> (BatchHandle<&FakeLimiter>, Grant, Grant) {
+        limiter.tickets.set(true);
+        let handle = BatchHandle::new(limiter);
+        for _ in 0..3 {
+            handle.acquire();
+        }
+        limiter.due.set(1_000);
+        let g = handle.reserve(1, None).unwrap();
+        let h = handle.reserve(1, None).unwrap();
+        (handle, g, h)
+    }
+
     #[test]
     fn grants_from_a_lease_others_were_granted_from_never_go_back() {
         let clock = ManualClock::new(0);
@@ -1067,14 +1084,7 @@ mod tests {
             early: 400,
             ..FakeLimiter::new(&clock)
         };
-        limiter.tickets.set(true);
-        let handle = BatchHandle::new(&limiter);
-        for _ in 0..3 {
-            handle.acquire(); // leases of 1 and 2, ready at once
-        }
-        limiter.due.set(1_000);
-        let g = handle.reserve(1, None).unwrap(); // a lease of 4, a ticket
-        let h = handle.reserve(1, None).unwrap();
+        let (handle, g, h) = a_waiting_lease_of_four(&limiter);
         // The limiter gives back whatever it is asked to: none of the
         // lease's other grants may reach it, before or after the lease is
         // lowered. The lease's wait ends 400 ns early: the rest of it is ready then.
@@ -1126,14 +1136,7 @@ mod tests {
             early: 400,
             ..FakeLimiter::new(&clock)
         };
-        limiter.tickets.set(true);
-        let handle = BatchHandle::new(&limiter);
-        for _ in 0..3 {
-            handle.acquire(); // leases of 1 and 2, ready at once
-        }
-        limiter.due.set(1_000);
-        let g = handle.reserve(1, None).unwrap(); // a lease of 4, a ticket
-        let h = handle.reserve(1, None).unwrap();
+        let (handle, g, h) = a_waiting_lease_of_four(&limiter);
         limiter.calls();
         let waker = Waker::noop();
         // The lease's other grants sleep until its time.
