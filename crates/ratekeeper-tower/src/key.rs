@@ -792,7 +792,7 @@ mod tests {
 
     /// One client is one key however it arrives: IPv4-mapped and NAT64
     /// (`64:ff9b::/96`, RFC 6052) addresses key as their IPv4, from the
-    /// peer and from a forwarding header alike (issue 20, item 1).
+    /// peer and from a forwarding header alike.
     #[test]
     fn mapped_and_nat64_addresses_key_as_their_ipv4() {
         let peer = PeerIp::socket_addr();

@@ -81,8 +81,7 @@
 //!   charged up to 1 µs less than `k` permits' cost, so at rates near 1e7/s
 //!   a batched smooth limiter runs a little over its rate (while single
 //!   permits there cost 0 µs and are not throttled at all; see
-//!   [`smooth`](crate::smooth#time-and-numbers); `BENCHMARKS.md` has the
-//!   figures).
+//!   [`smooth`](crate::smooth#time-and-numbers)).
 //! * **Events and metrics** of the Resilience4j limiters count leases: one
 //!   successful acquire of `k` permits per lease, and one failed acquire
 //!   for a bounded request's lease refused (below) before its request goes

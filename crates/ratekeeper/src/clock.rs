@@ -81,19 +81,42 @@ pub trait Clock: Send + Sync {
     /// on time, and size their early bound and grouping delay from it (see
     /// [`WaitPolicy`](crate::WaitPolicy)); a clock that returns 0 (sleeps are
     /// exact) gets neither. The default is the process's measured estimate,
-    /// [`sleep_resolution_nanos`](crate::wait::sleep_resolution_nanos),
+    /// [`sleep_resolution_nanos`],
     /// which starts at [`DEFAULT_SLEEP_OVERSHOOT_NANOS`].
     fn sleep_overshoot_nanos(&self) -> u64 {
-        crate::wait::sleep_resolution_nanos()
+        sleep_resolution_nanos()
     }
 }
 
-/// Typical lateness of a real sleep before any was measured: 100 µs, about
-/// what the `sleep_overshoot` measurement program finds on a Linux VM
-/// (`BENCHMARKS.md`, "Sleep overshoot"). The process's estimate starts here
-/// and then follows its own sleeps
-/// ([`sleep_resolution_nanos`](crate::wait::sleep_resolution_nanos)).
+/// Typical lateness of a real sleep before any was measured: 100 µs. The
+/// process's estimate starts here and then follows its own sleeps
+/// ([`sleep_resolution_nanos`]).
 pub const DEFAULT_SLEEP_OVERSHOOT_NANOS: u64 = 100_000;
+
+/// The process's estimate of how late a sleep ends: the median overshoot
+/// of the sleeps blocking waits made so far, starting from
+/// [`DEFAULT_SLEEP_OVERSHOOT_NANOS`] (100 µs) before the first.
+///
+/// This is the sleep resolution ρ of the [default wait policy](crate::wait) for every
+/// real clock ([`Clock::sleep_overshoot_nanos`]'s default): each blocking
+/// sleep on such a clock (measured in [`crate::wait`]) moves the estimate by 1/32 of itself towards what
+/// it measured (a streaming median estimate, so one preempted sleep moves it
+/// by 3 %, not by the preemption). The estimate stays within 1 µs and 10 ms.
+///
+/// ```
+/// let rho = ratekeeper::wait::sleep_resolution_nanos();
+/// assert!((1_000..=10_000_000).contains(&rho));
+/// ```
+pub fn sleep_resolution_nanos() -> u64 {
+    // Ordering: Relaxed; a statistic read on its own.
+    RESOLUTION.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// The estimate behind [`sleep_resolution_nanos`]. A process-wide static,
+/// so a `core` atomic rather than `crate::sync`'s (loom's atomics cannot be
+/// statics; no model depends on this statistic).
+pub(crate) static RESOLUTION: core::sync::atomic::AtomicU64 =
+    core::sync::atomic::AtomicU64::new(DEFAULT_SLEEP_OVERSHOOT_NANOS);
 
 impl<C: Clock + ?Sized> Clock for &C {
     fn now_nanos(&self) -> u64 {
@@ -126,9 +149,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 /// On Linux `Instant` reads `CLOCK_MONOTONIC` through the vDSO, which orders
 /// its TSC read after every earlier instruction: a reading taken after
 /// observing another thread's write is never earlier than a reading that
-/// thread took before writing. It costs about 33 ns a read here, against
-/// 13 ns for `TscClock` (feature `quanta`, see its docs); every grant reads
-/// the clock once, so the default is `TscClock`.
+/// thread took before writing. It costs a vDSO `clock_gettime`, a few
+/// times a `TscClock` read (feature `quanta`, see its docs); every grant
+/// reads the clock once, so the default is `TscClock`.
 ///
 /// # Examples
 ///
@@ -194,12 +217,11 @@ pub type DefaultClock = MonotonicClock;
 /// # Why, and when it is monotonic
 ///
 /// Every grant of a limiter reads the clock once, so the read is most of a
-/// grant's cost, and a TSC read costs about a third of a vDSO
-/// `clock_gettime` (`BENCHMARKS.md`, "Clock reads", has the figures).
+/// grant's cost, and a TSC read costs a fraction of a vDSO
+/// `clock_gettime`.
 ///
 /// A raw TSC is only as monotonic across cores as the TSCs are
-/// synchronized, which quanta does not check (governor issue #299 shows
-/// what happens when they are not). The kernel does check: it keeps
+/// synchronized, which quanta does not check. The kernel does check: it keeps
 /// `CLOCK_MONOTONIC` on the TSC only while its synchronization checks pass
 /// (at boot, at CPU hotplug, and against a watchdog clocksource), and
 /// switches to another clocksource when they fail. So this clock reads the
@@ -215,16 +237,16 @@ pub type DefaultClock = MonotonicClock;
 /// is what the kernel's clocksource check ensures), but a reading taken
 /// right after observing another core's write can be earlier than a
 /// reading that core took before writing it, by up to the time a cache
-/// line takes to cross (microseconds in a tight two-core ping-pong;
-/// `BENCHMARKS.md`, "Clock reads"). Limiters read the clock once per
+/// line takes to cross. Limiters read the clock once per
 /// decision and never order it against another thread's reading (an op
 /// still never goes before its slot), so this can shift a reported start
 /// by at most that much under contention; use [`MonotonicClock`] where a
 /// reading must be ordered with memory.
 ///
 /// quanta scales the TSC with a frequency it calibrates against the OS's
-/// monotonic clock once per process (0.6 ms here); over 1 s the two
-/// clocks differed by 4 ppm. A reading that appears to go backwards (a TSC
+/// monotonic clock once per process (a one-off cost of under a millisecond
+/// at the first reading); the two clocks then agree within a few parts per
+/// million. A reading that appears to go backwards (a TSC
 /// read a few cycles early on another core) counts as no time passing: the
 /// clock never returns less than 0 since its origin, and limiters saturate
 /// every subtraction.

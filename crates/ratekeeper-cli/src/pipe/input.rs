@@ -5,8 +5,8 @@
 //! `poll(2)` says whether a read would block, so a wait for input still
 //! checks for Ctrl-C (and SIGTERM) every [`POLL`], and a fast copy pays two
 //! system calls a block and no hand-off between threads (a reader thread
-//! handing blocks over a channel cost three context switches a block:
-//! 0.8–1.2 GiB/s unthrottled on a 2-core VM, where `cat` does 3). Elsewhere
+//! handing blocks over a channel cost three context switches a block, a
+//! third of `cat`'s throughput). Elsewhere
 //! a reader thread reads in blocks and hands them over.
 //!
 //! One buffer holds what was read and not yet written; a read appends to

@@ -23,7 +23,7 @@
 //! wake-ups and excuses a wake-up's own lateness in strict mode. A permit
 //! the size of a chunk would make every write a wait slept to on its own,
 //! whose lateness strict mode keeps (the next write is spaced from when
-//! this one actually went): 1.5 % slow at 1 MiB/s on a VM, far more at
+//! this one actually went): a little slow at 1 MiB/s, far more at
 //! 100 MiB/s, where a chunk's wait is 625 µs.
 
 use ratekeeper::{AcquireError, Clock, Grant, Pacer, Rate, RateError, RateLimiter};

@@ -24,8 +24,7 @@ pub const DEFAULT_SHARDS_MAX: usize = 64;
 /// cap if smaller. Reads do not contend on a shard's lock (each thread
 /// takes its own read slot); shards spread inserts and sweeps, and each
 /// table's growth (fewer, larger tables leave less of the allocator's
-/// slack behind: 64 tables for 1 M keys cost about 1 byte a key more than
-/// 8 on the machine of `BENCHMARKS.md`).
+/// slack behind).
 pub fn default_shards() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     cpus.saturating_mul(4)

@@ -71,13 +71,9 @@
 //!
 //! A check on a tracked key is a clock read, a hash ([`KeyHasher`] by
 //! default, a seeded foldhash), a read lock, a table lookup and one
-//! compare-exchange (or two words' worth). Single-threaded on a 2-core AMD
-//! EPYC VM, three runs: 25–43 ns with 1 and 1,000 keys, 172–277 ns with
-//! 1 M keys (cache and TLB misses). governor 0.10's keyed limiter took
-//! 1.2–1.9× as long with its default hash (SipHash); with the same hash on
-//! both sides, a check here took 0.77–1.19× governor's time:
-//! `cargo run --release -p ratekeeper-bench --example keyed_parts`; more
-//! in the repository's BENCHMARKS.md ("Issue 20: keyed limiters").
+//! compare-exchange (or two words' worth): O(1), with no allocation once
+//! the key is tracked. A new key takes the shard's write lock and may grow
+//! its table (amortised O(1)).
 //!
 //! # Memory ordering
 //!

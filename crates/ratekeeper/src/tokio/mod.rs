@@ -79,8 +79,7 @@
 //! Tokio's timer has a 1 ms tick: a sleep ends on the first tick at or
 //! after its deadline, so a 100 µs sleep takes about 1.1 ms. A limiter that
 //! slept once per operation and measured the next interval from when it
-//! woke would lose that lateness every time (leaky-bucket's async acquire
-//! falls far short of a 100 k ops/s target; `BENCHMARKS.md`). Here:
+//! woke would lose that lateness every time. Here:
 //!
 //! * **The schedule is absolute.** Every grant's ready time is fixed when it
 //!   is reserved, on the limiter's schedule; a task that wakes late does not
@@ -113,8 +112,8 @@
 //!
 //! Over any span longer than a tick, the operations released stay within
 //! one tick's worth of what the schedule allows, and the long-run rate is
-//! the schedule's (the `async_pacing` example measures it: see
-//! `BENCHMARKS.md`). What the timer cannot cover is a runtime that does not
+//! the schedule's (the `async_pacing` example of `ratekeeper-bench`
+//! measures it). What the timer cannot cover is a runtime that does not
 //! run: time the whole process is descheduled is lateness like any other,
 //! caught up as the limiter's algorithm allows. A pacer with the default
 //! burst ratio 1.1 catches a stall of `L` up over `10 L`, so on a busy
@@ -141,11 +140,10 @@
 //! * **Little lost.** What cannot be given back stays spent: a kept grant
 //!   whose ready time passes before anyone asks for its size, and what a
 //!   limiter's `cancel` refuses (see the table). With half of all attempts
-//!   under a timeout shorter than a slot (45–47 % abandoned), every
-//!   limiter in this crate delivers within 5 % of what it delivers when
-//!   nobody gives up: a property test on paused time checks it (the
-//!   `cancel_props` module of `tests/async`), and `BENCHMARKS.md` has the
-//!   real-clock figures.
+//!   under a timeout shorter than a slot, every limiter in this crate
+//!   delivers within 5 % of what it delivers when nobody gives up (a
+//!   property test on paused time checks it: the `cancel_props` module of
+//!   `tests/async`).
 //! * **Nothing left behind**: no timer, no queued waker, no claim.
 //!
 //! What `cancel` gives back is each limiter's to say, in its own
@@ -197,7 +195,7 @@
 //! fill on a late timer tick can still cover more than the active pool
 //! holds beyond those claims (one per waiting task), and the overflow is
 //! caught up at the burst ratio, so on a busy machine async pacing at
-//! 1 M ops/s runs short (`BENCHMARKS.md`), where waits that went at their
+//! 1 M ops/s runs short, where waits that went at their
 //! estimates, ahead of their tokens, had held the rate (and let bursts
 //! through). A pool with
 //! [`Filling::Thread`](crate::pool::Filling::Thread) keeps nosqlbench's

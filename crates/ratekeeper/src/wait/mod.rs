@@ -2,11 +2,10 @@
 //!
 //! Blocking waits sleep; they never spin unless asked to. Two facts about
 //! sleeping shape the default (the `sleep_overshoot` measurement program
-//! of `ratekeeper-bench` shows them on a given machine; `BENCHMARKS.md` has
-//! the figures):
+//! of `ratekeeper-bench` shows them on a given machine):
 //!
 //! * **A sleep ends late**, by the clock's *sleep resolution* ρ (tens to
-//!   hundreds of microseconds on a VM, even for a 1 µs sleep). Waits sleep
+//!   hundreds of microseconds, even for a 1 µs sleep). Waits sleep
 //!   `ρ` less than they need, so that they wake about on time, and the
 //!   estimate of ρ follows the sleeps the process actually makes (see
 //!   [`sleep_resolution_nanos`]).
@@ -22,7 +21,7 @@
 //!   `left` is at most the *early bound* `E = clamp(slot / 2, ρ / 2, ρ)`,
 //!   `slot` being the limiter's nanoseconds per permit. A sleep that short
 //!   would overshoot the op by more than it goes early. Where a slot is
-//!   longer than ρ (rates below about 10 000 per second here), `E` is at
+//!   longer than ρ (rates below `1e9 / ρ` per second), `E` is at
 //!   most half a slot; the op goes at most `E` early, so a strict pacer's
 //!   consecutive ops start at least `slot − E` apart.
 //! * **otherwise sleeps**: where there is no grouping delay (below), aiming
@@ -70,7 +69,9 @@
 
 use std::time::Duration;
 
-use crate::clock::{Clock, DEFAULT_SLEEP_OVERSHOOT_NANOS};
+use crate::clock::Clock;
+#[cfg(test)]
+use crate::clock::DEFAULT_SLEEP_OVERSHOOT_NANOS;
 use crate::grant::Grant;
 
 mod blocking;
@@ -118,12 +119,11 @@ enum Kind {
 }
 
 /// How many ops the default policy aims to release per sleep at high rates
-/// (the `768` of the grouping delay; see the [module docs](self)). Chosen by
-/// measurement (`BENCHMARKS.md`): a sleep costs tens of microseconds of
-/// CPU, so several hundred ops per sleep spend well under 100 ns of an op's
-/// CPU on it. Fewer ops per sleep cost more CPU; more make ops later. The
-/// price is lateness: at 1 M ops/s an op goes up to 0.8 ms late, and its
-/// wait says so.
+/// (the `768` of the grouping delay; see the [module docs](self)). A sleep
+/// costs tens of microseconds of CPU, so several hundred ops per sleep
+/// spend well under 100 ns of an op's CPU on it. Fewer ops per sleep cost
+/// more CPU; more make ops later. The price is lateness: at 1 M ops/s an op
+/// goes up to `768` slots (0.8 ms) late, and its wait says so.
 pub const GROUP_OPS: u64 = 768;
 
 /// The longest grouping delay, in sleep resolutions (`8 × (ρ − 2 × slot)`).
@@ -142,7 +142,7 @@ impl WaitPolicy {
 
     /// Sleep until `spin` before the ready time, then busy-wait until it: no
     /// operation goes early, at the price of a core while spinning. A `spin`
-    /// of at least the clock's sleep resolution (about 100 µs here) keeps
+    /// of at least the clock's sleep resolution keeps
     /// operations from going late because of sleep lateness. On a clock
     /// whose sleeps are exact ([`Clock::sleep_overshoot_nanos`] is 0, as on
     /// a [`ManualClock`](crate::ManualClock)) it never spins: it sleeps to
@@ -277,30 +277,8 @@ pub(crate) fn saturating_nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The process's estimate of how late a sleep ends: the median overshoot
-/// of the sleeps blocking waits made so far, starting from
-/// [`DEFAULT_SLEEP_OVERSHOOT_NANOS`] (100 µs) before the first.
-///
-/// This is the sleep resolution ρ of the [default policy](self) for every
-/// real clock ([`Clock::sleep_overshoot_nanos`]'s default): each blocking
-/// sleep on such a clock moves the estimate by 1/32 of itself towards what
-/// it measured (a streaming median estimate, so one preempted sleep moves it
-/// by 3 %, not by the preemption). The estimate stays within 1 µs and 10 ms.
-///
-/// ```
-/// let rho = ratekeeper::wait::sleep_resolution_nanos();
-/// assert!((1_000..=10_000_000).contains(&rho));
-/// ```
-pub fn sleep_resolution_nanos() -> u64 {
-    // Ordering: Relaxed; a statistic read on its own.
-    RESOLUTION.load(core::sync::atomic::Ordering::Relaxed)
-}
-
-/// The estimate behind [`sleep_resolution_nanos`]. A process-wide static,
-/// so a `core` atomic rather than `crate::sync`'s (loom's atomics cannot be
-/// statics; no model depends on this statistic).
-static RESOLUTION: core::sync::atomic::AtomicU64 =
-    core::sync::atomic::AtomicU64::new(DEFAULT_SLEEP_OVERSHOOT_NANOS);
+pub use crate::clock::sleep_resolution_nanos;
+use crate::clock::RESOLUTION;
 
 const MIN_RESOLUTION: u64 = 1_000;
 const MAX_RESOLUTION: u64 = 10_000_000;

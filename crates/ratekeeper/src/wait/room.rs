@@ -21,7 +21,7 @@
 //!   sleeper's own caller comes straight back, it usually becomes the
 //!   sleeper again first, and the woken thread parks again: about one
 //!   sleep and one hand-over per group, whatever `N` (a hand-over to a
-//!   parked thread costs a fraction of a sleep's CPU; `BENCHMARKS.md`).
+//!   parked thread costs a fraction of a sleep's CPU).
 //!
 //! Parked threads also wake every [`PARK_LIMIT`] on their own and look
 //! again, so that no caller waits forever on a hand-over that was never
