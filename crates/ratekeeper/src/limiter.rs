@@ -32,10 +32,10 @@ use crate::wait::{self, WaitPolicy};
 /// Blocking calls sleep the current thread (see [`WaitPolicy`]); do not call
 /// them from an async task.
 ///
-/// The trait is implemented for `&L` and `Arc<L>` of any limiter `L`; they
-/// forward every method a limiter may override (`reserve`, `clock`,
-/// `wait_stats`, `wait_policy`, `cancel`, `wait_turn`, `released`,
-/// `poll_grant`, `wait_for`, `acquire_timeout`).
+/// The trait is implemented for `&L` and `Arc<L>` of any limiter
+/// `L`; they forward every method a limiter may override (`reserve`,
+/// `clock`, `wait_stats`, `wait_policy`, `recovery`, `cancel`, `wait_turn`,
+/// `released`, `poll_grant`, `wait_for`, `acquire_timeout`).
 pub trait RateLimiter {
     /// Decides, without sleeping, whether and when `permits` may go.
     ///
@@ -346,74 +346,47 @@ pub(crate) fn refused(e: AcquireError) -> ! {
     panic!("a limiter refused a single unbounded permit: {e}")
 }
 
-impl<L: RateLimiter + ?Sized> RateLimiter for &L {
-    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        (**self).reserve(permits, max_wait)
-    }
-    fn clock(&self) -> &dyn Clock {
-        (**self).clock()
-    }
-    fn wait_stats(&self) -> WaitStats {
-        (**self).wait_stats()
-    }
-    fn wait_policy(&self) -> WaitPolicy {
-        (**self).wait_policy()
-    }
-    fn recovery(&self) -> Recovery {
-        (**self).recovery()
-    }
-    fn cancel(&self, grant: &Grant) -> bool {
-        (**self).cancel(grant)
-    }
-    fn released(&self, grant: &Grant) {
-        (**self).released(grant)
-    }
-    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
-        (**self).poll_grant(grant, now, waker)
-    }
-    fn wait_for(&self, grant: Grant) -> Grant {
-        (**self).wait_for(grant)
-    }
-    fn wait_turn(&self) {
-        (**self).wait_turn()
-    }
-    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
-        (**self).acquire_timeout(permits, timeout)
-    }
+/// Implements [`RateLimiter`] for a pointer type by forwarding every method
+/// a limiter may override to the limiter it points to, so a wrapper never
+/// loses an override (a pool's `acquire_timeout`, a pacer's `released`).
+macro_rules! forward_rate_limiter {
+    ($($ptr:ty),+) => {$(
+        impl<L: RateLimiter + ?Sized> RateLimiter for $ptr {
+            fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
+                (**self).reserve(permits, max_wait)
+            }
+            fn clock(&self) -> &dyn Clock {
+                (**self).clock()
+            }
+            fn wait_stats(&self) -> WaitStats {
+                (**self).wait_stats()
+            }
+            fn wait_policy(&self) -> WaitPolicy {
+                (**self).wait_policy()
+            }
+            fn recovery(&self) -> Recovery {
+                (**self).recovery()
+            }
+            fn cancel(&self, grant: &Grant) -> bool {
+                (**self).cancel(grant)
+            }
+            fn released(&self, grant: &Grant) {
+                (**self).released(grant)
+            }
+            fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
+                (**self).poll_grant(grant, now, waker)
+            }
+            fn wait_for(&self, grant: Grant) -> Grant {
+                (**self).wait_for(grant)
+            }
+            fn wait_turn(&self) {
+                (**self).wait_turn()
+            }
+            fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
+                (**self).acquire_timeout(permits, timeout)
+            }
+        }
+    )+};
 }
 
-impl<L: RateLimiter + ?Sized> RateLimiter for std::sync::Arc<L> {
-    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        (**self).reserve(permits, max_wait)
-    }
-    fn clock(&self) -> &dyn Clock {
-        (**self).clock()
-    }
-    fn wait_stats(&self) -> WaitStats {
-        (**self).wait_stats()
-    }
-    fn wait_policy(&self) -> WaitPolicy {
-        (**self).wait_policy()
-    }
-    fn recovery(&self) -> Recovery {
-        (**self).recovery()
-    }
-    fn cancel(&self, grant: &Grant) -> bool {
-        (**self).cancel(grant)
-    }
-    fn released(&self, grant: &Grant) {
-        (**self).released(grant)
-    }
-    fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
-        (**self).poll_grant(grant, now, waker)
-    }
-    fn wait_for(&self, grant: Grant) -> Grant {
-        (**self).wait_for(grant)
-    }
-    fn wait_turn(&self) {
-        (**self).wait_turn()
-    }
-    fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
-        (**self).acquire_timeout(permits, timeout)
-    }
-}
+forward_rate_limiter!(&L, std::sync::Arc<L>);

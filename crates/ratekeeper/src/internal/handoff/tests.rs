@@ -225,13 +225,13 @@ enum Op {
 fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     use proptest::prelude::*;
     prop_oneof![
-        (any::<usize>(), any::<bool>(), any::<bool>()).prop_map(
-            |(pick, stashable, give_back)| Op::Cancel {
+        (any::<usize>(), any::<bool>(), any::<bool>()).prop_map(|(pick, stashable, give_back)| {
+            Op::Cancel {
                 pick,
                 stashable,
-                give_back
+                give_back,
             }
-        ),
+        }),
         (0u64..40, 1u32..4, any::<bool>(), any::<bool>()).prop_map(
             |(at, permits, stashable, give_back)| {
                 Op::CancelNew {
