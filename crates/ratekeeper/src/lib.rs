@@ -158,3 +158,8 @@ pub use wait::WaitPolicy;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The examples of `docs/limiters.md`, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/limiters.md")]
+struct LimitersDoctests;
