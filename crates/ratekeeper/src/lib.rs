@@ -121,6 +121,7 @@ pub mod rate;
 pub mod resilience4j;
 pub mod smooth;
 pub mod spec;
+mod store;
 mod sync;
 #[cfg(all(test, not(loom)))]
 mod test_util;

@@ -104,18 +104,17 @@ use crate::wait::saturating_nanos;
 mod config;
 mod hasher;
 mod ip;
-pub(crate) mod rule;
 mod shard;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+use crate::store::Rule;
 pub use config::{
     default_shards, KeyedBuilder, KeyedConfigError, Overflow, DEFAULT_MAX_KEYS, DEFAULT_SHARDS_MAX,
     MAX_KEYS, MAX_SHARDS,
 };
 pub use hasher::KeyHasher;
 pub use ip::{IpKey, IpKeyer, IpPrefixError, DEFAULT_IPV6_PREFIX};
-use rule::Rule;
 use shard::Shard;
 
 /// One limit per key, each key's state built on first use, with at most

@@ -5,9 +5,9 @@ use std::hash::{BuildHasher, Hash};
 
 use hashbrown::HashTable;
 
-use super::rule::Rule;
 use super::Counters;
 use crate::limiter::Recovery;
+use crate::store::Rule;
 use crate::sync::Ordering;
 
 /// A shard's keys. Read under the shard's read lock (lookups), changed

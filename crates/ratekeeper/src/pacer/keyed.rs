@@ -23,8 +23,8 @@
 use super::{Pacer, KIND_AVERAGE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN};
 use crate::clock::Clock;
 use crate::grant::{AcquireError, Grant};
-use crate::keyed::rule::{would_wait, Rule};
 use crate::limiter::Recovery;
+use crate::store::{would_wait, Rule};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The last clock reading a slot may take.

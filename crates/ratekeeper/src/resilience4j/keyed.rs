@@ -17,8 +17,8 @@
 use super::bucket::{Decision, Params};
 use super::cycle;
 use crate::grant::{AcquireError, Grant};
-use crate::keyed::rule::{would_wait, Rule};
 use crate::limiter::Recovery;
+use crate::store::{would_wait, Rule};
 use crate::sync::{AtomicU128, AtomicU64, Ordering};
 
 /// A refill bucket per key: its parameters and the permits a new key's

@@ -17,8 +17,8 @@ use std::time::Duration;
 use super::{grant_at, pack, step, unpack, with_max_wait, Kind, Smooth, State};
 use crate::clock::Clock;
 use crate::grant::{AcquireError, Grant};
-use crate::keyed::rule::Rule;
 use crate::limiter::Recovery;
+use crate::store::Rule;
 use crate::sync::{AtomicU128, Ordering};
 
 /// A smooth limiter per key: its parameters, and what a new key stores.

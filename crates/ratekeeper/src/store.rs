@@ -1,6 +1,7 @@
-//! [`Rule`]: a limiter's arithmetic over a compact per-key state (a
-//! [`Cell`](Rule::Cell) of one or two words), which each algorithm folder
-//! implements for its own limiter and a keyed map stores per key.
+//! [`Rule`]: a limiter's decision over a compact state (a
+//! [`Cell`](Rule::Cell) of one or two words). Each algorithm family
+//! implements it once; the in-memory limiter keeps one cell, and a keyed
+//! map keeps one per key. A leaf: it imports no room.
 
 use crate::grant::{AcquireError, Grant};
 use crate::limiter::Recovery;
