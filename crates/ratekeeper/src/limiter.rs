@@ -10,7 +10,7 @@ use std::task::Waker;
 use std::time::Duration;
 
 use crate::clock::Clock;
-pub use crate::grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
+pub use crate::grant::{AcquireError, Grant, Readiness, Recovery, Ticket, WaitStats};
 use crate::wait::{self, WaitPolicy};
 
 /// A rate limiter: a decision that never sleeps, plus the waiting built on it.
@@ -310,34 +310,6 @@ pub trait RateLimiter {
             Err(e) => Err(e),
         }
     }
-}
-
-/// How a limiter's state compares with a fresh limiter's of the same
-/// configuration built at the same moment ([`RateLimiter::recovery`]).
-///
-/// Dropping a limiter whose state is [`Fresh`](Recovery::Fresh) and building
-/// a new one later changes no decision: the state carried no information.
-/// Dropping one with [`Credit`](Recovery::Credit) only forfeits credit (the
-/// new one is stricter, never looser); dropping one in
-/// [`Debt`](Recovery::Debt) forgives debt, which lets its caller through
-/// sooner than the limit allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Recovery {
-    /// Decides every request exactly as a fresh limiter would.
-    Fresh,
-    /// Would grant at least as much as a fresh limiter, and sometimes more:
-    /// an average-mode pacer's backlog, a bucket fuller than its initial
-    /// permits.
-    Credit,
-    /// Would grant less than a fresh limiter until `nanos` have passed
-    /// (without further requests).
-    Debt {
-        /// Nanoseconds until the limiter is no longer in debt.
-        nanos: u64,
-    },
-    /// The limiter cannot tell.
-    Unknown,
 }
 
 #[cold]

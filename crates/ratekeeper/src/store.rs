@@ -3,8 +3,8 @@
 //! implements it once; the in-memory limiter keeps one cell, and a keyed
 //! map keeps one per key. A leaf: it imports no room.
 
+use crate::grant::Recovery;
 use crate::grant::{AcquireError, Grant};
-use crate::limiter::Recovery;
 
 /// A limiter's decisions over one key's state. Times are readings of the
 /// keyed limiter's clock, in nanoseconds; the caller reads the clock, so a
