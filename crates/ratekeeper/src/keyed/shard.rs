@@ -5,10 +5,9 @@ use std::hash::{BuildHasher, Hash};
 
 use hashbrown::HashTable;
 
-use super::Counters;
 use crate::limiter::Recovery;
 use crate::store::Rule;
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 
 /// A shard's keys. Read under the shard's read lock (lookups), changed
 /// under its write lock (inserts, sweeps, evictions).
@@ -131,5 +130,36 @@ impl<K: Hash + Eq + Clone, V> Shard<K, V> {
         debts.truncate(take);
         debts.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
         self.candidates = debts.into_iter().map(|(_, k)| k.clone()).collect();
+    }
+}
+
+/// The counters behind [`KeyedMetrics`](super::KeyedMetrics); each is Relaxed (statistics,
+/// ordering no other memory).
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    pub(super) live: AtomicU64,
+    pub(super) evicted_fresh: AtomicU64,
+    pub(super) evicted_credit: AtomicU64,
+    pub(super) evicted_debt: AtomicU64,
+    pub(super) denied_new: AtomicU64,
+    pub(super) overflowed: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn removed(&self, fresh: u64, credit: u64) {
+        if fresh + credit == 0 {
+            return;
+        }
+        // Ordering: Relaxed; counters.
+        self.evicted_fresh.fetch_add(fresh, Ordering::Relaxed);
+        // Ordering: Relaxed; counters.
+        self.evicted_credit.fetch_add(credit, Ordering::Relaxed);
+        // Ordering: Relaxed; a gauge, changed under the shard's write lock.
+        self.live.fetch_sub(fresh + credit, Ordering::Relaxed);
+    }
+
+    pub(super) fn bump(counter: &AtomicU64) {
+        // Ordering: Relaxed; a counter.
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -2,9 +2,11 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use super::map::*;
 use super::*;
 use crate::config::LimiterConfig;
 use crate::error::ConfigErrorKind;
+use crate::grant::AcquireError;
 use crate::RateLimiter;
 use crate::{ManualClock, Recovery};
 
