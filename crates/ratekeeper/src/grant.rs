@@ -292,7 +292,7 @@ pub enum Readiness {
 }
 
 /// How a limiter's state compares with a fresh limiter's of the same
-/// configuration built at the same moment ([`RateLimiter::recovery`]).
+/// configuration built at the same moment ([`RateLimiter::recovery`](crate::RateLimiter::recovery)).
 ///
 /// Dropping a limiter whose state is [`Fresh`](Recovery::Fresh) and building
 /// a new one later changes no decision: the state carried no information.

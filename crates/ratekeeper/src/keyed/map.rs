@@ -27,7 +27,7 @@ use crate::store::Rule;
 
 /// One limit per key, each key's state built on first use, with at most
 /// [`max_keys`](KeyedBuilder::max_keys) keys live; see the
-/// [module docs](self).
+/// [module docs](super).
 pub struct Keyed<K, C = DefaultClock, S = KeyHasher> {
     pub(super) map: Rules<K, S>,
     pub(super) clock: C,

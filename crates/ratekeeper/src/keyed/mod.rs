@@ -24,11 +24,11 @@
 //!
 //! # Eviction
 //!
-//! A key's state says, as [`RateLimiter::recovery`] does for a whole
+//! A key's state says, as [`RateLimiter::recovery`](crate::RateLimiter::recovery) does for a whole
 //! limiter, how it compares with a fresh limiter's. When a new key finds its shard full,
-//! the shard drops every key that is [`Fresh`](Recovery::Fresh) (dropping it
+//! the shard drops every key that is [`Fresh`](crate::Recovery::Fresh) (dropping it
 //! changes no decision: exact and free) or holds only
-//! [`Credit`](Recovery::Credit) (dropping it forfeits credit: the key's next
+//! [`Credit`](crate::Recovery::Credit) (dropping it forfeits credit: the key's next
 //! limiter is stricter, never looser), counting each kind. No sweeper
 //! thread: the sweep runs on the insert that needs room, at most once per
 //! shard-full of inserts or once per earliest recovery time.
@@ -59,7 +59,7 @@
 //! configuration would decide it (the same slots, ready times and
 //! refusals), without what a per-key limiter has no use for: cancels, rate
 //! changes, a waiting room, events. Grants wait with the caller's own
-//! means (sleep until [`Grant::ready_nanos`] on the limiter's clock).
+//! means (sleep until [`Grant::ready_nanos`](crate::Grant::ready_nanos) on the limiter's clock).
 //!
 //! A strict pacer's key keeps one timeline, the next start (the in-memory
 //! [`Pacer`](crate::Pacer)'s `max(actual, ideal)`, all its decisions depend
@@ -80,7 +80,7 @@
 //! A grant on a key happens after every earlier grant on that key (each
 //! is one atomic read-modify-write of the key's state, `AcqRel`), as the
 //! limiter's grants do. The map is a lock per shard: a read lock for known
-//! keys, sharded by thread ([`ShardedLock`]) so that readers on different
+//! keys, sharded by thread ([`ShardedLock`](crossbeam_utils::sync::ShardedLock)) so that readers on different
 //! threads do not write one lock word; a write lock to insert or drop keys.
 
 mod config;

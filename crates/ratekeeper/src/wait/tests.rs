@@ -1,3 +1,5 @@
+use super::policy::*;
+use super::sleep::*;
 use super::*;
 use crate::clock::ManualClock;
 
