@@ -118,9 +118,9 @@ use core::cell::Cell;
 use core::fmt;
 use std::time::Duration;
 
-use super::{
-    tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN, SPACED,
-};
+use super::decision::{self, MAX_SPAN};
+use super::limiter::Pacer;
+use super::params::{kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, SPACED};
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::sync::{lock, Ordering};
@@ -287,7 +287,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         if let Some(max) = max_wait {
             if ready - now > saturating_nanos(max) {
                 // Nothing taken: the slot stays in the lease.
-                return Some(Err(super::would_wait(ready - now, max)));
+                return Some(Err(super::reserve::would_wait(ready - now, max)));
             }
         }
         self.next.set(slot + span);
@@ -325,7 +325,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         let cap = (self.max_lease / op).min(MAX_LEASE_SLOTS);
         // A pending spacing (a change from strict or burst mode) is kept
         // by the exact path only.
-        let dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL || mode & SPACED != 0;
+        let dual = kind(mode) == KIND_DUAL || mode & SPACED != 0;
         if dual || cap < 2 || u64::from(permits) > cap {
             return self.pacer.reserve(permits, max_wait);
         }
@@ -347,14 +347,11 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         if span > MAX_SPAN {
             return self.pacer.reserve(permits, None);
         }
-        // Ordering: AcqRel, as an exact grant's add: the lease happens-after
-        // every grant and lease reserved before it.
-        let slot = self.pacer.ideal.fetch_add(span, Ordering::AcqRel);
-        if slot >= self.pacer.params.limit {
-            return Err(self.pacer.undo_exhausted(span));
-        }
-        if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
-            self.pacer.compensate(slot, span, now, (mode & 0xff) as u32);
+        // The lease happens-after every grant and lease reserved before it:
+        // it takes its slots with an exact grant's add.
+        let slot = decision::take(&self.pacer.ideal, span, self.pacer.params.limit)?;
+        if kind(mode) == KIND_COMPENSATE {
+            self.pacer.compensate(slot, span, now, shift(mode));
         }
         self.next.set(slot);
         self.end.set(slot + span);
