@@ -273,41 +273,8 @@ pub use strictness::{compensation_shift, Strictness, StrictnessError, Strictness
 
 #[cfg(doc)]
 use crate::limiter::{AcquireError, RateLimiter};
-use crate::rate::RateError;
 #[cfg(doc)]
 use crate::wait::WaitPolicy;
-
-/// Why a pacer could not be built or reconfigured, before builders returned
-/// [`ConfigError`]: the pacer's refusals are now a [`RateError`] or a
-/// [`StrictnessError`] inside a [`ConfigError`].
-#[deprecated(
-    since = "0.2.0",
-    note = "builders and set_* return ConfigError; match on ConfigError::kind(), or downcast to RateError / StrictnessError"
-)]
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PacerError {
-    /// The rate cannot be kept on a nanosecond schedule.
-    #[error("invalid rate")]
-    Rate(#[source] RateError),
-    /// The strictness is not a valid value.
-    #[error("invalid strictness")]
-    Strictness(#[source] StrictnessError),
-}
-
-#[allow(deprecated)]
-impl From<RateError> for PacerError {
-    fn from(e: RateError) -> Self {
-        PacerError::Rate(e)
-    }
-}
-
-#[allow(deprecated)]
-impl From<StrictnessError> for PacerError {
-    fn from(e: StrictnessError) -> Self {
-        PacerError::Strictness(e)
-    }
-}
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -251,7 +251,6 @@ pub const MAX_SHARDS: usize = 1024;
 /// Why a sharded pacer could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-#[allow(deprecated)]
 pub enum ShardError {
     /// The shard count is 0 or above [`MAX_SHARDS`].
     #[error("shard count {requested} is outside 1..={max}")]
@@ -261,16 +260,6 @@ pub enum ShardError {
         /// The most shards a sharded pacer may have.
         max: usize,
     },
-    /// A shard's configuration (rate `R / N`, strictness) is invalid. No
-    /// longer returned: builders report the rate or strictness itself in a
-    /// [`ConfigError`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "builders return ConfigError with kind Rate or Strictness"
-    )]
-    #[allow(deprecated)]
-    #[error("invalid shard configuration")]
-    Pacer(#[source] super::PacerError),
 }
 
 impl From<ShardError> for ConfigError {

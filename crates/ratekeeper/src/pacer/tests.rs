@@ -7,7 +7,7 @@ use super::*;
 use crate::clock::Clock;
 use crate::clock::ManualClock;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
-use crate::rate::Rate;
+use crate::rate::{Rate, RateError};
 use crate::sync::AtomicU64;
 use crate::wait::WaitPolicy;
 
