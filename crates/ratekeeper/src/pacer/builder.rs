@@ -65,24 +65,19 @@ impl PacerBuilder {
     }
 
     /// Opt-in: callers already behind schedule skip the clock read, as the
-    /// seeds' "calling-overhead compensation" does (default `false`: every
-    /// grant reads the clock, so every reported wait is exact).
+    /// reference's "calling-overhead compensation" does (default `false`:
+    /// every grant reads the clock, so every reported wait is exact).
     ///
     /// With the cached clock, a grant whose slot is earlier than the latest
     /// clock reading any caller stored goes at once without reading the
     /// clock, and its **reported wait is a lower bound**, measured against
-    /// that stored reading: it can miss a whole stall. A caller that falls
-    /// behind, then stalls outside the limiter for 13.7 s, may see its next
-    /// grant report the wait it had before the stall (engineblock's pre-#156
-    /// bug; the `upstream_expect` values of the `dual_timeline` vectors
-    /// describe this mode where G1.5's cached clock is the only
-    /// difference). It also writes the stored reading, a second shared
-    /// cache line, on every grant that reads the clock. Use it only where
-    /// the wait is not reported and one clock read per grant matters.
+    /// that stored reading: it can miss a whole stall outside the limiter.
+    /// It also writes the stored reading, a second shared cache line, on
+    /// every grant that reads the clock. Use it only where the wait is not
+    /// reported and one clock read per grant matters.
     ///
     /// Average and compensation modes only: strict and burst modes read the
-    /// clock on every reservation either way (see the [module
-    /// docs](super#strict-and-burst-modes-under-contention)).
+    /// clock on every reservation either way.
     pub fn cached_clock(mut self, enabled: bool) -> Self {
         self.cached_clock = enabled;
         self
@@ -120,7 +115,7 @@ impl PacerBuilder {
     }
 
     /// Builds a pacer on `clock` whose timeline counts from the reading
-    /// `origin` (see [Implementation details](super#implementation-details)).
+    /// `origin` (the shards of a `ShardedPacer` share one).
     pub(crate) fn build_with_origin<C: Clock>(
         self,
         clock: C,
@@ -173,12 +168,8 @@ impl Pacer {
     }
 
     /// A builder set from a spec: its rate, its burst ratio as the strictness,
-    /// and its verb as the start state.
-    ///
-    /// # Errors
-    ///
-    /// Never at present; the `Result` leaves room for spec fields a pacer
-    /// cannot honour. Validation of the values happens in `build`.
+    /// and its verb as the start state. The values are validated by
+    /// [`build`](PacerBuilder::build).
     pub fn from_spec(spec: &RateSpec) -> PacerBuilder {
         Pacer::builder(spec.rate())
             .strictness(spec.burst_ratio())

@@ -1,22 +1,12 @@
 //! The Pacer's arithmetic, written once: the slot a grant takes, when it is
 //! ready, what burst compensation forfeits, and the refusals. The in-memory
-//! [`Pacer`](super::Pacer) and its handles decide through these helpers
-//! (adding the cached clock, the excuse of a wait's lateness, epochs and
-//! hand-off around them), and [`Keyed`](crate::keyed::Keyed) through the
-//! [`Rule`]s at the bottom, which are these helpers over one key's cell.
-//!
-//! * Average and compensation modes keep one word, the accumulator
-//!   (`ideal`): a grant of `span` takes the slot `ideal` and moves it to
-//!   `ideal + span`; burst compensation then forfeits `gap >> shift` of a
-//!   gap behind the clock.
-//! * Burst-ratio and strict modes keep two timelines: `ideal` bounds the
-//!   average, `actual` spaces ops at least a burst slice apart. A keyed
-//!   strict limiter keeps one word instead ([`Spacing`]): the next start
-//!   `max(actual, ideal)`, which is all strict decisions depend on; its
-//!   grants report that start as their scheduled time.
-//!
-//! Every helper is O(1) apart from compare-exchange retries under
-//! contention, and reads no clock: the caller passes its reading in.
+//! [`Pacer`](super::Pacer) decides through these helpers, adding its cached
+//! clock, excused lateness, epochs and hand-off around them;
+//! [`Keyed`](crate::keyed::Keyed) through the [`Rule`]s below, the same
+//! helpers over one key's cell: one word (average, compensation; strict as
+//! its next start, [`Spacing`]) or two (burst ratio: `ideal` bounds the
+//! average, `actual` spaces ops a burst slice apart). Each helper is O(1)
+//! but for compare-exchange retries, and reads no clock.
 
 use super::params::{KIND_AVERAGE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT};
 use crate::grant::{AcquireError, Grant};

@@ -83,9 +83,8 @@ pub(super) struct Control {
 }
 
 impl<C: Clock> Pacer<C> {
-    /// The clock's reading on the timeline: nanoseconds since the origin,
-    /// 0 for a reading before it (see [Implementation
-    /// details](super#implementation-details)).
+    /// The clock's reading on the timeline: nanoseconds since the origin
+    /// (the reading at build time), 0 for a reading before it.
     #[inline(always)]
     pub(super) fn now(&self) -> u64 {
         self.on_timeline(self.clock.now_nanos())
@@ -176,16 +175,10 @@ impl<C: Clock> Pacer<C> {
     }
 
     /// The rate the schedule actually keeps, in operations per second:
-    /// `1e9 / nanos_per_op()`, one second over the whole-nanosecond slot
-    /// `floor(1e9 / rate)` (nosqlbench's arithmetic, pinned by the
-    /// conformance vectors), at the current rate (after a
-    /// [`set_rate`](Self::set_rate), the new one).
-    ///
-    /// The truncated slot is never longer than `1e9 / rate`, so this is
-    /// never below [`rate`](Self::rate) and above it by less than one part
-    /// in the slot's nanoseconds; see [`Rate::effective_rate`]. It is the
-    /// long-run rate in every strictness mode: catch-up (burst ratio,
-    /// average) only spends schedule time that was already due.
+    /// `1e9 / nanos_per_op()`, over the whole-nanosecond slot
+    /// `floor(1e9 / rate)`. Never below [`rate`](Self::rate), above it by
+    /// less than one part in the slot's nanoseconds (see
+    /// [`Rate::effective_rate`]); the long-run rate in every mode.
     ///
     /// # Examples
     ///
@@ -210,20 +203,9 @@ impl<C: Clock> Pacer<C> {
         &self.clock
     }
 
-    /// [`RateLimiter::recovery`]: how the schedule compares with a fresh
-    /// pacer's. A fresh pacer starts its schedule at its first request, so
-    /// its first op goes at once and the next one a slot later.
-    ///
-    /// * Idle (never started, or stopped): [`Recovery::Fresh`].
-    /// * The next slot, or in strict and burst modes the spacing, after
-    ///   now: [`Recovery::Debt`] until then.
-    /// * Otherwise, in strict mode, or when the next slot is exactly now:
-    ///   [`Recovery::Fresh`]: every request goes when a fresh pacer's would.
-    ///   Only the reports differ: a strict pacer behind schedule reports
-    ///   its backlog as wait time, a fresh one starts without it.
-    /// * Otherwise (average, compensation and burst modes behind
-    ///   schedule): [`Recovery::Credit`], the backlog they may still catch
-    ///   up faster than the rate.
+    /// [`RateLimiter::recovery`]: idle is [`Recovery::Fresh`]; otherwise
+    /// as [`decision::recovery`] says (a strict pacer behind schedule
+    /// grants as a fresh one would, only its reports differ).
     fn recovery_now(&self) -> Recovery {
         // Ordering: Acquire, as in `reserve`: the timelines read below are
         // at least those of the mode word's configuration.
@@ -269,9 +251,7 @@ impl<C: Clock> RateLimiter for Pacer<C> {
     /// compare-exchange on the same cache line). With a maximum wait, a
     /// compare-exchange loop, so a refusal changes nothing.
     // Always inlined: its common path is a few instructions around one
-    // atomic add, and returned in registers only when inlined (LLVM stopped
-    // inlining it once a second limiter's reserve shared the budget: 6 ns
-    // became 18 ns per acquire).
+    // atomic add, and its result is returned in registers only when inlined.
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         // Ordering: Acquire for the mode word, Relaxed for the slice. Both are

@@ -34,99 +34,36 @@
 //! # Threads and shards
 //!
 //! [`ShardedPacer::handle`] makes a [`ShardHandle`] whose home is one
-//! shard, assigned round-robin from a counter (the first handle gets shard
-//! 0, the next shard 1, and so on): make one per thread. A handle moves
-//! home when it takes a grant from another shard that is home to fewer
-//! handles (see [Rebalancing](#rebalancing-work-stealing)). The sharded pacer itself
-//! also implements [`RateLimiter`]: it maps the calling thread to shard
-//! `t mod N`, where `t` numbers the threads of the process in the order of
-//! their first request to *any* sharded pacer (a thread-local number, taken
-//! once). Handles give an even spread for the threads that use them; the
-//! thread mapping needs no handle but spreads evenly only when the threads
-//! that share a pacer were numbered in a row.
+//! shard, assigned round-robin: make one per thread. The sharded pacer
+//! itself also implements [`RateLimiter`]: it maps the calling thread to
+//! shard `t mod N`, `t` the thread's number in the order of its first
+//! request to any sharded pacer, which spreads evenly only when the threads
+//! sharing a pacer were numbered in a row.
 //!
 //! # Rebalancing: work stealing
 //!
 //! A request goes to its own shard's exact path (one atomic add) when that
-//! shard is known able to grant now: its next slot is earlier than the
-//! shard's last-seen clock (and, in strict and burst modes, so is the
-//! earliest start its spacing allows). A request that may wait (no maximum
-//! wait) also stays there when its op is due within the wait policy's
-//! coalescing window, which releases it at once anyway: only requests that
-//! would sleep look elsewhere. Otherwise the thread reads the clock once
-//! and
-//!
-//! 1. takes its own shard's exact path if it can grant by that reading
-//!    (within the window, for a request that may wait);
-//! 2. else probes the other shards, from the next one round, with a
-//!    reservation that may not wait (`reserve(permits, Some(ZERO))`), which
-//!    refuses without changing anything (see [`Pacer`]'s invariant 3). It
-//!    skips, without writing to it, a shard that cannot grant by the
-//!    reading (its next slot, or the earliest start its spacing allows, is
-//!    later), and stops at the first shard that grants;
-//! 3. else reserves on the shard whose next op may start first (its next
-//!    slot, or the earliest start its spacing allows if later; the own
-//!    shard on ties), waiting there as the request allows.
-//!
-//! A stolen grant is a grant of the other shard's schedule, taken through
-//! that shard's own decision, so every shard keeps every guarantee of a
-//! [`Pacer`]; stealing only decides *who* gets a slot that is due anyway.
-//! The cost falls on requests that would wait: a clock read and one load of
-//! each other shard's next slot (a cache line its owners write).
-//!
-//! A [`ShardHandle`] whose grant came from another shard (steps 2 and 3)
-//! **moves home** there if that shard is home to fewer live handles than
-//! its own (per-shard counts, kept by handles as they are made, move and
-//! drop). Its next requests then take that shard's exact path instead of
-//! stealing again. Handles thus spread over shards nobody else uses (one
-//! thread on two shards alternates between them on the exact path instead
-//! of stealing every other grant) but never crowd onto one: two handles on
-//! two shards stay put. The counts are hints, so racing moves may leave the
-//! spread uneven for a while. The sharded pacer's own [`RateLimiter`]
-//! mapping does not move.
-//!
-//! The first check reads hints (relaxed loads) rather than trying the own
-//! shard with a reservation that may not wait: that would also change
-//! nothing when refused, but it is a compare-exchange loop on every grant
-//! where the hint path is two loads and the exact path's one atomic add.
+//! shard is known able to grant now, or (a request that may wait) within
+//! the wait policy's coalescing window. Otherwise it reads the clock once,
+//! probes the other shards with a reservation that may not wait (which
+//! refuses without changing anything, [`Pacer`]'s invariant 3), and else
+//! waits on the shard whose next op may start first. Stealing only decides
+//! *who* gets a slot that is due anyway; its cost falls on requests that
+//! would wait: a clock read and one load per other shard. A [`ShardHandle`]
+//! whose grant came from another shard **moves home** there if fewer
+//! handles live there; the counts are hints. `docs/pacer.md` has the steps.
 //!
 //! # What the modes allow, and the slack
 //!
-//! Every shard is a [`Pacer`] at `R / N` with the configured strictness, and
-//! every grant, stolen or not, is one of its shard's grants. So:
-//!
-//! * no grant is ready before its slot on its shard's schedule;
-//! * permits granted ready by any time `T` are at most the **sum over the
-//!   shards** of what each shard's mode allows by `T`. For shards started
-//!   (or last reset) at `t0` with slice `op_s` ns, that is at most
-//!   `N × (floor((T − t0) / op_s) + 1)`: at most `N − 1` permits more than
-//!   one pacer with a slice of `op_s / N` (each shard's first slot is due at
-//!   `t0`). This is the **shard slack**.
-//! * **Average** (`s = 0`): a shard's unused time stays due, and any thread
-//!   may take it at once: an idle shard's backlog can be stolen as a burst,
-//!   as an average pacer's can. Summed over the shards this is what one
-//!   average pacer at `R` would hold after the same idle time, within the
-//!   shard slack.
-//! * **Burst compensation** (`0 < s < 1`) forfeits backlog per shard, as
-//!   each shard's own pacer sees it.
-//! * **Strict** (`s = 1`) and **burst** (`s > 1`) modes space ops **per
-//!   shard**: ops of one shard are at least `N / R` (strict) or
-//!   `N / (s × R)` (burst) apart, but up to `N` ops, one per shard, may go
-//!   together. One strict pacer at `R` keeps every two ops `1 / R` apart;
-//!   a sharded one does not. A slot stolen late is spaced from when it was
-//!   taken (its shard's actual timeline), so in strict mode an idle shard
-//!   yields its rate less the stealing lateness; burst ratios above 1
-//!   catch that lateness up.
-//! * A thread that has to wait waits on **the shard free first** (step 3),
-//!   not necessarily its own. While it sleeps, other shards' slots may
-//!   still come due with no thread to take them (their threads asleep or
-//!   descheduled, or none of their own). In average mode that time stays
-//!   due and goes at once later; in strict and burst modes it is lost
-//!   except for what the burst ratio catches up (`s × R / N` per shard).
-//!   Handles moving home to idle shards keep that short: the `fairness`
-//!   measurement program holds the rate with more shards than threads in
-//!   average mode and at strictness 1.1, where before handles moved
-//!   strictness 1.1 lost a fifth to a third of it (`BENCHMARKS.md`).
+//! Every grant, stolen or not, is one of its shard's grants, so no grant is
+//! ready before its slot, and permits granted ready by any time `T` are at
+//! most the sum over the shards of what each shard's mode allows: at most
+//! `N − 1` permits more than one pacer at `R` (the **shard slack**). Strict
+//! and burst modes space ops **per shard**: up to `N` ops, one per shard,
+//! may go together. In average mode an idle shard's unused time stays due
+//! and may be stolen as a burst; in strict and burst modes time a shard's
+//! slots were due and untaken is lost, beyond what the burst ratio catches
+//! up. `docs/pacer.md` works the bounds out per mode.
 //!
 //! # Rounding
 //!
@@ -138,40 +75,14 @@
 //! [`rate`](ShardedPacer::rate) reports the rate asked for, `R`;
 //! [`effective_rate`](ShardedPacer::effective_rate) the one the slices keep.
 //!
-//! # Fairness and accuracy against micro-batching
+//! # Fairness against micro-batching
 //!
-//! | | exact [`Pacer`] | batched handles ([`Pacer::handle`]) | sharded |
-//! |---|---|---|---|
-//! | order of slots | one order over all callers | in order within a handle; leases interleave | in order within a shard only |
-//! | each thread's share | what it wins of one shared atomic | what it asks for (leases follow demand) | its shard's `R / N`, split among the threads on it, plus what it steals when it would wait |
-//! | over-delivery (grants ready by `T`) | none | none | at most `N − 1` permits (the shard slack) |
-//! | under-delivery | none | leased, unused slots: at most `handles × max_lease × R` | average mode: none that lasts, unused slots stay due until stolen; strict and burst modes: time a shard's slots were due and untaken, beyond what the burst ratio catches up |
-//! | strict and burst spacing | between all ops | between all ops (exact path) | within a shard only |
-//! | shared writes per grant | one read-modify-write of one line, all threads | one per lease | one on the own shard's line, shared only with threads on the same shard |
-//!
-//! Consequences:
-//!
-//! * A thread alone on a shard gets `R / N` whatever other threads do; two
-//!   threads sharing a shard split its `R / N` between them. Stealing and
-//!   moving home even this out where a shard has slots due that its own
-//!   threads are not taking: with 3 handles on 2 shards, a handle of the
-//!   crowded shard that steals from the other moves there, so the shares
-//!   keep changing hands and come out even (`BENCHMARKS.md` has the
-//!   fairness figures). Use `N` = the number of threads, one handle each, for even
-//!   shares from the start.
-//! * Shards left idle (fewer threads than shards) lose nothing while some
-//!   thread is waiting: it takes their due slots, so the total stays `R`
-//!   (average mode; strict and burst modes lose the time described under
-//!   [the modes](self#what-the-modes-allow-and-the-slack)).
-//! * Micro-batching keeps one schedule and all of the pacer's guarantees in
-//!   every mode, and batches only in average and compensation modes;
-//!   sharding scales in every mode, at the price of the shard slack and of
-//!   per-shard spacing.
-//!
-//! The `fairness` measurement program (in the `ratekeeper-bench` crate)
-//! measures the achieved rate, its error, and the per-thread shares
-//! (min/max and Jain's index) of the three, with shards idle too;
-//! `bench_report` their throughput and cost.
+//! The exact [`Pacer`] keeps one order over all callers; batched handles
+//! ([`Pacer::handle`]) keep one schedule and every guarantee, batching only
+//! in average and compensation modes; sharding scales in every mode, at the
+//! price of the shard slack and per-shard spacing. A thread alone on a
+//! shard gets `R / N`; use `N` = the number of threads, one handle each,
+//! for even shares. `docs/pacer.md` has the full comparison.
 //!
 //! # Runtime changes
 //!
@@ -184,27 +95,14 @@
 //!
 //! # Cancelling
 //!
-//! A grant does not say which shard it came from, and shards built
-//! together keep identical schedules until their loads differ, so no
-//! shard's schedule ever moves back for a cancel: trying each shard in turn
-//! could give back the latest reservation of a shard the grant is not
-//! from, another caller's slots. Instead [`RateLimiter::cancel`] keeps the
-//! grant (still waiting: its ready time not passed) for the next caller of
-//! its size on the calling thread's shard, as a single
-//! [`Pacer`] keeps a reservation that is not its latest (see
-//! [Cancelling a reservation](crate::pacer#cancelling-a-reservation)):
-//! those slots were issued once and are used once, so abandoned async
-//! waits cost the rate little and never admit more. Only callers that
-//! reserve on that shard take it (`ShardHandle` or `reserve` on a thread
-//! mapped to it: an async task's next acquire on the same runtime thread);
-//! a kept grant nobody takes before its ready time is dropped, its slots
-//! spent. A second cancel of a grant goes to the shard that knows it,
-//! which refuses it (two cancels of one grant racing on two threads are a
-//! caller error, as is cancelling another limiter's grant).
-//!
-//! Shards built together hand out *twin* slots (the same slot of each
-//! shard's schedule); each shard's grants carry its own tags, so twins are
-//! different grants and each can be kept.
+//! A grant does not say which shard it came from, so no shard's schedule
+//! ever moves back for a cancel. [`RateLimiter::cancel`] keeps the grant
+//! (its ready time not passed) for the next caller of its size on the
+//! calling thread's shard, as a single [`Pacer`] keeps a reservation that
+//! is not its latest (see [Cancelling a
+//! reservation](crate::pacer#cancelling-a-reservation)): its slots are used
+//! once, so abandoned async waits never admit more. A kept grant nobody
+//! takes before its ready time is dropped, its slots spent.
 //!
 //! # Invariants
 //!

@@ -19,7 +19,7 @@ use crate::wait::WaitPolicy;
 /// waiting works on it as on a pacer. It starts on a shard given out
 /// round-robin and moves to a shard it took a grant from instead of its
 /// own ([Rebalancing](super#rebalancing-work-stealing)); a clone starts on
-/// the same shard and moves on its own. Like [`PacerHandle`](super::PacerHandle)
+/// the same shard and moves on its own. Like [`PacerHandle`](crate::pacer::PacerHandle)
 /// it is `Send` but not `Sync`: one thread's.
 pub struct ShardHandle<'a, C: Clock = DefaultClock> {
     pub(super) pacer: &'a ShardedPacer<C>,
