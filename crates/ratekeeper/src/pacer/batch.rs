@@ -77,8 +77,8 @@ use core::fmt;
 use std::time::Duration;
 
 use super::decision::{self, MAX_SPAN};
-use super::limiter::Pacer;
 use super::params::{kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, SPACED};
+use super::Pacer;
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::sync::{lock, Ordering};

@@ -3,9 +3,10 @@
 use crossbeam_utils::CachePadded;
 
 use super::decision::SCHEDULE_LIMIT;
-use super::limiter::{Control, Pacer};
+use super::limiter::Control;
 use super::params::{mode_word, slices, tag, Params, IDLE, TAGGED};
 use super::strictness::Strictness;
+use super::Pacer;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::internal::cancel::CancelWindow;

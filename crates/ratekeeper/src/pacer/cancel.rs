@@ -2,8 +2,9 @@
 //! schedule, or keeping an earlier one for the next caller of its size (see
 //! [Cancelling a reservation](super#cancelling-a-reservation)).
 
-use super::limiter::{Control, Pacer};
+use super::limiter::Control;
 use super::params::{age, kind, next_epoch, tag, EPOCH, EPOCH_SHIFT, IDLE, KIND_DUAL, TAGGED};
+use super::Pacer;
 use crate::clock::Clock;
 use crate::internal::handoff::Handoff;
 use crate::limiter::Grant;

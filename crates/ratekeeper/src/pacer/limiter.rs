@@ -5,74 +5,20 @@
 use core::fmt;
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-
 use super::decision::{self, PacerRule};
-use super::params::{kind, Params, CACHED_CLOCK, IDLE, KIND_AVERAGE, KIND_DUAL, KIND_SHIFT};
+use super::params::{kind, CACHED_CLOCK, IDLE, KIND_AVERAGE, KIND_DUAL, KIND_SHIFT};
 use super::strictness::Strictness;
-use crate::clock::{Clock, DefaultClock};
+use super::Pacer;
+use crate::clock::Clock;
 use crate::internal::cancel::CancelWindow;
-use crate::internal::handoff::Handoff;
 use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
-use crate::sync::{lock, AtomicU64, Mutex, Ordering};
-use crate::wait::room::Room;
+use crate::sync::{lock, Ordering};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// The most lateness of a wait excused besides its grouping delay when the
 /// sleep resolution is small: an async timer's tick (see `released`).
 const MAX_EXCUSED_TICK: u64 = 1_000_000;
-
-/// A lock-free pacer on a nanosecond schedule; see the [module docs](super).
-///
-/// Build one with [`Pacer::builder`], [`Pacer::from_spec`] or [`Pacer::new`],
-/// share it by reference or in an `Arc`, and take permits through the
-/// [`RateLimiter`] methods.
-///
-/// # Examples
-///
-/// Strict pacing on a manual clock: a caller that shows up late keeps its
-/// lateness, and the next op is still a full slot later.
-///
-/// ```
-/// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
-///
-/// let clock = ManualClock::new(0);
-/// let pacer = Pacer::builder(Rate::new(1000.0)?)
-///     .strictness(1.0)
-///     .build_with_clock(clock.clone())?;
-///
-/// clock.advance_nanos(2_500_000);
-/// let a = pacer.acquire();
-/// let b = pacer.acquire(); // sleeps (on the manual clock: advances it) 1 ms
-/// assert_eq!((a.wait_nanos(), b.wait_nanos()), (2_500_000, 2_500_000));
-/// assert_eq!(b.ready_nanos() - a.ready_nanos(), 1_000_000);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-// `repr(C)` keeps `ideal` and `actual` together at the start of the struct,
-// whose alignment (that of `CachePadded`) puts them on one cache line of
-// their own; `last_seen` and `params` follow on lines of their own (module
-// docs, "State").
-#[repr(C)]
-pub struct Pacer<C = DefaultClock> {
-    pub(super) ideal: AtomicU64,
-    pub(super) actual: AtomicU64,
-    /// How far behind the clock strict and burst reservations may start
-    /// without being late: the lateness of a wait that woke late (see
-    /// `released`), until the actual timeline catches up with the clock.
-    pub(super) lag: AtomicU64,
-    pub(super) last_seen: CachePadded<AtomicU64>,
-    pub(super) params: CachePadded<Params>,
-    pub(super) accumulated: AtomicU64,
-    pub(super) control: Mutex<Control>,
-    /// Cancelled grants the schedule could not take back, for the next
-    /// callers (see [Cancelling a reservation](super#cancelling-a-reservation)).
-    pub(super) handoff: Handoff,
-    /// Where blocking callers wait their turn (see [Waiting](super#waiting)).
-    pub(super) room: Room,
-    pub(super) clock: C,
-    pub(super) policy: WaitPolicy,
-}
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Control {

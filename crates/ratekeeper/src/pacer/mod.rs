@@ -23,9 +23,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The arithmetic lives once, in `decision.rs`; `reserve.rs` holds its
-//! specialised lock-free forms, `limiter.rs` the pacer around them, and
-//! `docs/pacer.md` the fine print (state layout, waiting, sharding slack).
+//! The arithmetic is in `decision.rs`, its lock-free forms in `reserve.rs`,
+//! the fine print in `docs/pacer.md`.
 //!
 //! # Cancelling a reservation
 //!
@@ -61,15 +60,13 @@
 //!
 //! # Waiting
 //!
-//! A grant's wait time (`started − scheduled`) is exact: `started` is a
-//! clock reading taken when the op is let go, never one cached from before
-//! (unless the opt-in [cached clock](PacerBuilder::cached_clock) is on).
-//! Blocking callers share a waiting room: one sleeps on the schedule at a
-//! time, following the pacer's [`WaitPolicy`], so `N` threads cost about
-//! one sleep per group of ops. A wait's own lateness is excused, not
-//! charged to the caller, except in strict mode where ops are slept to one
-//! by one. Every waiter reports each grant it let go through
-//! [`RateLimiter::released`].
+//! A grant's wait time (`started − scheduled`) is exact: `started` is read
+//! when the op is let go (a lower bound with the opt-in [cached
+//! clock](PacerBuilder::cached_clock)). Blocking callers share a waiting
+//! room: one sleeps on the schedule at a time, following the
+//! [`WaitPolicy`]. A wait's own lateness, reported through
+//! [`RateLimiter::released`], is excused, except in strict mode where ops
+//! are slept to one by one.
 //!
 //! Under contention, [`PacerHandle`] ([`Pacer::handle`]) leases blocks of
 //! the schedule with one atomic add each ([`batch`]), and a
@@ -115,14 +112,70 @@ mod strictness;
 
 pub use batch::{PacerHandle, DEFAULT_MAX_LEASE, MAX_LEASE_SLOTS};
 pub use builder::PacerBuilder;
-pub use limiter::Pacer;
 pub use shard::{ShardError, ShardHandle, ShardedPacer, MAX_SHARDS};
 pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
 
+use crossbeam_utils::CachePadded;
+
+use crate::clock::DefaultClock;
+use crate::internal::handoff::Handoff;
 #[cfg(doc)]
 use crate::limiter::RateLimiter;
-#[cfg(doc)]
+use crate::sync::{AtomicU64, Mutex};
+use crate::wait::room::Room;
 use crate::wait::WaitPolicy;
+use limiter::Control;
+use params::Params;
+
+/// A lock-free pacer on a nanosecond schedule; see the [module docs](self).
+///
+/// Build one with [`Pacer::builder`], [`Pacer::from_spec`] or [`Pacer::new`],
+/// share it by reference or in an `Arc`, and take permits through the
+/// [`RateLimiter`] methods.
+///
+/// # Examples
+///
+/// Strict pacing on a manual clock: a late caller keeps its lateness.
+///
+/// ```
+/// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
+///
+/// let clock = ManualClock::new(0);
+/// let pacer = Pacer::builder(Rate::new(1000.0)?)
+///     .strictness(1.0)
+///     .build_with_clock(clock.clone())?;
+///
+/// clock.advance_nanos(2_500_000);
+/// let a = pacer.acquire();
+/// let b = pacer.acquire(); // sleeps (on the manual clock: advances it) 1 ms
+/// assert_eq!((a.wait_nanos(), b.wait_nanos()), (2_500_000, 2_500_000));
+/// assert_eq!(b.ready_nanos() - a.ready_nanos(), 1_000_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+// Defined here for its path, `ratekeeper::pacer::Pacer`; its code is in
+// limiter.rs and beside it. `repr(C)`: `ideal` and `actual` share the first
+// cache line, `last_seen` and `params` have one each (docs/pacer.md).
+#[repr(C)]
+pub struct Pacer<C = DefaultClock> {
+    /// The ideal start of the next free slot (the ticks accumulator).
+    ideal: AtomicU64,
+    /// Strict and burst modes: the earliest start of the next op.
+    actual: AtomicU64,
+    /// Lateness of a wait that woke late, excused until the actual timeline
+    /// catches up with the clock (see `released`).
+    lag: AtomicU64,
+    last_seen: CachePadded<AtomicU64>,
+    params: CachePadded<Params>,
+    accumulated: AtomicU64,
+    control: Mutex<Control>,
+    /// Cancelled grants the schedule could not take back, for the next
+    /// callers (see [Cancelling a reservation](self#cancelling-a-reservation)).
+    handoff: Handoff,
+    /// Where blocking callers wait their turn (see [Waiting](self#waiting)).
+    room: Room,
+    clock: C,
+    policy: WaitPolicy,
+}
 
 /// The fine print in `docs/pacer.md`, its examples run as doctests.
 #[cfg(doctest)]

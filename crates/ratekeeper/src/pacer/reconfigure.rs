@@ -1,11 +1,12 @@
 //! Runtime changes: start, stop, restart and new parameters, each a
 //! **checkpoint and keep** of the schedule under the configuration lock.
 
-use super::limiter::{Control, Pacer};
+use super::limiter::Control;
 use super::params::{
     kind, mode_word, next_epoch, slices, tag, CACHED_CLOCK, EPOCH, IDLE, KIND_DUAL, SPACED, TAGGED,
 };
 use super::strictness::Strictness;
+use super::Pacer;
 use crate::clock::{elapsed_nanos, Clock};
 use crate::error::ConfigError;
 use crate::rate::Rate;

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::decision::{self, Spaced, MAX_SPAN};
-use super::limiter::Pacer;
 use super::params::{kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, SPACED};
+use super::Pacer;
 use crate::clock::Clock;
 use crate::limiter::{AcquireError, Grant, RateLimiter};
 use crate::sync::Ordering;

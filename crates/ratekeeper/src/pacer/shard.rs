@@ -141,7 +141,6 @@ use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 use crate::wait::WaitPolicy;
 
 mod handle;
-pub use handle::ShardHandle;
 
 /// The most shards a [`ShardedPacer`] may have.
 pub const MAX_SHARDS: usize = 1024;
@@ -210,6 +209,24 @@ pub struct ShardedPacer<C = DefaultClock> {
     /// The wait policy's coalescing window (ns): a request that may wait
     /// stays on its own shard when its op there is due within it.
     window: u64,
+}
+
+/// A handle on a [`ShardedPacer`], bound to one shard at a time; see the
+/// [module docs](self).
+///
+/// Make one per thread with [`ShardedPacer::handle`]. It implements
+/// [`RateLimiter`], so blocking (and, with the `tokio` feature, async)
+/// waiting works on it as on a pacer. It starts on a shard given out
+/// round-robin and moves to a shard it took a grant from instead of its
+/// own ([Rebalancing](self#rebalancing-work-stealing)); a clone starts on
+/// the same shard and moves on its own. Like [`PacerHandle`](crate::pacer::PacerHandle)
+/// it is `Send` but not `Sync`: one thread's.
+pub struct ShardHandle<'a, C: Clock = DefaultClock> {
+    pacer: &'a ShardedPacer<C>,
+    /// The shard this handle's requests try first.
+    home: Cell<usize>,
+    /// The shard that decided this handle's last grant.
+    last: Cell<usize>,
 }
 
 impl PacerBuilder {

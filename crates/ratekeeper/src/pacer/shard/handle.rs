@@ -1,33 +1,14 @@
-//! [`ShardHandle`]: a per-thread handle on a [`ShardedPacer`], with a home
-//! shard it moves when it steals from a less crowded one.
+//! [`ShardHandle`]'s code: a per-thread handle on a [`ShardedPacer`], with
+//! a home shard it moves when it steals from a less crowded one.
 
-use core::cell::Cell;
 use core::fmt;
 use std::time::Duration;
 
-use super::ShardedPacer;
-use crate::clock::{Clock, DefaultClock};
+use super::{ShardHandle, ShardedPacer};
+use crate::clock::Clock;
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::sync::Ordering;
 use crate::wait::WaitPolicy;
-
-/// A handle on a [`ShardedPacer`], bound to one shard at a time; see the
-/// [module docs](super).
-///
-/// Make one per thread with [`ShardedPacer::handle`]. It implements
-/// [`RateLimiter`], so blocking (and, with the `tokio` feature, async)
-/// waiting works on it as on a pacer. It starts on a shard given out
-/// round-robin and moves to a shard it took a grant from instead of its
-/// own ([Rebalancing](super#rebalancing-work-stealing)); a clone starts on
-/// the same shard and moves on its own. Like [`PacerHandle`](crate::pacer::PacerHandle)
-/// it is `Send` but not `Sync`: one thread's.
-pub struct ShardHandle<'a, C: Clock = DefaultClock> {
-    pub(super) pacer: &'a ShardedPacer<C>,
-    /// The shard this handle's requests try first.
-    pub(super) home: Cell<usize>,
-    /// The shard that decided this handle's last grant.
-    pub(super) last: Cell<usize>,
-}
 
 impl<'a, C: Clock> ShardHandle<'a, C> {
     /// The shard this handle's next request tries first: the one it was
