@@ -141,8 +141,6 @@ pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
 pub use limiter::{RateLimiter, Recovery};
-#[allow(deprecated)]
-pub use pacer::PacerError;
 pub use pacer::{Pacer, PacerBuilder, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};

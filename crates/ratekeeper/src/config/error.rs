@@ -5,8 +5,6 @@ use std::time::Duration;
 use super::grammar::{fmt_duration, KINDS};
 use super::{Field, LimiterKind};
 use crate::error::{ConfigError, ConfigErrorKind};
-#[allow(deprecated)]
-use crate::pacer::PacerError;
 use crate::pacer::{ShardError, StrictnessError};
 use crate::pool::TokenPoolError;
 use crate::rate::RateError;
@@ -185,14 +183,6 @@ pub enum LimiterConfigError {
     /// Both batching handles and shards.
     #[error("batch and shards exclude each other: a sharded pacer's threads have shard handles")]
     BatchAndShards,
-    /// The pacer's builder refused it. No longer returned: builders' own
-    /// errors come as the detail of the [`ConfigError`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "the builder's error is the ConfigError's detail"
-    )]
-    #[error(transparent)]
-    Pacer(PacerError),
     /// The sharded pacer's builder refused it. No longer returned.
     #[deprecated(
         since = "0.2.0",
@@ -234,8 +224,6 @@ impl From<LimiterConfigError> for ConfigError {
                 ConfigErrorKind::Rate
             }
             E::InvalidStrictness { .. } => ConfigErrorKind::Strictness,
-            E::Pacer(PacerError::Rate(e)) => return ConfigError::from(*e),
-            E::Pacer(PacerError::Strictness(e)) => return ConfigError::from(*e),
             E::Shards(e) => return ConfigError::from(*e),
             E::Pool(e) => return ConfigError::from(*e),
             E::Smooth(e) => return ConfigError::from(*e),

@@ -7,7 +7,7 @@ use super::{KeyHasher, Keyed, Map, Rules};
 use crate::clock::{Clock, DefaultClock};
 use crate::config::{AnyLimiter, LimiterConfig};
 use crate::error::{ConfigError, ConfigErrorKind};
-use crate::pacer::keyed::PacerRule;
+use crate::pacer::decision::PacerRule;
 
 /// The largest cap on live keys a keyed limiter takes: 2^32. A cap is a
 /// memory bound; one above this is a mistake, not a bound.

@@ -13,7 +13,7 @@ use crate::grant::{AcquireError, Grant};
 #[cfg(doc)]
 use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
-use crate::pacer::keyed::{Accumulator, Dual, Spacing};
+use crate::pacer::decision::{Accumulator, Dual, Spacing};
 use crate::resilience4j::keyed::{Bucket, Cycles};
 use crate::smooth::keyed::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};

@@ -29,73 +29,31 @@
 //!
 //! # What a lease changes, and the slack
 //!
-//! Leases are taken in **average** (`s = 0`) and **burst compensation**
-//! (`0 < s < 1`) modes, and in strict and burst modes at rates whose burst
-//! slice rounds to 0 ns (which run as average). In strict and burst modes
-//! proper (`s ≥ 1`), every op is spaced against every other caller's on the
-//! pacer's shared actual timeline; slots granted out of order across leases
-//! would let an op off its slot go right after another's op on its slot, and
-//! keeping the spacing would cost a shared read-modify-write per op anyway.
-//! There a handle takes the exact path for every request.
-//!
-//! Every slot a handle grants is a slot of the pacer's schedule, taken once
-//! (the leases tile the timeline with the exact path's grants), and it is
-//! granted as the exact path would grant that slot: ready at
-//! `max(slot, now)`, `now` a fresh clock reading taken by the grant (or,
-//! with the pacer's opt-in [cached clock](super::PacerBuilder::cached_clock),
-//! a lower bound of one: the handle's own last reading or the pacer's
-//! shared last-seen clock, as the pacer itself then uses). So the pacer's guarantees hold unchanged for grants
-//! from handles: no grant before its slot, and grants ready by any time `T`
-//! never exceed the slots due by `T`.
-//!
-//! What a lease changes is **who** gets a slot: the slots a handle leased and
-//! has not used yet are nobody else's. This is the **lease slack**: at most
-//! one lease per handle, and a lease spans at most
+//! Leases are taken in average and burst compensation modes (and at rates
+//! whose burst slice rounds to 0 ns); in strict and burst modes a handle
+//! takes the pacer's exact path for every request. Every slot a handle
+//! grants is a slot of the pacer's schedule, taken once, and granted as the
+//! exact path would grant it (ready at `max(slot, now)`), so the pacer's
+//! guarantees hold for grants from handles. What a lease changes is **who**
+//! gets a slot: slots a handle leased and has not used are nobody else's,
+//! at most one lease per handle of at most
 //! [`max_lease`](PacerHandle::with_max_lease) of schedule (default
-//! [`DEFAULT_MAX_LEASE`], 100 µs). Its consequences, all bounded by the slack:
+//! [`DEFAULT_MAX_LEASE`]). So slots are in order within a handle only, and
+//! grants may fall short of the exact path's by `handles × max_lease ×
+//! rate`.
 //!
-//! * **Fairness and order**: slots are granted in order within a handle, not
-//!   across handles; another caller may get a later slot while a handle still
-//!   holds earlier ones.
-//! * **Under-delivery**: over a window `[a, b)`, the grants counted may fall
-//!   short of the exact path's by what the handles leased but had not used
-//!   at `b`: at most `handles × max_lease × rate` grants (at 2 handles and
-//!   100 µs, 0.02 % of a 1 s window).
-//! * **Late slots**: slots leased by a handle that then goes idle are granted
-//!   when it comes back, late (with their wait time reported as for any late
-//!   op), at once, as any backlog goes in average mode. Call
-//!   [`release`](PacerHandle::release) (or drop the handle) before idling.
-//! * **Burst compensation** (`0 < s < 1`) is applied per lease, as for one
-//!   reservation of the lease's size.
+//! Unused slots go back on [`release`](PacerHandle::release), on drop and
+//! when a request does not fit the lease, if the schedule still ends at the
+//! lease's end and no reset or cancel happened since; otherwise they are
+//! forfeited (fewer grants, never more). A reset or a cancel expires every
+//! lease, so no slot of an old timeline is granted after a reset.
 //!
-//! Unused slots come back on [`release`](PacerHandle::release), on drop, and
-//! when a request does not fit the rest of the lease: they are given back to
-//! the pacer if its schedule still ends at the lease's end and neither a reset
-//! (rate or strictness change, start, stop, restart) nor a cancel happened
-//! since the lease was taken. Otherwise they are **forfeited**: a hole in the
-//! schedule (fewer grants, never more). A reset or a cancel on the pacer
-//! expires every outstanding lease: the handle's next request finds the epoch
-//! moved on and leases afresh from the current schedule, so no slot of an
-//! old timeline is ever granted after a reset.
-//!
-//! # Lease size
-//!
-//! The lease adapts to the handle's **observed rate**: each new lease holds
-//! about as many slots as the handle granted in the last `max_lease` of its
-//! own time (measured with one clock read per lease), at most twice the
-//! previous lease, at most [`MAX_LEASE_SLOTS`] slots and at most
-//! `max_lease` of schedule. A busy handle amortizes one atomic add over up to
-//! 1024 grants; a handle that grants rarely leases one slot at a time, and
-//! so hoards nothing. Where `max_lease` holds fewer than two slots (rates
-//! below 20 000/s with the default), a handle is the exact path: every
-//! request goes to the pacer itself.
-//!
-//! Bounded requests (`try_acquire`, `acquire_timeout`) are served from the
-//! lease when its next slot is ready in time, and refused, changing nothing,
-//! when it is not. When the lease does not hold them they go to the pacer's
-//! exact path, and the lease is kept.
-//! A handle's grants cannot be cancelled ([`RateLimiter::cancel`] returns
-//! `false`); give back unused slots with [`release`](PacerHandle::release).
+//! A lease holds about as many slots as the handle granted in the last
+//! `max_lease`, at most twice the previous lease and [`MAX_LEASE_SLOTS`].
+//! Bounded requests are served from the lease when its next slot is ready
+//! in time, else by the exact path, keeping the lease. A handle's grants
+//! cannot be cancelled ([`RateLimiter::cancel`] returns `false`).
+//! `docs/pacer.md` has the details.
 //!
 //! # Invariants
 //!
@@ -118,9 +76,9 @@ use core::cell::Cell;
 use core::fmt;
 use std::time::Duration;
 
-use super::{
-    tag, Pacer, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT, MAX_SPAN, SPACED,
-};
+use super::decision::{self, MAX_SPAN};
+use super::params::{kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, SPACED};
+use super::Pacer;
 use crate::clock::{elapsed_nanos, Clock, DefaultClock};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::sync::{lock, Ordering};
@@ -287,7 +245,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         if let Some(max) = max_wait {
             if ready - now > saturating_nanos(max) {
                 // Nothing taken: the slot stays in the lease.
-                return Some(Err(super::would_wait(ready - now, max)));
+                return Some(Err(super::reserve::would_wait(ready - now, max)));
             }
         }
         self.next.set(slot + span);
@@ -325,7 +283,7 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         let cap = (self.max_lease / op).min(MAX_LEASE_SLOTS);
         // A pending spacing (a change from strict or burst mode) is kept
         // by the exact path only.
-        let dual = (mode >> KIND_SHIFT) & 0b11 == KIND_DUAL || mode & SPACED != 0;
+        let dual = kind(mode) == KIND_DUAL || mode & SPACED != 0;
         if dual || cap < 2 || u64::from(permits) > cap {
             return self.pacer.reserve(permits, max_wait);
         }
@@ -347,14 +305,11 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         if span > MAX_SPAN {
             return self.pacer.reserve(permits, None);
         }
-        // Ordering: AcqRel, as an exact grant's add: the lease happens-after
-        // every grant and lease reserved before it.
-        let slot = self.pacer.ideal.fetch_add(span, Ordering::AcqRel);
-        if slot >= self.pacer.params.limit {
-            return Err(self.pacer.undo_exhausted(span));
-        }
-        if (mode >> KIND_SHIFT) & 0b11 == KIND_COMPENSATE {
-            self.pacer.compensate(slot, span, now, (mode & 0xff) as u32);
+        // The lease happens-after every grant and lease reserved before it:
+        // it takes its slots with an exact grant's add.
+        let slot = decision::take(&self.pacer.ideal, span, self.pacer.params.limit)?;
+        if kind(mode) == KIND_COMPENSATE {
+            self.pacer.compensate(slot, span, now, shift(mode));
         }
         self.next.set(slot);
         self.end.set(slot + span);

@@ -34,99 +34,36 @@
 //! # Threads and shards
 //!
 //! [`ShardedPacer::handle`] makes a [`ShardHandle`] whose home is one
-//! shard, assigned round-robin from a counter (the first handle gets shard
-//! 0, the next shard 1, and so on): make one per thread. A handle moves
-//! home when it takes a grant from another shard that is home to fewer
-//! handles (see [Rebalancing](#rebalancing-work-stealing)). The sharded pacer itself
-//! also implements [`RateLimiter`]: it maps the calling thread to shard
-//! `t mod N`, where `t` numbers the threads of the process in the order of
-//! their first request to *any* sharded pacer (a thread-local number, taken
-//! once). Handles give an even spread for the threads that use them; the
-//! thread mapping needs no handle but spreads evenly only when the threads
-//! that share a pacer were numbered in a row.
+//! shard, assigned round-robin: make one per thread. The sharded pacer
+//! itself also implements [`RateLimiter`]: it maps the calling thread to
+//! shard `t mod N`, `t` the thread's number in the order of its first
+//! request to any sharded pacer, which spreads evenly only when the threads
+//! sharing a pacer were numbered in a row.
 //!
 //! # Rebalancing: work stealing
 //!
 //! A request goes to its own shard's exact path (one atomic add) when that
-//! shard is known able to grant now: its next slot is earlier than the
-//! shard's last-seen clock (and, in strict and burst modes, so is the
-//! earliest start its spacing allows). A request that may wait (no maximum
-//! wait) also stays there when its op is due within the wait policy's
-//! coalescing window, which releases it at once anyway: only requests that
-//! would sleep look elsewhere. Otherwise the thread reads the clock once
-//! and
-//!
-//! 1. takes its own shard's exact path if it can grant by that reading
-//!    (within the window, for a request that may wait);
-//! 2. else probes the other shards, from the next one round, with a
-//!    reservation that may not wait (`reserve(permits, Some(ZERO))`), which
-//!    refuses without changing anything (see [`Pacer`]'s invariant 3). It
-//!    skips, without writing to it, a shard that cannot grant by the
-//!    reading (its next slot, or the earliest start its spacing allows, is
-//!    later), and stops at the first shard that grants;
-//! 3. else reserves on the shard whose next op may start first (its next
-//!    slot, or the earliest start its spacing allows if later; the own
-//!    shard on ties), waiting there as the request allows.
-//!
-//! A stolen grant is a grant of the other shard's schedule, taken through
-//! that shard's own decision, so every shard keeps every guarantee of a
-//! [`Pacer`]; stealing only decides *who* gets a slot that is due anyway.
-//! The cost falls on requests that would wait: a clock read and one load of
-//! each other shard's next slot (a cache line its owners write).
-//!
-//! A [`ShardHandle`] whose grant came from another shard (steps 2 and 3)
-//! **moves home** there if that shard is home to fewer live handles than
-//! its own (per-shard counts, kept by handles as they are made, move and
-//! drop). Its next requests then take that shard's exact path instead of
-//! stealing again. Handles thus spread over shards nobody else uses (one
-//! thread on two shards alternates between them on the exact path instead
-//! of stealing every other grant) but never crowd onto one: two handles on
-//! two shards stay put. The counts are hints, so racing moves may leave the
-//! spread uneven for a while. The sharded pacer's own [`RateLimiter`]
-//! mapping does not move.
-//!
-//! The first check reads hints (relaxed loads) rather than trying the own
-//! shard with a reservation that may not wait: that would also change
-//! nothing when refused, but it is a compare-exchange loop on every grant
-//! where the hint path is two loads and the exact path's one atomic add.
+//! shard is known able to grant now, or (a request that may wait) within
+//! the wait policy's coalescing window. Otherwise it reads the clock once,
+//! probes the other shards with a reservation that may not wait (which
+//! refuses without changing anything, [`Pacer`]'s invariant 3), and else
+//! waits on the shard whose next op may start first. Stealing only decides
+//! *who* gets a slot that is due anyway; its cost falls on requests that
+//! would wait: a clock read and one load per other shard. A [`ShardHandle`]
+//! whose grant came from another shard **moves home** there if fewer
+//! handles live there; the counts are hints. `docs/pacer.md` has the steps.
 //!
 //! # What the modes allow, and the slack
 //!
-//! Every shard is a [`Pacer`] at `R / N` with the configured strictness, and
-//! every grant, stolen or not, is one of its shard's grants. So:
-//!
-//! * no grant is ready before its slot on its shard's schedule;
-//! * permits granted ready by any time `T` are at most the **sum over the
-//!   shards** of what each shard's mode allows by `T`. For shards started
-//!   (or last reset) at `t0` with slice `op_s` ns, that is at most
-//!   `N × (floor((T − t0) / op_s) + 1)`: at most `N − 1` permits more than
-//!   one pacer with a slice of `op_s / N` (each shard's first slot is due at
-//!   `t0`). This is the **shard slack**.
-//! * **Average** (`s = 0`): a shard's unused time stays due, and any thread
-//!   may take it at once: an idle shard's backlog can be stolen as a burst,
-//!   as an average pacer's can. Summed over the shards this is what one
-//!   average pacer at `R` would hold after the same idle time, within the
-//!   shard slack.
-//! * **Burst compensation** (`0 < s < 1`) forfeits backlog per shard, as
-//!   each shard's own pacer sees it.
-//! * **Strict** (`s = 1`) and **burst** (`s > 1`) modes space ops **per
-//!   shard**: ops of one shard are at least `N / R` (strict) or
-//!   `N / (s × R)` (burst) apart, but up to `N` ops, one per shard, may go
-//!   together. One strict pacer at `R` keeps every two ops `1 / R` apart;
-//!   a sharded one does not. A slot stolen late is spaced from when it was
-//!   taken (its shard's actual timeline), so in strict mode an idle shard
-//!   yields its rate less the stealing lateness; burst ratios above 1
-//!   catch that lateness up.
-//! * A thread that has to wait waits on **the shard free first** (step 3),
-//!   not necessarily its own. While it sleeps, other shards' slots may
-//!   still come due with no thread to take them (their threads asleep or
-//!   descheduled, or none of their own). In average mode that time stays
-//!   due and goes at once later; in strict and burst modes it is lost
-//!   except for what the burst ratio catches up (`s × R / N` per shard).
-//!   Handles moving home to idle shards keep that short: the `fairness`
-//!   measurement program holds the rate with more shards than threads in
-//!   average mode and at strictness 1.1, where before handles moved
-//!   strictness 1.1 lost a fifth to a third of it (`BENCHMARKS.md`).
+//! Every grant, stolen or not, is one of its shard's grants, so no grant is
+//! ready before its slot, and permits granted ready by any time `T` are at
+//! most the sum over the shards of what each shard's mode allows: at most
+//! `N − 1` permits more than one pacer at `R` (the **shard slack**). Strict
+//! and burst modes space ops **per shard**: up to `N` ops, one per shard,
+//! may go together. In average mode an idle shard's unused time stays due
+//! and may be stolen as a burst; in strict and burst modes time a shard's
+//! slots were due and untaken is lost, beyond what the burst ratio catches
+//! up. `docs/pacer.md` works the bounds out per mode.
 //!
 //! # Rounding
 //!
@@ -138,40 +75,14 @@
 //! [`rate`](ShardedPacer::rate) reports the rate asked for, `R`;
 //! [`effective_rate`](ShardedPacer::effective_rate) the one the slices keep.
 //!
-//! # Fairness and accuracy against micro-batching
+//! # Fairness against micro-batching
 //!
-//! | | exact [`Pacer`] | batched handles ([`Pacer::handle`]) | sharded |
-//! |---|---|---|---|
-//! | order of slots | one order over all callers | in order within a handle; leases interleave | in order within a shard only |
-//! | each thread's share | what it wins of one shared atomic | what it asks for (leases follow demand) | its shard's `R / N`, split among the threads on it, plus what it steals when it would wait |
-//! | over-delivery (grants ready by `T`) | none | none | at most `N − 1` permits (the shard slack) |
-//! | under-delivery | none | leased, unused slots: at most `handles × max_lease × R` | average mode: none that lasts, unused slots stay due until stolen; strict and burst modes: time a shard's slots were due and untaken, beyond what the burst ratio catches up |
-//! | strict and burst spacing | between all ops | between all ops (exact path) | within a shard only |
-//! | shared writes per grant | one read-modify-write of one line, all threads | one per lease | one on the own shard's line, shared only with threads on the same shard |
-//!
-//! Consequences:
-//!
-//! * A thread alone on a shard gets `R / N` whatever other threads do; two
-//!   threads sharing a shard split its `R / N` between them. Stealing and
-//!   moving home even this out where a shard has slots due that its own
-//!   threads are not taking: with 3 handles on 2 shards, a handle of the
-//!   crowded shard that steals from the other moves there, so the shares
-//!   keep changing hands and come out even (`BENCHMARKS.md` has the
-//!   fairness figures). Use `N` = the number of threads, one handle each, for even
-//!   shares from the start.
-//! * Shards left idle (fewer threads than shards) lose nothing while some
-//!   thread is waiting: it takes their due slots, so the total stays `R`
-//!   (average mode; strict and burst modes lose the time described under
-//!   [the modes](self#what-the-modes-allow-and-the-slack)).
-//! * Micro-batching keeps one schedule and all of the pacer's guarantees in
-//!   every mode, and batches only in average and compensation modes;
-//!   sharding scales in every mode, at the price of the shard slack and of
-//!   per-shard spacing.
-//!
-//! The `fairness` measurement program (in the `ratekeeper-bench` crate)
-//! measures the achieved rate, its error, and the per-thread shares
-//! (min/max and Jain's index) of the three, with shards idle too;
-//! `bench_report` their throughput and cost.
+//! The exact [`Pacer`] keeps one order over all callers; batched handles
+//! ([`Pacer::handle`]) keep one schedule and every guarantee, batching only
+//! in average and compensation modes; sharding scales in every mode, at the
+//! price of the shard slack and per-shard spacing. A thread alone on a
+//! shard gets `R / N`; use `N` = the number of threads, one handle each,
+//! for even shares. `docs/pacer.md` has the full comparison.
 //!
 //! # Runtime changes
 //!
@@ -184,27 +95,14 @@
 //!
 //! # Cancelling
 //!
-//! A grant does not say which shard it came from, and shards built
-//! together keep identical schedules until their loads differ, so no
-//! shard's schedule ever moves back for a cancel: trying each shard in turn
-//! could give back the latest reservation of a shard the grant is not
-//! from, another caller's slots. Instead [`RateLimiter::cancel`] keeps the
-//! grant (still waiting: its ready time not passed) for the next caller of
-//! its size on the calling thread's shard, as a single
-//! [`Pacer`] keeps a reservation that is not its latest (see
-//! [Cancelling a reservation](crate::pacer#cancelling-a-reservation)):
-//! those slots were issued once and are used once, so abandoned async
-//! waits cost the rate little and never admit more. Only callers that
-//! reserve on that shard take it (`ShardHandle` or `reserve` on a thread
-//! mapped to it: an async task's next acquire on the same runtime thread);
-//! a kept grant nobody takes before its ready time is dropped, its slots
-//! spent. A second cancel of a grant goes to the shard that knows it,
-//! which refuses it (two cancels of one grant racing on two threads are a
-//! caller error, as is cancelling another limiter's grant).
-//!
-//! Shards built together hand out *twin* slots (the same slot of each
-//! shard's schedule); each shard's grants carry its own tags, so twins are
-//! different grants and each can be kept.
+//! A grant does not say which shard it came from, so no shard's schedule
+//! ever moves back for a cancel. [`RateLimiter::cancel`] keeps the grant
+//! (its ready time not passed) for the next caller of its size on the
+//! calling thread's shard, as a single [`Pacer`] keeps a reservation that
+//! is not its latest (see [Cancelling a
+//! reservation](crate::pacer#cancelling-a-reservation)): its slots are used
+//! once, so abandoned async waits never admit more. A kept grant nobody
+//! takes before its ready time is dropped, its slots spent.
 //!
 //! # Invariants
 //!
@@ -233,7 +131,8 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::{slices, Pacer, PacerBuilder, Strictness};
+use super::params::slices;
+use super::{Pacer, PacerBuilder, Strictness};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
@@ -241,13 +140,14 @@ use crate::rate::{Rate, RateError};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 use crate::wait::WaitPolicy;
 
+mod handle;
+
 /// The most shards a [`ShardedPacer`] may have.
 pub const MAX_SHARDS: usize = 1024;
 
 /// Why a sharded pacer could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-#[allow(deprecated)]
 pub enum ShardError {
     /// The shard count is 0 or above [`MAX_SHARDS`].
     #[error("shard count {requested} is outside 1..={max}")]
@@ -257,16 +157,6 @@ pub enum ShardError {
         /// The most shards a sharded pacer may have.
         max: usize,
     },
-    /// A shard's configuration (rate `R / N`, strictness) is invalid. No
-    /// longer returned: builders report the rate or strictness itself in a
-    /// [`ConfigError`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "builders return ConfigError with kind Rate or Strictness"
-    )]
-    #[allow(deprecated)]
-    #[error("invalid shard configuration")]
-    Pacer(#[source] super::PacerError),
 }
 
 impl From<ShardError> for ConfigError {
@@ -329,7 +219,7 @@ pub struct ShardedPacer<C = DefaultClock> {
 /// waiting works on it as on a pacer. It starts on a shard given out
 /// round-robin and moves to a shard it took a grant from instead of its
 /// own ([Rebalancing](self#rebalancing-work-stealing)); a clone starts on
-/// the same shard and moves on its own. Like [`PacerHandle`](super::PacerHandle)
+/// the same shard and moves on its own. Like [`PacerHandle`](crate::pacer::PacerHandle)
 /// it is `Send` but not `Sync`: one thread's.
 pub struct ShardHandle<'a, C: Clock = DefaultClock> {
     pacer: &'a ShardedPacer<C>,
@@ -770,91 +660,6 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
     }
 }
 
-impl<'a, C: Clock> ShardHandle<'a, C> {
-    /// The shard this handle's next request tries first: the one it was
-    /// given, or the last one it took a grant from instead.
-    pub fn shard(&self) -> usize {
-        self.home.get()
-    }
-
-    /// The sharded pacer this handle is on.
-    pub fn pacer(&self) -> &'a ShardedPacer<C> {
-        self.pacer
-    }
-}
-
-impl<C: Clock> RateLimiter for ShardHandle<'_, C> {
-    /// Reserves on this handle's shard, or steals; see the [module
-    /// docs](self).
-    #[inline(always)]
-    fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        let home = self.home.get();
-        let (grant, at) = self.pacer.reserve_from(home, permits, max_wait);
-        self.last.set(at);
-        if at != home && grant.is_ok() {
-            self.move_to(home, at);
-        }
-        grant
-    }
-
-    #[inline]
-    /// As the sharded pacer's: kept for the next caller of its size.
-    fn cancel(&self, grant: &Grant) -> bool {
-        self.pacer.cancel(grant)
-    }
-
-    fn clock(&self) -> &dyn Clock {
-        self.pacer.clock()
-    }
-
-    /// The sharded pacer's: the sum over the shards.
-    fn wait_stats(&self) -> WaitStats {
-        self.pacer.wait_stats()
-    }
-
-    #[inline]
-    fn wait_policy(&self) -> WaitPolicy {
-        self.pacer.wait_policy()
-    }
-
-    /// The shard that decided the grant (this handle's last).
-    fn released(&self, grant: &Grant) {
-        self.pacer.shards[self.last.get()].released(grant)
-    }
-}
-
-impl<C: Clock> ShardHandle<'_, C> {
-    /// Its own shard `from` would have made it wait and shard `to` did
-    /// not as long: the handle makes `to` its home if fewer handles live
-    /// there than on `from`, so that handles spread over idle shards but
-    /// never crowd onto one.
-    #[cold]
-    fn move_to(&self, from: usize, to: usize) {
-        let residents = &self.pacer.residents;
-        // Ordering: Relaxed for all four; the counts are hints (see
-        // `home_at`). Racing moves may leave the spread uneven for a
-        // while, never a request without a shard.
-        if residents[to].load(Ordering::Relaxed) < residents[from].load(Ordering::Relaxed) {
-            residents[from].fetch_sub(1, Ordering::Relaxed);
-            residents[to].fetch_add(1, Ordering::Relaxed);
-            self.home.set(to);
-        }
-    }
-}
-
-impl<C: Clock> Clone for ShardHandle<'_, C> {
-    fn clone(&self) -> Self {
-        self.pacer.home_at(self.home.get())
-    }
-}
-
-impl<C: Clock> Drop for ShardHandle<'_, C> {
-    fn drop(&mut self) {
-        // Ordering: Relaxed; see `home_at`.
-        self.pacer.residents[self.home.get()].fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 impl<C> fmt::Debug for ShardedPacer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardedPacer")
@@ -872,409 +677,5 @@ impl<C> fmt::Debug for ShardedPacer<C> {
     }
 }
 
-impl<C: Clock> fmt::Debug for ShardHandle<'_, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShardHandle")
-            .field("shard", &self.home.get())
-            .field("shards", &self.pacer.shards.len())
-            .finish()
-    }
-}
-
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::clock::ManualClock;
-
-    const MS: u64 = 1_000_000;
-
-    fn sharded(rate: f64, s: f64, n: usize, clock: &ManualClock) -> ShardedPacer<ManualClock> {
-        Pacer::builder(Rate::new(rate).unwrap())
-            .strictness(s)
-            .wait_policy(WaitPolicy::coalesce(Duration::ZERO))
-            .build_sharded_with_clock(n, clock.clone())
-            .unwrap()
-    }
-
-    #[test]
-    fn a_grant_from_before_a_restart_is_not_kept_for_the_next_caller() {
-        let clock = ManualClock::new(0);
-        let p = sharded(100.0, 1.1, 2, &clock);
-        let gs: Vec<Grant> = (0..6).map(|_| p.reserve(1, None).unwrap()).collect();
-        clock.advance_nanos(MS);
-        p.restart();
-        // Every slot reserved before the restart belongs to a schedule
-        // that is gone: none is kept to be handed on.
-        for g in &gs {
-            assert!(!p.cancel(g), "{g:?}");
-        }
-    }
-
-    #[test]
-    fn a_cancelled_grant_is_kept_for_the_next_caller_and_never_twice() {
-        // Issue 16: the sharded pacer's cancel gave nothing back, so with
-        // half the async acquires abandoned it delivered half its rate.
-        let clock = ManualClock::new(0);
-        let p = sharded(100.0, 1.1, 2, &clock);
-        let gs: Vec<Grant> = (0..6).map(|_| p.reserve(1, None).unwrap()).collect();
-        clock.advance_nanos(1_000_000);
-        let late = gs
-            .iter()
-            .rposition(|g| g.ready_nanos() > 1_000_000)
-            .unwrap();
-        let kept = gs[late];
-        assert!(p.cancel(&kept), "kept for the next caller");
-        assert!(!p.cancel(&kept), "cancelled twice");
-        let next = p.reserve(1, None).unwrap();
-        assert_eq!(
-            (
-                next.scheduled_nanos(),
-                next.ready_nanos(),
-                next.started_nanos()
-            ),
-            (kept.scheduled_nanos(), kept.ready_nanos(), 1_000_000)
-        );
-        // Its twin on the sibling shard (the same slot) is another grant,
-        // with its shard's tag: kept too, and handed on.
-        let twin = gs
-            .iter()
-            .find(|g| g.scheduled_nanos() == kept.scheduled_nanos() && **g != kept)
-            .expect("two shards in lockstep");
-        assert!(p.cancel(twin));
-        assert_eq!(
-            p.reserve(1, None).unwrap().ready_nanos(),
-            twin.ready_nanos()
-        );
-        // The next caller may give it back again; then another takes it.
-        assert!(p.cancel(&next));
-        let again = p.reserve(1, None).unwrap();
-        assert_eq!(again.ready_nanos(), kept.ready_nanos());
-        // Nothing kept is left: a new reservation gets new slots.
-        let fresh = p.reserve(1, None).unwrap();
-        assert!(fresh.scheduled_nanos() > kept.scheduled_nanos());
-    }
-
-    fn next_slots<C: Clock>(p: &ShardedPacer<C>) -> Vec<u64> {
-        p.shards.iter().map(|s| s.next_slot_nanos()).collect()
-    }
-
-    #[test]
-    fn a_total_above_one_op_per_nanosecond_is_refused_as_for_one_pacer() {
-        // Issue 16: 2e9/s split two ways was accepted (1e9/s a shard) and
-        // delivered 2e9/s, a rate a single Pacer refuses.
-        let clock = ManualClock::new(0);
-        let builder = Pacer::builder(Rate::new(2e9).unwrap());
-        let single = builder.build_with_clock(clock.clone()).unwrap_err();
-        let err = builder
-            .build_sharded_with_clock(2, clock.clone())
-            .unwrap_err();
-        assert_eq!(err, single);
-        let p = sharded(1e9, 0.0, 2, &clock);
-        assert_eq!(p.set_rate(Rate::new(2e9).unwrap()), Err(single));
-        assert_eq!(p.rate(), Rate::new(1e9).unwrap());
-    }
-
-    #[test]
-    fn effective_rate_sums_the_shards_truncated_slots() {
-        let clock = ManualClock::new(0);
-        // 3 per second in 2 shards: floor(2e9 / 3) = 666 666 666 ns each.
-        let p = sharded(3.0, 1.0, 2, &clock);
-        assert_eq!(p.effective_rate(), 2.0 * (1e9 / 666_666_666.0));
-        // 5.1e8 in 4 shards: 7.84 ns truncated to 7 ns (+12 %, where one
-        // pacer's 1.96 ns truncated to 1 ns is +96 %).
-        let p = sharded(5.1e8, 1.0, 4, &clock);
-        let seven = 1e9 / 7.0;
-        assert_eq!(p.effective_rate(), seven + seven + seven + seven);
-        assert!((p.effective_rate() / 5.1e8 - 1.0 - 0.120_448).abs() < 1e-6);
-        p.set_rate(Rate::new(4e8).unwrap()).unwrap();
-        assert_eq!(p.effective_rate(), 4e8);
-    }
-
-    #[test]
-    fn handles_are_assigned_round_robin() {
-        let clock = ManualClock::new(0);
-        let p = sharded(3000.0, 0.0, 3, &clock);
-        let shards: Vec<_> = (0..5).map(|_| p.handle().shard()).collect();
-        assert_eq!(shards, [0, 1, 2, 0, 1]);
-        assert_eq!(
-            p.thread_shard(),
-            p.thread_shard(),
-            "a thread keeps its shard"
-        );
-        assert!(p.thread_shard() < 3);
-    }
-
-    #[test]
-    fn a_request_that_must_wait_waits_on_the_shard_free_first() {
-        // 2000/s in 2 strict shards of 1 ms slots; one handle, on shard 0.
-        let clock = ManualClock::new(0);
-        let p = sharded(2000.0, 1.0, 2, &clock);
-        let h = p.handle();
-        let at = |g: Grant| (g.scheduled_nanos() / MS, g.ready_nanos() / MS);
-        assert_eq!(at(h.reserve(1, None).unwrap()), (0, 0)); // own, slot 0
-        assert_eq!(h.shard(), 0);
-        assert_eq!(at(h.reserve(1, None).unwrap()), (0, 0)); // stolen: shard 1
-        assert_eq!(h.shard(), 1, "the handle moves to the shard it took from");
-        assert_eq!(next_slots(&p), [MS, MS]);
-        assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1)); // a tie: its shard
-        assert_eq!((h.shard(), next_slots(&p)), (1, vec![MS, 2 * MS]));
-        // Nothing is due now; shard 0 is free a slot before shard 1.
-        assert_eq!(at(h.reserve(1, None).unwrap()), (1, 1));
-        assert_eq!((h.shard(), next_slots(&p)), (0, vec![2 * MS, 2 * MS]));
-        // A refusal moves nothing.
-        assert!(h.try_acquire().is_err());
-        assert_eq!(h.shard(), 0);
-    }
-
-    #[test]
-    fn an_op_due_within_the_coalescing_window_stays_on_its_own_shard() {
-        // 2000/s in 2 strict shards of 1 ms slots; one handle on shard 0.
-        // At 0.7 ms its own next op is due at 1 ms, 0.3 ms away; shard 1's
-        // slot 0 is due now.
-        let scheduled = |window: u64, max_wait: Option<Duration>| {
-            let clock = ManualClock::new(0);
-            let p = Pacer::builder(Rate::new(2000.0).unwrap())
-                .strictness(1.0)
-                .wait_policy(WaitPolicy::coalesce(Duration::from_nanos(window)))
-                .build_sharded_with_clock(2, clock.clone())
-                .unwrap();
-            let h = p.handle();
-            assert_eq!(h.reserve(1, None).unwrap().scheduled_nanos(), 0);
-            clock.advance_nanos(700_000);
-            h.reserve(1, max_wait).unwrap().scheduled_nanos()
-        };
-        // A 500 µs window would release the own op at once: no stealing.
-        assert_eq!(scheduled(500_000, None), MS);
-        // Without a window, or for a request that may not wait that long,
-        // shard 1's due slot is taken.
-        assert_eq!(scheduled(0, None), 0);
-        assert_eq!(scheduled(500_000, Some(Duration::from_micros(100))), 0);
-    }
-
-    #[test]
-    fn a_handle_moves_only_to_a_less_crowded_shard() {
-        // 2000/s in 2 strict shards of 1 ms slots.
-        let clock = ManualClock::new(0);
-        let p = sharded(2000.0, 1.0, 2, &clock);
-        let (a, b) = (p.handle(), p.handle());
-        assert_eq!((a.shard(), b.shard()), (0, 1));
-        a.reserve(1, None).unwrap(); // shard 0, slot 0
-        let stolen = a.reserve(1, None).unwrap(); // shard 1's slot 0
-        assert_eq!(stolen.scheduled_nanos(), 0);
-        assert_eq!(a.shard(), 0, "shard 1 is b's home: a stays");
-        // With b gone, shard 1 is the less crowded: a's next steal moves it.
-        drop(b);
-        clock.advance_nanos(MS);
-        a.reserve(1, None).unwrap(); // its own slot at 1 ms
-        a.reserve(1, None).unwrap(); // shard 1's slot at 1 ms
-        assert_eq!(a.shard(), 1);
-        // A clone starts where the handle is, and counts there.
-        let c = a.clone();
-        assert_eq!(c.shard(), 1);
-        let residents: Vec<u64> = p
-            .residents
-            .iter()
-            .map(|r| r.load(Ordering::Relaxed))
-            .collect();
-        assert_eq!(residents, [0, 2]);
-        drop((a, c));
-        assert!(p.residents.iter().all(|r| r.load(Ordering::Relaxed) == 0));
-    }
-
-    #[test]
-    fn a_lone_thread_steals_an_idle_shards_slots_and_keeps_the_total_rate() {
-        // 2000/s in 2 shards: 1 ms slots each; one handle, the other shard idle.
-        let clock = ManualClock::new(0);
-        let p = sharded(2000.0, 0.0, 2, &clock);
-        let h = p.handle();
-        let ready: Vec<u64> = (0..10).map(|_| h.acquire().ready_nanos() / MS).collect();
-        assert_eq!(
-            ready,
-            [0, 0, 1, 1, 2, 2, 3, 3, 4, 4],
-            "2 grants per ms: R, not R/2"
-        );
-        assert_eq!(next_slots(&p), [5 * MS, 5 * MS], "both shards used in turn");
-    }
-
-    #[test]
-    fn the_total_stays_at_the_rate_with_half_the_shards_idle() {
-        // 4000/s in 4 shards (1 ms slots); 2 handles alternate for 100 ms.
-        let clock = ManualClock::new(0);
-        let p = sharded(4000.0, 0.0, 4, &clock);
-        let (a, b) = (p.handle(), p.handle());
-        let mut ready = Vec::new();
-        while clock.now_nanos() < 100 * MS {
-            ready.push(a.acquire().ready_nanos());
-            ready.push(b.acquire().ready_nanos());
-        }
-        let by_100ms = ready.iter().filter(|&&r| r < 100 * MS).count();
-        assert_eq!(by_100ms, 400, "4 shards × 100 slots, all taken");
-        // Each shard served its own slots in order: none is behind or ahead.
-        assert!(next_slots(&p)
-            .iter()
-            .all(|&n| n == 100 * MS || n == 101 * MS));
-    }
-
-    #[test]
-    fn an_idle_shards_backlog_is_stolen_at_once_in_average_mode() {
-        let clock = ManualClock::new(0);
-        let p = sharded(2000.0, 0.0, 2, &clock);
-        let h = p.handle();
-        clock.advance_nanos(10 * MS);
-        // Own shard first (11 slots due: 0..=10 ms), then shard 1's 11.
-        let at_once = (0..30)
-            .map(|_| h.try_acquire())
-            .take_while(Result::is_ok)
-            .count();
-        assert_eq!(
-            at_once, 22,
-            "the mode's allowance over both shards: 2 × (10 + 1)"
-        );
-        assert_eq!(next_slots(&p), [11 * MS, 11 * MS]);
-    }
-
-    #[test]
-    fn strict_shards_space_their_own_ops_only() {
-        let clock = ManualClock::new(0);
-        let p = sharded(2000.0, 1.0, 2, &clock);
-        let h = p.handle();
-        clock.advance_nanos(10 * MS);
-        // Strict: no backlog goes at once, but each shard grants one now.
-        assert!(h.try_acquire().is_ok());
-        assert!(h.try_acquire().is_ok(), "stolen from the other shard");
-        let err = h.try_acquire().unwrap_err();
-        assert_eq!(err.retry_after(), Some(Duration::from_millis(1)));
-        clock.advance_nanos(MS);
-        assert!(h.try_acquire().is_ok() && h.try_acquire().is_ok());
-        assert!(h.try_acquire().is_err());
-    }
-
-    #[test]
-    fn a_refused_request_changes_nothing() {
-        let clock = ManualClock::new(0);
-        let p = sharded(3000.0, 1.1, 3, &clock);
-        let hs: Vec<_> = (0..3).map(|_| p.handle()).collect();
-        for h in &hs {
-            h.acquire();
-        }
-        let before = next_slots(&p);
-        for h in &hs {
-            assert!(matches!(
-                h.try_acquire(),
-                Err(AcquireError::WouldWait { .. })
-            ));
-            assert!(h.acquire_timeout(1, Duration::from_micros(10)).is_err());
-        }
-        assert_eq!(next_slots(&p), before);
-        assert_eq!(hs[0].reserve(0, None), Err(AcquireError::ZeroPermits));
-    }
-
-    #[test]
-    fn the_pacer_itself_maps_the_thread_to_its_shard() {
-        let clock = ManualClock::new(0);
-        let p = sharded(4000.0, 0.0, 4, &clock);
-        let own = p.thread_shard();
-        let g = p.acquire();
-        assert_eq!(g.scheduled_nanos(), 0);
-        let slots = next_slots(&p);
-        for (i, &n) in slots.iter().enumerate() {
-            assert_eq!(n, if i == own { MS } else { 0 }, "{slots:?}");
-        }
-        // From another thread: same pacer, a shard of that thread.
-        std::thread::scope(|s| {
-            s.spawn(|| assert!(p.try_acquire().is_ok()));
-        });
-    }
-
-    #[test]
-    fn bad_configurations_are_errors() {
-        let clock = ManualClock::new(0);
-        let b = Pacer::builder(Rate::new(1000.0).unwrap());
-        for n in [0, MAX_SHARDS + 1] {
-            assert_eq!(
-                b.build_sharded_with_clock(n, clock.clone()).unwrap_err(),
-                ConfigError::from(ShardError::Shards {
-                    requested: n,
-                    max: MAX_SHARDS
-                })
-            );
-        }
-        assert!(b
-            .build_sharded_with_clock(MAX_SHARDS, clock.clone())
-            .is_ok());
-        let slow = Pacer::builder(Rate::new(1e-9).unwrap());
-        let err = slow
-            .build_sharded_with_clock(10, clock.clone())
-            .unwrap_err();
-        assert_eq!(err.kind(), ConfigErrorKind::Rate);
-        let err = b
-            .strictness(-1.0)
-            .build_sharded_with_clock(2, clock.clone());
-        assert_eq!(err.unwrap_err().kind(), ConfigErrorKind::Strictness);
-        let err = b.build_sharded_with_clock(0, clock.clone()).unwrap_err();
-        assert_eq!(err.to_string(), "shard count 0 is outside 1..=1024");
-    }
-
-    #[test]
-    fn runtime_changes_apply_to_every_shard() {
-        let clock = ManualClock::new(0);
-        let p = sharded(3000.0, 0.0, 3, &clock);
-        assert_eq!(p.rate().get(), 3000.0);
-        assert!(p.shards.iter().all(|s| s.nanos_per_op() == MS));
-        clock.advance_nanos(5 * MS);
-        p.set_rate(Rate::new(6000.0).unwrap()).unwrap();
-        assert_eq!(p.rate().get(), 6000.0);
-        assert!(p.shards.iter().all(|s| s.nanos_per_op() == MS / 2));
-        assert_eq!(
-            next_slots(&p),
-            [5 * MS; 3],
-            "each backlog leaves its schedule"
-        );
-        assert_eq!(
-            p.wait_stats().total_wait_nanos,
-            3 * 5 * MS,
-            "backlogs checkpointed"
-        );
-
-        // A rate valid in total but not per shard: nothing changes.
-        let slow = Rate::new(3e-10).unwrap();
-        assert!(slow.nanos_per_op().is_ok());
-        assert!(p.set_rate(slow).is_err());
-        assert_eq!(p.rate().get(), 6000.0);
-        assert!(p.set_strictness(f64::NAN).is_err());
-        p.set_strictness(1.0).unwrap();
-        assert!(p.shards.iter().all(|s| s.strictness().get() == 1.0));
-        assert_eq!(p.strictness().get(), 1.0);
-
-        p.stop();
-        assert!(!p.is_started());
-        assert!(p.shards.iter().all(|s| !s.is_started()));
-        clock.advance_nanos(10 * MS);
-        p.start();
-        assert!(p.shards.iter().all(|s| s.is_started()));
-        assert_eq!(next_slots(&p), [15 * MS; 3]);
-        clock.advance_nanos(MS);
-        p.restart();
-        assert_eq!(p.wait_stats(), WaitStats::default());
-        assert_eq!(next_slots(&p), [16 * MS; 3]);
-    }
-
-    #[test]
-    fn slices_round_per_shard() {
-        let clock = ManualClock::new(0);
-        // 3e8/s: one pacer's slice is 3 ns (+11 %); 3 shards' is 10 ns (exact).
-        let p = sharded(3e8, 0.0, 3, &clock);
-        assert!(p.shards.iter().all(|s| s.nanos_per_op() == 10));
-        let p = sharded(3e8, 0.0, 2, &clock);
-        assert!(p.shards.iter().all(|s| s.nanos_per_op() == 6));
-    }
-
-    #[test]
-    fn wait_stats_sum_over_the_shards() {
-        let clock = ManualClock::new(0);
-        let p = sharded(2000.0, 1.0, 2, &clock);
-        clock.advance_nanos(4 * MS);
-        assert_eq!(p.wait_stats().backlog_nanos, 8 * MS);
-        assert_eq!(p.handle().wait_stats(), p.wait_stats());
-    }
-}
+mod tests;

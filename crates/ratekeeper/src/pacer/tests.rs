@@ -1,7 +1,15 @@
 use std::time::Duration;
 
+use crossbeam_utils::CachePadded;
+
+use super::decision::{MAX_SPAN, SCHEDULE_LIMIT};
 use super::*;
+use crate::clock::Clock;
 use crate::clock::ManualClock;
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
+use crate::rate::{Rate, RateError};
+use crate::sync::AtomicU64;
+use crate::wait::WaitPolicy;
 
 const MS: u64 = 1_000_000;
 

@@ -375,6 +375,5 @@ mod tests {
         );
         l.change_timeout_nanos(7).unwrap();
         assert_eq!(l.config().timeout(), Duration::from_nanos(7));
-        let _: Option<crate::PacerError> = None;
     }
 }

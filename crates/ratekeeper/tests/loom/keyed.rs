@@ -1,4 +1,4 @@
-//! Loom models of the keyed limiter's per-key rules (`src/pacer/keyed.rs`,
+//! Loom models of the keyed limiter's per-key rules (`src/pacer/decision.rs`,
 //! `src/resilience4j/keyed.rs`): two threads deciding on one key's compact
 //! state at once. The claim: every interleaving ends as some serial order
 //! of the same two calls does (each call's result, and the key's state as

@@ -22,6 +22,7 @@ mod clock_origin;
 mod config;
 mod effective_rate;
 mod pacer;
+mod pacer_decision;
 mod pacer_families;
 mod pool;
 mod refill;
