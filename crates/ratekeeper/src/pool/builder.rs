@@ -1,149 +1,20 @@
-//! [`TokenPoolBuilder`], [`Filling`] and [`TokenPoolError`]: how a
-//! [`TokenPool`] is configured.
+//! [`TokenPoolBuilder`]: how a [`TokenPool`] is configured and built.
 
 //! [`TokenPool`]: the pools of [`Pools`] as a thread-safe rate limiter.
 
-use std::fmt;
-use std::time::Duration;
-
+use super::filling::{Filling, TokenPoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
 use super::limiter::TokenPool;
 use super::pools::Pools;
 use super::shared::Shared;
 use crate::clock::{Clock, DefaultClock};
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::ConfigError;
 use crate::rate::Rate;
 use crate::spec::{RateSpec, Verb, DEFAULT_BURST_RATIO};
 use crate::wait::WaitPolicy;
 
-/// The interval of [`Filling::Thread`] unless set: 1 ms, nosqlbench's design
-/// value.
-pub const DEFAULT_FILL_INTERVAL: Duration = Duration::from_millis(1);
-
-/// The shortest fill interval a [`TokenPool`] accepts: 1 µs.
-pub const MIN_FILL_INTERVAL: Duration = Duration::from_micros(1);
-
-/// The longest fill interval a [`TokenPool`] accepts: 1 s.
-pub const MAX_FILL_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Where a [`TokenPool`]'s tokens come from.
-///
-/// Whatever the source, tokens are elapsed time *measured* on the pool's
-/// clock since the previous fill, never a fixed step, so the long-run rate is
-/// exact however irregular the fills are (see
-/// [The refill step](crate::pool#the-refill-step)).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::pool::{Filling, TokenPool};
-/// use ratekeeper::Rate;
-///
-/// let pool = TokenPool::builder(Rate::new(1000.0)?)
-///     .filling(Filling::Thread(Duration::from_micros(100)))
-///     .build()?;
-/// assert_eq!(pool.filling(), Filling::Thread(Duration::from_micros(100)));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Filling {
-    /// Callers refill the pool themselves, from the time elapsed since the
-    /// last fill, whenever it runs short; a caller that must wait while no one
-    /// else is refilling sleeps until its tokens are due and refills then
-    /// (nosqlbench's "callers act as fillers" remedy). No thread at all. The
-    /// default: see [Choosing the filling](crate::pool#choosing-the-filling).
-    #[default]
-    Inline,
-    /// A background thread refills the pool every interval, as nosqlbench's
-    /// `TokenFiller` did ([`DEFAULT_FILL_INTERVAL`] is its 1 ms). The thread
-    /// runs while the pool is started; stopping or dropping the pool stops and
-    /// joins it at once. It sleeps in real time, so use it with a real clock.
-    ///
-    /// While the pool is idle (its active pool full and nobody waiting) the
-    /// thread parks and costs no CPU: an idle pool costs one parked thread.
-    /// The first take, or a caller that must wait, wakes it, and no token is
-    /// lost meanwhile: see [Idle pools](crate::pool#idle-pools).
-    Thread(Duration),
-    /// Tokens come only from [`TokenPool::refill`]: for deterministic tests
-    /// and for callers that drive the pool from their own loop.
-    Manual,
-}
-
-impl Filling {
-    /// [`Filling::Thread`] with the [`DEFAULT_FILL_INTERVAL`].
-    pub const fn thread() -> Filling {
-        Filling::Thread(DEFAULT_FILL_INTERVAL)
-    }
-}
-
-impl fmt::Display for Filling {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Filling::Inline => f.write_str("inline"),
-            Filling::Thread(i) => write!(f, "thread every {i:?}"),
-            Filling::Manual => f.write_str("manual"),
-        }
-    }
-}
-
-/// What a [`TokenPool`] refuses beyond its rate and burst ratio: a fill
-/// interval out of range (inside a [`ConfigError`] of kind
-/// [`Filling`](ConfigErrorKind::Filling)) and a hand refill of a pool that
-/// fills itself.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::pool::{Filling, TokenPool, TokenPoolError};
-/// use ratekeeper::{ConfigErrorKind, Rate};
-///
-/// let err = TokenPool::builder(Rate::new(100.0)?).burst_ratio(0.9).build().unwrap_err();
-/// assert_eq!(err.kind(), ConfigErrorKind::BurstRatio);
-/// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.9");
-///
-/// let slow = Filling::Thread(Duration::from_secs(2));
-/// let err = TokenPool::builder(Rate::new(100.0)?).filling(slow).build().unwrap_err();
-/// assert_eq!(err.downcast_ref(), Some(&TokenPoolError::FillInterval(Duration::from_secs(2))));
-///
-/// let pool = TokenPool::new(Rate::new(100.0)?)?; // inline filling
-/// assert_eq!(pool.refill(1_000), Err(TokenPoolError::NotManual));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenPoolError {
-    /// A [`Filling::Thread`] interval outside [`MIN_FILL_INTERVAL`] ..=
-    /// [`MAX_FILL_INTERVAL`].
-    #[error("fill interval must be between 1 µs and 1 s, got {0:?}")]
-    FillInterval(Duration),
-    /// [`TokenPool::refill`] on a pool that fills itself: the same time would
-    /// be added twice.
-    #[error("refill() needs Filling::Manual; this pool fills itself")]
-    NotManual,
-}
-
-impl From<TokenPoolError> for ConfigError {
-    fn from(e: TokenPoolError) -> Self {
-        ConfigError::new(ConfigErrorKind::Filling, e)
-    }
-}
-
 impl TokenPool {
     /// A builder for a pool at `rate` with burst ratio 1.1, verb `start` and
     /// [`Filling::Inline`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    /// use ratekeeper::Rate;
-    ///
-    /// let pool = TokenPool::builder(Rate::new(100.0)?).burst_ratio(2.0).build()?;
-    /// assert_eq!(pool.burst_ratio(), 2.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn builder(rate: Rate) -> TokenPoolBuilder {
         TokenPoolBuilder {
             rate,
@@ -156,17 +27,6 @@ impl TokenPool {
     }
 
     /// A builder from a spec: its rate, burst ratio and verb.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    ///
-    /// let pool = TokenPool::from_spec(&"12000,1.1,configure".parse()?).build()?;
-    /// assert_eq!(pool.rate().get(), 12000.0);
-    /// assert!(!pool.is_started());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn from_spec(spec: &RateSpec) -> TokenPoolBuilder {
         TokenPool::builder(spec.rate())
             .burst_ratio(spec.burst_ratio())
@@ -177,20 +37,8 @@ impl TokenPool {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`] if the rate's op slice is not between 1 ns and
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the rate's op slice is not between 1 ns and
     /// 2^62 ns.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    /// use ratekeeper::{Rate, RateLimiter};
-    ///
-    /// let pool = TokenPool::new(Rate::new(1e6)?)?;
-    /// let g = pool.acquire();
-    /// assert!(g.ready_nanos() >= g.scheduled_nanos());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn new(rate: Rate) -> Result<TokenPool, ConfigError> {
         TokenPool::builder(rate).build()
     }
@@ -281,10 +129,10 @@ impl TokenPoolBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::BurstRatio`] for a burst ratio that is not a finite
-    /// number of at least 1.0; [`ConfigErrorKind::Rate`] for a rate whose op
+    /// [`ConfigErrorKind::BurstRatio`](crate::ConfigErrorKind::BurstRatio) for a burst ratio that is not a finite
+    /// number of at least 1.0; [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) for a rate whose op
     /// slice is not between 1 ns and 2^62 ns;
-    /// [`ConfigErrorKind::Filling`] ([`TokenPoolError::FillInterval`]) for a
+    /// [`ConfigErrorKind::Filling`](crate::ConfigErrorKind::Filling) ([`TokenPoolError::FillInterval`]) for a
     /// thread interval out of range.
     pub fn build(self) -> Result<TokenPool, ConfigError> {
         self.build_with_clock(DefaultClock::new())

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
-use super::builder::{Filling, TokenPoolError};
 use super::claims::{wake_all, Wake};
 use super::filler::Handle;
+use super::filling::{Filling, TokenPoolError};
 use super::pools::Pools;
 use super::shared::{Shared, State};
 use crate::clock::{Clock, DefaultClock};
@@ -119,19 +119,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// Starts an idle pool (spec verb `start`): its schedule begins now, one
     /// op's tokens are pre-filled, and a [`Filling::Thread`] filler starts.
     /// No effect on a started pool.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    /// use ratekeeper::{Rate, Verb};
-    ///
-    /// let pool = TokenPool::builder(Rate::new(100.0)?).verb(Verb::Configure).build()?;
-    /// assert!(!pool.is_started());
-    /// pool.start();
-    /// assert!(pool.is_started());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn start(&self) {
         self.locked(|st, wake| {
             if !st.started {
@@ -202,7 +189,8 @@ impl<C: Clock + 'static> TokenPool<C> {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`] or [`ConfigErrorKind::BurstRatio`]; nothing
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) or
+    /// [`ConfigErrorKind::BurstRatio`](crate::ConfigErrorKind::BurstRatio); nothing
     /// changes.
     ///
     /// # Examples
@@ -246,20 +234,9 @@ impl<C: Clock + 'static> TokenPool<C> {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`] or [`ConfigErrorKind::BurstRatio`]; nothing
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) or
+    /// [`ConfigErrorKind::BurstRatio`](crate::ConfigErrorKind::BurstRatio); nothing
     /// changes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    ///
-    /// let pool = TokenPool::from_spec(&"1000".parse()?).build()?;
-    /// pool.apply(&"2000,1.05,restart".parse()?)?;
-    /// assert_eq!(pool.rate().get(), 2000.0);
-    /// assert_eq!(pool.burst_ratio(), 1.05);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn apply(&self, spec: &RateSpec) -> Result<(), ConfigError> {
         self.configure(spec.rate(), spec.burst_ratio())?;
         match spec.verb() {
@@ -314,18 +291,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     }
 
     /// A snapshot of the pools: sizes, active and waiting tokens.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    /// use ratekeeper::Rate;
-    ///
-    /// let pools = TokenPool::new(Rate::new(1000.0)?)?.pools();
-    /// assert_eq!(pools.max_active(), 2_000_000);
-    /// assert_eq!(pools.max_over_active(), 2_200_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn pools(&self) -> Pools {
         let mut st = lock(&self.shared.state);
         self.shared.settle(&mut st);
@@ -336,16 +301,6 @@ impl<C: Clock + 'static> TokenPool<C> {
 
     /// The waiting pool: the backlog, time that arrived while the active pool
     /// was full and that ops have not caught up yet.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    /// use ratekeeper::Rate;
-    ///
-    /// assert_eq!(TokenPool::new(Rate::new(1000.0)?)?.backlog_nanos(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn backlog_nanos(&self) -> u64 {
         let mut st = lock(&self.shared.state);
         self.shared.settle(&mut st);
@@ -353,17 +308,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     }
 
     /// Tokens in the active pool now.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::TokenPool;
-    /// use ratekeeper::Rate;
-    ///
-    /// let pool = TokenPool::new(Rate::new(1000.0)?)?;
-    /// assert_eq!(pool.active_nanos(), 1_000_000); // one op, pre-filled
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn active_nanos(&self) -> u64 {
         self.shared.active()
     }

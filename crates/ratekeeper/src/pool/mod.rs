@@ -129,8 +129,9 @@
 //! happens after the fill that put its tokens there and after every take
 //! before it on this pool. A waiter registers in its claim under the lock
 //! before parking and fills unpark after completing claims under the lock,
-//! so no wake-up is lost. The invariants behind this are written on
-//! `Shared` (`shared.rs`) and checked by the loom models.
+//! so no wake-up is lost. The invariants behind this are listed in
+//! `docs/pool.md` and on `Shared` (`shared.rs`), and checked by the loom
+//! models.
 //!
 //! # Overflow
 //!
@@ -169,16 +170,17 @@
 mod builder;
 mod claims;
 mod filler;
+mod filling;
 mod limiter;
 mod pools;
 mod shared;
 mod wait;
 
-pub use builder::{
-    Filling, TokenPoolBuilder, TokenPoolError, DEFAULT_FILL_INTERVAL, MAX_FILL_INTERVAL,
-    MIN_FILL_INTERVAL,
-};
+pub use builder::TokenPoolBuilder;
 pub use filler::FILLER_THREAD_NAME;
+pub use filling::{
+    Filling, TokenPoolError, DEFAULT_FILL_INTERVAL, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
+};
 pub use limiter::TokenPool;
 pub use pools::{PoolError, Pools, MAX_POOL_NANOS, MIN_ACTIVE_NANOS, MIN_CONCURRENT_OPS};
 

@@ -407,56 +407,18 @@ impl Pools {
 
     /// Takes one op's tokens, [`nanos_per_op`](Self::nanos_per_op), if the
     /// active pool holds them: [`try_take`](Self::try_take) of that amount.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// pools.refill(400_000);
-    /// assert!(!pools.can_take_op());
-    /// assert_eq!(pools.try_take_op(), None);
-    /// pools.refill(600_000);
-    /// assert_eq!(pools.try_take_op(), Some(0));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn try_take_op(&mut self) -> Option<u64> {
         self.try_take(self.nanos_per_op())
     }
 
     /// Whether the active pool holds one op's tokens, so that
     /// [`try_take_op`](Self::try_take_op) would succeed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// assert!(!pools.can_take_op());
-    /// pools.refill(1_000_000);
-    /// assert!(pools.can_take_op());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn can_take_op(&self) -> bool {
         self.active >= self.nanos_per_op
     }
 
     /// Empties both pools and returns what they held, `active + waiting`
     /// (G2's `restart`). The sizes are kept.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150);
-    /// assert_eq!(pools.restart(), 150);
-    /// assert_eq!((pools.active(), pools.waiting()), (0, 0));
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn restart(&mut self) -> u64 {
         let held = self.wait_time();
         self.active = 0;
@@ -481,51 +443,17 @@ impl Pools {
     }
 
     /// Tokens the active pool holds now, available to takers.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150);
-    /// assert_eq!(pools.active(), 100);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn active(&self) -> u64 {
         self.active as u64
     }
 
     /// Tokens the waiting pool holds now: the backlog, time that arrived while
     /// the active pool was full.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150);
-    /// assert_eq!(pools.waiting(), 50);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn waiting(&self) -> u64 {
         self.waiting as u64
     }
 
     /// The content of the pools, `active + waiting`: G2's `getWaitTime`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// pools.refill(10_000_000);
-    /// assert_eq!(pools.wait_time(), 10_000_000);
-    /// assert_eq!(pools.wait_time(), pools.active() + pools.waiting());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn wait_time(&self) -> u64 {
         // Both non-negative with a sum of at most i64::MAX.
         (self.active + self.waiting) as u64
@@ -533,94 +461,35 @@ impl Pools {
 
     /// The active pool's normal capacity: `max(1 ms, 2 ops)` for a rate, or
     /// the pool size given to [`with_pool_size`](Self::with_pool_size).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(1e6)?, 1.1)?.max_active(), 1_000_000);
-    /// assert_eq!(Pools::new(Rate::new(0.1)?, 1.1)?.max_active(), 20_000_000_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn max_active(&self) -> u64 {
         self.max_active as u64
     }
 
     /// The most the active pool holds with its burst pool:
     /// `floor(max_active * burst_ratio)`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// assert_eq!(pools.max_over_active(), 2_200_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn max_over_active(&self) -> u64 {
         self.max_over_active as u64
     }
 
     /// The burst pool's size, `max_over_active - max_active`: 0 for a burst
     /// ratio of 1.0, which never recovers a backlog.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(1000.0)?, 1.1)?.burst_pool(), 200_000);
-    /// assert_eq!(Pools::new(Rate::new(1000.0)?, 1.0)?.burst_pool(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn burst_pool(&self) -> u64 {
         (self.max_over_active - self.max_active) as u64
     }
 
     /// One op's tokens, `floor(1e9 / rate)`; 0 for pools made with
     /// [`with_pool_size`](Self::with_pool_size).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(3.0)?, 1.1)?.nanos_per_op(), 333_333_333);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn nanos_per_op(&self) -> u64 {
         self.nanos_per_op as u64
     }
 
     /// The rate the pools are sized for; `None` for pools made with
     /// [`with_pool_size`](Self::with_pool_size) and not re-sized since.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let rate = Rate::new(1000.0)?;
-    /// assert_eq!(Pools::new(rate, 1.1)?.rate(), Some(rate));
-    /// assert_eq!(Pools::with_pool_size(100, 1.1)?.rate(), None);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn rate(&self) -> Option<Rate> {
         self.rate
     }
 
     /// The burst ratio the pools are sized for.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(1000.0)?, 1.5)?.burst_ratio(), 1.5);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn burst_ratio(&self) -> f64 {
         self.burst_ratio
     }

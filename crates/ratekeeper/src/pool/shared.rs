@@ -5,9 +5,9 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::builder::Filling;
 use super::claims::{wake_all, Claims, Wake};
 use super::filler::{Handle, Next};
+use super::filling::Filling;
 use super::pools::Pools;
 use crate::clock::{elapsed_nanos, Clock};
 use crate::grant::Grant;

@@ -6,8 +6,8 @@
 use std::task::Waker;
 use std::time::Duration;
 
-use super::builder::Filling;
 use super::claims::{wake_all, Wake};
+use super::filling::Filling;
 use super::limiter::TokenPool;
 use super::shared::State;
 use crate::clock::{elapsed_nanos, Clock};

@@ -74,14 +74,6 @@ impl SmoothBursty {
 
     /// A builder at a rate spec's rate (its burst ratio and verb mean
     /// nothing to Guava's limiters and are ignored).
-    ///
-    /// ```
-    /// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
-    ///
-    /// let limiter = SmoothBursty::from_spec(&"5".parse()?).build_with_clock(ManualClock::new(0))?;
-    /// assert_eq!(limiter.rate(), 5.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn from_spec(spec: &RateSpec) -> SmoothBurstyBuilder {
         SmoothBursty::builder(spec.rate().get())
     }

@@ -93,17 +93,6 @@ impl SmoothWarmingUp {
     }
 
     /// A builder at a rate spec's rate, no warm-up period yet (set one).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::{ManualClock, SmoothWarmingUp};
-    ///
-    /// let limiter = SmoothWarmingUp::from_spec(&"100".parse()?)
-    ///     .warmup(Duration::from_secs(2))
-    ///     .build_with_clock(ManualClock::new(0))?;
-    /// assert_eq!(limiter.rate(), 100.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn from_spec(spec: &RateSpec) -> SmoothWarmingUpBuilder {
         SmoothWarmingUp::builder(spec.rate().get())
     }
