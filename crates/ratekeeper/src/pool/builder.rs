@@ -46,21 +46,6 @@ impl TokenPool {
 
 /// Configures a [`TokenPool`]. Setters take any value;
 /// [`build`](Self::build) validates them.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::pool::{Filling, TokenPool};
-/// use ratekeeper::{Rate, Verb};
-///
-/// let pool = TokenPool::builder(Rate::new(5000.0)?)
-///     .burst_ratio(1.5)          // catch up at up to 7500 ops/s
-///     .verb(Verb::Configure)     // built idle: the first acquire starts it
-///     .filling(Filling::Inline)
-///     .build()?;
-/// assert!(!pool.is_started());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct TokenPoolBuilder {
     rate: Rate,

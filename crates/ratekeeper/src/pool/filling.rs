@@ -22,20 +22,6 @@ pub const MAX_FILL_INTERVAL: Duration = Duration::from_secs(1);
 /// clock since the previous fill, never a fixed step, so the long-run rate is
 /// exact however irregular the fills are (see
 /// [The refill step](crate::pool#the-refill-step)).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::pool::{Filling, TokenPool};
-/// use ratekeeper::Rate;
-///
-/// let pool = TokenPool::builder(Rate::new(1000.0)?)
-///     .filling(Filling::Thread(Duration::from_micros(100)))
-///     .build()?;
-/// assert_eq!(pool.filling(), Filling::Thread(Duration::from_micros(100)));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Filling {
@@ -82,26 +68,6 @@ impl fmt::Display for Filling {
 /// interval out of range (inside a [`ConfigError`] of kind
 /// [`Filling`](ConfigErrorKind::Filling)) and a hand refill of a pool that
 /// fills itself.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::pool::{Filling, TokenPool, TokenPoolError};
-/// use ratekeeper::{ConfigErrorKind, Rate};
-///
-/// let err = TokenPool::builder(Rate::new(100.0)?).burst_ratio(0.9).build().unwrap_err();
-/// assert_eq!(err.kind(), ConfigErrorKind::BurstRatio);
-/// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.9");
-///
-/// let slow = Filling::Thread(Duration::from_secs(2));
-/// let err = TokenPool::builder(Rate::new(100.0)?).filling(slow).build().unwrap_err();
-/// assert_eq!(err.downcast_ref(), Some(&TokenPoolError::FillInterval(Duration::from_secs(2))));
-///
-/// let pool = TokenPool::new(Rate::new(100.0)?)?; // inline filling
-/// assert_eq!(pool.refill(1_000), Err(TokenPoolError::NotManual));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TokenPoolError {

@@ -132,23 +132,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// `restart`): the pools, the backlog and the accumulated wait are
     /// cleared, one op's tokens are pre-filled and the schedule begins now.
     /// Starts an idle pool. Callers already waiting keep their place.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::{Filling, TokenPool};
-    /// use ratekeeper::{ManualClock, Rate};
-    ///
-    /// let pool = TokenPool::builder(Rate::new(1000.0)?)
-    ///     .filling(Filling::Manual)
-    ///     .build_with_clock(ManualClock::new(0))?;
-    /// pool.refill(10_000_000)?;
-    /// assert!(pool.backlog_nanos() > 0);
-    /// pool.restart();
-    /// assert_eq!(pool.backlog_nanos(), 0);
-    /// assert_eq!(pool.active_nanos(), 1_000_000); // one op, pre-filled
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn restart(&self) {
         self.locked(|st, wake| {
             let now = self.shared.clock.now_nanos();
@@ -161,20 +144,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// filler is stopped and joined before this returns. The next acquire
     /// (or [`start`](Self::start)) starts the pool afresh, and so do callers
     /// already waiting.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::{Filling, TokenPool};
-    /// use ratekeeper::{Rate, RateLimiter};
-    ///
-    /// let pool = TokenPool::builder(Rate::new(1000.0)?).filling(Filling::thread()).build()?;
-    /// pool.stop(); // the filler thread has ended
-    /// assert!(!pool.is_started());
-    /// pool.acquire(); // starts it again
-    /// assert!(pool.is_started());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn stop(&self) {
         if let Some(h) = self.locked(|st, wake| self.shared.halt(st, wake)) {
             h.stop();
@@ -192,22 +161,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) or
     /// [`ConfigErrorKind::BurstRatio`](crate::ConfigErrorKind::BurstRatio); nothing
     /// changes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::{Filling, TokenPool};
-    /// use ratekeeper::{ManualClock, Rate};
-    ///
-    /// let pool = TokenPool::builder(Rate::new(1000.0)?)
-    ///     .filling(Filling::Manual)
-    ///     .build_with_clock(ManualClock::new(0))?;
-    /// pool.refill(10_000_000)?;
-    /// pool.configure(Rate::new(1e6)?, 1.1)?;
-    /// assert_eq!(pool.nanos_per_op(), 1000);
-    /// assert_eq!(pool.pools().wait_time(), 11_000_000); // kept
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn configure(&self, rate: Rate, burst_ratio: f64) -> Result<(), ConfigError> {
         self.locked(|st, wake| {
             st.pools.apply(rate, burst_ratio)?;
@@ -257,25 +210,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// # Errors
     ///
     /// [`TokenPoolError::NotManual`] for a pool that fills itself.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::{Filling, TokenPool};
-    /// use ratekeeper::{ManualClock, Rate, RateLimiter};
-    ///
-    /// // nosqlbench's testBackfillFullRate at 1e7 ops/s, burst 1.1.
-    /// let pool = TokenPool::builder(Rate::new(1e7)?)
-    ///     .filling(Filling::Manual)
-    ///     .build_with_clock(ManualClock::new(0))?;
-    /// pool.try_acquire()?; // takes the op the start pre-filled
-    /// assert_eq!(pool.refill(1_000_000)?, 1_000_000);
-    /// assert_eq!(pool.refill(100)?, 1_000_100);
-    /// assert_eq!(pool.backlog_nanos(), 90); // 10 moved to the burst pool
-    /// assert_eq!(pool.refill(10)?, 1_000_110);
-    /// assert_eq!(pool.backlog_nanos(), 99);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn refill(&self, nanos: u64) -> Result<u64, TokenPoolError> {
         self.locked(|st, wake| {
             if st.mode != Filling::Manual {
@@ -347,26 +281,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// that must wait, a new rate, a restart or a stop wakes it (see
     /// [Idle pools](crate::pool#idle-pools)). Always `false` for the other
     /// fillings.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    /// use ratekeeper::pool::{Filling, TokenPool};
-    /// use ratekeeper::{Rate, RateLimiter};
-    ///
-    /// let pool = TokenPool::builder(Rate::new(1000.0)?)
-    ///     .filling(Filling::thread())
-    ///     .build()?;
-    /// // Nobody acquires: after a few fills of 1 ms the pool is full.
-    /// let t = Instant::now();
-    /// while !pool.is_filler_parked() {
-    ///     assert!(t.elapsed() < Duration::from_secs(10), "never parked");
-    ///     std::thread::sleep(Duration::from_millis(1));
-    /// }
-    /// pool.acquire(); // a take from the full pool wakes it
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn is_filler_parked(&self) -> bool {
         lock(&self.shared.state).parked
     }
@@ -397,22 +311,6 @@ impl<C: Clock + 'static> TokenPool<C> {
     /// Never below [`rate`](Self::rate), and above it by less than one part
     /// in `nanos_per_op`; see [`Rate::effective_rate`]. The burst ratio
     /// changes only how fast a backlog is caught up, not this long-run rate.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::{Filling, TokenPool};
-    /// use ratekeeper::{ManualClock, Rate};
-    ///
-    /// let pool = TokenPool::builder(Rate::new(1500.0)?)
-    ///     .filling(Filling::Manual)
-    ///     .build_with_clock(ManualClock::new(0))?;
-    /// assert_eq!(pool.nanos_per_op(), 666_666); // 666 666.67 ns truncated
-    /// assert_eq!(pool.effective_rate(), 1e9 / 666_666.0); // 1500.0015 ops/s
-    /// pool.configure(Rate::new(5.1e8)?, 1.1)?;
-    /// assert_eq!(pool.effective_rate(), 1e9); // 1.96 ns truncated to 1 ns
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn effective_rate(&self) -> f64 {
         per_second_of_nanos(self.nanos_per_op())
     }

@@ -27,7 +27,7 @@
 //! ```
 //!
 //! The long reference (the three pools drawn, the limiter's queue, wait
-//! time, verbs) is `docs/pool.md`.
+//! time, verbs, G3's changes) is `docs/pool.md`.
 //!
 //! # Sizing
 //!
@@ -162,10 +162,6 @@
 //!   a fill interval outside 1 µs ..= 1 s.
 //! * The content saturates at [`MAX_POOL_NANOS`] instead of wrapping, and
 //!   `max_over_active` is never below `max_active`.
-//!
-//! The changes of G3 (nosqlbench 5's `SimRate`) are not followed: its active
-//! pool fixed at 1e9 ticks, its `int` tick units, and its `applyRateSpec`
-//! that wipes the pools ([`Pools::apply`] keeps them, as G2 does).
 
 mod builder;
 mod claims;

@@ -69,18 +69,6 @@ pub struct Pools {
 }
 
 /// Why pools could not be built or re-sized.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::pool::PoolError;
-/// use ratekeeper::{Pools, Rate};
-///
-/// let err = Pools::new(Rate::new(100.0)?, 0.5).unwrap_err();
-/// assert_eq!(err, PoolError::BurstBelowOne(0.5));
-/// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.5");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolError {
@@ -168,23 +156,6 @@ impl Pools {
     /// burst ratio that is not a finite number of at least 1.0;
     /// [`PoolError::Rate`] when the rate's op slice is below 1 ns or above
     /// 2^62 ns.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let pools = Pools::new(Rate::new(100.0)?, 2.0)?;
-    /// assert_eq!(pools.nanos_per_op(), 10_000_000);
-    /// assert_eq!(pools.max_active(), 20_000_000); // 2 ops: more than 1 ms
-    /// assert_eq!(pools.max_over_active(), 40_000_000);
-    /// assert_eq!(pools.burst_pool(), 20_000_000);
-    /// assert_eq!(pools.wait_time(), 0);
-    ///
-    /// assert!(Pools::new(Rate::new(100.0)?, f64::NAN).is_err());
-    /// assert!(Pools::new(Rate::new(2e9)?, 1.1).is_err()); // below 1 ns per op
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn new(rate: Rate, burst_ratio: f64) -> Result<Pools, PoolError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         Ok(Pools {
@@ -210,22 +181,6 @@ impl Pools {
     /// [`PoolError::PoolSize`] for a size of 0 or above [`MAX_POOL_NANOS`];
     /// [`PoolError::BurstNotFinite`] or [`PoolError::BurstBelowOne`] for a
     /// burst ratio that is not a finite number of at least 1.0.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::PoolError;
-    /// use ratekeeper::Pools;
-    ///
-    /// let pools = Pools::with_pool_size(100, 1.1)?;
-    /// assert_eq!(pools.max_active(), 100);
-    /// assert_eq!(pools.max_over_active(), 110);
-    /// assert_eq!(pools.nanos_per_op(), 0);
-    /// assert_eq!(pools.rate(), None);
-    ///
-    /// assert_eq!(Pools::with_pool_size(0, 1.1), Err(PoolError::PoolSize(0)));
-    /// # Ok::<(), PoolError>(())
-    /// ```
     pub fn with_pool_size(pool_size: u64, burst_ratio: f64) -> Result<Pools, PoolError> {
         let burst_ratio = check_burst(burst_ratio)?;
         if pool_size == 0 || pool_size > MAX_POOL_NANOS {
@@ -253,25 +208,6 @@ impl Pools {
     /// # Errors
     ///
     /// As [`Pools::new`]; on an error nothing changes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// pools.refill(10_000_000);
-    /// assert_eq!((pools.active(), pools.waiting()), (2_200_000, 7_800_000));
-    ///
-    /// pools.apply(Rate::new(1e6)?, 1.1)?; // shrinks: max_over_active 1.1e6
-    /// assert_eq!((pools.active(), pools.waiting()), (2_200_000, 7_800_000));
-    /// pools.refill(1_000_000); // the excess goes back to waiting
-    /// assert_eq!((pools.active(), pools.waiting()), (1_100_000, 9_900_000));
-    ///
-    /// assert!(pools.apply(Rate::new(1e6)?, 0.9).is_err());
-    /// assert_eq!(pools.burst_ratio(), 1.1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn apply(&mut self, rate: Rate, burst_ratio: f64) -> Result<(), PoolError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         self.rate = Some(rate);
@@ -292,25 +228,6 @@ impl Pools {
     /// [The refill step](crate::pool#the-refill-step). If the content would
     /// exceed [`MAX_POOL_NANOS`], only the tokens that fit are added (see
     /// [Overflow](crate::pool#overflow)).
-    ///
-    /// # Examples
-    ///
-    /// engineblock's `testBackfillFullRate`, a 100-token pool with burst 1.1:
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.1)?;
-    /// assert_eq!(pools.refill(100), 100);
-    /// assert_eq!(pools.waiting(), 0);
-    /// assert_eq!(pools.refill(100), 200);
-    /// assert_eq!(pools.waiting(), 90); // 10 moved to the burst pool
-    /// assert_eq!(pools.refill(10), 210);
-    /// assert_eq!(pools.waiting(), 100); // no room: active = max_over_active
-    ///
-    /// assert_eq!(pools.refill(u64::MAX), ratekeeper::pool::MAX_POOL_NANOS);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn refill(&mut self, nanos: u64) -> u64 {
         self.refill_step(nanos, nanos);
         self.wait_time()
@@ -361,19 +278,6 @@ impl Pools {
 
     /// Takes up to `amount` tokens from the active pool without waiting and
     /// returns how many it took: `min(amount, active)`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 10.0)?;
-    /// pools.refill(100);
-    /// assert_eq!(pools.take_up_to(99), 99);
-    /// assert_eq!(pools.take_up_to(10), 1);
-    /// assert_eq!(pools.take_up_to(1), 0);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn take_up_to(&mut self, amount: u64) -> u64 {
         let taken = amount.min(self.active as u64);
         self.active -= taken as i64;
@@ -384,19 +288,6 @@ impl Pools {
     /// returns the content left, `active + waiting`: the value G2's
     /// `blockAndTake` reports as the op's delay. Returns `None`, changing
     /// nothing, if the active pool holds fewer (G2 would block until a refill).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150); // active 100, waiting 50
-    /// assert_eq!(pools.try_take(60), Some(90));
-    /// assert_eq!(pools.try_take(60), None);
-    /// assert_eq!(pools.active(), 40);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn try_take(&mut self, nanos: u64) -> Option<u64> {
         if nanos > self.active as u64 {
             return None;

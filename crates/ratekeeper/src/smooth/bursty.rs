@@ -11,22 +11,6 @@ use crate::wait::WaitPolicy;
 
 /// How many seconds of permits a [`SmoothBursty`] stores while idle unless
 /// set: 1, as Guava's `RateLimiter.create(permitsPerSecond)`.
-///
-/// ```
-/// use ratekeeper::smooth::{SmoothBursty, DEFAULT_MAX_BURST_SECONDS};
-/// use ratekeeper::{ManualClock, RateLimiter};
-///
-/// let clock = ManualClock::new(0);
-/// let limiter = SmoothBursty::builder(10.0).build_with_clock(clock.clone())?;
-/// clock.advance_nanos(5_000_000_000); // idle for 5 s: stores 1 s of permits
-/// let stored = (10.0 * DEFAULT_MAX_BURST_SECONDS) as usize;
-/// for _ in 0..stored + 1 {
-///     // The stored ten, and one more whose cost the next caller pays.
-///     assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
-/// }
-/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 100_000_000);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 pub const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
 
 /// Guava's `SmoothBursty`: idle time stores up to `max_burst_seconds × rate`
@@ -101,22 +85,6 @@ impl SmoothBurstyBuilder {
 
     /// The unit of the schedule (default [`Resolution::Micros`], Guava's).
     /// Use [`Resolution::Nanos`] above 100 000 permits per second.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
-    /// use ratekeeper::smooth::Resolution;
-    ///
-    /// let rate = 3e5; // 3.33 µs a permit
-    /// let clock = ManualClock::new(0);
-    /// let limiter = SmoothBursty::builder(rate)
-    ///     .resolution(Resolution::for_rate(rate))
-    ///     .build_with_clock(clock.clone())?;
-    /// limiter.reserve(1, None)?;
-    /// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 3333); // not 3000
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn resolution(mut self, resolution: Resolution) -> Self {
         self.resolution = resolution;
         self

@@ -45,32 +45,6 @@ macro_rules! smooth_limiter {
             /// less than one unit it is charged 0 and one-permit calls are
             /// never throttled. A call for `n` permits is charged
             /// `floor(n × interval)` at once, so larger calls lose less.
-            ///
-            /// # Examples
-            ///
-            /// ```
-            /// use std::time::Duration;
-            /// use ratekeeper::smooth::Resolution;
-            /// use ratekeeper::{SmoothBursty, SmoothWarmingUp};
-            ///
-            /// // 3 per second: 333 333.3 µs charged 333 333 µs.
-            /// let limiter = SmoothBursty::new(3.0)?;
-            /// assert_eq!(limiter.effective_rate(), 1e6 / 333_333.0);
-            /// // 300 000 per second: 3.33 µs charged 3 µs, 11 % too fast.
-            /// limiter.set_rate(3e5)?;
-            /// assert_eq!(limiter.effective_rate(), 1e6 / 3.0);
-            /// // 2 000 000 per second: 0.5 µs charged 0 µs, no limit at all.
-            /// limiter.set_rate(2e6)?;
-            /// assert_eq!(limiter.effective_rate(), f64::INFINITY);
-            ///
-            /// // In whole nanoseconds 0.5 µs is 500 ns: exact.
-            /// let nanos = SmoothWarmingUp::builder(2e6)
-            ///     .warmup(Duration::from_millis(1))
-            ///     .resolution(Resolution::Nanos)
-            ///     .build()?;
-            /// assert_eq!(nanos.effective_rate(), 2e6);
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
             pub fn effective_rate(&self) -> f64 {
                 self.core.effective_rate()
             }

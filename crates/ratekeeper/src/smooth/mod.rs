@@ -13,35 +13,21 @@
 //! # Stored permits and "the next caller pays"
 //!
 //! A Guava limiter keeps `next_free`, the earliest time the next request may
-//! be granted, and `stored_permits`, unused capacity carried forward from idle
-//! time. A request waits only until `next_free`, then pushes `next_free` on
-//! by the cost of *its own* permits: `acquire(1000)` on an idle limiter at 1
-//! permit/s goes at once, and the next caller waits 1000 s. Stored permits
-//! are spent first:
-//!
-//! * **SmoothBursty**: up to `max_burst_seconds × rate` permits (1 s worth by
-//!   default) accumulate while idle and are free.
-//! * **SmoothWarmingUp**: stored permits *cost more*. A limiter idle for the
-//!   warm-up period is cold: its first permits are spaced `cold_factor`
-//!   (3 by default) times the stable interval, and the spacing falls linearly
-//!   to the stable interval as the stored permits are used up (Guava's
-//!   trapezoid, drawn in `docs/smooth.md`).
-//!
-//! Guava limiters have no notion of lateness: time nobody used becomes
-//! stored permits, never a backlog that is caught up. A load generator that
-//! must not hide latency wants the [`Pacer`](crate::Pacer).
+//! go, and `stored_permits`, capacity carried forward from idle time. A
+//! request waits only until `next_free` and charges its own cost to the
+//! caller after it. [`SmoothBursty`] stores up to `max_burst_seconds × rate`
+//! free permits while idle; [`SmoothWarmingUp`]'s stored permits cost more
+//! (up to `cold_factor` times the stable interval), so an idle limiter is
+//! cold and warms up over its warm-up period. Time nobody used is never a
+//! backlog to catch up: a load generator wants the [`Pacer`](crate::Pacer).
 //!
 //! # Time and numbers
 //!
-//! Guava's arithmetic: times in whole microseconds, permits in `f64`, Java's
-//! truncating casts. Each reservation is charged `(long)(n × 1e6 / rate)`
-//! µs, so above 1 000 000 permits per second a single permit costs nothing
-//! and is never throttled, and above 100 000 it is charged up to half too
-//! little. [`Resolution::Nanos`] runs the same algorithm in whole
-//! nanoseconds; [`Resolution::for_rate`] picks it above 100 000 per second.
-//! `effective_rate()` reports what one-permit calls get. Every call is O(1):
-//! one clock read and one 128-bit compare-exchange; rate changes and
-//! cancels take a mutex and allocate once.
+//! Guava's arithmetic: whole microseconds, permits in `f64`, Java's
+//! truncating casts, so above 1 000 000 permits per second a single permit
+//! costs nothing. [`Resolution::Nanos`] runs the same algorithm in whole
+//! nanoseconds. Every call is O(1): one clock read and one 128-bit
+//! compare-exchange; rate changes and cancels take a mutex and allocate once.
 //!
 //! # Cancelling a reservation
 //!

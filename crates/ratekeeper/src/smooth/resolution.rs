@@ -13,32 +13,6 @@ use std::time::Duration;
 /// a single permit is charged less than 1 ns too little (at most
 /// `rate / 1e9` of its cost). [`Resolution::for_rate`] picks one by
 /// [`Resolution::MICROS_MAX_RATE`].
-///
-/// # Examples
-///
-/// At 2 000 000 permits per second a permit costs 0.5 µs: Guava's
-/// microseconds charge it 0 and never throttle, nanoseconds space permits
-/// 500 ns apart.
-///
-/// ```
-/// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
-/// use ratekeeper::smooth::Resolution;
-///
-/// let clock = ManualClock::new(0);
-/// let guava = SmoothBursty::builder(2e6).build_with_clock(clock.clone())?;
-/// let nanos = SmoothBursty::builder(2e6)
-///     .resolution(Resolution::Nanos)
-///     .build_with_clock(clock.clone())?;
-/// for _ in 0..3 {
-///     assert_eq!(guava.reserve(1, None)?.delay_nanos(), 0);
-/// }
-/// let delays: Vec<u64> = (0..3)
-///     .map(|_| nanos.reserve(1, None).map(|g| g.delay_nanos()))
-///     .collect::<Result<_, _>>()?;
-/// assert_eq!(delays, [0, 500, 1000]);
-/// assert_eq!(Resolution::for_rate(2e6), Resolution::Nanos);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Resolution {
     /// Guava's whole microseconds: the reference mode, and the default.
@@ -58,14 +32,6 @@ impl Resolution {
     /// [`MICROS_MAX_RATE`](Resolution::MICROS_MAX_RATE) (Guava's arithmetic),
     /// [`Nanos`](Resolution::Nanos) above (and for NaN, which no limiter
     /// accepts anyway).
-    ///
-    /// ```
-    /// use ratekeeper::smooth::Resolution;
-    ///
-    /// assert_eq!(Resolution::for_rate(100_000.0), Resolution::Micros);
-    /// assert_eq!(Resolution::for_rate(100_001.0), Resolution::Nanos);
-    /// assert_eq!(Resolution::for_rate(f64::INFINITY), Resolution::Nanos);
-    /// ```
     pub fn for_rate(permits_per_second: f64) -> Resolution {
         if permits_per_second <= Resolution::MICROS_MAX_RATE {
             Resolution::Micros

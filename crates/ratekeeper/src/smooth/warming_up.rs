@@ -13,20 +13,6 @@ use crate::wait::WaitPolicy;
 
 /// How much slower than the stable rate a cold [`SmoothWarmingUp`] is unless
 /// set: 3, as Guava's `RateLimiter.create(permitsPerSecond, warmupPeriod)`.
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::smooth::{SmoothWarmingUp, DEFAULT_COLD_FACTOR};
-/// use ratekeeper::{ManualClock, RateLimiter};
-///
-/// let limiter = SmoothWarmingUp::builder(10.0)
-///     .warmup(Duration::from_secs(2))
-///     .build_with_clock(ManualClock::new(0))?;
-/// limiter.reserve(1, None)?; // a fresh limiter is cold
-/// let cold = limiter.reserve(1, None)?.delay_nanos();
-/// assert!(cold > 100_000_000 && cold <= (100_000_000.0 * DEFAULT_COLD_FACTOR) as u64);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 pub const DEFAULT_COLD_FACTOR: f64 = 3.0;
 
 /// Guava's `SmoothWarmingUp`: idle time makes the limiter cold; permits are
@@ -128,27 +114,6 @@ impl SmoothWarmingUpBuilder {
 
     /// The unit of the schedule (default [`Resolution::Micros`], Guava's).
     /// Use [`Resolution::Nanos`] above 100 000 permits per second.
-    ///
-    /// # Examples
-    ///
-    /// Warm, at 4e6 permits per second: Guava's microseconds charge a
-    /// permit 0 µs, nanoseconds 250 ns.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::{ManualClock, RateLimiter, SmoothWarmingUp};
-    /// use ratekeeper::smooth::Resolution;
-    ///
-    /// let clock = ManualClock::new(0);
-    /// let limiter = SmoothWarmingUp::builder(4e6)
-    ///     .warmup(Duration::from_millis(1))
-    ///     .resolution(Resolution::Nanos)
-    ///     .build_with_clock(clock.clone())?;
-    /// limiter.reserve(limiter.stored_permits().ceil() as u32 + 1, None)?; // spend the cold store
-    /// let g = limiter.reserve(1, None)?;
-    /// assert_eq!(limiter.reserve(1, None)?.delay_nanos() - g.delay_nanos(), 250);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn resolution(mut self, resolution: Resolution) -> Self {
         self.resolution = resolution;
         self
