@@ -69,18 +69,6 @@ pub struct Pools {
 }
 
 /// Why pools could not be built or re-sized.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::pool::PoolError;
-/// use ratekeeper::{Pools, Rate};
-///
-/// let err = Pools::new(Rate::new(100.0)?, 0.5).unwrap_err();
-/// assert_eq!(err, PoolError::BurstBelowOne(0.5));
-/// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.5");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PoolError {
@@ -168,23 +156,6 @@ impl Pools {
     /// burst ratio that is not a finite number of at least 1.0;
     /// [`PoolError::Rate`] when the rate's op slice is below 1 ns or above
     /// 2^62 ns.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let pools = Pools::new(Rate::new(100.0)?, 2.0)?;
-    /// assert_eq!(pools.nanos_per_op(), 10_000_000);
-    /// assert_eq!(pools.max_active(), 20_000_000); // 2 ops: more than 1 ms
-    /// assert_eq!(pools.max_over_active(), 40_000_000);
-    /// assert_eq!(pools.burst_pool(), 20_000_000);
-    /// assert_eq!(pools.wait_time(), 0);
-    ///
-    /// assert!(Pools::new(Rate::new(100.0)?, f64::NAN).is_err());
-    /// assert!(Pools::new(Rate::new(2e9)?, 1.1).is_err()); // below 1 ns per op
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn new(rate: Rate, burst_ratio: f64) -> Result<Pools, PoolError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         Ok(Pools {
@@ -210,22 +181,6 @@ impl Pools {
     /// [`PoolError::PoolSize`] for a size of 0 or above [`MAX_POOL_NANOS`];
     /// [`PoolError::BurstNotFinite`] or [`PoolError::BurstBelowOne`] for a
     /// burst ratio that is not a finite number of at least 1.0.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::pool::PoolError;
-    /// use ratekeeper::Pools;
-    ///
-    /// let pools = Pools::with_pool_size(100, 1.1)?;
-    /// assert_eq!(pools.max_active(), 100);
-    /// assert_eq!(pools.max_over_active(), 110);
-    /// assert_eq!(pools.nanos_per_op(), 0);
-    /// assert_eq!(pools.rate(), None);
-    ///
-    /// assert_eq!(Pools::with_pool_size(0, 1.1), Err(PoolError::PoolSize(0)));
-    /// # Ok::<(), PoolError>(())
-    /// ```
     pub fn with_pool_size(pool_size: u64, burst_ratio: f64) -> Result<Pools, PoolError> {
         let burst_ratio = check_burst(burst_ratio)?;
         if pool_size == 0 || pool_size > MAX_POOL_NANOS {
@@ -253,25 +208,6 @@ impl Pools {
     /// # Errors
     ///
     /// As [`Pools::new`]; on an error nothing changes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// pools.refill(10_000_000);
-    /// assert_eq!((pools.active(), pools.waiting()), (2_200_000, 7_800_000));
-    ///
-    /// pools.apply(Rate::new(1e6)?, 1.1)?; // shrinks: max_over_active 1.1e6
-    /// assert_eq!((pools.active(), pools.waiting()), (2_200_000, 7_800_000));
-    /// pools.refill(1_000_000); // the excess goes back to waiting
-    /// assert_eq!((pools.active(), pools.waiting()), (1_100_000, 9_900_000));
-    ///
-    /// assert!(pools.apply(Rate::new(1e6)?, 0.9).is_err());
-    /// assert_eq!(pools.burst_ratio(), 1.1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn apply(&mut self, rate: Rate, burst_ratio: f64) -> Result<(), PoolError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         self.rate = Some(rate);
@@ -292,25 +228,6 @@ impl Pools {
     /// [The refill step](crate::pool#the-refill-step). If the content would
     /// exceed [`MAX_POOL_NANOS`], only the tokens that fit are added (see
     /// [Overflow](crate::pool#overflow)).
-    ///
-    /// # Examples
-    ///
-    /// engineblock's `testBackfillFullRate`, a 100-token pool with burst 1.1:
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.1)?;
-    /// assert_eq!(pools.refill(100), 100);
-    /// assert_eq!(pools.waiting(), 0);
-    /// assert_eq!(pools.refill(100), 200);
-    /// assert_eq!(pools.waiting(), 90); // 10 moved to the burst pool
-    /// assert_eq!(pools.refill(10), 210);
-    /// assert_eq!(pools.waiting(), 100); // no room: active = max_over_active
-    ///
-    /// assert_eq!(pools.refill(u64::MAX), ratekeeper::pool::MAX_POOL_NANOS);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn refill(&mut self, nanos: u64) -> u64 {
         self.refill_step(nanos, nanos);
         self.wait_time()
@@ -361,19 +278,6 @@ impl Pools {
 
     /// Takes up to `amount` tokens from the active pool without waiting and
     /// returns how many it took: `min(amount, active)`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 10.0)?;
-    /// pools.refill(100);
-    /// assert_eq!(pools.take_up_to(99), 99);
-    /// assert_eq!(pools.take_up_to(10), 1);
-    /// assert_eq!(pools.take_up_to(1), 0);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn take_up_to(&mut self, amount: u64) -> u64 {
         let taken = amount.min(self.active as u64);
         self.active -= taken as i64;
@@ -384,19 +288,6 @@ impl Pools {
     /// returns the content left, `active + waiting`: the value G2's
     /// `blockAndTake` reports as the op's delay. Returns `None`, changing
     /// nothing, if the active pool holds fewer (G2 would block until a refill).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150); // active 100, waiting 50
-    /// assert_eq!(pools.try_take(60), Some(90));
-    /// assert_eq!(pools.try_take(60), None);
-    /// assert_eq!(pools.active(), 40);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn try_take(&mut self, nanos: u64) -> Option<u64> {
         if nanos > self.active as u64 {
             return None;
@@ -407,56 +298,18 @@ impl Pools {
 
     /// Takes one op's tokens, [`nanos_per_op`](Self::nanos_per_op), if the
     /// active pool holds them: [`try_take`](Self::try_take) of that amount.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// pools.refill(400_000);
-    /// assert!(!pools.can_take_op());
-    /// assert_eq!(pools.try_take_op(), None);
-    /// pools.refill(600_000);
-    /// assert_eq!(pools.try_take_op(), Some(0));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn try_take_op(&mut self) -> Option<u64> {
         self.try_take(self.nanos_per_op())
     }
 
     /// Whether the active pool holds one op's tokens, so that
     /// [`try_take_op`](Self::try_take_op) would succeed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// assert!(!pools.can_take_op());
-    /// pools.refill(1_000_000);
-    /// assert!(pools.can_take_op());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn can_take_op(&self) -> bool {
         self.active >= self.nanos_per_op
     }
 
     /// Empties both pools and returns what they held, `active + waiting`
     /// (G2's `restart`). The sizes are kept.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150);
-    /// assert_eq!(pools.restart(), 150);
-    /// assert_eq!((pools.active(), pools.waiting()), (0, 0));
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn restart(&mut self) -> u64 {
         let held = self.wait_time();
         self.active = 0;
@@ -481,51 +334,17 @@ impl Pools {
     }
 
     /// Tokens the active pool holds now, available to takers.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150);
-    /// assert_eq!(pools.active(), 100);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn active(&self) -> u64 {
         self.active as u64
     }
 
     /// Tokens the waiting pool holds now: the backlog, time that arrived while
     /// the active pool was full.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::Pools;
-    ///
-    /// let mut pools = Pools::with_pool_size(100, 1.0)?;
-    /// pools.refill(150);
-    /// assert_eq!(pools.waiting(), 50);
-    /// # Ok::<(), ratekeeper::pool::PoolError>(())
-    /// ```
     pub fn waiting(&self) -> u64 {
         self.waiting as u64
     }
 
     /// The content of the pools, `active + waiting`: G2's `getWaitTime`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let mut pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// pools.refill(10_000_000);
-    /// assert_eq!(pools.wait_time(), 10_000_000);
-    /// assert_eq!(pools.wait_time(), pools.active() + pools.waiting());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn wait_time(&self) -> u64 {
         // Both non-negative with a sum of at most i64::MAX.
         (self.active + self.waiting) as u64
@@ -533,331 +352,39 @@ impl Pools {
 
     /// The active pool's normal capacity: `max(1 ms, 2 ops)` for a rate, or
     /// the pool size given to [`with_pool_size`](Self::with_pool_size).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(1e6)?, 1.1)?.max_active(), 1_000_000);
-    /// assert_eq!(Pools::new(Rate::new(0.1)?, 1.1)?.max_active(), 20_000_000_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn max_active(&self) -> u64 {
         self.max_active as u64
     }
 
     /// The most the active pool holds with its burst pool:
     /// `floor(max_active * burst_ratio)`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let pools = Pools::new(Rate::new(1000.0)?, 1.1)?;
-    /// assert_eq!(pools.max_over_active(), 2_200_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn max_over_active(&self) -> u64 {
         self.max_over_active as u64
     }
 
     /// The burst pool's size, `max_over_active - max_active`: 0 for a burst
     /// ratio of 1.0, which never recovers a backlog.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(1000.0)?, 1.1)?.burst_pool(), 200_000);
-    /// assert_eq!(Pools::new(Rate::new(1000.0)?, 1.0)?.burst_pool(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn burst_pool(&self) -> u64 {
         (self.max_over_active - self.max_active) as u64
     }
 
     /// One op's tokens, `floor(1e9 / rate)`; 0 for pools made with
     /// [`with_pool_size`](Self::with_pool_size).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(3.0)?, 1.1)?.nanos_per_op(), 333_333_333);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn nanos_per_op(&self) -> u64 {
         self.nanos_per_op as u64
     }
 
     /// The rate the pools are sized for; `None` for pools made with
     /// [`with_pool_size`](Self::with_pool_size) and not re-sized since.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// let rate = Rate::new(1000.0)?;
-    /// assert_eq!(Pools::new(rate, 1.1)?.rate(), Some(rate));
-    /// assert_eq!(Pools::with_pool_size(100, 1.1)?.rate(), None);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn rate(&self) -> Option<Rate> {
         self.rate
     }
 
     /// The burst ratio the pools are sized for.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ratekeeper::{Pools, Rate};
-    ///
-    /// assert_eq!(Pools::new(Rate::new(1000.0)?, 1.5)?.burst_ratio(), 1.5);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn burst_ratio(&self) -> f64 {
         self.burst_ratio
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rate(r: f64) -> Rate {
-        Rate::new(r).unwrap()
-    }
-
-    /// (returns, active, waiting) after a refill.
-    fn refill(p: &mut Pools, n: u64) -> (u64, u64, u64) {
-        let r = p.refill(n);
-        (r, p.active(), p.waiting())
-    }
-
-    #[test]
-    fn t_p_1_backfill_full_rate_eb() {
-        let mut p = Pools::with_pool_size(100, 1.1).unwrap();
-        assert_eq!(p.burst_pool(), 10);
-        assert_eq!(refill(&mut p, 100), (100, 100, 0));
-        assert_eq!(refill(&mut p, 100), (200, 110, 90));
-        assert_eq!(refill(&mut p, 10), (210, 110, 100));
-        assert_eq!(refill(&mut p, 10), (220, 110, 110));
-        assert_eq!(p.take_up_to(100), 100);
-        assert_eq!((p.active(), p.waiting()), (10, 110));
-    }
-
-    #[test]
-    fn t_p_1_backfill_full_rate_nb() {
-        let mut p = Pools::new(rate(1e7), 1.1).unwrap();
-        assert_eq!(refill(&mut p, 1_000_000), (1_000_000, 1_000_000, 0));
-        assert_eq!(refill(&mut p, 100), (1_000_100, 1_000_010, 90));
-        // floor(1e-5 * 1e5) must be 1: exactly 1.0 in f64.
-        assert_eq!(refill(&mut p, 10), (1_000_110, 1_000_011, 99));
-        assert_eq!(refill(&mut p, 10), (1_000_120, 1_000_012, 108));
-        assert_eq!(p.take_up_to(100), 100);
-    }
-
-    #[test]
-    fn t_p_2_take_ranges() {
-        for mut p in [
-            Pools::with_pool_size(100, 10.0).unwrap(),
-            Pools::new(rate(100.0), 10.0).unwrap(),
-        ] {
-            assert_eq!(p.refill(100), 100);
-            assert_eq!(p.take_up_to(99), 99);
-            assert_eq!(p.take_up_to(10), 1);
-            assert_eq!(p.take_up_to(1), 0);
-        }
-        assert_eq!(
-            Pools::new(rate(100.0), 10.0).unwrap().max_active(),
-            20_000_000
-        );
-    }
-
-    #[test]
-    fn t_p_3_changed_parameters_keep_the_pools() {
-        let mut p = Pools::new(rate(1000.0), 1.1).unwrap();
-        assert_eq!(
-            refill(&mut p, 10_000_000),
-            (10_000_000, 2_200_000, 7_800_000)
-        );
-        p.apply(rate(1e6), 1.1).unwrap();
-        assert_eq!(p.nanos_per_op(), 1000);
-        assert_eq!(p.max_active(), 1_000_000);
-        assert_eq!(p.max_over_active(), 1_100_000);
-        assert_eq!(p.wait_time(), 10_000_000);
-        // The shrink leaves excess that the next refill moves back.
-        assert_eq!(
-            refill(&mut p, 1_000_000),
-            (11_000_000, 1_100_000, 9_900_000)
-        );
-        assert_eq!(p.try_take_op(), Some(10_999_000));
-    }
-
-    #[test]
-    fn a_zero_refill_also_moves_the_excess_back() {
-        let mut p = Pools::new(rate(1000.0), 1.1).unwrap();
-        p.refill(10_000_000);
-        p.apply(rate(1e6), 1.1).unwrap();
-        assert_eq!(refill(&mut p, 0), (10_000_000, 1_100_000, 8_900_000));
-    }
-
-    #[test]
-    fn burst_one_never_recovers_the_backlog() {
-        let mut p = Pools::new(rate(1000.0), 1.0).unwrap();
-        p.refill(11_000_000);
-        assert_eq!((p.active(), p.waiting()), (2_000_000, 9_000_000));
-        for _ in 0..100 {
-            while p.try_take_op().is_some() {}
-            p.refill(1_000_000);
-            assert_eq!(p.waiting(), 9_000_000);
-        }
-    }
-
-    #[test]
-    fn sizing_rule() {
-        let cases = [
-            // rate, burst, nanos_per_op, max_active, max_over_active
-            (0.1, 1.1, 10_000_000_000, 20_000_000_000, 22_000_000_000),
-            (1000.0, 1.0, 1_000_000, 2_000_000, 2_000_000),
-            (1e6, 2.0, 1000, 1_000_000, 2_000_000),
-            (5e8, 2.0, 2, 1_000_000, 2_000_000),
-            (1e9, 1.1, 1, 1_000_000, 1_100_000),
-        ];
-        for (r, b, npo, max_active, max_over) in cases {
-            let p = Pools::new(rate(r), b).unwrap();
-            assert_eq!(
-                (p.nanos_per_op(), p.max_active(), p.max_over_active()),
-                (npo, max_active, max_over),
-                "rate {r}, burst {b}"
-            );
-            assert_eq!(p.burst_pool(), max_over - max_active);
-        }
-    }
-
-    #[test]
-    fn extreme_sizes_saturate_like_java() {
-        // The slowest rate: 2^62 ns per op, 2 ops = 2^63 saturates to i64::MAX.
-        let slow = rate(1e9 / (1u64 << 62) as f64);
-        let p = Pools::new(slow, 1.0).unwrap();
-        assert_eq!(p.nanos_per_op(), 1 << 62);
-        assert_eq!(p.max_active(), MAX_POOL_NANOS);
-        let p = Pools::new(slow, 1e300).unwrap();
-        assert_eq!(p.max_over_active(), MAX_POOL_NANOS);
-        assert_eq!(p.burst_pool(), 0);
-        // A huge burst ratio saturates max_over_active.
-        let p = Pools::new(rate(1000.0), f64::MAX).unwrap();
-        assert_eq!(p.max_over_active(), MAX_POOL_NANOS);
-    }
-
-    #[test]
-    fn max_over_active_never_below_max_active() {
-        // 2^53 + 1 is not an f64: the product rounds down to 2^53.
-        let p = Pools::with_pool_size((1 << 53) + 1, 1.0).unwrap();
-        assert_eq!(p.max_over_active(), p.max_active());
-        assert_eq!(p.burst_pool(), 0);
-        let mut p = Pools::with_pool_size(MAX_POOL_NANOS, 2.0).unwrap();
-        assert_eq!(p.max_over_active(), MAX_POOL_NANOS);
-        assert_eq!(p.refill(u64::MAX), MAX_POOL_NANOS);
-        assert_eq!(p.active(), MAX_POOL_NANOS);
-    }
-
-    #[test]
-    fn refill_saturates_the_content() {
-        let mut p = Pools::new(rate(1000.0), 1.1).unwrap();
-        assert_eq!(p.refill(u64::MAX), MAX_POOL_NANOS);
-        assert_eq!(p.active(), 2_200_000);
-        assert_eq!(p.waiting(), MAX_POOL_NANOS - 2_200_000);
-        assert_eq!(p.refill(u64::MAX), MAX_POOL_NANOS);
-        assert_eq!(p.take_up_to(u64::MAX), 2_200_000);
-        // Room for exactly the tokens taken.
-        assert_eq!(p.refill(u64::MAX), MAX_POOL_NANOS);
-        assert_eq!(p.active(), 2_200_000);
-        assert_eq!(p.restart(), MAX_POOL_NANOS);
-        assert_eq!(p.wait_time(), 0);
-    }
-
-    #[test]
-    fn try_take_changes_nothing_when_short() {
-        let mut p = Pools::new(rate(1000.0), 1.1).unwrap();
-        p.refill(999_999);
-        let before = p.clone();
-        assert_eq!(p.try_take_op(), None);
-        assert_eq!(p.try_take(u64::MAX), None);
-        assert_eq!(p, before);
-    }
-
-    #[test]
-    fn pool_size_form_takes_zero_per_op() {
-        let mut p = Pools::with_pool_size(100, 1.1).unwrap();
-        assert!(p.can_take_op());
-        assert_eq!(p.try_take_op(), Some(0));
-        p.refill(50);
-        assert_eq!(p.try_take_op(), Some(50));
-    }
-
-    #[test]
-    fn bad_burst_ratios_are_errors() {
-        for b in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            let e = Pools::new(rate(1000.0), b).unwrap_err();
-            assert!(matches!(e, PoolError::BurstNotFinite(_)), "{b}");
-            assert!(Pools::with_pool_size(100, b).is_err());
-        }
-        for b in [0.999_999, 0.0, -0.0, -1.0] {
-            assert_eq!(
-                Pools::new(rate(1000.0), b),
-                Err(PoolError::BurstBelowOne(b))
-            );
-            assert_eq!(
-                Pools::with_pool_size(100, b),
-                Err(PoolError::BurstBelowOne(b))
-            );
-        }
-        assert_eq!(
-            PoolError::BurstNotFinite(f64::NAN).to_string(),
-            "burst ratio must be finite, got NaN"
-        );
-    }
-
-    #[test]
-    fn bad_rates_and_sizes_are_errors() {
-        assert_eq!(
-            Pools::new(rate(2e9), 1.1),
-            Err(PoolError::Rate(RateError::TooFast(2e9)))
-        );
-        assert_eq!(
-            Pools::new(rate(1e-12), 1.1),
-            Err(PoolError::Rate(RateError::TooSlow(1e-12)))
-        );
-        // Transparent: the rate error's own message, naming the value.
-        assert_eq!(
-            PoolError::from(RateError::TooFast(2e9)).to_string(),
-            RateError::TooFast(2e9).to_string()
-        );
-        assert_eq!(Pools::with_pool_size(0, 1.1), Err(PoolError::PoolSize(0)));
-        assert_eq!(
-            Pools::with_pool_size(u64::MAX, 1.1),
-            Err(PoolError::PoolSize(u64::MAX))
-        );
-        assert_eq!(
-            PoolError::PoolSize(0).to_string(),
-            "pool size must be between 1 and 2^63 - 1 ns, got 0"
-        );
-    }
-
-    #[test]
-    fn a_failed_apply_changes_nothing() {
-        let mut p = Pools::new(rate(1000.0), 1.1).unwrap();
-        p.refill(3_000_000);
-        let before = p.clone();
-        assert!(p.apply(rate(1e6), f64::NAN).is_err());
-        assert!(p.apply(rate(2e9), 1.1).is_err());
-        assert_eq!(p, before);
-    }
-}
+mod tests;

@@ -12,10 +12,6 @@
 //! replays Guava's own tests, or reads Guava-shaped settings, uses these
 //! extension traits to pass them through unchanged.
 //!
-//! Until the deprecated inherent methods of the same names are removed, call
-//! these through the trait (`GuavaTimeouts::try_acquire_micros(&limiter, …)`):
-//! method syntax picks the inherent one.
-//!
 //! # Examples
 //!
 //! ```

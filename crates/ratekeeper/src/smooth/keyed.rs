@@ -1,21 +1,17 @@
-//! Guava's smooth limiters over one key's compact state, for
-//! [`Keyed`](crate::keyed::Keyed): the two numbers a reservation changes
-//! (`storedPermits`, `nextFreeTicketMicros`) in one 128-bit word, as the
-//! in-memory limiters keep them, decided by the same [`State`] arithmetic
-//! and the same try rule. The rate's parameters (interval, maximum, the
-//! warm-up slope) are the map's.
+//! [`SmoothRule`]: Guava's smooth limiters per key, for
+//! [`Keyed`](crate::keyed::Keyed).
 //!
-//! Times are ticks of the map's clock reading (whole microseconds at
-//! Guava's resolution), counted from the clock's origin: where the
-//! in-memory limiter counts whole microseconds from its own creation, a
-//! key counts them from the clock's, so the microsecond grid's phase may
-//! differ by under 1 µs from that of a limiter created at the key's first
-//! request.
+//! A key's cell is the 128-bit word the in-memory limiters keep
+//! (`stored_permits`, `next_free`), decided by the same
+//! [`decide_on`](super::decision::decide_on); the rate's parameters are the
+//! map's. A key counts ticks from the clock's origin, where an in-memory
+//! limiter counts them from its creation, so the microsecond grid's phase
+//! may differ by under 1 µs from that of a limiter created at the key's
+//! first request.
 
 use std::time::Duration;
 
-use super::{grant_at, pack, step, unpack, with_max_wait, Kind, Smooth, State};
-use crate::clock::Clock;
+use super::decision::{decide_on, pack, unpack, with_max_wait, State};
 use crate::grant::{AcquireError, Grant};
 use crate::limiter::Recovery;
 use crate::store::Rule;
@@ -25,69 +21,18 @@ use crate::sync::{AtomicU128, Ordering};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SmoothRule {
     params: State,
-    /// A new limiter's stored permits: none (bursty), or all of them
-    /// (warming up: it starts cold).
-    fresh_stored: f64,
-}
-
-impl<C: Clock> Smooth<C> {
-    /// The per-key rule of this limiter's rate.
-    pub(super) fn keyed_rule(&self) -> SmoothRule {
-        let params = self.snapshot();
-        SmoothRule {
-            params,
-            fresh_stored: fresh_stored(&params),
-        }
-    }
-
-    /// [`RateLimiter::recovery`](crate::RateLimiter::recovery) of the
-    /// limiter: [`recovery_of`] its state now.
-    pub(super) fn recovery(&self) -> Recovery {
-        let st = self.snapshot();
-        let (_, now) = self.read();
-        recovery_of(st, now)
-    }
-}
-
-/// What a new limiter of `st`'s rate stores: nothing (bursty), or all it
-/// can (warming up: Guava starts it cold).
-fn fresh_stored(st: &State) -> f64 {
-    match st.kind {
-        Kind::Bursty { .. } => 0.0,
-        Kind::WarmingUp { .. } => st.max_permits,
-    }
-}
-
-/// How the state `st` compares at `now` (ticks on its timeline) with a new
-/// limiter's of its rate: in debt while a reservation is owed; else, once
-/// resynced, fresh if it stores what a new one does, and credit otherwise
-/// (a bursty limiter's stored permits go at once; a warming-up one stored
-/// below its maximum is warmer, so faster, than a new cold one).
-fn recovery_of(mut st: State, now: i64) -> Recovery {
-    if st.next_free > now {
-        let ticks = (st.next_free - now) as u64;
-        return Recovery::Debt {
-            nanos: st.res.nanos(ticks).max(1),
-        };
-    }
-    st.resync(now);
-    if st.stored_permits.to_bits() == fresh_stored(&st).to_bits() {
-        Recovery::Fresh
-    } else {
-        Recovery::Credit
-    }
 }
 
 impl SmoothRule {
+    /// The rule of `params`' rate (their stored permits and time unused).
+    pub(super) fn new(params: State) -> SmoothRule {
+        SmoothRule { params }
+    }
+
     /// Ticks of the clock reading `nanos`, from the clock's origin.
     #[inline]
     fn ticks(&self, nanos: u64) -> i64 {
         i64::try_from(self.params.res.ticks(nanos)).unwrap_or(i64::MAX)
-    }
-
-    #[inline]
-    fn state(&self, word: u128) -> State {
-        unpack(&self.params, word)
     }
 }
 
@@ -96,7 +41,7 @@ impl Rule for SmoothRule {
     type Cell = AtomicU128;
 
     fn fresh(&self, now: u64) -> AtomicU128 {
-        AtomicU128::new(pack(self.fresh_stored, self.ticks(now)))
+        AtomicU128::new(pack(self.params.fresh_stored(), self.ticks(now)))
     }
 
     #[inline(always)]
@@ -110,34 +55,32 @@ impl Rule for SmoothRule {
         if permits == 0 {
             return Err(AcquireError::ZeroPermits);
         }
-        let res = self.params.res;
         let now = self.ticks(now_nanos);
         let max = max_wait.map(Duration::from_nanos);
-        let timeout = max.map(|d| res.duration_ticks(d));
+        let timeout = max.map(|d| self.params.res.duration_ticks(d));
         // Ordering: Acquire, so this decision follows the grant that wrote
         // the state (the limiter's chain of grants).
-        let mut word = cell.load(Ordering::Acquire);
-        loop {
-            let (moment, next) = step(self.state(word), permits, timeout, now)
-                .map_err(|e| max.map_or(e, |max| with_max_wait(e, max)))?;
-            if next != word {
-                // Ordering: AcqRel on success (publishes this grant, follows
-                // the one it replaces); Acquire on failure, to decide again
-                // on the winner's state.
-                if let Err(actual) =
-                    cell.compare_exchange_weak(word, next, Ordering::AcqRel, Ordering::Acquire)
-                {
-                    word = actual;
-                    continue;
-                }
-            }
-            return Ok(grant_at(res, now_nanos, now, moment, permits));
+        let word = cell.load(Ordering::Acquire);
+        // A key's word is never retired: every word is live.
+        let decided = decide_on(
+            cell,
+            &self.params,
+            word,
+            permits,
+            timeout,
+            || (now_nanos, now),
+            |_| true,
+        );
+        match decided {
+            Some(Ok((grant, _))) => Ok(grant),
+            Some(Err(e)) => Err(max.map_or(e, |max| with_max_wait(e, max))),
+            None => unreachable!("every word is live"),
         }
     }
 
     fn recovery(&self, cell: &AtomicU128, now_nanos: u64) -> Recovery {
         // Ordering: Acquire; the latest grant's state (a snapshot).
-        let st = self.state(cell.load(Ordering::Acquire));
-        recovery_of(st, self.ticks(now_nanos))
+        let st = unpack(&self.params, cell.load(Ordering::Acquire));
+        st.recovery(self.ticks(now_nanos))
     }
 }

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::compat::{GuavaTimeouts, GuavaWarmup};
+use super::limiter::Smooth;
 use super::*;
-use crate::clock::ManualClock;
+use crate::clock::{Clock, ManualClock};
+use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 
 const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000_000_000;
