@@ -117,7 +117,7 @@ impl fmt::Display for LimiterConfig {
     }
 }
 
-pub(super) use crate::error::fmt_duration;
+use crate::error::fmt_duration;
 
 fn fmt_filling(filling: Filling) -> String {
     match filling {
