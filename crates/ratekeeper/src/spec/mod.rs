@@ -160,19 +160,21 @@ use core::str::FromStr;
 
 use crate::rate::Rate;
 
+mod burst;
 mod error;
 mod parse;
-
-use parse::{check_burst, parse_spec};
 #[cfg(test)]
 mod tests;
 mod words;
+
+pub use burst::BurstRatio;
 
 pub use error::{SpecError, SpecErrorKind};
 pub use words::{Scope, Verb};
 
 /// The burst ratio of a spec that does not give one: bursts of up to 10 % above
-/// the rate while a limiter catches up.
+/// the rate while a limiter catches up. [`BurstRatio::DEFAULT`] is this value,
+/// validated.
 pub const DEFAULT_BURST_RATIO: f64 = 1.1;
 
 /// A parsed rate limit: rate, burst ratio, [`Verb`] and [`Scope`].
@@ -210,7 +212,7 @@ pub const DEFAULT_BURST_RATIO: f64 = 1.1;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateSpec {
     rate: Rate,
-    burst_ratio: f64,
+    burst: BurstRatio,
     verb: Verb,
     scope: Scope,
 }
@@ -236,7 +238,7 @@ impl RateSpec {
     pub const fn new(rate: Rate) -> RateSpec {
         RateSpec {
             rate,
-            burst_ratio: DEFAULT_BURST_RATIO,
+            burst: BurstRatio::DEFAULT,
             verb: Verb::Start,
             scope: Scope::Activity,
         }
@@ -263,13 +265,51 @@ impl RateSpec {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_burst_ratio(self, burst_ratio: f64) -> Result<RateSpec, SpecError> {
-        match check_burst(burst_ratio) {
-            Ok(()) => Ok(RateSpec {
-                burst_ratio,
-                ..self
-            }),
-            Err(kind) => Err(SpecError::new(kind, None, burst_ratio.to_string())),
-        }
+        BurstRatio::new(burst_ratio).map(|burst| self.with_burst(burst))
+    }
+
+    /// The same spec with another burst ratio, already validated; cannot
+    /// fail.
+    ///
+    /// ```
+    /// use ratekeeper::{BurstRatio, Rate, RateSpec};
+    ///
+    /// let spec = RateSpec::new(Rate::new(1000.0)?).with_burst(BurstRatio::new(1.5)?);
+    /// assert_eq!(spec.burst(), BurstRatio::new(1.5)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const fn with_burst(self, burst: BurstRatio) -> RateSpec {
+        RateSpec { burst, ..self }
+    }
+
+    /// The spec whose first field is `rate`, already read, and whose later
+    /// fields (burst ratio, verb, scope) are the text `rest`: what parsing
+    /// `"RATE,rest"` gives, without writing the rate out as text. For a
+    /// front end that reads the rate in a grammar of its own (a command
+    /// line's `100/min` or `1MiB`) and leaves the other fields to this one.
+    /// O(`rest.len()`).
+    ///
+    /// # Errors
+    ///
+    /// As [`str::parse`] for the fields of `rest`, numbered from 2 (the rate
+    /// is field 1): [`SpecErrorKind::TooManyFields`],
+    /// [`SpecErrorKind::EmptyField`] (an empty `rest` is an empty field 2),
+    /// the burst ratio's kinds and the words'.
+    ///
+    /// ```
+    /// use ratekeeper::{Rate, RateSpec, Scope, SpecErrorKind};
+    ///
+    /// let rate = Rate::new(1e-3)?;
+    /// let spec = RateSpec::parse_after_rate(rate, "1.5,thread")?;
+    /// assert_eq!(spec, "0.001,1.5,thread".parse()?);
+    /// assert_eq!(spec.scope(), Scope::Thread);
+    ///
+    /// let err = RateSpec::parse_after_rate(rate, "0.5").unwrap_err();
+    /// assert_eq!((err.kind(), err.field()), (SpecErrorKind::BurstBelowOne, Some(2)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn parse_after_rate(rate: Rate, rest: &str) -> Result<RateSpec, SpecError> {
+        parse::parse_after_rate(rate, rest)
     }
 
     /// The same spec with another verb. Unlike nosqlbench 4's `with*` helpers,
@@ -291,7 +331,12 @@ impl RateSpec {
     /// The burst ratio: finite and at least `1.0`. A limiter that is behind its
     /// schedule may run at up to `rate × burst_ratio` while it catches up.
     pub const fn burst_ratio(&self) -> f64 {
-        self.burst_ratio
+        self.burst.get()
+    }
+
+    /// The burst ratio as the validated [`BurstRatio`].
+    pub const fn burst(&self) -> BurstRatio {
+        self.burst
     }
 
     /// What applying this spec does to a limiter's run state.
@@ -311,7 +356,7 @@ impl FromStr for RateSpec {
     /// Parses nosqlbench's rate spec grammar (see the
     /// [module documentation](self)).
     fn from_str(s: &str) -> Result<RateSpec, SpecError> {
-        parse_spec(s)
+        parse::parse_spec(s)
     }
 }
 
@@ -324,7 +369,7 @@ impl fmt::Display for RateSpec {
             f,
             "{},{},{},{}",
             self.rate.get(),
-            self.burst_ratio,
+            self.burst,
             self.verb.as_str(),
             self.scope.as_str()
         )

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::error::{SpecError, SpecErrorKind};
 use super::words::{Scope, Verb};
-use super::RateSpec;
+use super::{BurstRatio, RateSpec};
 use crate::rate::{Rate, RateError};
 
 /// The most fields a spec may have: rate, burst ratio, verb and scope.
@@ -15,26 +15,17 @@ const MAX_FIELDS: usize = 4;
 /// The field separators.
 const SEPARATORS: [char; 3] = [',', ':', ';'];
 
+/// [`RateSpec::from_str`](core::str::FromStr::from_str): checks in the
+/// order the [module docs](super#errors) give. O(`s.len()`).
 pub(super) fn parse_spec(s: &str) -> Result<RateSpec, SpecError> {
-    // Split, checking the field count before anything else.
-    let mut fields = [""; MAX_FIELDS];
-    let mut count = 0;
-    for (i, field) in s.split(SEPARATORS).enumerate() {
-        if i == MAX_FIELDS {
-            return Err(SpecError::at(SpecErrorKind::TooManyFields, i + 1, field));
-        }
-        fields[i] = field;
-        count = i + 1;
-    }
+    let (fields, count) = split(s.split(SEPARATORS))?;
     let fields = &fields[..count];
 
     // Empty fields: the rate first (this covers empty input), then the rest.
     if fields[0].is_empty() {
         return Err(SpecError::at(SpecErrorKind::UnparsableRate, 1, ""));
     }
-    if let Some(i) = fields.iter().position(|f| f.is_empty()) {
-        return Err(SpecError::at(SpecErrorKind::EmptyField, i + 1, ""));
-    }
+    check_empty(fields)?;
 
     // Field 1: the rate.
     let value = parse_rate_number(fields[0]).map_err(|kind| SpecError::at(kind, 1, fields[0]))?;
@@ -45,14 +36,51 @@ pub(super) fn parse_spec(s: &str) -> Result<RateSpec, SpecError> {
         };
         SpecError::at(kind, 1, fields[0])
     })?;
-    let mut spec = RateSpec::new(rate);
+    after_rate(RateSpec::new(rate), fields)
+}
 
+/// [`RateSpec::parse_after_rate`]: `rest` holds fields 2 onwards.
+pub(super) fn parse_after_rate(rate: Rate, rest: &str) -> Result<RateSpec, SpecError> {
+    // Field 1, the rate, is given: a stand-in keeps the numbering.
+    let (fields, count) = split(core::iter::once("").chain(rest.split(SEPARATORS)))?;
+    let fields = &fields[..count];
+    check_empty(fields)?;
+    after_rate(RateSpec::new(rate), fields)
+}
+
+/// The fields, checking their count before anything else.
+fn split<'a>(
+    fields: impl Iterator<Item = &'a str>,
+) -> Result<([&'a str; MAX_FIELDS], usize), SpecError> {
+    let mut all = [""; MAX_FIELDS];
+    let mut count = 0;
+    for (i, field) in fields.enumerate() {
+        if i == MAX_FIELDS {
+            return Err(SpecError::at(SpecErrorKind::TooManyFields, i + 1, field));
+        }
+        all[i] = field;
+        count = i + 1;
+    }
+    Ok((all, count))
+}
+
+/// The first empty field after the rate, if any.
+fn check_empty(fields: &[&str]) -> Result<(), SpecError> {
+    match fields.iter().skip(1).position(|f| f.is_empty()) {
+        Some(i) => Err(SpecError::at(SpecErrorKind::EmptyField, i + 2, "")),
+        None => Ok(()),
+    }
+}
+
+/// Fields 2 onwards of `fields` applied to `spec`: the burst ratio if
+/// field 2 is a number, then the words.
+fn after_rate(mut spec: RateSpec, fields: &[&str]) -> Result<RateSpec, SpecError> {
     // Field 2: the burst ratio, if it looks like a number.
     let mut first_word = 1;
     if let Some(field) = fields.get(1) {
         if let Some(burst) = parse_burst_number(field) {
-            check_burst(burst).map_err(|kind| SpecError::at(kind, 2, field))?;
-            spec.burst_ratio = burst;
+            let burst = BurstRatio::new(burst).map_err(|e| SpecError::at(e.kind(), 2, field))?;
+            spec = spec.with_burst(burst);
             first_word = 2;
         }
     }
@@ -71,19 +99,9 @@ pub(super) fn parse_spec(s: &str) -> Result<RateSpec, SpecError> {
             return Err(SpecError::at(SpecErrorKind::DuplicateWord, i + 1, word));
         }
     }
-    spec.verb = verb.unwrap_or_default();
-    spec.scope = scope.unwrap_or_default();
-    Ok(spec)
-}
-
-pub(super) fn check_burst(burst: f64) -> Result<(), SpecErrorKind> {
-    if !burst.is_finite() {
-        Err(SpecErrorKind::BurstNotFinite)
-    } else if burst < 1.0 {
-        Err(SpecErrorKind::BurstBelowOne)
-    } else {
-        Ok(())
-    }
+    Ok(spec
+        .with_verb(verb.unwrap_or_default())
+        .with_scope(scope.unwrap_or_default()))
 }
 
 /// Field 2 as a burst ratio: after trimming characters <= U+0020 (Java's
