@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use ratekeeper::config::{Access, KindConfig, LimiterConfig};
+use ratekeeper::pacer::Strictness;
 use ratekeeper::pool::Filling;
 use ratekeeper::refill::{CycleConfig, RefillConfig};
-use ratekeeper::{Rate, WaitPolicy};
+use ratekeeper::{BurstRatio, Rate, WaitPolicy};
 
 /// Pieces of the grammar's alphabet, weighted towards the tricky ones.
 fn grammar_piece() -> impl Strategy<Value = String> {
@@ -143,12 +144,14 @@ fn cycle() -> impl Strategy<Value = Option<CycleConfig>> {
 
 fn kind() -> impl Strategy<Value = Option<KindConfig>> {
     prop_oneof![
-        (rate(), 0.0f64..10.0)
-            .prop_map(|(rate, strictness)| Some(KindConfig::Pacer { rate, strictness })),
+        (rate(), 0.0f64..10.0).prop_map(|(rate, strictness)| Some(KindConfig::Pacer {
+            rate,
+            strictness: Strictness::new(strictness).ok()?
+        })),
         (rate(), 1.0f64..10.0, filling()).prop_map(|(rate, burst_ratio, filling)| Some(
             KindConfig::Pool {
                 rate,
-                burst_ratio,
+                burst_ratio: BurstRatio::new(burst_ratio).ok()?,
                 filling
             }
         )),
