@@ -34,7 +34,7 @@ use ratekeeper::{BurstRatio, DefaultClock, Pacer, Rate, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::parse_strictness;
-use crate::flags::rate::{parse_rate, parse_rate_spec, Counting};
+use crate::flags::rate::{parse_rate, parse_rate_spec, spec_after_rate, Counting};
 use crate::flags::redis::RedisArgs;
 use crate::run::interrupt::Interrupt;
 use crate::shared::{self, Shared};
@@ -166,16 +166,8 @@ fn bytes_spec(s: &str) -> Result<RateSpec, String> {
     Schedule::bytes(per_second)
         .pacer_rate(per_second)
         .map_err(|e| e.to_string())?;
-    // The other fields as any rate spec has them, read after a stand-in.
-    let others = parse_rate_spec(
-        &rest.map_or_else(|| "1".to_owned(), |r| format!("1,{r}")),
-        Counting::Bytes,
-    )?;
-    Ok(RateSpec::new(rate)
-        .with_burst_ratio(others.burst_ratio())
-        .map_err(|e| e.to_string())?
-        .with_verb(others.verb())
-        .with_scope(others.scope()))
+    // The other fields as any rate spec has them.
+    spec_after_rate(rate, rest)
 }
 
 /// The spec, if pipe takes it with the other options.
