@@ -23,7 +23,7 @@ use crate::error::UsageError;
 const R4J: &str = "Resilience4j options (refill, cycle)";
 
 /// How long `--precise` spins before each op's ready time (after sleeping
-/// until then): longer than a sleep's typical overshoot (~85 µs on Linux).
+/// until then): longer than a sleep's typical overshoot.
 pub const PRECISE_SPIN: Duration = Duration::from_micros(150);
 
 /// Which rate limiter (`--limiter`).

@@ -30,11 +30,9 @@ use crate::report::{duration_nanos, fmt_nanos, fmt_rate};
 pub(super) const BELOW_TARGET_TOLERANCE: f64 = 0.01;
 
 /// How far behind a run must also be to be warned about: a busy machine can
-/// keep a thread off the CPU for tens of milliseconds at a time (measured
-/// here: a 50 ms count run on 2 cores beside 2 CPU-bound processes and a
-/// parallel test run ended up to 43 ms behind, its last op woken late), so
-/// a short run can be far more than 1 % behind once without being
-/// overloaded. Runs of 10 s and more are held to the 1 % alone.
+/// keep a thread off the CPU for tens of milliseconds at a time, so a short
+/// run can be far more than 1 % behind once without being overloaded. Runs
+/// of 10 s and more are held to the 1 % alone.
 pub(super) const BEHIND_FLOOR: Duration = Duration::from_millis(100);
 
 /// How far behind the target schedule, in nanoseconds, a run is that did

@@ -37,8 +37,9 @@ impl FromStr for LimiterKind {
 impl FromStr for LimiterConfig {
     type Err = ConfigError;
 
-    /// Parses `KIND:ARGS` (see the [module docs](super)) and
-    /// [validates](LimiterConfig::validate) the result.
+    /// Parses `KIND:ARGS` (see the [module docs](super)), reading each
+    /// field once into its type, and [validates](LimiterConfig::validate)
+    /// the result. O(`s.len()`).
     fn from_str(s: &str) -> Result<LimiterConfig, ConfigError> {
         let (kind, args) = s.trim().split_once(':').ok_or(LimiterConfigError::NoKind)?;
         let kind: LimiterKind = kind.parse()?;
