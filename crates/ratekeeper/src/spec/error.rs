@@ -58,8 +58,9 @@ impl SpecError {
 
     /// The 1-based number of the offending field of the spec. `None` when the
     /// error did not come from parsing a whole spec
-    /// ([`RateSpec::with_burst_ratio`](super::RateSpec::with_burst_ratio), [`Verb::from_str`](super::Verb::from_str),
-    /// [`Scope::from_str`](super::Scope::from_str)).
+    /// ([`BurstRatio::new`](super::BurstRatio::new),
+    /// [`RateSpec::with_burst_ratio`](super::RateSpec::with_burst_ratio), or
+    /// parsing a lone [`Verb`](super::Verb) or [`Scope`](super::Scope)).
     pub fn field(&self) -> Option<usize> {
         self.field
     }
