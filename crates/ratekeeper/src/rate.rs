@@ -40,7 +40,7 @@ impl serde::Serialize for Rate {
 }
 
 impl Rate {
-    /// Validates `ops_per_second`.
+    /// Validates `ops_per_second`. O(1).
     ///
     /// # Errors
     ///
@@ -75,7 +75,8 @@ impl Rate {
     }
 
     /// One operation's share of the schedule: `floor(1e9 / rate)` nanoseconds,
-    /// exactly as nosqlbench computes `(long)(1e9 / opsPerSec)`.
+    /// exactly as nosqlbench computes `(long)(1e9 / opsPerSec)`. O(1): one
+    /// division.
     ///
     /// # Errors
     ///

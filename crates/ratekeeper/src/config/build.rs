@@ -24,7 +24,10 @@ use crate::wait::WaitPolicy;
 const NAME: &str = "config";
 
 impl LimiterConfig {
-    /// Builds the limiter on `clock`, started (its time starts now).
+    /// Builds the limiter on `clock`, started (its time starts now); its
+    /// builder refuses what [`validate`](Self::validate) refuses. O(1), and
+    /// O(shards) for a sharded pacer; a pool with [`Filling::Thread`]
+    /// starts its filler thread.
     ///
     /// # Errors
     ///
@@ -98,7 +101,7 @@ impl LimiterConfig {
 
     /// Builds `n` limiters on clones of `clock` (each started) and hands
     /// them to `visitor` as a slice of one concrete type, each reached as
-    /// the configuration's [`Access`] says. A visitor's loop is thereby
+    /// the configuration's [`Access`] says: O(n) builds. A visitor's loop is thereby
     /// compiled for each limiter type and access, and keeps the limiter's
     /// inlining, where a loop over [`AnyLimiter`] would match on every call.
     ///

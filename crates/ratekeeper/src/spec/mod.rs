@@ -354,7 +354,7 @@ impl FromStr for RateSpec {
     type Err = SpecError;
 
     /// Parses nosqlbench's rate spec grammar (see the
-    /// [module documentation](self)).
+    /// [module documentation](self)). O(`s.len()`).
     fn from_str(s: &str) -> Result<RateSpec, SpecError> {
         parse::parse_spec(s)
     }
