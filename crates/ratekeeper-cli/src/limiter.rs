@@ -101,10 +101,10 @@ impl LimiterFields {
             |rate: ratekeeper::Rate| Some(resolution_name(Resolution::for_rate(rate.get())));
         match config.kind() {
             KindConfig::Pacer { strictness, .. } => {
-                f.strictness = Some(strictness);
+                f.strictness = Some(strictness.get());
                 f.strictness_mode = Some(strictness_mode_name(strictness));
             }
-            KindConfig::Pool { burst_ratio, .. } => f.burst_ratio = Some(burst_ratio),
+            KindConfig::Pool { burst_ratio, .. } => f.burst_ratio = Some(burst_ratio.get()),
             KindConfig::Bursty {
                 rate,
                 max_burst_seconds,
@@ -141,13 +141,12 @@ impl LimiterFields {
 
 /// The JSON name of a pacer strictness's mode: "average",
 /// "burst_compensation", "strict" or "burst_ratio".
-pub fn strictness_mode_name(s: f64) -> &'static str {
-    match Strictness::new(s).map(Strictness::mode) {
-        Ok(StrictnessMode::Average) => "average",
-        Ok(StrictnessMode::Compensate { .. }) => "burst_compensation",
-        Ok(StrictnessMode::Strict) => "strict",
-        Ok(StrictnessMode::Burst(_)) => "burst_ratio",
-        Err(_) => "invalid",
+pub fn strictness_mode_name(s: Strictness) -> &'static str {
+    match s.mode() {
+        StrictnessMode::Average => "average",
+        StrictnessMode::Compensate { .. } => "burst_compensation",
+        StrictnessMode::Strict => "strict",
+        StrictnessMode::Burst(_) => "burst_ratio",
     }
 }
 
@@ -167,6 +166,7 @@ mod tests {
 
     #[test]
     fn strictness_modes_are_named() {
+        let strictness_mode_name = |s| strictness_mode_name(Strictness::new(s).unwrap());
         assert_eq!(strictness_mode_name(0.0), "average");
         assert_eq!(strictness_mode_name(0.5), "burst_compensation");
         assert_eq!(strictness_mode_name(1.0), "strict");

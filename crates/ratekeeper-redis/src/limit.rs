@@ -64,7 +64,8 @@ impl SharedLimit {
     pub fn from_config(config: &LimiterConfig) -> Result<SharedLimit, ConfigError> {
         config.validate()?;
         match config.kind() {
-            KindConfig::Pacer { rate, strictness } => SharedLimit::pacer(rate, strictness),
+            // Both already validated: the types, and the rate by `validate`.
+            KindConfig::Pacer { rate, strictness } => Ok(SharedLimit::Pacer { rate, strictness }),
             KindConfig::Refill(c) => Ok(SharedLimit::Refill(c)),
             other => Err(ConfigError::new(
                 ConfigErrorKind::Unsupported,
@@ -113,7 +114,7 @@ impl SharedLimit {
             SharedLimit::Pacer { rate, strictness } => KindConfig::Pacer {
                 rate: Rate::new(rate.get() * factor)
                     .map_err(|e| ConfigError::new(ConfigErrorKind::Rate, e))?,
-                strictness: strictness.get(),
+                strictness,
             },
             SharedLimit::Refill(c) => {
                 // The same capacity and timeout, the refill period stretched.

@@ -238,7 +238,7 @@ impl Policy {
                 let stored = (rate.get() * max_burst_seconds).floor();
                 (stored as u32).saturating_add(1)
             }
-            KindConfig::Pacer { strictness, .. } if strictness >= 1.0 => 1,
+            KindConfig::Pacer { strictness, .. } if strictness.get() >= 1.0 => 1,
             KindConfig::WarmingUp { .. } => 1,
             other => return Err(ConfigError::UnannouncedBurst(other.limiter_kind().name())),
         };

@@ -150,7 +150,7 @@ pub use refill::{
 };
 pub use registry::{Registry, RegistryError};
 pub use smooth::{SmoothBursty, SmoothWarmingUp};
-pub use spec::{RateSpec, Scope, SpecError, SpecErrorKind, Verb};
+pub use spec::{BurstRatio, RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::WaitPolicy;
 
 /// The README's examples, compiled and run as doc tests.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use ratekeeper::config::{self, Access, Field, KindConfig, LimiterConfig, LimiterKind};
+use ratekeeper::pacer::Strictness;
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::refill::{PermitConfigError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::{DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
@@ -22,7 +23,7 @@ use crate::error::UsageError;
 const R4J: &str = "Resilience4j options (refill, cycle)";
 
 /// How long `--precise` spins before each op's ready time (after sleeping
-/// until then): longer than a sleep's typical overshoot (~85 µs on Linux).
+/// until then): longer than a sleep's typical overshoot.
 pub const PRECISE_SPIN: Duration = Duration::from_micros(150);
 
 /// Which rate limiter (`--limiter`).
@@ -195,7 +196,7 @@ pub struct LimiterArgs {
     /// compensation, 1 strict, >1 burst ratio. Refused with the other
     /// limiters.
     #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true, help_heading = "Pacer options", hide_short_help = true)]
-    pub strictness: Option<f64>,
+    pub strictness: Option<Strictness>,
 
     /// Pacer only: sleep, then spin the last 150µs before each op's slot, so
     /// no op goes early (costs CPU). Default: the library's default wait
@@ -298,8 +299,9 @@ impl LimiterArgs {
     }
 
     /// The configuration these flags give at `spec`'s rate, its threads
-    /// reaching it by `access`: its options checked, then its values by the
-    /// library.
+    /// reaching it by `access`: its options checked, then what the values'
+    /// types leave open by the library's [`LimiterConfig::validate`] (no
+    /// limiter is built).
     ///
     /// # Errors
     ///
@@ -326,11 +328,11 @@ impl LimiterArgs {
         Ok(match self.kind {
             KindArg::Pacer => KindConfig::Pacer {
                 rate,
-                strictness: self.strictness.unwrap_or(spec.burst_ratio()),
+                strictness: self.strictness(spec),
             },
             KindArg::Pool => KindConfig::Pool {
                 rate,
-                burst_ratio: spec.burst_ratio(),
+                burst_ratio: spec.burst(),
                 filling: match self.fill {
                     None | Some(FillKind::Inline) => Filling::Inline,
                     Some(FillKind::Thread) => {
@@ -368,6 +370,11 @@ impl LimiterArgs {
                 KindConfig::Refill(builder.build().map_err(|e| self.refused(spec, e))?)
             }
         })
+    }
+
+    /// The Pacer's strictness: `--strictness`, or the spec's burst ratio.
+    fn strictness(&self, spec: &RateSpec) -> Strictness {
+        self.strictness.unwrap_or_else(|| spec.burst().into())
     }
 
     /// The library's refusal of the configuration, as a usage error; a
@@ -422,8 +429,8 @@ impl LimiterArgs {
         let refuse = |msg: &str| Err(UsageError(msg.to_owned()));
         match self.kind {
             KindArg::Pacer => {
-                let strictness = self.strictness.unwrap_or(spec.burst_ratio());
-                if access == Access::Batched && strictness >= 1.0 {
+                let strictness = self.strictness(spec);
+                if access == Access::Batched && strictness.get() >= 1.0 {
                     return Err(UsageError(format!(
                         "--batch needs a strictness below 1 (average or burst compensation), \
                          not {strictness}: in strict and burst-ratio modes every op is spaced \
@@ -682,7 +689,7 @@ mod tests {
             c.kind(),
             KindConfig::Pool {
                 rate: ratekeeper::Rate::new(1e4).unwrap(),
-                burst_ratio: 1.5,
+                burst_ratio: ratekeeper::BurstRatio::new(1.5).unwrap(),
                 filling: Filling::thread(),
             }
         );

@@ -103,13 +103,12 @@ const STRICTNESS_EXPECTED: &str = "expected a number: 0 (average), between 0 and
      (burst compensation), 1 (strict) or above 1 (burst ratio)";
 
 /// `--strictness`: a valid [`Strictness`].
-pub fn parse_strictness(s: &str) -> Result<f64, String> {
+pub fn parse_strictness(s: &str) -> Result<Strictness, String> {
     let v: f64 = s
         .trim()
         .parse()
         .map_err(|_| STRICTNESS_EXPECTED.to_owned())?;
-    Strictness::new(v).map_err(|e| format!("{e}; {STRICTNESS_EXPECTED}"))?;
-    Ok(v)
+    Strictness::new(v).map_err(|e| format!("{e}; {STRICTNESS_EXPECTED}"))
 }
 
 #[cfg(test)]
@@ -127,6 +126,7 @@ mod tests {
 
     #[test]
     fn parsers_name_what_they_expect() {
+        let parse_strictness = |s| parse_strictness(s).map(Strictness::get);
         assert!(parse_spec("abc").unwrap_err().contains("\"abc\""));
         assert!(parse_spec("2G").unwrap_err().contains("1e9"));
         assert!(parse_spec("2B").unwrap_err().contains("2G"));

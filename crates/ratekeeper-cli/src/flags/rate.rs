@@ -5,8 +5,8 @@
 //! `1e6` is refused (an unknown suffix) while `1E6` is a million, `1e` alone
 //! is exa, `1m` is a million per second rather than one per minute, and
 //! `100B` is a hundred billion rather than a hundred bytes. The command line
-//! reads the first field (the rate) itself and hands the library a plain
-//! number:
+//! reads the first field (the rate) itself, into a [`Rate`], and hands the
+//! library that rate with the fields after it:
 //!
 //! * numbers in decimal or scientific notation, either case: `250`, `2.5`,
 //!   `1e6`, `1E6`, `2.5e-3`;
@@ -34,7 +34,9 @@ pub enum Counting {
 }
 
 /// Parses a rate spec whose first field is read as described in the
-/// [module docs](self), and whose rate a nanosecond schedule can keep.
+/// [module docs](self), and whose rate a nanosecond schedule can keep: the
+/// rate is read here, once, into a [`Rate`], and the library reads the
+/// fields after it ([`spec_after_rate`]).
 ///
 /// # Errors
 ///
@@ -47,13 +49,22 @@ pub fn parse_rate_spec(s: &str, counting: Counting) -> Result<RateSpec, String> 
     let per_second = parse_rate(first, counting)?;
     let rate = Rate::new(per_second).map_err(|e| format!("{e} (from \"{}\")", first.trim()))?;
     rate.nanos_per_op().map_err(|e| e.to_string())?;
-    // `f64`'s Display is the shortest decimal that reads back exactly, and
-    // never uses an exponent: the library's grammar reads it as written.
-    let plain = match rest {
-        Some(rest) => format!("{per_second},{rest}"),
-        None => per_second.to_string(),
+    spec_after_rate(rate, rest)
+}
+
+/// The spec at `rate`, already read, with the fields that followed it on
+/// the command line (`rest`, after the first comma: burst ratio, verb,
+/// scope) read by the library's grammar ([`RateSpec::parse_after_rate`]).
+///
+/// # Errors
+///
+/// The library's message for a refused field; for a burst ratio below 1,
+/// with the flag that takes one.
+pub fn spec_after_rate(rate: Rate, rest: Option<&str>) -> Result<RateSpec, String> {
+    let Some(rest) = rest else {
+        return Ok(RateSpec::new(rate));
     };
-    plain.parse::<RateSpec>().map_err(|e| {
+    RateSpec::parse_after_rate(rate, rest).map_err(|e| {
         if e.kind() == SpecErrorKind::BurstBelowOne {
             format!(
                 "{e}; for a strictness below 1 (average or burst compensation) use \

@@ -30,11 +30,9 @@ use crate::report::{duration_nanos, fmt_nanos, fmt_rate};
 pub(super) const BELOW_TARGET_TOLERANCE: f64 = 0.01;
 
 /// How far behind a run must also be to be warned about: a busy machine can
-/// keep a thread off the CPU for tens of milliseconds at a time (a short
-/// run beside CPU-bound processes can end tens of milliseconds behind, its
-/// last op woken late), so
-/// a short run can be far more than 1 % behind once without being
-/// overloaded. Runs of 10 s and more are held to the 1 % alone.
+/// keep a thread off the CPU for tens of milliseconds at a time, so a short
+/// run can be far more than 1 % behind once without being overloaded. Runs
+/// of 10 s and more are held to the 1 % alone.
 pub(super) const BEHIND_FLOOR: Duration = Duration::from_millis(100);
 
 /// How far behind the target schedule, in nanoseconds, a run is that did

@@ -29,11 +29,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use ratekeeper::config::{KindConfig, LimiterConfig};
-use ratekeeper::{DefaultClock, Pacer, Rate, RateSpec, Scope};
+use ratekeeper::pacer::Strictness;
+use ratekeeper::{BurstRatio, DefaultClock, Pacer, Rate, RateSpec, Scope};
 
 use crate::error::UsageError;
 use crate::flags::parse_strictness;
-use crate::flags::rate::{parse_rate, parse_rate_spec, Counting};
+use crate::flags::rate::{parse_rate, parse_rate_spec, spec_after_rate, Counting};
 use crate::flags::redis::RedisArgs;
 use crate::run::interrupt::Interrupt;
 use crate::shared::{self, Shared};
@@ -47,7 +48,9 @@ use schedule::{Schedule, MAX_BYTES_RATE, MAX_LINES_RATE};
 pub use summary::PipeReport;
 
 /// The strictness when --strictness is not given: never faster than the rate.
-const DEFAULT_STRICTNESS: f64 = 1.0;
+fn default_strictness() -> Strictness {
+    BurstRatio::ONE.into()
+}
 
 /// Options of `ratekeeper pipe`.
 #[derive(Debug, Clone, Args)]
@@ -66,7 +69,7 @@ pub struct PipeArgs {
     /// How the output catches up after the input stalled: 1 never faster
     /// than the rate, 0 at once, >1 at that multiple of the rate [default: 1].
     #[arg(long, value_name = "S", value_parser = parse_strictness, allow_negative_numbers = true, display_order = 104)]
-    pub strictness: Option<f64>,
+    pub strictness: Option<Strictness>,
 
     /// The longest line held whole, in bytes: a longer line goes out in
     /// pieces of this size, each taking a permit (without it, memory grows
@@ -163,16 +166,8 @@ fn bytes_spec(s: &str) -> Result<RateSpec, String> {
     Schedule::bytes(per_second)
         .pacer_rate(per_second)
         .map_err(|e| e.to_string())?;
-    // The other fields as any rate spec has them, read after a stand-in.
-    let others = parse_rate_spec(
-        &rest.map_or_else(|| "1".to_owned(), |r| format!("1,{r}")),
-        Counting::Bytes,
-    )?;
-    Ok(RateSpec::new(rate)
-        .with_burst_ratio(others.burst_ratio())
-        .map_err(|e| e.to_string())?
-        .with_verb(others.verb())
-        .with_scope(others.scope()))
+    // The other fields as any rate spec has them.
+    spec_after_rate(rate, rest)
 }
 
 /// The spec, if pipe takes it with the other options.
@@ -210,11 +205,11 @@ fn check_options(args: &PipeArgs) -> Result<RateSpec, UsageError> {
 ///
 /// A [`UsageError`] for a `--bytes` rate above 1e9 bytes/s, which a permit
 /// per byte cannot keep; as [`shared::connect`].
-fn connect(args: &PipeArgs, rate: f64, strictness: f64) -> anyhow::Result<Option<Shared>> {
+fn connect(args: &PipeArgs, rate: Rate, strictness: Strictness) -> anyhow::Result<Option<Shared>> {
     if args.redis.redis.is_none() {
         return Ok(None);
     }
-    if args.bytes && rate > 1e9 {
+    if args.bytes && rate.get() > 1e9 {
         return Err(UsageError(format!(
             "--rate {} with --bytes cannot be shared with --redis: a shared limit takes a \
              permit per byte, at most 1e9 bytes/s (about 953 MiB/s)",
@@ -222,8 +217,6 @@ fn connect(args: &PipeArgs, rate: f64, strictness: f64) -> anyhow::Result<Option
         ))
         .into());
     }
-    let cannot = || UsageError(format!("cannot share rate {rate} with --redis"));
-    let rate = Rate::new(rate).map_err(|e| anyhow::Error::new(e).context(cannot()))?;
     let config = LimiterConfig::new(KindConfig::Pacer { rate, strictness });
     shared::connect(&args.redis, &config)
 }
@@ -248,7 +241,7 @@ fn parse_max_line(s: &str) -> Result<usize, String> {
 pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport> {
     let spec = check_options(args)?;
     let rate = spec.rate().get();
-    let strictness = args.strictness.unwrap_or(DEFAULT_STRICTNESS);
+    let strictness = args.strictness.unwrap_or_else(default_strictness);
     let (schedule, unit) = if args.bytes {
         (Schedule::bytes(rate), "bytes")
     } else {
@@ -263,10 +256,10 @@ pub fn run(args: &PipeArgs, interrupt: &Interrupt) -> anyhow::Result<PipeReport>
         .pacer_rate(rate)
         .map_err(|e| anyhow::Error::new(e).context(cannot()))?;
     let pacer = Pacer::builder(pacer_rate)
-        .strictness(strictness)
+        .strictness(strictness.get())
         .build_with_clock(DefaultClock::new())
         .map_err(|e| anyhow::Error::new(e).context(cannot()))?;
-    let shared = connect(args, rate, strictness)?;
+    let shared = connect(args, spec.rate(), strictness)?;
     let (limit, effective) = match &shared {
         Some(s) if args.bytes => (
             Limit::Shared(s.limiter()),

@@ -8,6 +8,7 @@ use super::copy::Copy;
 use crate::limiter::strictness_mode_name;
 use crate::report::{duration_nanos, per_second, EffectiveRate};
 use crate::shared::RedisReport;
+use ratekeeper::pacer::Strictness;
 
 /// The result of a `pipe` run; `Display` is the text report, `Serialize`
 /// the JSON one (schema in [`AFTER_LONG_HELP`](super::AFTER_LONG_HELP)).
@@ -63,7 +64,7 @@ impl PipeReport {
 pub(super) fn report(
     spec: &RateSpec,
     unit: &'static str,
-    strictness: f64,
+    strictness: Strictness,
     effective: &EffectiveRate,
     copy: &Copy,
 ) -> PipeReport {
@@ -83,7 +84,7 @@ pub(super) fn report(
         schema: crate::report::SCHEMA,
         spec: spec.to_string(),
         unit,
-        strictness,
+        strictness: strictness.get(),
         strictness_mode: strictness_mode_name(strictness),
         target_rate: rate,
         final_rate: copy.schedule.rate(),

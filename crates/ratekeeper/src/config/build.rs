@@ -7,15 +7,16 @@ use super::visit::{Batched, Exact, Member};
 use super::{
     Access, AnyLimiter, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind, LimiterVisitor,
 };
-use crate::clock::{Clock, DefaultClock, ManualClock};
+use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
-use crate::pacer::{Pacer, PacerBuilder, ShardedPacer};
+use crate::pacer::{Pacer, PacerBuilder, ShardError, ShardedPacer, Strictness, MAX_SHARDS};
 use crate::pool::{
     Filling, Pools, TokenPool, TokenPoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
 };
 use crate::rate::Rate;
 use crate::refill::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
-use crate::smooth::{Resolution, SmoothBursty, SmoothWarmingUp};
+use crate::smooth::{Resolution, SmoothBursty, SmoothError, SmoothWarmingUp};
+use crate::spec::BurstRatio;
 use crate::wait::WaitPolicy;
 
 /// The name every limiter a configuration builds is given (Resilience4j's
@@ -23,7 +24,10 @@ use crate::wait::WaitPolicy;
 const NAME: &str = "config";
 
 impl LimiterConfig {
-    /// Builds the limiter on `clock`, started (its time starts now).
+    /// Builds the limiter on `clock`, started (its time starts now); its
+    /// builder refuses what [`validate`](Self::validate) refuses. O(1), and
+    /// O(shards) for a sharded pacer; a pool with [`Filling::Thread`]
+    /// starts its filler thread.
     ///
     /// # Errors
     ///
@@ -97,7 +101,7 @@ impl LimiterConfig {
 
     /// Builds `n` limiters on clones of `clock` (each started) and hands
     /// them to `visitor` as a slice of one concrete type, each reached as
-    /// the configuration's [`Access`] says. A visitor's loop is thereby
+    /// the configuration's [`Access`] says: O(n) builds. A visitor's loop is thereby
     /// compiled for each limiter type and access, and keeps the limiter's
     /// inlining, where a loop over [`AnyLimiter`] would match on every call.
     ///
@@ -197,25 +201,22 @@ impl LimiterConfig {
     }
 }
 
-/// [`LimiterConfig::validate`].
+/// [`LimiterConfig::validate`]: the checks each builder makes that the
+/// parameters' types leave open, on the values alone, in the builders'
+/// order and with their errors.
 pub(super) fn validate(config: &LimiterConfig) -> Result<(), ConfigError> {
     check_access(config)?;
-    let b = Builder::new(config, ManualClock::new(0));
     match config.kind {
-        KindConfig::Pacer { rate, strictness } => {
-            let pacer = b.pacer_builder(rate, strictness);
-            match config.access {
-                Access::Sharded(n) => b.sharded(pacer, n).map(drop),
-                _ => b.pacer(pacer).map(drop),
-            }
-        }
-        // Not built: a filler thread would start.
+        KindConfig::Pacer { rate, .. } => match config.access {
+            Access::Sharded(n) => check_shards(rate, n),
+            _ => rate.nanos_per_op().map(drop).map_err(ConfigError::from),
+        },
         KindConfig::Pool {
             rate,
             burst_ratio,
             filling,
         } => {
-            Pools::new(rate, burst_ratio)?;
+            Pools::new(rate, burst_ratio.get())?;
             match filling {
                 Filling::Thread(i) if !(MIN_FILL_INTERVAL..=MAX_FILL_INTERVAL).contains(&i) => {
                     Err(TokenPoolError::FillInterval(i).into())
@@ -223,18 +224,35 @@ pub(super) fn validate(config: &LimiterConfig) -> Result<(), ConfigError> {
                 _ => Ok(()),
             }
         }
+        // SmoothBursty's and SmoothWarmingUp's own rules; a `Rate` is a rate
+        // they take, and any warm-up duration is.
         KindConfig::Bursty {
-            rate,
-            max_burst_seconds,
-        } => b.bursty(rate, max_burst_seconds).map(drop),
-        KindConfig::WarmingUp {
-            rate,
-            warmup,
-            cold_factor,
-        } => b.warming_up(rate, warmup, cold_factor).map(drop),
+            max_burst_seconds: b,
+            ..
+        } if !(b.is_finite() && b >= 0.0) => Err(SmoothError::MaxBurstSeconds(b).into()),
+        KindConfig::WarmingUp { cold_factor: c, .. } if !c.is_finite() || c < 1.0 => {
+            Err(SmoothError::ColdFactor(c).into())
+        }
+        KindConfig::Bursty { .. } | KindConfig::WarmingUp { .. } => Ok(()),
         // Validated when they were built.
         KindConfig::Refill(_) | KindConfig::Cycle(_) => Ok(()),
     }
+}
+
+/// A sharded pacer's checks: 1 to [`MAX_SHARDS`] shards, a total rate one
+/// pacer keeps, and a share of it (`rate / shards`) a shard keeps.
+fn check_shards(rate: Rate, shards: usize) -> Result<(), ConfigError> {
+    if shards == 0 || shards > MAX_SHARDS {
+        let max = MAX_SHARDS;
+        return Err(ShardError::Shards {
+            requested: shards,
+            max,
+        }
+        .into());
+    }
+    rate.nanos_per_op()?;
+    Rate::new(rate.get() / shards as f64)?.nanos_per_op()?;
+    Ok(())
 }
 
 /// Shards only for a pacer.
@@ -278,9 +296,9 @@ impl<C: Clock + Clone + 'static> Builder<C> {
         }
     }
 
-    fn pacer_builder(&self, rate: Rate, strictness: f64) -> PacerBuilder {
+    fn pacer_builder(&self, rate: Rate, strictness: Strictness) -> PacerBuilder {
         Pacer::builder(rate)
-            .strictness(strictness)
+            .strictness(strictness.get())
             .wait_policy(self.wait)
     }
 
@@ -292,9 +310,14 @@ impl<C: Clock + Clone + 'static> Builder<C> {
         b.build_sharded_with_clock(shards, self.clock.clone())
     }
 
-    fn pool(&self, rate: Rate, burst: f64, filling: Filling) -> Result<TokenPool<C>, ConfigError> {
+    fn pool(
+        &self,
+        rate: Rate,
+        burst: BurstRatio,
+        filling: Filling,
+    ) -> Result<TokenPool<C>, ConfigError> {
         TokenPool::builder(rate)
-            .burst_ratio(burst)
+            .burst_ratio(burst.get())
             .filling(filling)
             .wait_policy(self.wait)
             .build_with_clock(self.clock.clone())

@@ -1,16 +1,10 @@
 //! [`LimiterConfigError`]: why a limiter's description was refused.
 
-use std::time::Duration;
-
-use super::grammar::{fmt_duration, KINDS};
+use super::grammar::KINDS;
 use super::{Field, LimiterKind};
 use crate::error::{ConfigError, ConfigErrorKind};
-use crate::pacer::{ShardError, StrictnessError};
-use crate::pool::TokenPoolError;
+use crate::pacer::StrictnessError;
 use crate::rate::RateError;
-#[allow(deprecated)]
-use crate::refill::ConfigError as RefillError;
-use crate::smooth::SmoothError;
 use crate::spec::SpecError;
 
 /// Why the text of a [`LimiterConfig`](super::LimiterConfig), or its
@@ -42,7 +36,6 @@ use crate::spec::SpecError;
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-#[allow(deprecated)]
 pub enum LimiterConfigError {
     /// No `KIND:` before the fields.
     #[error("expected KIND:ARGS with KIND one of {KINDS}, e.g. pacer:10,1.5 or warmup:10,2s")]
@@ -149,31 +142,6 @@ pub enum LimiterConfigError {
         #[source]
         source: StrictnessError,
     },
-    /// A Resilience4j limiter's `rate × period` is not a whole number of
-    /// permits, at least 1. No longer returned: see
-    /// [`PermitConfigError::NotWholePermits`](crate::refill::PermitConfigError::NotWholePermits).
-    #[deprecated(
-        since = "0.2.0",
-        note = "returned as a PermitConfigError inside ConfigError"
-    )]
-    #[error(
-        "rate {rate} x period {} is {permits} permits per period; the limit for period must be \
-         a whole number of permits, at least 1: choose a period that holds a whole number at \
-         this rate{}",
-        fmt_duration(*period),
-        suggestion.map(|p| format!(" (e.g. period {})", fmt_duration(p))).unwrap_or_default()
-    )]
-    NotWholePermits {
-        /// The rate.
-        rate: f64,
-        /// The period.
-        period: Duration,
-        /// `rate × period`.
-        permits: f64,
-        /// A round period (1 ms to 1000 s) that holds a whole number of
-        /// permits at this rate, if any.
-        suggestion: Option<Duration>,
-    },
     /// Shards of a limiter other than the pacer.
     #[error("shards split a pacer; {kind} has none")]
     ShardsNeedPacer {
@@ -183,51 +151,15 @@ pub enum LimiterConfigError {
     /// Both batching handles and shards.
     #[error("batch and shards exclude each other: a sharded pacer's threads have shard handles")]
     BatchAndShards,
-    /// The sharded pacer's builder refused it. No longer returned.
-    #[deprecated(
-        since = "0.2.0",
-        note = "the builder's error is the ConfigError's detail"
-    )]
-    #[error(transparent)]
-    Shards(ShardError),
-    /// The token pool's builder refused it. No longer returned.
-    #[deprecated(
-        since = "0.2.0",
-        note = "the builder's error is the ConfigError's detail"
-    )]
-    #[error(transparent)]
-    Pool(TokenPoolError),
-    /// A Guava limiter's builder refused it. No longer returned.
-    #[deprecated(
-        since = "0.2.0",
-        note = "the builder's error is the ConfigError's detail"
-    )]
-    #[error(transparent)]
-    Smooth(SmoothError),
-    /// A Resilience4j limiter's configuration builder refused it. No longer
-    /// returned.
-    #[deprecated(
-        since = "0.2.0",
-        note = "the builder's error is the ConfigError's detail"
-    )]
-    #[error(transparent)]
-    Refill(RefillError),
 }
 
 impl From<LimiterConfigError> for ConfigError {
-    #[allow(deprecated)]
     fn from(e: LimiterConfigError) -> Self {
         use LimiterConfigError as E;
         let kind = match &e {
             E::InvalidValue { field, .. } => field_kind(*field),
-            E::InvalidRate { .. } | E::RateOutOfRange { .. } | E::NotWholePermits { .. } => {
-                ConfigErrorKind::Rate
-            }
+            E::InvalidRate { .. } | E::RateOutOfRange { .. } => ConfigErrorKind::Rate,
             E::InvalidStrictness { .. } => ConfigErrorKind::Strictness,
-            E::Shards(e) => return ConfigError::from(*e),
-            E::Pool(e) => return ConfigError::from(*e),
-            E::Smooth(e) => return ConfigError::from(*e),
-            E::Refill(e) => return ConfigError::from(*e),
             _ => ConfigErrorKind::Syntax,
         };
         ConfigError::new(kind, e)

@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::{Access, Field, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind};
 use crate::error::ConfigError;
 use crate::pacer::{Strictness, MAX_SHARDS};
-use crate::pool::{Filling, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
+use crate::pool::{Filling, PoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
 use crate::rate::Rate;
 use crate::refill::DEFAULT_TIMEOUT;
 use crate::smooth::{DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
-use crate::spec::{RateSpec, DEFAULT_BURST_RATIO};
+use crate::spec::{BurstRatio, RateSpec, SpecErrorKind, DEFAULT_BURST_RATIO};
 use crate::wait::WaitPolicy;
 
 /// The kinds, for messages (a test checks it against [`LimiterKind::ALL`]).
@@ -37,8 +37,9 @@ impl FromStr for LimiterKind {
 impl FromStr for LimiterConfig {
     type Err = ConfigError;
 
-    /// Parses `KIND:ARGS` (see the [module docs](super)) and
-    /// [validates](LimiterConfig::validate) the result.
+    /// Parses `KIND:ARGS` (see the [module docs](super)), reading each
+    /// field once into its type, and [validates](LimiterConfig::validate)
+    /// the result. O(`s.len()`).
     fn from_str(s: &str) -> Result<LimiterConfig, ConfigError> {
         let (kind, args) = s.trim().split_once(':').ok_or(LimiterConfigError::NoKind)?;
         let kind: LimiterKind = kind.parse()?;
@@ -117,7 +118,7 @@ impl fmt::Display for LimiterConfig {
     }
 }
 
-pub(super) use crate::error::fmt_duration;
+use crate::error::fmt_duration;
 
 fn fmt_filling(filling: Filling) -> String {
     match filling {
@@ -174,8 +175,10 @@ impl<'a> Fields<'a> {
             .map(|(_, v)| *v)
     }
 
-    /// The configuration the fields give (the builders' own checks come at
-    /// validation).
+    /// The configuration the fields give. Each field's text is read once,
+    /// into its type; the checks that need several values come at
+    /// validation. A pool's burst ratio is checked after the other fields,
+    /// as the pool's sizes are.
     fn config(&self) -> Result<LimiterConfig, ConfigError> {
         let kind = self.kind;
         let missing = |field| LimiterConfigError::MissingField { kind, field };
@@ -184,25 +187,30 @@ impl<'a> Fields<'a> {
             None => Ok(default),
             Some(v) => number(field, v, problem),
         };
+        let mut pool_burst = None;
         let kind_config = match kind {
             LimiterKind::Pacer => KindConfig::Pacer {
                 rate,
                 strictness: match self.get(Field::Strictness) {
-                    None => Strictness::DEFAULT.get(),
+                    None => Strictness::DEFAULT,
                     Some(v) => strictness(v)?,
                 },
             },
-            LimiterKind::Pool => KindConfig::Pool {
-                rate,
-                burst_ratio: get_number(
+            LimiterKind::Pool => {
+                pool_burst = Some(get_number(
                     Field::Burst,
                     DEFAULT_BURST_RATIO,
                     "is not a number: expected at least 1, such as 1.1",
-                )?,
-                filling: self
-                    .get(Field::Fill)
-                    .map_or(Ok(Filling::thread()), filling)?,
-            },
+                )?);
+                KindConfig::Pool {
+                    rate,
+                    // Checked, and set, below.
+                    burst_ratio: BurstRatio::DEFAULT,
+                    filling: self
+                        .get(Field::Fill)
+                        .map_or(Ok(Filling::thread()), filling)?,
+                }
+            }
             LimiterKind::Bursty => KindConfig::Bursty {
                 rate,
                 max_burst_seconds: get_number(
@@ -234,12 +242,22 @@ impl<'a> Fields<'a> {
             }
             LimiterKind::Refill | LimiterKind::Cycle => self.resilience4j(rate)?,
         };
+        let access = self.access()?;
+        let wait = self
+            .get(Field::Wait)
+            .map_or(Ok(WaitPolicy::default()), wait)?;
+        let kind_config = match (kind_config, pool_burst) {
+            (KindConfig::Pool { rate, filling, .. }, Some(burst)) => KindConfig::Pool {
+                rate,
+                burst_ratio: burst_ratio(burst)?,
+                filling,
+            },
+            (kind_config, _) => kind_config,
+        };
         Ok(LimiterConfig {
             kind: kind_config,
-            access: self.access()?,
-            wait: self
-                .get(Field::Wait)
-                .map_or(Ok(WaitPolicy::default()), wait)?,
+            access,
+            wait,
         })
     }
 
@@ -357,15 +375,22 @@ fn permits(field: Field, v: &str) -> Result<i64, LimiterConfigError> {
     })
 }
 
-fn strictness(v: &str) -> Result<f64, LimiterConfigError> {
+fn strictness(v: &str) -> Result<Strictness, LimiterConfigError> {
     let s: f64 = v
         .parse()
         .map_err(|_| invalid(Field::Strictness, v, STRICTNESS_EXPECTED))?;
     Strictness::new(s).map_err(|source| LimiterConfigError::InvalidStrictness {
         value: v.to_owned(),
         source,
-    })?;
-    Ok(s)
+    })
+}
+
+/// A pool's burst ratio, refused as the pool refuses it.
+fn burst_ratio(v: f64) -> Result<BurstRatio, PoolError> {
+    BurstRatio::new(v).map_err(|e| match e.kind() {
+        SpecErrorKind::BurstNotFinite => PoolError::BurstNotFinite(v),
+        _ => PoolError::BurstBelowOne(v),
+    })
 }
 
 /// A pool's `fill`: `inline`, `manual`, or a filler thread's interval.

@@ -71,9 +71,11 @@
 use std::time::Duration;
 
 use crate::error::ConfigError;
+use crate::pacer::Strictness;
 use crate::pool::Filling;
 use crate::rate::Rate;
 use crate::refill::{ConfigBuilder, CycleConfig, RefillConfig};
+use crate::spec::BurstRatio;
 use crate::wait::WaitPolicy;
 
 mod any;
@@ -107,9 +109,12 @@ pub const DEFAULT_REFRESH_PERIOD: Duration = crate::resilience4j::DEFAULT_RATE_P
 
 /// A limiter's kind with its own parameters.
 ///
-/// The values are checked when a [`LimiterConfig`] is parsed,
-/// [validated](LimiterConfig::validate) or built, by the limiter's own
-/// builder. Resilience4j's limiters hold their validated configurations.
+/// The rate, a pacer's strictness and a pool's burst ratio are validated
+/// types, and Resilience4j's limiters hold their validated configurations:
+/// none of them is checked again. What those types do not say (that a
+/// nanosecond schedule keeps the rate, a pool's sizes, the Guava limiters'
+/// burst seconds and cold factor) is checked when a [`LimiterConfig`] is
+/// parsed, [validated](LimiterConfig::validate) or built.
 ///
 /// ```
 /// use std::time::Duration;
@@ -131,15 +136,15 @@ pub enum KindConfig {
     Pacer {
         /// Its rate.
         rate: Rate,
-        /// Its strictness (see [`Strictness`](crate::pacer::Strictness)).
-        strictness: f64,
+        /// Its strictness.
+        strictness: Strictness,
     },
     /// A [`TokenPool`](crate::TokenPool).
     Pool {
         /// Its rate.
         rate: Rate,
-        /// Its burst ratio, at least 1.
-        burst_ratio: f64,
+        /// Its burst ratio.
+        burst_ratio: BurstRatio,
         /// Where its tokens come from.
         filling: Filling,
     },
@@ -270,9 +275,11 @@ pub enum Access {
 /// ```
 /// use std::time::Duration;
 /// use ratekeeper::config::{Access, KindConfig, LimiterConfig};
+/// use ratekeeper::pacer::Strictness;
 /// use ratekeeper::{Rate, WaitPolicy};
 ///
-/// let config = LimiterConfig::new(KindConfig::Pacer { rate: Rate::new(1e6)?, strictness: 0.0 })
+/// let strictness = Strictness::new(0.0)?;
+/// let config = LimiterConfig::new(KindConfig::Pacer { rate: Rate::new(1e6)?, strictness })
 ///     .with_access(Access::Batched)
 ///     .with_wait_policy(WaitPolicy::precise(Duration::from_micros(150)));
 /// assert_eq!(config.to_string(), "pacer:1000000,0,batch=true,wait=precise:150us");
@@ -298,9 +305,11 @@ impl LimiterConfig {
     ///
     /// ```
     /// use ratekeeper::config::{Access, KindConfig, LimiterConfig};
+    /// use ratekeeper::pacer::Strictness;
     /// use ratekeeper::Rate;
     ///
-    /// let config = LimiterConfig::new(KindConfig::Pacer { rate: Rate::new(5.0)?, strictness: 1.0 });
+    /// let strict = Strictness::new(1.0)?;
+    /// let config = LimiterConfig::new(KindConfig::Pacer { rate: Rate::new(5.0)?, strictness: strict });
     /// assert_eq!(config.access(), Access::Exact);
     /// assert!(config.wait_policy().is_default());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -400,8 +409,13 @@ impl LimiterConfig {
     }
 
     /// Checks everything [`build_with_clock`](Self::build_with_clock) would,
-    /// without starting anything: each limiter's builder checks its values
-    /// (on a manual clock; a pool's filler thread is not started).
+    /// on the values alone: no limiter is built and no thread started. It
+    /// checks what the parameters' types do not guarantee: that a nanosecond
+    /// schedule keeps the rate (for a sharded pacer, each shard's share of
+    /// it), that shards are for a pacer and number 1 to
+    /// [`MAX_SHARDS`](crate::pacer::MAX_SHARDS), a pool's sizes and fill
+    /// interval, and the Guava limiters' burst seconds and cold factor.
+    /// O(1).
     ///
     /// # Errors
     ///
@@ -421,6 +435,24 @@ impl LimiterConfig {
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         build::validate(self)
+    }
+}
+
+impl From<BurstRatio> for Strictness {
+    /// A rate spec's burst ratio as a Pacer's strictness, as `pace --rate
+    /// 10k,1.5` and [`Pacer::from_spec`](crate::Pacer::from_spec) take it:
+    /// the burst-ratio mode, or strict at 1.0. O(1).
+    ///
+    /// ```
+    /// use ratekeeper::pacer::{Strictness, StrictnessMode};
+    /// use ratekeeper::BurstRatio;
+    ///
+    /// assert_eq!(Strictness::from(BurstRatio::ONE).mode(), StrictnessMode::Strict);
+    /// assert_eq!(Strictness::from(BurstRatio::DEFAULT).get(), 1.1);
+    /// ```
+    fn from(burst: BurstRatio) -> Strictness {
+        // A burst ratio, finite and at least 1.0, is always a strictness.
+        Strictness::new(burst.get()).unwrap_or(Strictness::DEFAULT)
     }
 }
 

@@ -33,20 +33,28 @@ fn rate(r: f64) -> Rate {
     Rate::new(r).unwrap()
 }
 
+fn strictness(s: f64) -> Strictness {
+    Strictness::new(s).unwrap()
+}
+
+fn burst(b: f64) -> BurstRatio {
+    BurstRatio::new(b).unwrap()
+}
+
 #[test]
 fn simulate_vectors_parse_positionally_and_by_name() {
     assert_eq!(
         parse("pacer:10").kind(),
         KindConfig::Pacer {
             rate: rate(10.0),
-            strictness: 1.1
+            strictness: strictness(1.1)
         }
     );
     assert_eq!(
         parse("pacer:2.5k,0").kind(),
         KindConfig::Pacer {
             rate: rate(2500.0),
-            strictness: 0.0
+            strictness: strictness(0.0)
         }
     );
     assert_eq!(
@@ -69,7 +77,7 @@ fn simulate_vectors_parse_positionally_and_by_name() {
         parse("pool:1k,1.5,fill=100us").kind(),
         KindConfig::Pool {
             rate: rate(1000.0),
-            burst_ratio: 1.5,
+            burst_ratio: burst(1.5),
             filling: Filling::Thread(Duration::from_micros(100))
         }
     );
@@ -79,7 +87,7 @@ fn simulate_vectors_parse_positionally_and_by_name() {
         parse("pool:10").kind(),
         KindConfig::Pool {
             rate: rate(10.0),
-            burst_ratio: crate::spec::DEFAULT_BURST_RATIO,
+            burst_ratio: BurstRatio::DEFAULT,
             filling: Filling::thread()
         }
     );
@@ -278,11 +286,11 @@ fn built_limiters_keep_the_configuration() {
 fn configurations_from_code_are_checked_too() {
     let pacer = KindConfig::Pacer {
         rate: rate(10.0),
-        strictness: 1.0,
+        strictness: strictness(1.0),
     };
     let pool = KindConfig::Pool {
         rate: rate(10.0),
-        burst_ratio: 1.1,
+        burst_ratio: burst(1.1),
         filling: Filling::Thread(Duration::from_secs(2)),
     };
     assert_eq!(
@@ -306,7 +314,7 @@ fn configurations_from_code_are_checked_too() {
     assert_eq!(err.kind(), ConfigErrorKind::Shards, "{err}");
     let slow = LimiterConfig::new(KindConfig::Pacer {
         rate: rate(2e9),
-        strictness: 1.0,
+        strictness: strictness(1.0),
     });
     assert_eq!(slow.validate().unwrap_err().kind(), ConfigErrorKind::Rate);
     assert_eq!(

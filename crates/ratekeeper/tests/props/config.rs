@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use ratekeeper::config::{Access, KindConfig, LimiterConfig};
+use ratekeeper::pacer::Strictness;
 use ratekeeper::pool::Filling;
 use ratekeeper::refill::{CycleConfig, RefillConfig};
-use ratekeeper::{Rate, WaitPolicy};
+use ratekeeper::{BurstRatio, Rate, WaitPolicy};
 
 /// Pieces of the grammar's alphabet, weighted towards the tricky ones.
 fn grammar_piece() -> impl Strategy<Value = String> {
@@ -143,12 +144,14 @@ fn cycle() -> impl Strategy<Value = Option<CycleConfig>> {
 
 fn kind() -> impl Strategy<Value = Option<KindConfig>> {
     prop_oneof![
-        (rate(), 0.0f64..10.0)
-            .prop_map(|(rate, strictness)| Some(KindConfig::Pacer { rate, strictness })),
+        (rate(), 0.0f64..10.0).prop_map(|(rate, strictness)| Some(KindConfig::Pacer {
+            rate,
+            strictness: Strictness::new(strictness).ok()?
+        })),
         (rate(), 1.0f64..10.0, filling()).prop_map(|(rate, burst_ratio, filling)| Some(
             KindConfig::Pool {
                 rate,
-                burst_ratio,
+                burst_ratio: BurstRatio::new(burst_ratio).ok()?,
                 filling
             }
         )),
@@ -217,5 +220,72 @@ proptest! {
             let shown = config.to_string();
             prop_assert_eq!(shown.parse::<LimiterConfig>(), Ok(config), "{}", shown);
         }
+    }
+}
+
+/// Any f64 a caller might put in a Guava field: in range, out of range,
+/// NaN and the infinities.
+fn any_factor() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        4 => -2.0f64..5.0,
+        1 => proptest::sample::select(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0]),
+    ]
+}
+
+/// Rates a `Rate` holds, including ones no nanosecond schedule keeps.
+fn any_rate() -> impl Strategy<Value = Rate> {
+    (-12.0f64..11.0).prop_map(|e| Rate::new(10f64.powf(e)).expect("positive and finite"))
+}
+
+/// Configurations the types allow, valid or not, that build without a
+/// thread (a pool fills inline or by hand).
+fn any_config() -> impl Strategy<Value = LimiterConfig> {
+    let kind = prop_oneof![
+        (any_rate(), 0.0f64..10.0).prop_map(|(rate, s)| KindConfig::Pacer {
+            rate,
+            strictness: Strictness::new(s).expect("finite, not negative"),
+        }),
+        (any_rate(), 1.0f64..10.0, any::<bool>()).prop_map(|(rate, b, inline)| {
+            KindConfig::Pool {
+                rate,
+                burst_ratio: BurstRatio::new(b).expect("at least 1"),
+                filling: if inline {
+                    Filling::Inline
+                } else {
+                    Filling::Manual
+                },
+            }
+        }),
+        (any_rate(), any_factor()).prop_map(|(rate, max_burst_seconds)| KindConfig::Bursty {
+            rate,
+            max_burst_seconds,
+        }),
+        (any_rate(), nanos(10_000_000_000), any_factor()).prop_map(
+            |(rate, warmup, cold_factor)| KindConfig::WarmingUp {
+                rate,
+                warmup,
+                cold_factor,
+            }
+        ),
+    ];
+    let access = prop_oneof![
+        Just(Access::Exact),
+        Just(Access::Batched),
+        (0usize..=1100).prop_map(Access::Sharded),
+    ];
+    (kind, access).prop_map(|(kind, access)| LimiterConfig::new(kind).with_access(access))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// `validate` checks the values without building anything; it refuses
+    /// exactly what building refuses, with the same error.
+    #[test]
+    fn validate_agrees_with_build(config in any_config()) {
+        let built = config
+            .build_with_clock(ratekeeper::ManualClock::new(0))
+            .map(drop);
+        prop_assert_eq!(config.validate(), built, "{:?}", config);
     }
 }
