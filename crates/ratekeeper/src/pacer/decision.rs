@@ -10,8 +10,8 @@
 
 use super::params::{KIND_AVERAGE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT};
 use crate::grant::{AcquireError, Grant};
-use crate::store::{would_wait, Rule};
 use crate::limiter::Recovery;
+use crate::store::{would_wait, Rule};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The most schedule one reservation may take: 2^62 ns, the longest slice

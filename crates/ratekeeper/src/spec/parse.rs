@@ -321,3 +321,23 @@ fn count_multiplier(unit: &str) -> Option<f64> {
         })
         .map(|&(_, _, multiplier)| multiplier)
 }
+
+impl std::str::FromStr for Verb {
+    type Err = SpecError;
+
+    /// Reads a verb word, ASCII case-insensitively and without trimming. Fails
+    /// with [`SpecErrorKind::UnknownWord`] (and no field number) otherwise.
+    fn from_str(s: &str) -> Result<Verb, SpecError> {
+        Verb::from_word(s).ok_or_else(|| SpecError::new(SpecErrorKind::UnknownWord, None, s))
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = SpecError;
+
+    /// Reads a scope word, ASCII case-insensitively and without trimming. Fails
+    /// with [`SpecErrorKind::UnknownWord`] (and no field number) otherwise.
+    fn from_str(s: &str) -> Result<Scope, SpecError> {
+        Scope::from_word(s).ok_or_else(|| SpecError::new(SpecErrorKind::UnknownWord, None, s))
+    }
+}

@@ -1,9 +1,6 @@
 //! [`Verb`] and [`Scope`]: the words of a rate spec.
 
 use core::fmt;
-use core::str::FromStr;
-
-use super::error::{SpecError, SpecErrorKind};
 
 /// What applying a [`RateSpec`](super::RateSpec) does to a limiter's run state.
 ///
@@ -67,16 +64,6 @@ impl fmt::Display for Verb {
     }
 }
 
-impl FromStr for Verb {
-    type Err = SpecError;
-
-    /// Reads a verb word, ASCII case-insensitively and without trimming. Fails
-    /// with [`SpecErrorKind::UnknownWord`] (and no field number) otherwise.
-    fn from_str(s: &str) -> Result<Verb, SpecError> {
-        Verb::from_word(s).ok_or_else(|| SpecError::new(SpecErrorKind::UnknownWord, None, s))
-    }
-}
-
 /// Who shares the limit of a [`RateSpec`](super::RateSpec).
 ///
 /// # Examples
@@ -124,15 +111,5 @@ impl fmt::Display for Scope {
     /// The word from [`Scope::as_str`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Scope {
-    type Err = SpecError;
-
-    /// Reads a scope word, ASCII case-insensitively and without trimming. Fails
-    /// with [`SpecErrorKind::UnknownWord`] (and no field number) otherwise.
-    fn from_str(s: &str) -> Result<Scope, SpecError> {
-        Scope::from_word(s).ok_or_else(|| SpecError::new(SpecErrorKind::UnknownWord, None, s))
     }
 }
