@@ -223,8 +223,8 @@ impl RedisLimiterBuilder {
     /// [`MAX_IDLE_TTL`], or a capped prefix that starts with `}` and holds
     /// no hash tag;
     /// [`ConfigErrorKind::MaxKeys`] for a cap on clients of 0 or above
-    /// [`MAX_KEYS`](ratekeeper::keyed::MAX_KEYS) (its detail a
-    /// [`KeyedConfigError`](ratekeeper::keyed::KeyedConfigError)); the
+    /// [`MAX_KEYS`](ratekeeper::keyed::MAX_KEYS), as
+    /// [`check_max_keys`](ratekeeper::keyed::check_max_keys) says; the
     /// in-memory limiter's error if the local fallback cannot keep `share`
     /// of the rate.
     pub fn build(self) -> Result<RedisLimiter, ConfigError> {

@@ -1,17 +1,12 @@
 //! [`ConfigError`]: the one error every builder and configuration returns.
 //!
-//! Each limiter knows its own reasons for refusing a configuration (a rate a
-//! nanosecond schedule cannot keep, a burst ratio below 1, a Resilience4j
-//! period that does not hold a whole permit). Those reasons stay typed, as the
-//! room's own *detail* type ([`RateError`](crate::RateError),
-//! [`PoolError`](crate::pool::PoolError), [`SmoothError`](crate::smooth::SmoothError),
-//! [`PermitConfigError`](crate::resilience4j::PermitConfigError),
-//! [`LimiterConfigError`](crate::config::LimiterConfigError), …), but every
-//! builder returns them inside one [`ConfigError`], so that code building
-//! several kinds of limiter (the CLI, a registry, a configuration file) has a
-//! single type to handle, and matches on a [`ConfigErrorKind`] rather than on
-//! five enums. The shape is `std::io::Error`'s: an opaque value with a kind,
-//! whose detail can be downcast when the exact value matters.
+//! Every builder, configuration and runtime change in the crate returns
+//! this one type, so code that builds several kinds of limiter (the CLI, a
+//! registry, a configuration file) handles one error and matches on a
+//! [`ConfigErrorKind`]. Its message says what was refused and what to write
+//! instead. The shape is `std::io::Error`'s: an opaque value with a kind,
+//! whose detail a crate built on this one (a Redis backend) can set and
+//! downcast.
 //!
 //! This module is a leaf: the rooms convert into it; it imports none of them.
 

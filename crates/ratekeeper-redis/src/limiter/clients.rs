@@ -31,7 +31,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ratekeeper::keyed::{KeyedConfigError, Overflow, MAX_KEYS};
+use ratekeeper::keyed::{check_max_keys, Overflow};
 use ratekeeper::{AcquireError, ConfigError, ConfigErrorKind};
 
 use super::{would_wait, Invalid, RedisLimiter, ARGS, REPLY};
@@ -104,18 +104,7 @@ impl Clients {
         let Some(max) = max else {
             return Ok(None);
         };
-        if max == 0 {
-            return Err(ConfigError::new(
-                ConfigErrorKind::MaxKeys,
-                KeyedConfigError::ZeroCap,
-            ));
-        }
-        if max > MAX_KEYS {
-            return Err(ConfigError::new(
-                ConfigErrorKind::MaxKeys,
-                KeyedConfigError::CapTooLarge(max),
-            ));
-        }
+        check_max_keys(max)?;
         let tagged = tagged(prefix).ok_or_else(|| {
             ConfigError::new(
                 ConfigErrorKind::Backend,
@@ -287,6 +276,7 @@ impl RedisLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratekeeper::keyed::MAX_KEYS;
 
     #[test]
     fn prefixes_get_one_hash_tag() {

@@ -1,4 +1,5 @@
-//! [`LimiterConfigError`]: why a limiter's description was refused.
+//! Why a limiter's description was refused: the detail behind its
+//! [`ConfigError`].
 
 use super::grammar::KINDS;
 use super::{Field, LimiterKind};
@@ -8,35 +9,13 @@ use crate::rate::RateError;
 use crate::spec::SpecError;
 
 /// Why the text of a [`LimiterConfig`](super::LimiterConfig), or its
-/// combination of fields, was refused: the detail of a [`ConfigError`] (a
-/// value the limiter's builder refuses comes as that builder's own detail).
+/// combination of fields, was refused: the detail of a [`ConfigError`],
+/// whose message it is (a value the limiter's builder refuses comes with
+/// that builder's message).
 ///
 /// Every message names the value. None is a panic: user input never panics.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::config::{LimiterConfig, LimiterConfigError, LimiterKind};
-/// use ratekeeper::ConfigErrorKind;
-///
-/// let err = "bucket:10".parse::<LimiterConfig>().unwrap_err();
-/// assert_eq!(err.kind(), ConfigErrorKind::Syntax);
-/// let detail = err.downcast_ref::<LimiterConfigError>();
-/// assert_eq!(detail, Some(&LimiterConfigError::UnknownKind { name: "bucket".into() }));
-/// assert!(err.to_string().starts_with("\"bucket\" is not a limiter kind"));
-///
-/// let err = "warmup:10".parse::<LimiterConfig>().unwrap_err();
-/// assert!(matches!(
-///     err.downcast_ref(),
-///     Some(LimiterConfigError::MissingField { kind: LimiterKind::WarmingUp, .. })
-/// ));
-///
-/// let err = "pool:10,0.5".parse::<LimiterConfig>().unwrap_err();
-/// assert_eq!(err.to_string(), "burst ratio must be at least 1.0, got 0.5");
-/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LimiterConfigError {
+pub(crate) enum LimiterConfigError {
     /// No `KIND:` before the fields.
     #[error("expected KIND:ARGS with KIND one of {KINDS}, e.g. pacer:10,1.5 or warmup:10,2s")]
     NoKind,

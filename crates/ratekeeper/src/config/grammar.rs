@@ -22,16 +22,26 @@ const STRICTNESS_EXPECTED: &str = "is not a number: expected 0 (average), betwee
      (burst compensation), 1 (strict) or above 1 (burst ratio)";
 
 impl FromStr for LimiterKind {
-    type Err = LimiterConfigError;
+    type Err = ConfigError;
 
     /// A [`name`](LimiterKind::name), ASCII case-insensitive.
-    fn from_str(s: &str) -> Result<LimiterKind, LimiterConfigError> {
-        let name = s.trim().to_ascii_lowercase();
-        LimiterKind::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .ok_or(LimiterConfigError::UnknownKind { name })
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigErrorKind::Syntax`](crate::ConfigErrorKind::Syntax) naming the
+    /// kinds there are.
+    fn from_str(s: &str) -> Result<LimiterKind, ConfigError> {
+        kind_named(s).map_err(ConfigError::from)
     }
+}
+
+/// The kind named `s`, ASCII case-insensitive.
+pub(super) fn kind_named(s: &str) -> Result<LimiterKind, LimiterConfigError> {
+    let name = s.trim().to_ascii_lowercase();
+    LimiterKind::ALL
+        .into_iter()
+        .find(|k| k.name() == name)
+        .ok_or(LimiterConfigError::UnknownKind { name })
 }
 
 impl FromStr for LimiterConfig {

@@ -88,7 +88,7 @@ mod tests;
 mod visit;
 
 pub use any::{AnyLimiter, LimiterRef};
-pub use error::LimiterConfigError;
+pub(crate) use error::LimiterConfigError;
 pub use kind::{Field, LimiterKind};
 pub use visit::{LimiterVisitor, SharedLimiter};
 
@@ -420,8 +420,7 @@ impl LimiterConfig {
     /// # Errors
     ///
     /// The builder's [`ConfigError`], or one of kind
-    /// [`Syntax`](crate::ConfigErrorKind::Syntax) (detail
-    /// [`LimiterConfigError::ShardsNeedPacer`]) for shards of another kind.
+    /// [`Syntax`](crate::ConfigErrorKind::Syntax) for shards of another kind.
     ///
     /// ```
     /// use ratekeeper::config::{KindConfig, LimiterConfig};

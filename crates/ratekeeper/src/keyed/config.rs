@@ -55,10 +55,10 @@ pub enum Overflow {
     EvictLeastDebt,
 }
 
-/// Why a keyed limiter's settings were refused (inside a [`ConfigError`]).
+/// Why a keyed limiter's settings were refused: the detail behind a
+/// [`ConfigError`], whose message it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum KeyedConfigError {
+pub(crate) enum KeyedConfigError {
     /// A cap of zero keys.
     #[error("the cap on live keys must be at least 1")]
     ZeroCap,
@@ -214,15 +214,7 @@ impl KeyedBuilder {
     /// The settings, once the cap and the shard count are checked.
     fn check(&self) -> Result<Settings, ConfigError> {
         let cap = self.max_keys;
-        if cap == 0 {
-            return Err(refused(ConfigErrorKind::MaxKeys, KeyedConfigError::ZeroCap));
-        }
-        if cap > MAX_KEYS {
-            return Err(refused(
-                ConfigErrorKind::MaxKeys,
-                KeyedConfigError::CapTooLarge(cap),
-            ));
-        }
+        check_max_keys(cap)?;
         let shards = self.shards.unwrap_or_else(|| default_shards().min(cap));
         if shards == 0 || shards > MAX_SHARDS || shards > cap {
             let detail = KeyedConfigError::Shards { shards, cap };
@@ -234,6 +226,35 @@ impl KeyedBuilder {
             overflow: self.overflow,
         })
     }
+}
+
+/// Checks a cap on live keys: at least 1 and at most [`MAX_KEYS`]. The
+/// keyed limiter's builder checks its cap with it; a store that keeps keys
+/// elsewhere (Redis) checks its own cap the same way.
+///
+/// # Errors
+///
+/// [`ConfigErrorKind::MaxKeys`] for a cap of 0 or above [`MAX_KEYS`].
+///
+/// ```
+/// use ratekeeper::keyed::{check_max_keys, MAX_KEYS};
+/// use ratekeeper::ConfigErrorKind;
+///
+/// assert!(check_max_keys(1).is_ok());
+/// let err = check_max_keys(0).unwrap_err();
+/// assert_eq!(err.kind(), ConfigErrorKind::MaxKeys);
+/// assert_eq!(err.to_string(), "the cap on live keys must be at least 1");
+/// assert!(check_max_keys(MAX_KEYS + 1).is_err());
+/// ```
+pub fn check_max_keys(cap: usize) -> Result<(), ConfigError> {
+    if cap == 0 {
+        return Err(refused(ConfigErrorKind::MaxKeys, KeyedConfigError::ZeroCap));
+    }
+    if cap > MAX_KEYS {
+        let detail = KeyedConfigError::CapTooLarge(cap);
+        return Err(refused(ConfigErrorKind::MaxKeys, detail));
+    }
+    Ok(())
 }
 
 fn refused(kind: ConfigErrorKind, detail: KeyedConfigError) -> ConfigError {

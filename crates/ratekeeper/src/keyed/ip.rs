@@ -84,10 +84,10 @@ impl Default for IpKeyer {
     }
 }
 
-/// Why an IP prefix was refused.
+/// Why an IP prefix was refused: the detail behind a [`ConfigError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("an IPv6 prefix length must be between 0 and 128, got {0}")]
-pub struct IpPrefixError(pub u32);
+pub(crate) struct IpPrefixError(pub(crate) u32);
 
 impl IpKeyer {
     /// A keyer of IPv6 networks of `prefix` bits (0 to 128; 128 keys each

@@ -41,7 +41,7 @@
 //! | [`SmoothBursty`](crate::SmoothBursty) | nothing stored, nothing owed | permits stored |
 //! | [`SmoothWarmingUp`](crate::SmoothWarmingUp) | cold again (its maximum stored), nothing owed | warmer than cold |
 //! | [`CycleLimiter`](crate::CycleLimiter) | the cycle's whole limit left | never |
-//! | token pools, sharded pacers | [`KeyedConfigError::Unsupported`] at build | |
+//! | token pools, sharded pacers | refused at build ([`ConfigErrorKind::Unsupported`](crate::ConfigErrorKind::Unsupported)) | |
 //!
 //! If every key of the shard holds debt, the [`Overflow`] policy decides:
 //! refuse the new key ([`KeyedError::Full`]), share one overflow limiter,
@@ -92,10 +92,10 @@ mod shard;
 mod tests;
 
 pub use config::{
-    default_shards, KeyedBuilder, KeyedConfigError, Overflow, DEFAULT_MAX_KEYS, DEFAULT_SHARDS_MAX,
+    check_max_keys, default_shards, KeyedBuilder, Overflow, DEFAULT_MAX_KEYS, DEFAULT_SHARDS_MAX,
     MAX_KEYS, MAX_SHARDS,
 };
 pub use hasher::KeyHasher;
-pub use ip::{IpKey, IpKeyer, IpPrefixError, DEFAULT_IPV6_PREFIX};
+pub use ip::{IpKey, IpKeyer, DEFAULT_IPV6_PREFIX};
 pub use map::{Keyed, KeyedError, KeyedMetrics};
 pub(crate) use map::{Map, Rules};
