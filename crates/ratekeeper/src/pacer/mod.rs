@@ -112,7 +112,8 @@ mod strictness;
 
 pub use batch::{PacerHandle, DEFAULT_MAX_LEASE, MAX_LEASE_SLOTS};
 pub use builder::PacerBuilder;
-pub use shard::{ShardError, ShardHandle, ShardedPacer, MAX_SHARDS};
+pub(crate) use shard::ShardError;
+pub use shard::{ShardHandle, ShardedPacer, MAX_SHARDS};
 pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
 
 use crossbeam_utils::CachePadded;

@@ -145,10 +145,10 @@ mod handle;
 /// The most shards a [`ShardedPacer`] may have.
 pub const MAX_SHARDS: usize = 1024;
 
-/// Why a sharded pacer could not be built.
+/// Why a sharded pacer could not be built: the detail behind a
+/// [`ConfigError`] of kind [`ConfigErrorKind::Shards`].
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ShardError {
+pub(crate) enum ShardError {
     /// The shard count is 0 or above [`MAX_SHARDS`].
     #[error("shard count {requested} is outside 1..={max}")]
     Shards {
@@ -236,7 +236,7 @@ impl PacerBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Shards`] (detail [`ShardError::Shards`]) for 0 shards
+    /// [`ConfigErrorKind::Shards`] for 0 shards
     /// or more than [`MAX_SHARDS`]; [`ConfigErrorKind::Rate`] or
     /// [`ConfigErrorKind::Strictness`] if the total rate, a shard's rate or
     /// the strictness is invalid (as [`build`](Self::build); the total, like one
@@ -256,13 +256,12 @@ impl PacerBuilder {
     /// As [`build_sharded`](Self::build_sharded).
     ///
     /// ```
-    /// use ratekeeper::pacer::ShardError;
     /// use ratekeeper::{ConfigErrorKind, ManualClock, Pacer, Rate};
     ///
     /// let builder = Pacer::builder(Rate::new(1000.0)?);
     /// let err = builder.build_sharded_with_clock(0, ManualClock::new(0)).unwrap_err();
     /// assert_eq!(err.kind(), ConfigErrorKind::Shards);
-    /// assert!(matches!(err.downcast_ref(), Some(ShardError::Shards { requested: 0, .. })));
+    /// assert_eq!(err.to_string(), "shard count 0 is outside 1..=1024");
     /// // 1e-9/s split 10 ways: a shard's slice would exceed 2^62 ns.
     /// let slow = Pacer::builder(Rate::new(1e-9)?);
     /// let err = slow.build_sharded_with_clock(10, ManualClock::new(0)).unwrap_err();
