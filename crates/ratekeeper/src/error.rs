@@ -5,7 +5,7 @@
 //! period that does not hold a whole permit). Those reasons stay typed, as the
 //! room's own *detail* type ([`RateError`](crate::RateError),
 //! [`PoolError`](crate::pool::PoolError), [`SmoothError`](crate::smooth::SmoothError),
-//! [`PermitConfigError`](crate::resilience4j::PermitConfigError),
+//! [`PermitConfigError`](crate::bucket::PermitConfigError),
 //! [`LimiterConfigError`](crate::config::LimiterConfigError), …), but every
 //! builder returns them inside one [`ConfigError`], so that code building
 //! several kinds of limiter (the CLI, a registry, a configuration file) has a

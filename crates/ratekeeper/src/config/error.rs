@@ -4,14 +4,14 @@ use std::time::Duration;
 
 use super::grammar::{fmt_duration, KINDS};
 use super::{Field, LimiterKind};
+#[allow(deprecated)]
+use crate::bucket::PermitConfigError as RefillError;
 use crate::error::{ConfigError, ConfigErrorKind};
 #[allow(deprecated)]
 use crate::pacer::PacerError;
 use crate::pacer::{ShardError, StrictnessError};
 use crate::pool::TokenPoolError;
 use crate::rate::RateError;
-#[allow(deprecated)]
-use crate::refill::ConfigError as RefillError;
 use crate::smooth::SmoothError;
 use crate::spec::SpecError;
 
@@ -153,7 +153,7 @@ pub enum LimiterConfigError {
     },
     /// A Resilience4j limiter's `rate × period` is not a whole number of
     /// permits, at least 1. No longer returned: see
-    /// [`PermitConfigError::NotWholePermits`](crate::refill::PermitConfigError::NotWholePermits).
+    /// [`PermitConfigError::NotWholePermits`](crate::bucket::PermitConfigError::NotWholePermits).
     #[deprecated(
         since = "0.2.0",
         note = "returned as a PermitConfigError inside ConfigError"

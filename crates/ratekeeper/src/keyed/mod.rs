@@ -94,13 +94,13 @@ use std::time::Duration;
 
 use crossbeam_utils::sync::ShardedLock;
 
+use crate::bucket::{CycleRule, RefillRule};
 use crate::clock::{Clock, DefaultClock};
 use crate::grant::{AcquireError, Grant};
 #[cfg(doc)]
 use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::keyed::{Accumulator, Dual, Spacing};
-use crate::resilience4j::keyed::{Bucket, Cycles};
 use crate::smooth::keyed::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::saturating_nanos;
@@ -135,9 +135,9 @@ enum Rules<K, S> {
     Accumulator(Map<K, Accumulator, S>),
     Spacing(Map<K, Spacing, S>),
     Dual(Map<K, Dual, S>),
-    Bucket(Map<K, Bucket, S>),
+    Bucket(Map<K, RefillRule, S>),
     Smooth(Map<K, SmoothRule, S>),
-    Cycles(Map<K, Cycles, S>),
+    Cycles(Map<K, CycleRule, S>),
 }
 
 /// Runs `$body` on the map whichever its rule, as `$m`.

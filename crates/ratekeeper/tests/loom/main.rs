@@ -470,7 +470,7 @@ mod refill {
         capacity: i64,
         timeout: i64,
     ) -> Arc<RefillLimiter<ManualClock>> {
-        let config = ratekeeper::refill::compat::ConfigBuilder::new()
+        let config = ratekeeper::bucket::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(limit * npp)
             .permit_capacity(capacity)
@@ -478,21 +478,17 @@ mod refill {
             .timeout_nanos(timeout)
             .build()
             .unwrap();
-        Arc::new(RefillLimiter::new_with_clock(
-            "loom",
-            config,
-            ManualClock::new(0),
-        ))
+        Arc::new(RefillLimiter::new_with_clock(config, ManualClock::new(0)))
     }
 
     fn cycles(limit: i64, clock: &ManualClock) -> Arc<CycleLimiter<ManualClock>> {
-        let config = ratekeeper::refill::compat::ConfigBuilder::new()
+        let config = ratekeeper::bucket::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(0)
             .build_cycle()
             .unwrap();
-        Arc::new(CycleLimiter::new_with_clock("loom", config, clock.clone()))
+        Arc::new(CycleLimiter::new_with_clock(config, clock.clone()))
     }
 
     fn spawn_reserve<L: PermitLimiter + Send + Sync + 'static>(
@@ -702,18 +698,14 @@ fn refill_cancel_races_a_reservation() {
     use ratekeeper::refill::RefillConfig;
     use ratekeeper::RefillLimiter;
     loom::model(|| {
-        let config = ratekeeper::refill::compat::ConfigBuilder::new()
+        let config = ratekeeper::bucket::ConfigBuilder::new()
             .limit_for_period(1)
             .limit_refresh_period_nanos(1_000)
             .permit_capacity(2)
             .initial_permits(0)
             .build()
             .unwrap();
-        let l = Arc::new(RefillLimiter::new_with_clock(
-            "loom",
-            config,
-            ManualClock::new(0),
-        ));
+        let l = Arc::new(RefillLimiter::new_with_clock(config, ManualClock::new(0)));
         let g = l.reserve(1, None).unwrap();
         assert_eq!(g.ready_nanos(), 1_000);
         let b = {

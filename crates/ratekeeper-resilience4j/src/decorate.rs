@@ -20,8 +20,8 @@
 //! ```
 //! use std::time::Duration;
 //! use ratekeeper::ManualClock;
-//! use ratekeeper::decorate::{self, RateLimited};
-//! use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+//! use ratekeeper_resilience4j::decorate::{self, RateLimited};
+//! use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
 //!
 //! let config = RefillConfig::builder()
 //!     .limit_for_period(2)
@@ -66,7 +66,7 @@
 
 use core::fmt;
 
-use crate::refill::{PermitError, PermitLimiter};
+use crate::{PermitError, PermitLimiter};
 
 /// A call was not run: its limiter refused the permits (Resilience4j's
 /// `RequestNotPermitted`), or they can never be granted as asked.
@@ -74,8 +74,8 @@ use crate::refill::{PermitError, PermitLimiter};
 /// # Examples
 ///
 /// ```
-/// use ratekeeper::decorate::NotPermitted;
-/// use ratekeeper::refill::PermitError;
+/// use ratekeeper_resilience4j::decorate::NotPermitted;
+/// use ratekeeper_resilience4j::PermitError;
 ///
 /// let e = NotPermitted::new("testName");
 /// assert_eq!(e.to_string(), "RateLimiter 'testName' does not permit further calls");
@@ -166,8 +166,8 @@ impl std::error::Error for NotPermitted {
 ///
 /// ```
 /// use ratekeeper::ManualClock;
-/// use ratekeeper::decorate::wait_for_permission;
-/// use ratekeeper::refill::{PermitError, RefillConfig, RefillLimiter};
+/// use ratekeeper_resilience4j::decorate::wait_for_permission;
+/// use ratekeeper_resilience4j::{PermitError, RefillConfig, RefillLimiter};
 ///
 /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
 /// assert!(wait_for_permission(&limiter, 50).is_ok());
@@ -200,8 +200,8 @@ pub fn wait_for_permission<L: PermitLimiter + ?Sized>(
 /// ```
 /// use std::time::Duration;
 /// use ratekeeper::ManualClock;
-/// use ratekeeper::decorate;
-/// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+/// use ratekeeper_resilience4j::decorate;
+/// use ratekeeper_resilience4j::{CycleConfig, CycleLimiter};
 ///
 /// let config = CycleConfig::builder().limit_for_period(1).timeout(Duration::ZERO).build()?;
 /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
@@ -220,34 +220,9 @@ pub fn call<L: PermitLimiter + ?Sized, T>(
     Ok(f())
 }
 
-/// How many permits a call with argument `A` takes: a fixed `u32`, or a
-/// closure `Fn(&A) -> u32` (Resilience4j's `permitsCalculator`).
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::decorate::PermitCount;
-///
-/// assert_eq!(3u32.permits_for(&"anything"), 3);
-/// let by_len = |batch: &Vec<u8>| batch.len() as u32;
-/// assert_eq!(by_len.permits_for(&vec![1, 2]), 2);
-/// ```
-pub trait PermitCount<A: ?Sized> {
-    /// The permits a call with `arg` takes.
-    fn permits_for(&self, arg: &A) -> u32;
-}
-
-impl<A: ?Sized> PermitCount<A> for u32 {
-    fn permits_for(&self, _: &A) -> u32 {
-        *self
-    }
-}
-
-impl<A: ?Sized, F: Fn(&A) -> u32> PermitCount<A> for F {
-    fn permits_for(&self, arg: &A) -> u32 {
-        self(arg)
-    }
-}
+/// How many permits a call takes: ratekeeper's [`PermitCount`] (a fixed
+/// `u32`, or a closure of the argument).
+pub use ratekeeper::PermitCount;
 
 /// Whether a call's output drains the limiter: [`NeverDrain`], or a closure
 /// `Fn(&T) -> bool` (Resilience4j's `drainPermissionsOnResult`).
@@ -255,7 +230,7 @@ impl<A: ?Sized, F: Fn(&A) -> u32> PermitCount<A> for F {
 /// # Examples
 ///
 /// ```
-/// use ratekeeper::decorate::{DrainPolicy, NeverDrain};
+/// use ratekeeper_resilience4j::decorate::{DrainPolicy, NeverDrain};
 ///
 /// let too_many = |r: &Result<u32, u16>| matches!(r, Err(429));
 /// assert!(too_many.should_drain(&Err(429)));
@@ -270,7 +245,7 @@ pub trait DrainPolicy<T: ?Sized> {
 /// The drain policy that never drains: the default of [`RateLimited`].
 ///
 /// ```
-/// use ratekeeper::decorate::{DrainPolicy, NeverDrain};
+/// use ratekeeper_resilience4j::decorate::{DrainPolicy, NeverDrain};
 ///
 /// assert!(!NeverDrain.should_drain(&"any output"));
 /// ```
@@ -307,8 +282,8 @@ impl<T: ?Sized, F: Fn(&T) -> bool> DrainPolicy<T> for F {
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use ratekeeper::ManualClock;
-/// use ratekeeper::decorate::RateLimited;
-/// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+/// use ratekeeper_resilience4j::decorate::RateLimited;
+/// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
 ///
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(10)
@@ -340,8 +315,8 @@ impl<L: PermitLimiter> RateLimited<L> {
     ///
     /// ```
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
     /// let guarded = RateLimited::new(&limiter);
@@ -363,8 +338,8 @@ impl<L, P, D> RateLimited<L, P, D> {
     ///
     /// ```
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{PermitError, PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{PermitError, PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
     /// RateLimited::new(&limiter).permits(5).call(|| ())?;
@@ -389,8 +364,8 @@ impl<L, P, D> RateLimited<L, P, D> {
     ///
     /// ```
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
     /// let upload = RateLimited::new(&limiter)
@@ -416,8 +391,8 @@ impl<L, P, D> RateLimited<L, P, D> {
     ///
     /// ```
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
     /// let guarded = RateLimited::new(&limiter).drain_when(|r: &Result<u8, String>| r.is_err());
@@ -438,8 +413,8 @@ impl<L, P, D> RateLimited<L, P, D> {
     /// The limiter.
     ///
     /// ```
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{PermitLimiter, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{PermitLimiter, RefillLimiter};
     ///
     /// let guarded = RateLimited::new(RefillLimiter::of_defaults("api"));
     /// assert_eq!(guarded.limiter().name(), "api");
@@ -460,8 +435,8 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     ///
     /// ```
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
     ///
     /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
     /// let guarded = RateLimited::new(&limiter).permits_with(|n: &u32| *n);
@@ -492,8 +467,8 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{CycleConfig, CycleLimiter};
     ///
     /// let config = CycleConfig::builder().limit_for_period(2).timeout(Duration::ZERO).build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
@@ -524,8 +499,8 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{CycleConfig, CycleLimiter};
     ///
     /// let config = CycleConfig::builder().limit_for_period(3).timeout(Duration::ZERO).build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
@@ -553,8 +528,8 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{CycleConfig, CycleLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{CycleConfig, CycleLimiter};
     ///
     /// let config = CycleConfig::builder().limit_for_period(2).timeout(Duration::ZERO).build()?;
     /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
@@ -588,8 +563,8 @@ impl<L: PermitLimiter, P, D> RateLimited<L, P, D> {
     ///
     /// ```
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::decorate::RateLimited;
-    /// use ratekeeper::refill::{RefillConfig, RefillLimiter};
+    /// use ratekeeper_resilience4j::decorate::RateLimited;
+    /// use ratekeeper_resilience4j::{RefillConfig, RefillLimiter};
     ///
     /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
     /// let report = String::from("done");
@@ -626,12 +601,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::clock::{Clock, ManualClock};
-    use crate::refill::{CycleLimiter, PermitEventKind, RefillConfig, RefillLimiter};
+    use crate::{CycleLimiter, PermitEventKind, RefillConfig, RefillLimiter};
+    use ratekeeper::{Clock, ManualClock};
 
     /// `limit` permits per µs, capacity `limit`, timeout `timeout` ns.
     fn refill(limit: i64, timeout: i64) -> (RefillLimiter<ManualClock>, ManualClock) {
-        let config = crate::refill::compat::ConfigBuilder::new()
+        let config = crate::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(timeout)
@@ -777,7 +752,7 @@ mod tests {
 
     #[test]
     fn once_mut_and_fn_decorators_on_a_cycle_limiter() {
-        let config = crate::refill::compat::ConfigBuilder::new()
+        let config = crate::ConfigBuilder::new()
             .limit_for_period(3)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(0)

@@ -12,8 +12,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use ratekeeper::refill::{ConfigBuilder, PermitLimiter, RefillLimiter};
-//! use ratekeeper::registry::Registry;
+//! use ratekeeper_resilience4j::{ConfigBuilder, PermitLimiter, RefillLimiter};
+//! use ratekeeper_resilience4j::registry::Registry;
 //!
 //! let registry = Registry::<RefillLimiter>::builder()
 //!     // Shared defaults: 100 permits per second, no waiting.
@@ -99,20 +99,20 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::clock::{Clock, DefaultClock};
-use crate::error::ConfigError;
-use crate::refill::{
+use crate::{
     ConfigBuilder, CycleConfig, CycleLimiter, EventPublisher, PermitLimiter, RefillConfig,
     RefillLimiter, SubscriptionId,
 };
+use ratekeeper::ConfigError;
+use ratekeeper::{Clock, DefaultClock};
 
 /// The name of the default configuration: Resilience4j's `"default"`. It
 /// cannot be added or removed by name; [`Registry::configuration`] returns
 /// the default configuration for it.
 ///
 /// ```
-/// use ratekeeper::CycleLimiter;
-/// use ratekeeper::registry::{Registry, DEFAULT_CONFIGURATION};
+/// use ratekeeper_resilience4j::CycleLimiter;
+/// use ratekeeper_resilience4j::registry::{Registry, DEFAULT_CONFIGURATION};
 ///
 /// let registry = Registry::<CycleLimiter>::new();
 /// assert_eq!(registry.configuration(DEFAULT_CONFIGURATION).as_ref(), Some(registry.default_config()));
@@ -129,8 +129,8 @@ pub const DEFAULT_CONFIGURATION: &str = "default";
 /// # Examples
 ///
 /// ```
-/// use ratekeeper::refill::{ConfigBuilder, CycleConfig, CycleLimiter, PermitLimiter};
-/// use ratekeeper::registry::RegistryLimiter;
+/// use ratekeeper_resilience4j::{ConfigBuilder, CycleConfig, CycleLimiter, PermitLimiter};
+/// use ratekeeper_resilience4j::registry::RegistryLimiter;
 /// use ratekeeper::ManualClock;
 ///
 /// let config = <CycleLimiter<ManualClock> as RegistryLimiter>::validate(
@@ -205,8 +205,8 @@ impl<C: Clock + Clone + 'static> RegistryLimiter for CycleLimiter<C> {
 /// # Examples
 ///
 /// ```
-/// use ratekeeper::RefillLimiter;
-/// use ratekeeper::registry::{Registry, RegistryError};
+/// use ratekeeper_resilience4j::RefillLimiter;
+/// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
 ///
 /// let registry = Registry::<RefillLimiter>::new();
 /// let err = registry.limiter_from_configuration("api", "fast").unwrap_err();
@@ -239,8 +239,8 @@ pub enum RegistryError {
 /// What changed in a registry: Resilience4j's `RegistryEvent.Type`.
 ///
 /// ```
-/// use ratekeeper::RefillLimiter;
-/// use ratekeeper::registry::{Registry, RegistryEventKind};
+/// use ratekeeper_resilience4j::RefillLimiter;
+/// use ratekeeper_resilience4j::registry::{Registry, RegistryEventKind};
 ///
 /// let registry = Registry::<RefillLimiter>::new();
 /// registry.events().subscribe(|e| assert_eq!(e.kind(), RegistryEventKind::Added));
@@ -261,7 +261,7 @@ impl RegistryEventKind {
     /// Resilience4j's name: `ADDED`, `REMOVED` or `REPLACED`.
     ///
     /// ```
-    /// use ratekeeper::registry::RegistryEventKind;
+    /// use ratekeeper_resilience4j::registry::RegistryEventKind;
     ///
     /// assert_eq!(RegistryEventKind::Replaced.as_str(), "REPLACED");
     /// ```
@@ -287,8 +287,8 @@ impl fmt::Display for RegistryEventKind {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use ratekeeper::RefillLimiter;
-/// use ratekeeper::registry::{Registry, RegistryEventKind};
+/// use ratekeeper_resilience4j::RefillLimiter;
+/// use ratekeeper_resilience4j::registry::{Registry, RegistryEventKind};
 ///
 /// let registry = Registry::<RefillLimiter>::new();
 /// let log = Arc::new(Mutex::new(Vec::new()));
@@ -369,9 +369,9 @@ impl<L> RegistryEvent<L> {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let last = Arc::new(Mutex::new(None));
@@ -418,9 +418,9 @@ impl<L> EventPublisher<RegistryEvent<L>> {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use ratekeeper::refill::PermitLimiter;
-    /// use ratekeeper::registry::Registry;
-    /// use ratekeeper::CycleLimiter;
+    /// use ratekeeper_resilience4j::PermitLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
+    /// use ratekeeper_resilience4j::CycleLimiter;
     ///
     /// let registry = Registry::<CycleLimiter>::new();
     /// let added = Arc::new(Mutex::new(Vec::new()));
@@ -444,8 +444,8 @@ impl<L> EventPublisher<RegistryEvent<L>> {
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
-    /// use ratekeeper::registry::Registry;
-    /// use ratekeeper::CycleLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
+    /// use ratekeeper_resilience4j::CycleLimiter;
     ///
     /// let registry = Registry::<CycleLimiter>::new();
     /// let removed = Arc::new(AtomicUsize::new(0));
@@ -471,9 +471,9 @@ impl<L> EventPublisher<RegistryEvent<L>> {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use ratekeeper::refill::{CycleConfig, PermitLimiter};
-    /// use ratekeeper::registry::Registry;
-    /// use ratekeeper::CycleLimiter;
+    /// use ratekeeper_resilience4j::{CycleConfig, PermitLimiter};
+    /// use ratekeeper_resilience4j::registry::Registry;
+    /// use ratekeeper_resilience4j::CycleLimiter;
     ///
     /// let registry = Registry::<CycleLimiter>::new();
     /// let limits = Arc::new(Mutex::new(Vec::new()));
@@ -516,8 +516,8 @@ struct Entries<L> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter};
-/// use ratekeeper::registry::Registry;
+/// use ratekeeper_resilience4j::{CycleConfig, CycleLimiter, PermitLimiter};
+/// use ratekeeper_resilience4j::registry::Registry;
 /// use ratekeeper::ManualClock;
 ///
 /// let clock = ManualClock::new(0);
@@ -558,9 +558,9 @@ where
     /// clock.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// assert_eq!(*registry.default_config(), RefillConfig::default());
@@ -583,9 +583,9 @@ where
     /// [`RegistryBuilder::defaults`] for defaults that leave fields unset.
     ///
     /// ```
-    /// use ratekeeper::CycleLimiter;
-    /// use ratekeeper::refill::{CycleConfig, PermitLimiter};
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::CycleLimiter;
+    /// use ratekeeper_resilience4j::{CycleConfig, PermitLimiter};
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let config = CycleConfig::builder().limit_for_period(3).build()?;
     /// let registry = Registry::<CycleLimiter>::with_default_config(config);
@@ -605,9 +605,9 @@ where
     /// `RateLimiterRegistry.custom()`).
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let slow = RefillConfig::builder().limit_for_period(1).build()?;
     /// let registry = Registry::<RefillLimiter>::builder()
@@ -635,9 +635,10 @@ impl<L: RegistryLimiter> Registry<L> {
     /// [`ManualClock`](crate::ManualClock) in tests.
     ///
     /// ```
-    /// use ratekeeper::{ManualClock, RefillLimiter};
-    /// use ratekeeper::refill::PermitLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper::ManualClock;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::PermitLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let clock = ManualClock::new(0);
     /// let registry = Registry::<RefillLimiter<ManualClock>>::builder_with_clock(clock.clone()).build()?;
@@ -696,9 +697,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// with (Resilience4j `getDefaultConfig()`).
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::ConfigBuilder;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::ConfigBuilder;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::builder()
     ///     .defaults(ConfigBuilder::new().limit_for_period(10))
@@ -714,9 +715,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// ([`add_configuration_overrides`](Self::add_configuration_overrides)).
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::ConfigBuilder;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::ConfigBuilder;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::builder()
     ///     .defaults(ConfigBuilder::new().limit_for_period(10))
@@ -732,8 +733,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// The clock the registry's limiters read (each has a clone).
     ///
     /// ```
-    /// use ratekeeper::{Clock, CycleLimiter, ManualClock};
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper::{Clock, ManualClock};
+    /// use ratekeeper_resilience4j::CycleLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<CycleLimiter<ManualClock>>::builder_with_clock(ManualClock::new(0)).build()?;
     /// registry.clock().advance_nanos(1_000); // clones share their time
@@ -749,9 +751,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// `getConfiguration`).
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// assert_eq!(registry.configuration("default"), Some(RefillConfig::default()));
@@ -767,9 +769,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// The names of the named configurations, sorted, without `"default"`.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// registry.add_configuration("b", RefillConfig::default())?;
@@ -792,9 +794,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// [`RegistryError::ReservedName`] for `"default"`; nothing changes.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::{Registry, RegistryError};
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let slow = RefillConfig::builder().limit_for_period(1).build()?;
@@ -831,9 +833,9 @@ impl<L: RegistryLimiter> Registry<L> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::{ConfigBuilder, PermitConfigError};
-    /// use ratekeeper::registry::{Registry, RegistryError};
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::{ConfigBuilder, PermitConfigError};
+    /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// let registry = Registry::<RefillLimiter>::builder()
     ///     .defaults(ConfigBuilder::new().timeout(Duration::ZERO))
@@ -877,9 +879,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// [`RegistryError::ReservedName`] for `"default"`.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::{Registry, RegistryError};
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// registry.add_configuration("slow", RefillConfig::default())?;
@@ -900,8 +902,8 @@ impl<L: RegistryLimiter> Registry<L> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let a = registry.limiter("a");
@@ -917,9 +919,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// returned unchanged: `config` is then unused.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let one = RefillConfig::builder().limit_for_period(1).build()?;
@@ -943,9 +945,9 @@ impl<L: RegistryLimiter> Registry<L> {
     ///
     /// ```
     /// use std::cell::Cell;
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let calls = Cell::new(0);
@@ -972,9 +974,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// only when it creates one); nothing is created.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::{Registry, RegistryError};
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let slow = RefillConfig::builder().limit_for_period(1).build()?;
@@ -1027,8 +1029,8 @@ impl<L: RegistryLimiter> Registry<L> {
     /// The limiter named `name`, if there is one (Resilience4j `find`).
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// assert!(registry.find("a").is_none()); // find never creates
@@ -1045,8 +1047,8 @@ impl<L: RegistryLimiter> Registry<L> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let old = registry.limiter("a");
@@ -1079,9 +1081,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// [`PermitLimiter::change_timeout`] instead.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::RefillConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::RefillConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let slow = RefillConfig::builder().limit_for_period(1).build()?;
@@ -1117,9 +1119,9 @@ impl<L: RegistryLimiter> Registry<L> {
     /// `getAllRateLimiters()`). Later changes do not affect it.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::PermitLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::PermitLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// registry.limiter("b");
@@ -1143,8 +1145,8 @@ impl<L: RegistryLimiter> Registry<L> {
     /// How many limiters the registry holds.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// assert!(registry.is_empty());
@@ -1158,8 +1160,8 @@ impl<L: RegistryLimiter> Registry<L> {
     /// Whether the registry holds no limiter.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// registry.limiter("a");
@@ -1177,8 +1179,8 @@ impl<L: RegistryLimiter> Registry<L> {
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
     /// use std::sync::Arc;
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::new();
     /// let changes = Arc::new(AtomicU64::new(0));
@@ -1243,9 +1245,9 @@ enum Named<C> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::RefillLimiter;
-/// use ratekeeper::refill::{ConfigBuilder, PermitConfigError, RefillConfig};
-/// use ratekeeper::registry::{Registry, RegistryError};
+/// use ratekeeper_resilience4j::RefillLimiter;
+/// use ratekeeper_resilience4j::{ConfigBuilder, PermitConfigError, RefillConfig};
+/// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
 ///
 /// let registry = Registry::<RefillLimiter>::builder()
 ///     .defaults(ConfigBuilder::new().limit_refresh_period(Duration::from_secs(1)))
@@ -1295,9 +1297,9 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     /// the limiter's own defaults.
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::{ConfigBuilder, RefillConfig};
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::{ConfigBuilder, RefillConfig};
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let whole = RefillConfig::builder().limit_for_period(10).build()?;
     /// let registry = Registry::<RefillLimiter>::builder()
@@ -1318,9 +1320,9 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     /// permits left unset follow each configuration's limit).
     ///
     /// ```
-    /// use ratekeeper::RefillLimiter;
-    /// use ratekeeper::refill::ConfigBuilder;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::RefillLimiter;
+    /// use ratekeeper_resilience4j::ConfigBuilder;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<RefillLimiter>::builder()
     ///     .defaults(ConfigBuilder::new().limit_for_period(10))
@@ -1339,9 +1341,9 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     /// `addRateLimiterConfig`). A later one of the same name wins.
     ///
     /// ```
-    /// use ratekeeper::CycleLimiter;
-    /// use ratekeeper::refill::CycleConfig;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::CycleLimiter;
+    /// use ratekeeper_resilience4j::CycleConfig;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let one = CycleConfig::builder().limit_for_period(1).build()?;
     /// let two = CycleConfig::builder().limit_for_period(2).build()?;
@@ -1362,9 +1364,9 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ratekeeper::CycleLimiter;
-    /// use ratekeeper::refill::ConfigBuilder;
-    /// use ratekeeper::registry::Registry;
+    /// use ratekeeper_resilience4j::CycleLimiter;
+    /// use ratekeeper_resilience4j::ConfigBuilder;
+    /// use ratekeeper_resilience4j::registry::Registry;
     ///
     /// let registry = Registry::<CycleLimiter>::builder()
     ///     .defaults(ConfigBuilder::new().timeout(Duration::ZERO))
@@ -1388,9 +1390,9 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     /// registry.
     ///
     /// ```
-    /// use ratekeeper::CycleLimiter;
-    /// use ratekeeper::refill::{ConfigBuilder, PermitConfigError};
-    /// use ratekeeper::registry::{Registry, RegistryError};
+    /// use ratekeeper_resilience4j::CycleLimiter;
+    /// use ratekeeper_resilience4j::{ConfigBuilder, PermitConfigError};
+    /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// // The cycle limiter has no bucket: a capacity is refused, by name.
     /// let err = Registry::<CycleLimiter>::builder()
@@ -1448,7 +1450,7 @@ impl<L: RegistryLimiter> fmt::Debug for RegistryBuilder<L> {
 /// A registry of [`RefillLimiter`]s on the default clock.
 ///
 /// ```
-/// use ratekeeper::registry::RefillRegistry;
+/// use ratekeeper_resilience4j::registry::RefillRegistry;
 ///
 /// let registry = RefillRegistry::new();
 /// assert_eq!(registry.limiter("api").config().capacity(), 50);
@@ -1458,8 +1460,8 @@ pub type RefillRegistry = Registry<RefillLimiter<DefaultClock>>;
 /// A registry of [`CycleLimiter`]s on the default clock.
 ///
 /// ```
-/// use ratekeeper::refill::PermitLimiter;
-/// use ratekeeper::registry::CycleRegistry;
+/// use ratekeeper_resilience4j::PermitLimiter;
+/// use ratekeeper_resilience4j::registry::CycleRegistry;
 ///
 /// let registry = CycleRegistry::new();
 /// assert_eq!(registry.limiter("api").config_view().limit_for_period, 50);
@@ -1473,8 +1475,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::clock::ManualClock;
-    use crate::refill::{Metrics, PermitConfigError, PermitEventKind};
+    use crate::{Metrics, PermitConfigError, PermitEventKind};
+    use ratekeeper::ManualClock;
 
     type Refills = Registry<RefillLimiter<ManualClock>>;
     type Cycles = Registry<CycleLimiter<ManualClock>>;
@@ -1484,7 +1486,7 @@ mod tests {
     }
 
     fn config(limit: i64) -> RefillConfig {
-        crate::refill::compat::ConfigBuilder::new()
+        crate::compat::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(1_000)
             .timeout_nanos(0)

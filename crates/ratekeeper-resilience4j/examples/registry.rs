@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratekeeper::refill::{ConfigBuilder, PermitLimiter, RefillLimiter};
-use ratekeeper::registry::Registry;
+use ratekeeper_resilience4j::registry::Registry;
+use ratekeeper_resilience4j::{ConfigBuilder, PermitLimiter, RefillLimiter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = Registry::<RefillLimiter>::builder()
