@@ -27,6 +27,37 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A [`Registry`] of named limiters and a [`decorate`]d call:
+//!
+//! ```
+//! use std::time::Duration;
+//! use ratekeeper_resilience4j::decorate::RateLimited;
+//! use ratekeeper_resilience4j::{ConfigBuilder, Permission, PermitLimiter, RefillLimiter};
+//! use ratekeeper_resilience4j::registry::Registry;
+//!
+//! // 10 permits per second, a bucket of 20, callers wait at most 50 ms. The
+//! // registry merges Resilience4j's layered configuration (`ConfigBuilder`).
+//! let registry = Registry::<RefillLimiter>::builder()
+//!     .defaults(
+//!         ConfigBuilder::new()
+//!             .limit_for_period(10)
+//!             .limit_refresh_period(Duration::from_secs(1))
+//!             .permit_capacity(20)
+//!             .timeout(Duration::from_millis(50)),
+//!     )
+//!     .build()?;
+//! let backend = registry.limiter("backend"); // get-or-create, shared as an Arc
+//!
+//! assert_eq!(backend.reserve_permission(10)?, Permission::Now); // 10 initial permits
+//! // The next permit comes in 100 ms, beyond the timeout: refused at once,
+//! // nothing reserved (Resilience4j would park the caller for 50 ms first).
+//! assert_eq!(backend.reserve_permission(1)?, Permission::Refused);
+//!
+//! let fetch = RateLimited::new(&*backend).decorate(|id: u32| format!("row {id}"));
+//! assert!(fetch(7).is_err()); // not permitted: the function did not run
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # The Resilience4j interface
 //!
 //! Both limiters implement [`PermitLimiter`] (and ratekeeper's
