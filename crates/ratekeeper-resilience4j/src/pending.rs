@@ -151,7 +151,7 @@ enum PendingState {
 /// An acquisition decided but not yet over: the caller may have to wait
 /// before its permits may go.
 ///
-/// Returned by [`PermitLimiter::begin_acquire_permission`]. The decision is
+/// Returned by [`PermitLimiter::begin_acquire_permission`](crate::PermitLimiter::begin_acquire_permission). The decision is
 /// final when this is created; what remains is the wait and the
 /// `SUCCESSFUL_ACQUIRE` / `FAILED_ACQUIRE` event, which is published when the
 /// acquisition ends:
@@ -165,7 +165,7 @@ enum PendingState {
 ///
 /// A refused acquisition is over when created: its failure event is already
 /// published and every call returns false. While a granted acquisition with
-/// a wait is alive it counts in [`Metrics::waiting_threads`].
+/// a wait is alive it counts in [`Metrics::waiting_threads`](crate::Metrics::waiting_threads).
 ///
 /// # Examples
 ///
@@ -292,8 +292,8 @@ impl PendingPermission<'_> {
     /// acquisition as [`abandon`](Self::abandon) does (`FAILED_ACQUIRE` for a
     /// grant, no longer a waiting thread), and returns whether the limiter
     /// took the permits back. What each limiter can take back is in its
-    /// "Cancelling a reservation" section ([`RefillLimiter`],
-    /// [`CycleLimiter`]); in short, a reservation that had to wait can be
+    /// "Cancelling a reservation" section ([`RefillLimiter`](crate::RefillLimiter),
+    /// [`CycleLimiter`](crate::CycleLimiter)); in short, a reservation that had to wait can be
     /// given back (or, if the state cannot take it, kept for the next caller
     /// of the same size) until its ready time, a grant that could go at once
     /// cannot.

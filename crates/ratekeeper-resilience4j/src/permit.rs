@@ -116,8 +116,8 @@ pub struct Metrics {
     pub cycle: Option<u64>,
 }
 
-/// The Resilience4j rate limiter interface, implemented by [`RefillLimiter`]
-/// and [`CycleLimiter`] (and forwarded by `&L` and `Arc<L>`).
+/// The Resilience4j rate limiter interface, implemented by [`RefillLimiter`](crate::RefillLimiter)
+/// and [`CycleLimiter`](crate::CycleLimiter) (and forwarded by `&L` and `Arc<L>`).
 ///
 /// Every method takes `&self`; a limiter is shared by reference or in an
 /// `Arc`. See the [crate docs](crate) for the mapping to Resilience4j.
@@ -160,11 +160,11 @@ pub trait PermitLimiter {
     ///
     /// # Errors
     ///
-    /// [`PermitConfigError::InvalidLimitForPeriod`] for 0; for the refill
-    /// limiter also [`PermitConfigError::ZeroNanosPerPermit`] and
-    /// [`PermitConfigError::NanosPerFullCapacityOverflow`]. The limiter is
+    /// [`PermitConfigError::InvalidLimitForPeriod`](crate::PermitConfigError::InvalidLimitForPeriod) for 0; for the refill
+    /// limiter also [`PermitConfigError::ZeroNanosPerPermit`](crate::PermitConfigError::ZeroNanosPerPermit) and
+    /// [`PermitConfigError::NanosPerFullCapacityOverflow`](crate::PermitConfigError::NanosPerFullCapacityOverflow). The limiter is
     /// then unchanged. (A signed limit, as Resilience4j takes it, goes
-    /// through [`compat::change_limit_for_period`].)
+    /// through [`compat::change_limit_for_period`](crate::compat::change_limit_for_period).)
     fn change_limit_for_period(&self, limit: u32) -> Result<(), ConfigError>;
 
     /// Sets the timeout for calls made from now on; callers already waiting
@@ -172,7 +172,7 @@ pub trait PermitLimiter {
     ///
     /// # Errors
     ///
-    /// [`PermitConfigError::TimeoutTooLarge`] beyond `i64::MAX` ns.
+    /// [`PermitConfigError::TimeoutTooLarge`](crate::PermitConfigError::TimeoutTooLarge) beyond `i64::MAX` ns.
     fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError>;
 
     /// The limiter's metrics now.

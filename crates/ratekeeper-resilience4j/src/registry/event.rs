@@ -49,8 +49,8 @@ impl fmt::Display for RegistryEventKind {
     }
 }
 
-/// A change of a [`Registry`]'s limiters, delivered to the subscribers of
-/// [`Registry::events`].
+/// A change of a [`Registry`](super::Registry)'s limiters, delivered to the subscribers of
+/// [`Registry::events`](super::Registry::events).
 ///
 /// # Examples
 ///

@@ -8,7 +8,7 @@ use ratekeeper::{Clock, ConfigError};
 use crate::{ConfigBuilder, CycleConfig, CycleLimiter, PermitLimiter, RefillConfig, RefillLimiter};
 
 /// The name of the default configuration: Resilience4j's `"default"`. It
-/// cannot be added or removed by name; [`Registry::configuration`] returns
+/// cannot be added or removed by name; [`Registry::configuration`](super::Registry::configuration) returns
 /// the default configuration for it.
 ///
 /// ```
@@ -20,12 +20,12 @@ use crate::{ConfigBuilder, CycleConfig, CycleLimiter, PermitLimiter, RefillConfi
 /// ```
 pub const DEFAULT_CONFIGURATION: &str = "default";
 
-/// A limiter a [`Registry`] can build: a name and a configuration in, a
+/// A limiter a [`Registry`](super::Registry) can build: a name and a configuration in, a
 /// limiter out.
 ///
 /// Implemented for [`RefillLimiter`] and [`CycleLimiter`] on any clock that
 /// can be cloned (every limiter of a registry gets a clone of the registry's
-/// clock; clones of a [`ManualClock`](crate::ManualClock) share their time).
+/// clock; clones of a [`ManualClock`](ratekeeper::ManualClock) share their time).
 ///
 /// # Examples
 ///

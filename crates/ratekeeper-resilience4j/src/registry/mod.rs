@@ -55,7 +55,7 @@
 //! | `getDefaultConfig()` | [`default_config`](Registry::default_config) |
 //! | `find` / `remove` / `replace` | [`find`](Registry::find) / [`remove`](Registry::remove) / [`replace`](Registry::replace) |
 //! | `getAllRateLimiters()` | [`limiters`](Registry::limiters) (a snapshot, sorted by name) |
-//! | `getEventPublisher().onEntryAdded / onEntryRemoved / onEntryReplaced` | [`events`](Registry::events)`().`[`on_added`](EventPublisher::on_added) / [`on_removed`](EventPublisher::on_removed) / [`on_replaced`](EventPublisher::on_replaced) |
+//! | `getEventPublisher().onEntryAdded / onEntryRemoved / onEntryReplaced` | [`events`](Registry::events)`().`[`on_added`](crate::EventPublisher::on_added) / [`on_removed`](crate::EventPublisher::on_removed) / [`on_replaced`](crate::EventPublisher::on_replaced) |
 //! | `IllegalArgumentException` for `"default"` | [`RegistryError::ReservedName`] |
 //! | `ConfigurationNotFoundException` | [`RegistryError::ConfigurationNotFound`] |
 //!
@@ -63,11 +63,11 @@
 //!
 //! * **Either limiter.** Resilience4j's registry always builds its
 //!   `AtomicRateLimiter`; a `Registry<L>` builds any [`RegistryLimiter`]:
-//!   [`RefillLimiter`] or [`CycleLimiter`], on any clock (a
-//!   [`ManualClock`](crate::ManualClock) for tests, through
+//!   [`RefillLimiter`](crate::RefillLimiter) or [`CycleLimiter`](crate::CycleLimiter), on any clock (a
+//!   [`ManualClock`](ratekeeper::ManualClock) for tests, through
 //!   [`Registry::builder_with_clock`]).
 //! * **Overrides.** A named configuration can be given whole, or as a
-//!   [`ConfigBuilder`] whose set fields override the registry's defaults
+//!   [`ConfigBuilder`](crate::ConfigBuilder) whose set fields override the registry's defaults
 //!   (the framework-level `baseConfig` inheritance of Resilience4j's Spring
 //!   properties, built in).
 //! * **Unknown configuration names are always an error.**

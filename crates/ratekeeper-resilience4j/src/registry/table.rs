@@ -20,7 +20,7 @@ struct Entries<L> {
 
 /// Named limiters of type `L`, built from a default configuration and named
 /// ones: Resilience4j's `RateLimiterRegistry`. See the [module
-/// docs](self).
+/// docs](super).
 ///
 /// # Examples
 ///
@@ -91,7 +91,7 @@ where
     /// `RateLimiterRegistry.of(config)`), on the default clock.
     ///
     /// Named overrides are merged onto every field of `config` (for a
-    /// [`RefillConfig`], its capacity and initial permits too); use
+    /// [`RefillConfig`](crate::RefillConfig), its capacity and initial permits too); use
     /// [`RegistryBuilder::defaults`] for defaults that leave fields unset.
     ///
     /// ```
@@ -144,7 +144,7 @@ where
 
 impl<L: RegistryLimiter> Registry<L> {
     /// A builder for a registry whose limiters read clones of `clock`, e.g. a
-    /// [`ManualClock`](crate::ManualClock) in tests.
+    /// [`ManualClock`](ratekeeper::ManualClock) in tests.
     ///
     /// ```
     /// use ratekeeper::ManualClock;
@@ -589,8 +589,8 @@ impl<L: RegistryLimiter> Registry<L> {
     /// callers holding the old one may go on using it.
     ///
     /// To change a running limiter's limit or timeout in place, use
-    /// [`PermitLimiter::change_limit_for_period`] and
-    /// [`PermitLimiter::change_timeout`] instead.
+    /// [`PermitLimiter::change_limit_for_period`](crate::PermitLimiter::change_limit_for_period) and
+    /// [`PermitLimiter::change_timeout`](crate::PermitLimiter::change_timeout) instead.
     ///
     /// ```
     /// use ratekeeper_resilience4j::RefillLimiter;
