@@ -9,9 +9,7 @@ use std::sync::Arc;
 
 use loom::thread;
 use ratekeeper::{Clock, ManualClock};
-use ratekeeper_resilience4j::{
-    CycleConfig, CycleLimiter, Permission, PermitLimiter, RefillConfig, RefillLimiter,
-};
+use ratekeeper_resilience4j::{CycleLimiter, Permission, PermitLimiter, RefillLimiter};
 
 /// A bucket of `capacity` permits, all stored, `npp` ns each, with
 /// `timeout` ns of waiting allowed, on a clock frozen at 0.

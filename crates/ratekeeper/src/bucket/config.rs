@@ -279,7 +279,9 @@ impl RefillConfig {
         nanos(self.period)
     }
 
-    /// How long an acquire may wait.
+    /// How long an acquire may wait: the timeout of Resilience4j's interface
+    /// (`ratekeeper-resilience4j`). The core limiters keep it as
+    /// configuration and take their maximum wait per call.
     pub fn timeout(&self) -> Duration {
         nanos(self.timeout)
     }
@@ -391,7 +393,9 @@ impl CycleConfig {
         nanos(self.period)
     }
 
-    /// How long an acquire may wait.
+    /// How long an acquire may wait: the timeout of Resilience4j's interface
+    /// (`ratekeeper-resilience4j`). The core limiters keep it as
+    /// configuration and take their maximum wait per call.
     pub fn timeout(&self) -> Duration {
         nanos(self.timeout)
     }

@@ -548,7 +548,6 @@ fn pacer_cancels_race_each_other_and_a_reservation() {
 /// the bucket never grants more than it allows, and `g` goes back once.
 #[test]
 fn refill_cancel_races_a_reservation() {
-    use ratekeeper::bucket::RefillConfig;
     use ratekeeper::RefillLimiter;
     loom::model(|| {
         let config = ratekeeper::bucket::ConfigBuilder::new()
