@@ -1,7 +1,7 @@
 //! Resilience4j's `RateLimiterRegistry`: named limiters, created on first
 //! use from a shared default configuration or a named one.
 //!
-//! Run with `cargo run -p ratekeeper --example registry` (about 20 ms).
+//! Run with `cargo run -p ratekeeper-resilience4j --example registry`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
