@@ -262,11 +262,12 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
     }
 
     fn metrics(&self) -> Metrics {
+        let state = self.inner.state();
         Metrics {
-            available_permissions: self.inner.available_permits(),
+            available_permissions: state.available_permits,
             waiting_threads: self.hub.waiting(),
-            nanos_to_wait: self.inner.nanos_to_wait(),
-            cycle: None,
+            nanos_to_wait: state.nanos_to_wait,
+            cycle: state.cycle,
         }
     }
 

@@ -42,7 +42,7 @@ use crossbeam_utils::CachePadded;
 
 use super::config::{CycleConfig, PermitConfigError};
 use super::decision::{
-    clamp_u64, elapsed, CycleDecision as Decision, CycleParams as Params, CycleRule,
+    clamp_u64, elapsed, BucketState, CycleDecision as Decision, CycleParams as Params, CycleRule,
     CycleState as State, CYCLE_FROZEN as FROZEN,
 };
 use crate::clock::{Clock, DefaultClock};
@@ -555,22 +555,31 @@ impl<C: Clock> CycleLimiter<C> {
     /// Permits left in the current cycle (refreshed to now): negative while
     /// permits are reserved in later cycles.
     pub fn available_permits(&self) -> i64 {
-        let (_, now) = self.now();
-        self.refreshed(now).1.permits
+        self.state().available_permits
     }
 
     /// How long one permit would have to wait now, in nanoseconds (0 if one
     /// is available).
     pub fn nanos_to_wait(&self) -> u64 {
-        let (_, now) = self.now();
-        let (p, s, at) = self.refreshed(now);
-        clamp_u64(p.wait(s, 1, at))
+        self.state().nanos_to_wait
     }
 
     /// The current cycle, counted from the limiter's creation.
     pub fn cycle(&self) -> u64 {
+        self.state().cycle.unwrap_or(0)
+    }
+
+    /// [`available_permits`](Self::available_permits),
+    /// [`nanos_to_wait`](Self::nanos_to_wait) and the current cycle from
+    /// one reading of the state and one of the clock. Changes nothing.
+    pub fn state(&self) -> BucketState {
         let (_, now) = self.now();
-        self.refreshed(now).1.cycle
+        let (p, s, at) = self.refreshed(now);
+        BucketState {
+            available_permits: s.permits,
+            nanos_to_wait: clamp_u64(p.wait(s, 1, at)),
+            cycle: Some(s.cycle),
+        }
     }
 }
 

@@ -23,6 +23,22 @@ use crate::keyed::rule::{would_wait, Rule};
 use crate::limiter::Recovery;
 use crate::sync::{AtomicU128, AtomicU64, Ordering};
 
+/// A bucket limiter's state as of one reading of its state and its clock
+/// ([`RefillLimiter::state`](super::RefillLimiter::state),
+/// [`CycleLimiter::state`](super::CycleLimiter::state)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BucketState {
+    /// Permits available now; negative while permits are reserved ahead.
+    pub available_permits: i64,
+    /// How long one permit would have to wait now, in nanoseconds (0 if
+    /// one is available).
+    pub nanos_to_wait: u64,
+    /// The cycle limiter's current cycle since its creation; `None` for the
+    /// refill bucket.
+    pub cycle: Option<u64>,
+}
+
 /// Nanoseconds of a clock reading `now` since `origin`, clamped to
 /// `0 ..= i64::MAX` (a reading before the origin counts as the origin;
 /// after 292 years time stops).

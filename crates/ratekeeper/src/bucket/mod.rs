@@ -301,5 +301,6 @@ pub use config::{
     RefillConfigBuilder, DEFAULT_LIMIT_FOR_PERIOD, DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
 };
 pub use cycle::CycleLimiter;
+pub use decision::BucketState;
 pub(crate) use decision::{CycleRule, RefillRule};
 pub use refill::RefillLimiter;

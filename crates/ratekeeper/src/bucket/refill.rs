@@ -32,8 +32,8 @@ use crossbeam_utils::CachePadded;
 
 use super::config::{full_capacity_nanos, nanos_per_permit, PermitConfigError, RefillConfig};
 use super::decision::{
-    clamp_u64, elapsed, RefillDecision as Decision, RefillParams as Params, RefillRule,
-    REFILL_FROZEN as FROZEN,
+    clamp_u64, elapsed, BucketState, RefillDecision as Decision, RefillParams as Params,
+    RefillRule, REFILL_FROZEN as FROZEN,
 };
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
@@ -637,17 +637,26 @@ impl<C: Clock> RefillLimiter<C> {
     /// Permits available now, `min(capacity, (now − E) / nanos_per_permit)`
     /// truncated toward zero: negative while permits are reserved ahead.
     pub fn available_permits(&self) -> i64 {
-        let (params, index) = self.snapshot();
-        let (_, now) = self.now();
-        params.available(index, now)
+        self.state().available_permits
     }
 
     /// How long one permit would have to wait now, in nanoseconds (0 if one
     /// is available).
     pub fn nanos_to_wait(&self) -> u64 {
+        self.state().nanos_to_wait
+    }
+
+    /// [`available_permits`](Self::available_permits) and
+    /// [`nanos_to_wait`](Self::nanos_to_wait) from one reading of the state
+    /// and one of the clock. Changes nothing.
+    pub fn state(&self) -> BucketState {
         let (params, index) = self.snapshot();
         let (_, now) = self.now();
-        params.nanos_to_wait(index, now)
+        BucketState {
+            available_permits: params.available(index, now),
+            nanos_to_wait: params.nanos_to_wait(index, now),
+            cycle: None,
+        }
     }
 }
 
