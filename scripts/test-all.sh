@@ -47,4 +47,4 @@ fi
 
 echo "== loom models"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
-  cargo test --release -p ratekeeper --test loom
+  cargo test --release -p ratekeeper -p ratekeeper-resilience4j --test loom

@@ -31,9 +31,11 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use governor::{DefaultDirectRateLimiter, Quota};
-use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::{
     Clock, DefaultClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool,
+};
+use ratekeeper_resilience4j::{
+    CycleConfig, CycleLimiter, PermitLimiter, RefillConfig, RefillLimiter,
 };
 
 /// Rate of the unthrottled pacers: one 1 ns slice per permit.

@@ -69,9 +69,9 @@ use std::time::{Duration, Instant};
 use cpu_time::ProcessTime;
 use governor::{DefaultDirectRateLimiter, Quota};
 use ratekeeper::pool::TokenPool;
-use ratekeeper::refill::{RefillConfig, RefillLimiter};
 use ratekeeper::tokio::AsyncRateLimiter;
 use ratekeeper::{Pacer, Rate, RateLimiter, SmoothBursty};
+use ratekeeper_resilience4j::{RefillConfig, RefillLimiter};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -122,12 +122,13 @@ use std::time::{Duration, Instant};
 use cpu_time::ProcessTime;
 use hdrhistogram::Histogram;
 use ratekeeper::pool::Filling;
-use ratekeeper::refill::CycleConfig;
 use ratekeeper::smooth::Resolution;
 use ratekeeper::{
-    BatchHandle, CycleLimiter, DefaultClock, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter,
-    RefillLimiter, ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
+    BatchHandle, DefaultClock, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter, ShardHandle,
+    ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
 };
+use ratekeeper_resilience4j::CycleConfig;
+use ratekeeper_resilience4j::{CycleLimiter, RefillLimiter};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -753,7 +754,7 @@ fn refill_period(load: Load) -> (i64, Duration) {
 
 fn run_refill(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let (limit, period) = refill_period(load);
-    let config = ratekeeper::refill::compat::ConfigBuilder::new()
+    let config = ratekeeper_resilience4j::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period(period)
         .timeout(Duration::ZERO)
@@ -767,7 +768,7 @@ fn run_refill(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<
 
 fn run_cycle(load: Load, threads: usize, run_for: Duration, path: Path) -> Res<Run> {
     let (limit, period) = refill_period(load);
-    let config: CycleConfig = ratekeeper::refill::compat::ConfigBuilder::new()
+    let config: CycleConfig = ratekeeper_resilience4j::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period(period)
         .timeout(Duration::ZERO)

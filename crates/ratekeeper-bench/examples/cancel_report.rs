@@ -19,9 +19,9 @@ use std::error::Error;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ratekeeper::refill::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::tokio::AsyncRateLimiter;
 use ratekeeper::{Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool};
+use ratekeeper_resilience4j::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 use tokio::time::{timeout, Instant};
 
 struct Args {

@@ -55,10 +55,9 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use ratekeeper::pool::Filling;
-use ratekeeper::refill::RefillConfig;
-use ratekeeper::{
-    BatchHandle, Pacer, PacerBuilder, Rate, RateLimiter, RefillLimiter, TokenPool, Verb,
-};
+use ratekeeper::{BatchHandle, Pacer, PacerBuilder, Rate, RateLimiter, TokenPool, Verb};
+use ratekeeper_resilience4j::RefillConfig;
+use ratekeeper_resilience4j::RefillLimiter;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::Rate;
 use ratekeeper_redis::sim::excess;
 use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit, Source};

@@ -37,7 +37,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::Rate;
 use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit, Source};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::config::{KindConfig, LimiterConfig};
 use ratekeeper::pacer::{Strictness, StrictnessMode};
-use ratekeeper::refill::RefillConfig;
 use ratekeeper::{ConfigError, ConfigErrorKind, Rate};
 
 /// The limit a key keeps on the server: the Pacer's schedule or the refill

@@ -994,7 +994,7 @@ impl std::fmt::Debug for RedisLimiter {
 mod tests {
     use std::sync::Arc;
 
-    use ratekeeper::refill::RefillConfig;
+    use ratekeeper::bucket::RefillConfig;
     use ratekeeper::Rate;
 
     use super::*;

@@ -36,7 +36,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use ratekeeper::refill::{PermitLimiter, RefillConfig};
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::{AcquireError, ManualClock, RateLimiter, RefillLimiter};
 
 use crate::cache::DenialCache;
@@ -151,7 +151,7 @@ pub fn simulate(sim: &LeaseSim) -> LeaseSimReport {
             1
         };
         // As many as the bucket holds, up to the lease (at least one).
-        let held = u32::try_from(server.metrics().available_permissions.max(1)).unwrap_or(1);
+        let held = u32::try_from(server.available_permits().max(1)).unwrap_or(1);
         match server.try_acquire_n(size.min(held)) {
             Ok(g) if g.permits() > 1 => {
                 lease.fill(&g, g.permits(), 1, t + rtt);
@@ -198,7 +198,7 @@ fn bucket(sim: &LeaseSim, clock: ManualClock) -> RefillLimiter<ManualClock> {
         .timeout(Duration::ZERO)
         .build()
         .expect("a valid simulated bucket");
-    RefillLimiter::new_with_clock("sim", config, clock)
+    RefillLimiter::new_with_clock(config, clock)
 }
 
 /// The most admitted over any interval beyond `capacity + rate × length`

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::keyed::{Overflow, MAX_KEYS};
-use ratekeeper::refill::RefillConfig;
 use ratekeeper::{AcquireError, ConfigErrorKind, Rate};
 use ratekeeper_redis::{
     Admission, Backend, Decision, FailurePolicy, RedisLimiter, SharedLimit, Source,

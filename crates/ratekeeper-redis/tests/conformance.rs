@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::{AcquireError, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter};
 use ratekeeper_redis::{Backend, RedisLimiter, ServerAnswer, SharedLimit};
 
@@ -124,7 +124,7 @@ fn the_refill_script_decides_as_the_refill_limiter() {
             .build()
             .unwrap();
     let clock = ManualClock::new(0);
-    let memory = RefillLimiter::new_with_clock("t", config, clock.clone());
+    let memory = RefillLimiter::new_with_clock(config, clock.clone());
     let base_us = 1_700_000_000_000_000u64;
     let steps: Vec<Step> = vec![
         (0, 1, Some(Duration::ZERO)),

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::OwnServer;
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::{AcquireError, Clock, Rate};
 use ratekeeper_redis::{
     Backend, Decision, FailurePolicy, RedisError, RedisLimiter, SharedLimit, Source,

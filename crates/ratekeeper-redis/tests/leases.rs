@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::{AcquireError, Rate};
 use ratekeeper_redis::sim::excess;
 use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit, Source};

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::Rate;
 use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit};
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, TestCaseError};
-use ratekeeper::refill::RefillConfig;
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::{AcquireError, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter};
 use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit};
 
@@ -204,7 +204,7 @@ proptest! {
             .build()
             .unwrap();
         replay(SharedLimit::Refill(config), &steps, |clock| {
-            RefillLimiter::new_with_clock("prop", config, clock)
+            RefillLimiter::new_with_clock(config, clock)
         }, false)?;
     }
 }
@@ -229,7 +229,7 @@ fn a_new_bucket_refill_starts_at_its_first_request_even_refused() {
     replay(
         SharedLimit::Refill(config),
         &steps,
-        |clock| RefillLimiter::new_with_clock("t", config, clock),
+        |clock| RefillLimiter::new_with_clock(config, clock),
         false,
     )
     .unwrap();

@@ -4,9 +4,9 @@
 use std::hash::{BuildHasher, Hash};
 use std::time::Duration;
 
+use ratekeeper::bucket::RefillConfig;
 use ratekeeper::config::{KindConfig, LimiterConfig};
 use ratekeeper::keyed::{KeyHasher, Keyed, KeyedBuilder, KeyedError, KeyedMetrics};
-use ratekeeper::refill::RefillConfig;
 use ratekeeper::{AcquireError, Clock, DefaultClock, Grant};
 
 use crate::limit::KeyedLimit;

@@ -18,7 +18,7 @@
 //!     .limit_for_period(100_000)
 //!     .limit_refresh_period(Duration::from_millis(1))
 //!     .build()?;
-//! let limiter = RefillLimiter::new("api", config);
+//! let limiter = RefillLimiter::new(config);
 //! std::thread::scope(|s| {
 //!     for _ in 0..2 {
 //!         s.spawn(|| {
@@ -497,22 +497,38 @@ impl<L: RateLimiter + fmt::Debug> fmt::Debug for BatchHandle<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::refill::PermitLimiter;
     use crate::{ManualClock, RefillConfig, RefillLimiter, SmoothBursty};
 
     /// A refill limiter of `limit` permits per ms (capacity `limit`), full,
     /// on `clock`.
     fn refill(limit: i64, clock: &ManualClock) -> RefillLimiter<ManualClock> {
-        let config = crate::refill::compat::ConfigBuilder::new()
+        let config = crate::bucket::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period(Duration::from_millis(1))
             .build()
             .unwrap();
-        RefillLimiter::new_with_clock("t", config, clock.clone())
+        RefillLimiter::new_with_clock(config, clock.clone())
     }
 
-    fn available<L: PermitLimiter>(limiter: &L) -> i64 {
-        limiter.metrics().available_permissions
+    /// The permits a bucket limiter has available now.
+    trait Available {
+        fn available(&self) -> i64;
+    }
+
+    impl Available for RefillLimiter<ManualClock> {
+        fn available(&self) -> i64 {
+            self.available_permits()
+        }
+    }
+
+    impl Available for crate::CycleLimiter<ManualClock> {
+        fn available(&self) -> i64 {
+            self.available_permits()
+        }
+    }
+
+    fn available<L: Available>(limiter: &L) -> i64 {
+        limiter.available()
     }
 
     #[test]
@@ -557,7 +573,7 @@ mod tests {
             .limit_refresh_period(Duration::from_millis(1))
             .build()
             .unwrap();
-        let limiter = RefillLimiter::new_with_clock("t", config, clock);
+        let limiter = RefillLimiter::new_with_clock(config, clock);
         let handle = BatchHandle::new(&limiter);
         let mut reads = 0;
         for _ in 0..2000 {
@@ -658,34 +674,6 @@ mod tests {
     }
 
     #[test]
-    fn a_bounded_request_fails_once_in_the_events_when_its_lease_is_one_permit() {
-        use std::sync::{Arc, Mutex};
-        let clock = ManualClock::new(0);
-        let limiter = refill(2, &clock); // 2 per ms, capacity 2
-        let failed = Arc::new(Mutex::new(Vec::new()));
-        let f = Arc::clone(&failed);
-        limiter
-            .events()
-            .on_failure(move |e| f.lock().unwrap().push(e.permits()));
-        let handle = BatchHandle::new(&limiter).with_max_lease(Duration::from_secs(1));
-        handle.try_acquire().unwrap(); // lease 1
-        handle.try_acquire().unwrap(); // lease 2 refused (1 left): exact
-        assert_eq!(*failed.lock().unwrap(), [2]);
-        // The lease was halved to 1 and does not grow while refused: the
-        // request is its own lease, refused once.
-        assert!(handle.try_acquire().is_err());
-        assert!(handle.try_acquire().is_err());
-        assert_eq!(*failed.lock().unwrap(), [2, 1, 1]);
-        // Once a lease is granted, leases grow again.
-        clock.advance_nanos(1_000_000);
-        handle.try_acquire().unwrap(); // lease 1 (the request)
-        clock.advance_nanos(1_000_000);
-        handle.try_acquire().unwrap(); // lease 2, from a full bucket
-        assert_eq!(*failed.lock().unwrap(), [2, 1, 1]);
-        assert_eq!(handle.leased_permits(), 1);
-    }
-
-    #[test]
     fn a_lease_larger_than_the_limiter_grants_is_capped() {
         let clock = ManualClock::new(0);
         let config = RefillConfig::builder()
@@ -693,7 +681,7 @@ mod tests {
             .limit_refresh_period(Duration::from_micros(1))
             .build()
             .unwrap();
-        let limiter = RefillLimiter::new_with_clock("t", config, clock.clone());
+        let limiter = RefillLimiter::new_with_clock(config, clock.clone());
         let handle = BatchHandle::new(&limiter);
         let mut granted = 0;
         for _ in 0..100 {
@@ -1110,7 +1098,7 @@ mod tests {
             .timeout(Duration::from_secs(1))
             .build()
             .unwrap();
-        let limiter = CycleLimiter::new_with_clock("t", config, clock.clone());
+        let limiter = CycleLimiter::new_with_clock(config, clock.clone());
         limiter.reserve(8, None).unwrap(); // this cycle's permits
         let handle = BatchHandle::new(&limiter);
         let lease = handle.reserve(1, None).unwrap(); // a lease of 1

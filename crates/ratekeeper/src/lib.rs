@@ -19,12 +19,13 @@
 //!   by default, which under-charge above 100 000 permits per second and do
 //!   not limit above 1 000 000; in whole nanoseconds with
 //!   [`smooth::Resolution::Nanos`].
-//! * [`RefillLimiter`] and [`CycleLimiter`]: Resilience4j's rate limiter
-//!   interface ([`PermitLimiter`]: acquire within a timeout, reserve, drain,
-//!   runtime limit and timeout changes, metrics, events), over a strict token
-//!   bucket with nanosecond-gradual refill, a burst capacity and initial
-//!   permits (refill-rate-limiter, without its over-admission), or over
-//!   Resilience4j's own fixed cycles (`AtomicRateLimiter`, its drain fixed).
+//! * [`RefillLimiter`] and [`CycleLimiter`]: Resilience4j's two algorithms
+//!   ([`bucket`]): a strict token bucket with nanosecond-gradual refill, a
+//!   burst capacity and initial permits (refill-rate-limiter, without its
+//!   over-admission), and Resilience4j's own fixed cycles
+//!   (`AtomicRateLimiter`, its drain fixed). Resilience4j's interface over
+//!   them (timeouts, names, events, a registry, decorators) is the
+//!   `ratekeeper-resilience4j` crate.
 //!
 //! # Contents
 //!
@@ -44,11 +45,9 @@
 //! | Guava's behaviour: up to 1 s of permits stored while idle, spent at once | [`SmoothBursty`] |
 //! | a cold start after idle time, full rate once warm | [`SmoothWarmingUp`] |
 //! | either of Guava's above 100 000 permits per second | it, with [`.resolution(Resolution::Nanos)`](smooth::Resolution) |
-//! | Resilience4j's interface (timeouts, reserve, drain, events, runtime changes) over a token bucket with a burst capacity and initial permits | [`RefillLimiter`] |
+//! | a token bucket with a burst capacity and initial permits (reserve, drain, runtime changes) | [`RefillLimiter`] |
 //! | Resilience4j's default limiter (fixed windows from creation), e.g. while migrating from it | [`CycleLimiter`] |
-//!
-//! The Resilience4j limiters implement both [`RateLimiter`] and
-//! [`PermitLimiter`], Resilience4j's interface; see [`refill`].
+//! | Resilience4j's interface (timeouts, events, a registry, decorators) | the `ratekeeper-resilience4j` crate |
 //!
 //! # Time is the currency
 //!
@@ -103,11 +102,12 @@
 //!   `Serialize` for [`Rate`].
 //! * `tokio`: async waiting on tokio's timer for every limiter, cancel safe
 //!   (the `tokio` module: async acquire, reservations as values, a
-//!   `Stream` throttle, async decorators, and a clock on tokio's time for
+//!   `Stream` throttle, and a clock on tokio's time for
 //!   exact tests with paused time).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod batch;
+pub mod bucket;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -118,7 +118,6 @@ pub mod limiter;
 pub mod pacer;
 pub mod pool;
 pub mod rate;
-pub mod resilience4j;
 pub mod smooth;
 pub mod spec;
 mod store;
@@ -130,25 +129,17 @@ mod test_util;
 pub mod tokio;
 pub mod wait;
 
-/// Resilience4j's limiters: [`resilience4j`], under the name it had first.
-pub use resilience4j as refill;
-pub use resilience4j::{decorate, registry};
-
 pub use batch::BatchHandle;
+pub use bucket::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 #[cfg(feature = "quanta")]
 pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
-pub use limiter::{RateLimiter, Recovery};
+pub use limiter::{PermitCount, RateLimiter, Recovery};
 pub use pacer::{Pacer, PacerBuilder, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
 pub use rate::{Rate, RateError};
-pub use refill::{
-    CycleConfig, CycleLimiter, PendingPermission, Permission, PermitLimiter, RefillConfig,
-    RefillLimiter,
-};
-pub use registry::{Registry, RegistryError};
 pub use smooth::{SmoothBursty, SmoothWarmingUp};
 pub use spec::{BurstRatio, RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::WaitPolicy;

@@ -362,3 +362,32 @@ macro_rules! forward_rate_limiter {
 }
 
 forward_rate_limiter!(&L, std::sync::Arc<L>);
+
+/// How many permits a call, or a stream item, takes: a fixed `u32`, or a
+/// closure of the argument (e.g. one permit per item of a batch).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::PermitCount;
+///
+/// assert_eq!(3u32.permits_for(&"anything"), 3);
+/// let by_len = |batch: &Vec<u8>| batch.len() as u32;
+/// assert_eq!(by_len.permits_for(&vec![1, 2]), 2);
+/// ```
+pub trait PermitCount<A: ?Sized> {
+    /// The permits a call with `arg` takes.
+    fn permits_for(&self, arg: &A) -> u32;
+}
+
+impl<A: ?Sized> PermitCount<A> for u32 {
+    fn permits_for(&self, _: &A) -> u32 {
+        *self
+    }
+}
+
+impl<A: ?Sized, F: Fn(&A) -> u32> PermitCount<A> for F {
+    fn permits_for(&self, arg: &A) -> u32 {
+        self(arg)
+    }
+}

@@ -45,7 +45,6 @@ use std::task::Waker;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{compat, PermitLimiter};
 use ratekeeper::{
     AcquireError, BatchHandle, Clock, CycleLimiter, Grant, Pacer, Rate, RateLimiter, Readiness,
     Recovery, RefillLimiter, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, WaitPolicy,
@@ -366,24 +365,20 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         Kind::Refill => {
             // `rate` permits per second as 1 per slot; a 10-permit bucket.
             let period = (SEC as f64 / rate) as i64;
-            let config = ratekeeper::refill::compat::ConfigBuilder::new()
+            let config = ratekeeper::bucket::ConfigBuilder::new()
                 .limit_for_period(1)
                 .limit_refresh_period_nanos(period)
                 .permit_capacity(10)
                 .build()
                 .unwrap();
-            let l = Arc::new(RefillLimiter::new_with_clock(
-                "fault",
-                config,
-                clock.clone(),
-            ));
+            let l = Arc::new(RefillLimiter::new_with_clock(config, clock.clone()));
             let (a, b) = (l.clone(), l.clone());
             (
                 Box::new(l),
-                Box::new(move |f| compat::change_limit_for_period(&a, f.ceil() as i64).is_ok()),
+                Box::new(move |f| set_limit(&*a, f.ceil() as i64)),
                 Box::new(move |op| {
                     if let Op::Drain = op {
-                        b.drain_permissions();
+                        b.drain();
                     }
                 }),
                 10.0 + f64::from(MAX_PERMITS),
@@ -392,21 +387,19 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         Kind::Cycle => {
             // 10 permits per 10 slots.
             let period = (10.0 * SEC as f64 / rate) as i64;
-            let config = ratekeeper::refill::compat::ConfigBuilder::new()
+            let config = ratekeeper::bucket::ConfigBuilder::new()
                 .limit_for_period(10)
                 .limit_refresh_period_nanos(period)
                 .build_cycle()
                 .unwrap();
-            let l = Arc::new(CycleLimiter::new_with_clock("fault", config, clock.clone()));
+            let l = Arc::new(CycleLimiter::new_with_clock(config, clock.clone()));
             let (a, b) = (l.clone(), l.clone());
             (
                 Box::new(l),
-                Box::new(move |f| {
-                    compat::change_limit_for_period(&a, (10.0 * f).ceil() as i64).is_ok()
-                }),
+                Box::new(move |f| set_limit(&*a, (10.0 * f).ceil() as i64)),
                 Box::new(move |op| {
                     if let Op::Drain = op {
-                        b.drain_permissions();
+                        b.drain();
                     }
                 }),
                 // The cycle begun, and one more's worth of reservations.
@@ -723,5 +716,30 @@ proptest! {
         ops in ops(),
     ) {
         with_timeout(kind, rate, start, ops)?;
+    }
+}
+
+/// A limit change from a signed limit, as Resilience4j's
+/// `changeLimitForPeriod(int)`: below 1 and above `u32::MAX` are refused.
+fn set_limit<L: SetLimit + ?Sized>(limiter: &L, limit: i64) -> bool {
+    u32::try_from(limit)
+        .ok()
+        .is_some_and(|limit| limiter.set_limit(limit))
+}
+
+/// The bucket limiters' runtime limit change.
+trait SetLimit {
+    fn set_limit(&self, limit: u32) -> bool;
+}
+
+impl<C: ratekeeper::Clock> SetLimit for RefillLimiter<C> {
+    fn set_limit(&self, limit: u32) -> bool {
+        self.set_limit_for_period(limit).is_ok()
+    }
+}
+
+impl<C: ratekeeper::Clock> SetLimit for CycleLimiter<C> {
+    fn set_limit(&self, limit: u32) -> bool {
+        self.set_limit_for_period(limit).is_ok()
     }
 }

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use ratekeeper::bucket::{PermitConfigError, DEFAULT_TIMEOUT};
 use ratekeeper::config::{self, Access, Field, KindConfig, LimiterConfig, LimiterKind};
 use ratekeeper::pacer::Strictness;
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
-use ratekeeper::refill::{PermitConfigError, DEFAULT_TIMEOUT};
 use ratekeeper::smooth::{DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
 use ratekeeper::{ConfigError, RateSpec, Scope, WaitPolicy};
 

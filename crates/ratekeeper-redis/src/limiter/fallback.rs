@@ -262,7 +262,7 @@ fn start<C: Clock + Clone + 'static>(
 mod tests {
     use std::time::Duration;
 
-    use ratekeeper::refill::RefillConfig;
+    use ratekeeper::bucket::RefillConfig;
     use ratekeeper::{ManualClock, Rate};
 
     use super::*;

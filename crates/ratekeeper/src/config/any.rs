@@ -6,13 +6,13 @@ use std::task::Waker;
 use std::time::Duration;
 
 use super::LimiterKind;
+use crate::bucket::{CycleLimiter, PermitConfigError, RefillLimiter};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, Recovery, WaitStats};
 use crate::pacer::{Pacer, ShardedPacer};
 use crate::pool::TokenPool;
 use crate::rate::Rate;
-use crate::refill::{CycleLimiter, PermitConfigError, PermitLimiter, RefillLimiter};
 use crate::smooth::{SmoothBursty, SmoothWarmingUp};
 use crate::wait::WaitPolicy;
 
@@ -178,7 +178,7 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
     /// runtime change: [`Pacer::set_rate`] (and the sharded pacer's),
     /// [`TokenPool::configure`] with its burst ratio, the smooth limiters'
     /// `set_rate`, and for Resilience4j's limiters
-    /// [`change_limit_for_period`](crate::refill::PermitLimiter::change_limit_for_period)
+    /// [`set_limit_for_period`](crate::bucket::RefillLimiter::set_limit_for_period)
     /// with `rate × period` rounded to a whole number of permits, at least 1
     /// (their rates are whole permits per period). Each keeps what it has
     /// already granted; see each kind's method for how the schedule carries
@@ -216,10 +216,10 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
             LimiterRef::Bursty(l) => l.set_rate(rate.get()),
             LimiterRef::WarmingUp(l) => l.set_rate(rate.get()),
             LimiterRef::Refill(l) => {
-                l.change_limit_for_period(whole(l.config().limit_refresh_period())?)
+                l.set_limit_for_period(whole(l.config().limit_refresh_period())?)
             }
             LimiterRef::Cycle(l) => {
-                l.change_limit_for_period(whole(l.config().limit_refresh_period())?)
+                l.set_limit_for_period(whole(l.config().limit_refresh_period())?)
             }
         }
     }

@@ -7,6 +7,7 @@ use super::visit::{Batched, Exact, Member};
 use super::{
     Access, AnyLimiter, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind, LimiterVisitor,
 };
+use crate::bucket::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::pacer::{Pacer, PacerBuilder, ShardError, ShardedPacer, Strictness, MAX_SHARDS};
@@ -14,14 +15,9 @@ use crate::pool::{
     Filling, Pools, TokenPool, TokenPoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
 };
 use crate::rate::Rate;
-use crate::refill::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 use crate::smooth::{Resolution, SmoothBursty, SmoothError, SmoothWarmingUp};
 use crate::spec::BurstRatio;
 use crate::wait::WaitPolicy;
-
-/// The name every limiter a configuration builds is given (Resilience4j's
-/// limiters have names; their events carry it).
-const NAME: &str = "config";
 
 impl LimiterConfig {
     /// Builds the limiter on `clock`, started (its time starts now); its
@@ -346,10 +342,10 @@ impl<C: Clock + Clone + 'static> Builder<C> {
     }
 
     fn refill(&self, config: RefillConfig) -> RefillLimiter<C> {
-        RefillLimiter::new_with_clock(NAME, config, self.clock.clone()).with_wait_policy(self.wait)
+        RefillLimiter::new_with_clock(config, self.clock.clone()).with_wait_policy(self.wait)
     }
 
     fn cycle(&self, config: CycleConfig) -> CycleLimiter<C> {
-        CycleLimiter::new_with_clock(NAME, config, self.clock.clone()).with_wait_policy(self.wait)
+        CycleLimiter::new_with_clock(config, self.clock.clone()).with_wait_policy(self.wait)
     }
 }

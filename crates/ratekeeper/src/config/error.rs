@@ -3,6 +3,7 @@
 
 use super::grammar::KINDS;
 use super::{Field, LimiterKind};
+#[allow(deprecated)]
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::pacer::StrictnessError;
 use crate::rate::RateError;

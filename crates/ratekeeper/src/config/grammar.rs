@@ -6,11 +6,11 @@ use core::str::FromStr;
 use std::time::Duration;
 
 use super::{Access, Field, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind};
+use crate::bucket::DEFAULT_TIMEOUT;
 use crate::error::ConfigError;
 use crate::pacer::{Strictness, MAX_SHARDS};
 use crate::pool::{Filling, PoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
 use crate::rate::Rate;
-use crate::refill::DEFAULT_TIMEOUT;
 use crate::smooth::{DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
 use crate::spec::{BurstRatio, RateSpec, SpecErrorKind, DEFAULT_BURST_RATIO};
 use crate::wait::WaitPolicy;

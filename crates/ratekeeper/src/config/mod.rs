@@ -61,7 +61,7 @@
 //! [`DEFAULT_FILL_INTERVAL`](crate::pool::DEFAULT_FILL_INTERVAL),
 //! [`DEFAULT_MAX_BURST_SECONDS`](crate::smooth::DEFAULT_MAX_BURST_SECONDS),
 //! [`DEFAULT_COLD_FACTOR`](crate::smooth::DEFAULT_COLD_FACTOR),
-//! [`DEFAULT_TIMEOUT`](crate::refill::DEFAULT_TIMEOUT), and this module's
+//! [`DEFAULT_TIMEOUT`](crate::bucket::DEFAULT_TIMEOUT), and this module's
 //! [`DEFAULT_REFRESH_PERIOD`].
 //!
 //! With the `serde` feature a [`LimiterConfig`] serializes as its string.
@@ -70,11 +70,11 @@
 
 use std::time::Duration;
 
+use crate::bucket::{ConfigBuilder, CycleConfig, RefillConfig};
 use crate::error::ConfigError;
 use crate::pacer::Strictness;
 use crate::pool::Filling;
 use crate::rate::Rate;
-use crate::refill::{ConfigBuilder, CycleConfig, RefillConfig};
 use crate::spec::BurstRatio;
 use crate::wait::WaitPolicy;
 
@@ -105,7 +105,7 @@ pub use visit::{LimiterVisitor, SharedLimiter};
 /// assert_eq!(cycle.limit_for_period(), 20);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub const DEFAULT_REFRESH_PERIOD: Duration = crate::resilience4j::DEFAULT_RATE_PERIOD;
+pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(1);
 
 /// A limiter's kind with its own parameters.
 ///
@@ -177,7 +177,7 @@ impl KindConfig {
     ///
     /// ```
     /// use ratekeeper::config::{KindConfig, LimiterKind};
-    /// use ratekeeper::refill::CycleConfig;
+    /// use ratekeeper::bucket::CycleConfig;
     ///
     /// assert_eq!(KindConfig::Cycle(CycleConfig::default()).limiter_kind(), LimiterKind::Cycle);
     /// ```
@@ -198,7 +198,7 @@ impl KindConfig {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::config::KindConfig;
-    /// use ratekeeper::refill::RefillConfig;
+    /// use ratekeeper::bucket::RefillConfig;
     ///
     /// let refill = RefillConfig::builder()
     ///     .limit_for_period(10)
@@ -469,7 +469,7 @@ impl From<KindConfig> for LimiterConfig {
 /// # Errors
 ///
 /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate), detail
-/// [`PermitConfigError::NotWholePermits`](crate::refill::PermitConfigError::NotWholePermits),
+/// [`PermitConfigError::NotWholePermits`](crate::bucket::PermitConfigError::NotWholePermits),
 /// with a round period (1 ms to 1000 s) that would hold a whole number, if
 /// there is one.
 ///
@@ -478,7 +478,7 @@ impl From<KindConfig> for LimiterConfig {
 /// ```
 /// use std::time::Duration;
 /// use ratekeeper::config::resilience4j_builder;
-/// use ratekeeper::refill::PermitConfigError;
+/// use ratekeeper::bucket::PermitConfigError;
 /// use ratekeeper::Rate;
 ///
 /// let builder = resilience4j_builder(Rate::new(1000.0)?, Duration::from_millis(100))?;
@@ -491,7 +491,7 @@ impl From<KindConfig> for LimiterConfig {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn resilience4j_builder(rate: Rate, period: Duration) -> Result<ConfigBuilder, ConfigError> {
-    let limit = crate::resilience4j::limit_for_rate(rate, period)?;
+    let limit = crate::bucket::limit_for_rate(rate, period)?;
     Ok(ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period(period))

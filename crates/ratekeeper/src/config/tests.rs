@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::*;
+use crate::bucket::PermitConfigError;
 use crate::clock::ManualClock;
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::limiter::RateLimiter;
-use crate::refill::PermitConfigError;
 
 fn parse(s: &str) -> LimiterConfig {
     s.parse().unwrap_or_else(|e| panic!("{s}: {}", chain(&e)))
@@ -116,7 +116,7 @@ fn simulate_vectors_parse_positionally_and_by_name() {
         panic!("not refill");
     };
     assert_eq!(c.limit_refresh_period(), DEFAULT_REFRESH_PERIOD);
-    assert_eq!(c.timeout(), crate::refill::DEFAULT_TIMEOUT);
+    assert_eq!(c.timeout(), crate::bucket::DEFAULT_TIMEOUT);
     for config in [parse("pacer:10"), parse("cycle:10")] {
         assert_eq!(config.access(), Access::Exact);
         assert!(config.wait_policy().is_default());
@@ -240,7 +240,7 @@ fn each_access_gives_threads_their_own_way_in() {
         .contains("BatchHandle<&ratekeeper::pool"));
     assert!(visit("cycle:10,batch=true")
         .0
-        .contains("BatchHandle<&ratekeeper::resilience4j"));
+        .contains("BatchHandle<&ratekeeper::bucket"));
     assert!(visit("warmup:10,1s")
         .0
         .starts_with("&ratekeeper::smooth::SmoothWarmingUp<"));
@@ -297,7 +297,7 @@ fn configurations_from_code_are_checked_too() {
         LimiterConfig::new(pool).validate(),
         Err(crate::pool::TokenPoolError::FillInterval(Duration::from_secs(2)).into())
     );
-    let cycle = KindConfig::Cycle(crate::refill::CycleConfig::default());
+    let cycle = KindConfig::Cycle(crate::bucket::CycleConfig::default());
     assert_eq!(
         LimiterConfig::new(cycle)
             .with_access(Access::Sharded(2))

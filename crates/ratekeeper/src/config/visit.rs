@@ -3,11 +3,11 @@
 
 use super::LimiterRef;
 use crate::batch::BatchHandle;
+use crate::bucket::{CycleLimiter, RefillLimiter};
 use crate::clock::Clock;
 use crate::limiter::RateLimiter;
 use crate::pacer::{Pacer, PacerHandle, ShardHandle, ShardedPacer};
 use crate::pool::TokenPool;
-use crate::refill::{CycleLimiter, RefillLimiter};
 use crate::smooth::{SmoothBursty, SmoothWarmingUp};
 
 /// What [`LimiterConfig::visit_with_clock`](super::LimiterConfig::visit_with_clock) hands its limiters to: a loop

@@ -14,7 +14,7 @@ use crate::grant::{AcquireError, Grant};
 use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::decision::{Accumulator, Dual, Spacing};
-use crate::resilience4j::keyed::{Bucket, Cycles};
+use crate::bucket::{CycleRule, RefillRule};
 use crate::smooth::keyed::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::saturating_nanos;
@@ -38,9 +38,9 @@ pub(crate) enum Rules<K, S> {
     Accumulator(Map<K, Accumulator, S>),
     Spacing(Map<K, Spacing, S>),
     Dual(Map<K, Dual, S>),
-    Bucket(Map<K, Bucket, S>),
+    Bucket(Map<K, RefillRule, S>),
     Smooth(Map<K, SmoothRule, S>),
-    Cycles(Map<K, Cycles, S>),
+    Cycles(Map<K, CycleRule, S>),
 }
 
 /// Runs `$body` on the map whichever its rule, as `$m`.

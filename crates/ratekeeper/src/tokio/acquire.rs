@@ -40,6 +40,18 @@ pub(crate) fn window_nanos<L: RateLimiter + ?Sized>(limiter: &L) -> u64 {
     }
 }
 
+/// How long an async wait for a grant of `limiter` ready at `ready_nanos`
+/// (on the limiter's clock) sleeps on tokio's timer, as this module's waits
+/// do: `None` when the grant may go now (it is within the early window of
+/// the limiter's [`WaitPolicy`](crate::WaitPolicy) at the timer tick),
+/// else a nap that ends just inside that window. One clock read.
+pub fn timer_nap<L: RateLimiter + ?Sized>(limiter: &L, ready_nanos: u64) -> Option<Duration> {
+    let now = limiter.clock().now_nanos();
+    let left = ready_nanos.saturating_sub(now);
+    let window = window_nanos(limiter);
+    (left > window).then(|| Duration::from_nanos(timer_nap_nanos(left, window)))
+}
+
 /// A timer slot: boxed, so that the futures and streams holding one stay
 /// `Unpin`, and reused (reset) from one wait to the next.
 pub(crate) type Timer = Option<Pin<Box<Sleep>>>;

@@ -6,13 +6,8 @@
 //! * [`Reservation`]: a reservation as a value (Go's `Reservation`): reserve
 //!   now, learn when you may go, then `.await` it, [`wait`](Reservation::wait)
 //!   for it on the thread, or [`cancel`](Reservation::cancel) it.
-//! * [`AsyncPermitLimiter`]: Resilience4j's `acquirePermission`, async, for
-//!   [`RefillLimiter`](crate::RefillLimiter) and
-//!   [`CycleLimiter`](crate::CycleLimiter), with their events and waiting
-//!   gauge.
 //! * [`Throttled`] ([`ThrottleExt`]): a `Stream` whose items each wait for
 //!   their permits.
-//! * [`decorate`]: calls that take a permit before their future is created.
 //! * [`TokioClock`]: a [`Clock`](crate::Clock) that follows tokio's time, so
 //!   that tests with paused time drive the limiter too.
 //!
@@ -154,7 +149,7 @@
 //! | [`Pacer`](crate::Pacer) | as [`Pacer`'s `cancel`](crate::pacer): the latest reservation to the schedule, an earlier one to the next caller |
 //! | [`TokenPool`](crate::TokenPool) | as the pool's `cancel` ([`pool`](crate::pool)): the claim is withdrawn; see also [The token pool](#the-token-pool) |
 //! | [`SmoothBursty`](crate::SmoothBursty), [`SmoothWarmingUp`](crate::SmoothWarmingUp) | as their `cancel` ([`smooth`](crate::smooth)), as the Pacer's |
-//! | [`RefillLimiter`](crate::RefillLimiter), [`CycleLimiter`](crate::CycleLimiter) | as their `cancel` ([`refill`](crate::refill)), as the Pacer's; [`AsyncPermitLimiter`] also ends the acquisition as abandoned (`FAILED_ACQUIRE`, no longer waiting) |
+//! | [`RefillLimiter`](crate::RefillLimiter), [`CycleLimiter`](crate::CycleLimiter) | as their `cancel` ([`bucket`](crate::bucket)), as the Pacer's |
 //! | [`ShardedPacer`](crate::ShardedPacer) | kept for the next caller on the calling thread's shard, never given back to a schedule ([`pacer::shard`](crate::pacer::shard)) |
 //! | [`BatchHandle`](crate::BatchHandle) | a lease whole if none of it was granted; a grant from a lease others were granted from stays spent |
 //! | a limiter of your own | what its `cancel` does; the trait's default gives back nothing |
@@ -203,10 +198,10 @@
 
 pub(crate) mod acquire;
 mod clock;
-pub use crate::resilience4j::async_decorate as decorate;
 mod stream;
 
-pub use crate::resilience4j::async_permit::{AcquirePermission, AsyncPermitLimiter};
-pub use acquire::{Acquire, AcquireOne, AsyncRateLimiter, Reservation, DEFAULT_TIMER_TICK};
+pub use acquire::{
+    timer_nap, Acquire, AcquireOne, AsyncRateLimiter, Reservation, DEFAULT_TIMER_TICK,
+};
 pub use clock::TokioClock;
 pub use stream::{ThrottleExt, Throttled};

@@ -9,7 +9,7 @@ use futures_core::Stream;
 use pin_project_lite::pin_project;
 
 use super::acquire::{refused, window_nanos, Timer, Waiter};
-use crate::decorate::PermitCount;
+use crate::limiter::PermitCount;
 use crate::limiter::{AcquireError, RateLimiter};
 use crate::wait::saturating_nanos;
 

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ratekeeper::refill::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
+use ratekeeper::bucket::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::tokio::{AsyncRateLimiter, TokioClock};
 use ratekeeper::{Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp};
 use tokio::time::{timeout, Instant};
@@ -113,7 +113,7 @@ async fn refill_limiters_keep_their_rate_with_half_the_acquires_cancelled() {
         .unwrap();
     check(
         "refill",
-        RefillLimiter::new_with_clock("r", config, TokioClock::new()),
+        RefillLimiter::new_with_clock(config, TokioClock::new()),
     )
     .await;
     let config = CycleConfig::builder()
@@ -123,7 +123,7 @@ async fn refill_limiters_keep_their_rate_with_half_the_acquires_cancelled() {
         .unwrap();
     check(
         "cycle",
-        CycleLimiter::new_with_clock("c", config, TokioClock::new()),
+        CycleLimiter::new_with_clock(config, TokioClock::new()),
     )
     .await;
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
+use ratekeeper::bucket::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 use ratekeeper::tokio::{AsyncRateLimiter, TokioClock};
 use ratekeeper::{Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool};
 use tokio::time::{timeout, Instant};
@@ -64,7 +64,7 @@ fn build(kind: Kind, rate: f64) -> Arc<dyn RateLimiter + Send + Sync> {
                 .limit_refresh_period(slot)
                 .build()
                 .unwrap();
-            Arc::new(RefillLimiter::new_with_clock("r", config, clock))
+            Arc::new(RefillLimiter::new_with_clock(config, clock))
         }
         Kind::Cycle => {
             let config = CycleConfig::builder()
@@ -72,7 +72,7 @@ fn build(kind: Kind, rate: f64) -> Arc<dyn RateLimiter + Send + Sync> {
                 .limit_refresh_period(slot)
                 .build()
                 .unwrap();
-            Arc::new(CycleLimiter::new_with_clock("c", config, clock))
+            Arc::new(CycleLimiter::new_with_clock(config, clock))
         }
     }
 }

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratekeeper::pool::TokenPool;
-use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
-use ratekeeper::tokio::{AsyncPermitLimiter, AsyncRateLimiter};
+use ratekeeper::tokio::AsyncRateLimiter;
 use ratekeeper::{Pacer, Rate, RateLimiter};
 
 use crate::common::within;
@@ -99,55 +98,6 @@ fn many_tasks_share_a_token_pool() {
         // allows, less the pool's banked idle time (its active pool).
         let banked = Duration::from_nanos(pool.pools().max_over_active());
         assert!(elapsed + banked >= least(n), "{elapsed:?}");
-        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
-    });
-}
-
-#[test]
-fn many_tasks_share_a_refill_limiter_with_events() {
-    within(LIMIT, || {
-        // 5 permits per ms, a bucket of 5 (empty at start), timeout 1 s.
-        let config = RefillConfig::builder()
-            .limit_for_period(5)
-            .limit_refresh_period(Duration::from_millis(1))
-            .initial_permits(0)
-            .timeout(Duration::from_secs(1))
-            .build()
-            .unwrap();
-        let limiter = Arc::new(RefillLimiter::new("shared", config));
-        let granted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counter = granted.clone();
-        limiter.events().on_success(move |_| {
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        });
-        let elapsed = runtime().block_on({
-            let limiter = limiter.clone();
-            async move {
-                let start = Instant::now();
-                let tasks: Vec<_> = (0..TASKS)
-                    .map(|_| {
-                        let l = limiter.clone();
-                        tokio::spawn(async move {
-                            for _ in 0..PER_TASK {
-                                assert!(l.acquire_permission_async(1).await.unwrap());
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.unwrap();
-                }
-                start.elapsed()
-            }
-        });
-        let n = TASKS * PER_TASK;
-        assert_eq!(granted.load(std::sync::atomic::Ordering::Relaxed), n);
-        assert_eq!(limiter.metrics().waiting_threads, 0);
-        // The bucket holds 5 permits (1 ms) more than the schedule.
-        assert!(
-            elapsed + Duration::from_millis(1) >= least(n),
-            "{elapsed:?}"
-        );
         assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
     });
 }

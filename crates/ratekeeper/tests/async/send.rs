@@ -5,8 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratekeeper::refill::{CycleLimiter, RefillLimiter};
-use ratekeeper::tokio::{AsyncPermitLimiter, AsyncRateLimiter, Reservation, ThrottleExt};
+use ratekeeper::tokio::{AsyncRateLimiter, Reservation, ThrottleExt};
 use ratekeeper::{Pacer, Rate, SmoothBursty, TokenPool};
 
 fn send<T: Send>(t: T) -> T {
@@ -25,16 +24,12 @@ async fn futures_streams_and_reservations_are_send() {
         let pacer = Arc::new(Pacer::new(Rate::new(1e6).unwrap()).unwrap());
         let pool = TokenPool::new(Rate::new(1e6).unwrap()).unwrap();
         let bursty = SmoothBursty::new(1e6).unwrap();
-        let refill = RefillLimiter::of_defaults("refill");
-        let cycle = CycleLimiter::of_defaults("cycle");
 
         send(pacer.acquire_async()).await;
         send(pool.acquire_n_async(1)).await.unwrap();
         send(bursty.acquire_timeout_async(1, std::time::Duration::ZERO))
             .await
             .unwrap();
-        assert!(send(refill.acquire_permission_async(1)).await.unwrap());
-        assert!(send(cycle.acquire_permission_async(1)).await.unwrap());
         let r = send_sync(Reservation::new(pacer.clone(), 1, None).unwrap());
         tokio::spawn(r).await.unwrap();
         let items = futures_util::stream::iter([1, 2]).throttled(pacer.clone());

@@ -266,7 +266,7 @@ fn refill(clock: &ManualClock) -> RefillLimiter<ManualClock> {
         .permit_capacity(60)
         .build()
         .unwrap();
-    RefillLimiter::new_with_clock("p", config, clock.clone())
+    RefillLimiter::new_with_clock(config, clock.clone())
 }
 
 proptest! {
@@ -288,7 +288,7 @@ proptest! {
             .timeout(Duration::from_secs(1))
             .build()
             .unwrap();
-        let limiter = CycleLimiter::new_with_clock("p", config, clock.clone());
+        let limiter = CycleLimiter::new_with_clock(config, clock.clone());
         let ops: Vec<Op> = ops.into_iter().map(|o| clamp(o, handles)).collect();
         check(limiter, &clock, handles, &ops);
     }
@@ -352,7 +352,7 @@ fn threads_never_exceed_the_bucket_plus_the_lease_slack() {
             .limit_refresh_period(Duration::from_millis(1))
             .build()
             .unwrap();
-        let limiter = RefillLimiter::new("stress", config);
+        let limiter = RefillLimiter::new(config);
         let granted = AtomicU64::new(0);
         let run = Duration::from_millis(300);
         let start = Instant::now();

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::compat;
 use ratekeeper::{
     Clock, CycleLimiter, Grant, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter, SmoothBursty,
     SmoothWarmingUp, TokenPool,
@@ -110,32 +109,30 @@ fn subject(kind: Kind, rate: f64, clock: &ManualClock) -> Subject {
             (Box::new(l), Box::new(move |f| a.set_rate(rate * f).is_ok()))
         }
         Kind::Refill => {
-            let config = ratekeeper::refill::compat::ConfigBuilder::new()
+            let config = ratekeeper::bucket::ConfigBuilder::new()
                 .limit_for_period(1)
                 .limit_refresh_period_nanos((SEC as f64 / rate) as i64)
                 .permit_capacity(10)
                 .build()
                 .unwrap();
-            let l = Arc::new(RefillLimiter::new_with_clock("origin", config, clock));
+            let l = Arc::new(RefillLimiter::new_with_clock(config, clock));
             let a = l.clone();
             (
                 Box::new(l),
-                Box::new(move |f| compat::change_limit_for_period(&a, f.ceil() as i64).is_ok()),
+                Box::new(move |f| set_limit(&*a, f.ceil() as i64)),
             )
         }
         Kind::Cycle => {
-            let config = ratekeeper::refill::compat::ConfigBuilder::new()
+            let config = ratekeeper::bucket::ConfigBuilder::new()
                 .limit_for_period(10)
                 .limit_refresh_period_nanos((10.0 * SEC as f64 / rate) as i64)
                 .build_cycle()
                 .unwrap();
-            let l = Arc::new(CycleLimiter::new_with_clock("origin", config, clock));
+            let l = Arc::new(CycleLimiter::new_with_clock(config, clock));
             let a = l.clone();
             (
                 Box::new(l),
-                Box::new(move |f| {
-                    compat::change_limit_for_period(&a, (10.0 * f).ceil() as i64).is_ok()
-                }),
+                Box::new(move |f| set_limit(&*a, (10.0 * f).ceil() as i64)),
             )
         }
     }
@@ -260,4 +257,29 @@ fn a_pacer_past_two_to_the_sixty_third_acquires() {
     assert_eq!(a.ready_nanos(), (1 << 63) + 5);
     assert_eq!(b.ready_nanos() - a.ready_nanos(), 1_000_000);
     assert_eq!(p.next_slot_nanos(), (1 << 63) + 5 + 2_000_000);
+}
+
+/// A limit change from a signed limit, as Resilience4j's
+/// `changeLimitForPeriod(int)`: below 1 and above `u32::MAX` are refused.
+fn set_limit<L: SetLimit + ?Sized>(limiter: &L, limit: i64) -> bool {
+    u32::try_from(limit)
+        .ok()
+        .is_some_and(|limit| limiter.set_limit(limit))
+}
+
+/// The bucket limiters' runtime limit change.
+trait SetLimit {
+    fn set_limit(&self, limit: u32) -> bool;
+}
+
+impl<C: ratekeeper::Clock> SetLimit for RefillLimiter<C> {
+    fn set_limit(&self, limit: u32) -> bool {
+        self.set_limit_for_period(limit).is_ok()
+    }
+}
+
+impl<C: ratekeeper::Clock> SetLimit for CycleLimiter<C> {
+    fn set_limit(&self, limit: u32) -> bool {
+        self.set_limit_for_period(limit).is_ok()
+    }
 }

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use ratekeeper::bucket::{CycleConfig, RefillConfig};
 use ratekeeper::config::{Access, KindConfig, LimiterConfig};
 use ratekeeper::pacer::Strictness;
 use ratekeeper::pool::Filling;
-use ratekeeper::refill::{CycleConfig, RefillConfig};
 use ratekeeper::{BurstRatio, Rate, WaitPolicy};
 
 /// Pieces of the grammar's alphabet, weighted towards the tricky ones.
@@ -114,7 +114,7 @@ fn refill() -> impl Strategy<Value = Option<RefillConfig>> {
     )
         .prop_map(|(limit, period, extra, full, timeout)| {
             let capacity = limit + extra;
-            ratekeeper::refill::compat::ConfigBuilder::new()
+            ratekeeper::bucket::ConfigBuilder::new()
                 .limit_for_period(limit)
                 .limit_refresh_period(Duration::from_nanos(period))
                 .permit_capacity(capacity)
@@ -133,7 +133,7 @@ fn cycle() -> impl Strategy<Value = Option<CycleConfig>> {
         nanos(10_000_000_000),
     )
         .prop_map(|(limit, period, timeout)| {
-            ratekeeper::refill::compat::ConfigBuilder::new()
+            ratekeeper::bucket::ConfigBuilder::new()
                 .limit_for_period(limit)
                 .limit_refresh_period(Duration::from_nanos(period))
                 .timeout(timeout)

@@ -17,8 +17,8 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use ratekeeper::bucket::{CycleLimiter, RefillLimiter};
 use ratekeeper::pool::Filling;
-use ratekeeper::refill::{CycleLimiter, RefillLimiter};
 use ratekeeper::smooth::Resolution;
 use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter, SmoothBursty, SmoothWarmingUp, TokenPool};
 
@@ -185,12 +185,12 @@ proptest! {
     ) {
         // Any period from `limit` ns on: `limit × per_permit` plus a remainder.
         let period = limit * per_permit + extra % limit.max(1);
-        let config = ratekeeper::refill::compat::ConfigBuilder::new()
+        let config = ratekeeper::bucket::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(period)
             .build()
             .unwrap();
-        let limiter = RefillLimiter::new_with_clock("props", config, ManualClock::new(0));
+        let limiter = RefillLimiter::new_with_clock(config, ManualClock::new(0));
         let npp = (period / limit) as u64;
         let asked = limit as f64 * 1e9 / period as f64;
         let effective = limiter.effective_rate();
@@ -205,12 +205,12 @@ proptest! {
 
     #[test]
     fn cycle_limiter_rounds_nothing(limit in 1i64..1_000_000_000, period in 1i64..i64::MAX / 2) {
-        let config = ratekeeper::refill::compat::ConfigBuilder::new()
+        let config = ratekeeper::bucket::ConfigBuilder::new()
             .limit_for_period(limit)
             .limit_refresh_period_nanos(period)
             .build_cycle()
             .unwrap();
-        let limiter = CycleLimiter::new_with_clock("props", config, ManualClock::new(0));
+        let limiter = CycleLimiter::new_with_clock(config, ManualClock::new(0));
         let exact = limit as f64 * 1e9 / period as f64;
         prop_assert_eq!(limiter.effective_rate(), exact);
     }

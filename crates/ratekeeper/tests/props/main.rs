@@ -4,7 +4,8 @@
 //!
 //! Most run on a manual clock. `batch`, `batch_handle` and `shard` also hold
 //! stress tests on real threads and the real clock (under `common::within`'s
-//! time limit); `refill` and `smooth` race real threads on a manual clock.
+//! time limit); `smooth` races real threads on a manual clock (the
+//! Resilience4j limiters' property tests are in `ratekeeper-resilience4j`).
 //!
 //! Failing cases proptest found are saved and replayed first on every run.
 //! For a test binary with a `main.rs`, proptest's default
@@ -25,7 +26,6 @@ mod pacer;
 mod pacer_decision;
 mod pacer_families;
 mod pool;
-mod refill;
 mod shard;
 mod smooth;
 mod spec;

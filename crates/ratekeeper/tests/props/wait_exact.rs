@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::ConfigBuilder;
+use ratekeeper::bucket::ConfigBuilder;
 use ratekeeper::{
     BatchHandle, Clock, CycleLimiter, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter,
     SmoothBursty, SmoothWarmingUp, TokenPool,
@@ -113,12 +113,12 @@ proptest! {
         let slot = Rate::new(rate).unwrap().nanos_per_op().unwrap();
 
         let clock = ManualClock::new(start);
-        let l = RefillLimiter::new_with_clock("t", refill_config(rate).build().unwrap(), clock.clone());
+        let l = RefillLimiter::new_with_clock(refill_config(rate).build().unwrap(), clock.clone());
         check("refill", &l, &clock, slot, &ops)?;
         check("batch handle on refill", &BatchHandle::new(&l), &clock, slot, &ops)?;
 
         let clock = ManualClock::new(start);
-        let l = CycleLimiter::new_with_clock("t", refill_config(rate).build_cycle().unwrap(), clock.clone());
+        let l = CycleLimiter::new_with_clock(refill_config(rate).build_cycle().unwrap(), clock.clone());
         check("cycle", &l, &clock, slot, &ops)?;
         check("batch handle on cycle", &BatchHandle::new(&l), &clock, slot, &ops)?;
 

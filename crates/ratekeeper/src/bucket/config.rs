@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::compat::ConfigBuilder;
+use super::builder::ConfigBuilder;
 use crate::error::{ConfigError, ConfigErrorKind as Kind};
 use crate::rate::Rate;
 
@@ -25,7 +25,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// [`kind`](ConfigError::kind) says which setting was refused.
 ///
 /// ```
-/// use ratekeeper::refill::{PermitConfigError, RefillConfig};
+/// use ratekeeper::bucket::{PermitConfigError, RefillConfig};
 /// use ratekeeper::ConfigErrorKind;
 ///
 /// let err = RefillConfig::builder().limit_for_period(0).build().unwrap_err();
@@ -193,37 +193,6 @@ pub(crate) fn full_capacity_nanos(npp: i64, capacity: i64) -> Result<i64, Permit
         })
 }
 
-/// What Resilience4j's `getRateLimiterConfig()` reports: limit for period,
-/// refresh period and timeout.
-///
-/// For a [`RefillLimiter`](super::RefillLimiter) this is refill-rate-limiter's
-/// view: the *capacity* per the time it takes to refill it
-/// (`nanos_per_permit × capacity`), the same rate expressed as the burst.
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::refill::RefillConfig;
-///
-/// let view = RefillConfig::builder()
-///     .limit_for_period(50)
-///     .limit_refresh_period(Duration::from_nanos(500))
-///     .permit_capacity(60)
-///     .build()?
-///     .view();
-/// assert_eq!(view.limit_for_period, 60);
-/// assert_eq!(view.limit_refresh_period, Duration::from_nanos(600));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConfigView {
-    /// Permits per refresh period.
-    pub limit_for_period: i64,
-    /// The refresh period.
-    pub limit_refresh_period: Duration,
-    /// How long an acquire may wait.
-    pub timeout: Duration,
-}
-
 fn nanos(n: i64) -> Duration {
     // Validated values are never negative.
     Duration::from_nanos(n.max(0) as u64)
@@ -241,7 +210,7 @@ fn nanos(n: i64) -> Duration {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::RefillConfig;
+/// use ratekeeper::bucket::RefillConfig;
 ///
 /// let c = RefillConfig::default();
 /// assert_eq!((c.limit_for_period(), c.nanos_per_permit(), c.capacity()), (50, 10, 50));
@@ -310,7 +279,9 @@ impl RefillConfig {
         nanos(self.period)
     }
 
-    /// How long an acquire may wait.
+    /// How long an acquire may wait: the timeout of Resilience4j's interface
+    /// (`ratekeeper-resilience4j`). The core limiters keep it as
+    /// configuration and take their maximum wait per call.
     pub fn timeout(&self) -> Duration {
         nanos(self.timeout)
     }
@@ -337,14 +308,14 @@ impl RefillConfig {
         self.nanos_per_permit() * self.capacity as u64
     }
 
-    /// The Resilience4j view (refill-rate-limiter's `rateLimiterConfig()`):
-    /// `capacity` permits per `nanos_per_full_capacity`.
-    pub fn view(&self) -> ConfigView {
-        ConfigView {
-            limit_for_period: self.capacity,
-            limit_refresh_period: Duration::from_nanos(self.nanos_per_full_capacity()),
-            timeout: nanos(self.timeout),
-        }
+    /// This configuration with `timeout` instead of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`PermitConfigError::TimeoutTooLarge`] above `i64::MAX` ns.
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
+        self.timeout = check_timeout_duration(timeout)?;
+        Ok(self)
     }
 
     /// The same configuration as a builder (every field set), e.g. to
@@ -369,13 +340,13 @@ impl RefillConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::CycleConfig;
+/// use ratekeeper::bucket::CycleConfig;
 ///
 /// let c = CycleConfig::builder()
 ///     .limit_for_period(10)
 ///     .limit_refresh_period(Duration::from_secs(1))
 ///     .build()?;
-/// assert_eq!(c.view().limit_for_period, 10);
+/// assert_eq!(c.limit_for_period(), 10);
 /// assert_eq!(c.timeout(), Duration::from_secs(5));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -422,18 +393,21 @@ impl CycleConfig {
         nanos(self.period)
     }
 
-    /// How long an acquire may wait.
+    /// How long an acquire may wait: the timeout of Resilience4j's interface
+    /// (`ratekeeper-resilience4j`). The core limiters keep it as
+    /// configuration and take their maximum wait per call.
     pub fn timeout(&self) -> Duration {
         nanos(self.timeout)
     }
 
-    /// The Resilience4j view: the configuration itself.
-    pub fn view(&self) -> ConfigView {
-        ConfigView {
-            limit_for_period: self.limit,
-            limit_refresh_period: nanos(self.period),
-            timeout: nanos(self.timeout),
-        }
+    /// This configuration with `timeout` instead of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`PermitConfigError::TimeoutTooLarge`] above `i64::MAX` ns.
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
+        self.timeout = check_timeout_duration(timeout)?;
+        Ok(self)
     }
 
     /// The same configuration as a builder (every field set).
@@ -449,11 +423,11 @@ impl CycleConfig {
 /// [`Duration`]s. Unset fields take Resilience4j's defaults (50 per 500 ns, a
 /// 5 s timeout; capacity and initial permits the limit). For Java's signed
 /// shapes (negative values replayed from a configuration), see
-/// [`compat::ConfigBuilder`](super::compat::ConfigBuilder).
+/// [`ConfigBuilder`].
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::RefillConfig;
+/// use ratekeeper::bucket::RefillConfig;
 ///
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(10)
@@ -502,7 +476,7 @@ impl RefillConfigBuilder {
     /// # Errors
     ///
     /// A [`ConfigError`] whose detail is a [`PermitConfigError`], in the
-    /// order [`compat::ConfigBuilder::build`](super::compat::ConfigBuilder::build)
+    /// order [`ConfigBuilder::build`]
     /// lists.
     pub fn build(&self) -> Result<RefillConfig, ConfigError> {
         self.0.build()
@@ -514,7 +488,7 @@ impl RefillConfigBuilder {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::CycleConfig;
+/// use ratekeeper::bucket::CycleConfig;
 ///
 /// let c = CycleConfig::builder().limit_for_period(10).limit_refresh_period(Duration::from_secs(1)).build()?;
 /// assert_eq!(c.limit_for_period(), 10);
@@ -548,20 +522,6 @@ impl CycleConfigBuilder {
     pub fn build(&self) -> Result<CycleConfig, ConfigError> {
         self.0.build_cycle()
     }
-
-    /// [`build`](Self::build), under the name it had when the cycle and
-    /// refill limiters shared one builder.
-    ///
-    /// # Errors
-    ///
-    /// As [`build`](Self::build).
-    #[deprecated(
-        since = "0.2.0",
-        note = "CycleConfig::builder() is its own builder now: call build()"
-    )]
-    pub fn build_cycle(&self) -> Result<CycleConfig, ConfigError> {
-        self.build()
-    }
 }
 
 /// The limit for period a rate gives over `period`: `rate × period`, which
@@ -571,7 +531,7 @@ impl CycleConfigBuilder {
 ///
 /// [`PermitConfigError::NotWholePermits`], with a round period that would
 /// hold a whole number where one exists.
-pub(crate) fn limit_for_rate(rate: Rate, period: Duration) -> Result<i64, PermitConfigError> {
+pub fn limit_for_rate(rate: Rate, period: Duration) -> Result<i64, PermitConfigError> {
     let whole = |period: Duration| {
         let exact = rate.get() * period.as_secs_f64();
         let limit = exact.round();

@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ratekeeper::refill::{
+use ratekeeper::{Clock, ConfigError, ManualClock};
+use ratekeeper_resilience4j::{
     compat, ConfigBuilder, PendingPermission, PermitConfigError, PermitError, PermitEvent,
-    PermitLimiter,
+    PermitLimiter, View,
 };
-use ratekeeper::{Clock, ConfigError, CycleLimiter, ManualClock, RefillLimiter};
+use ratekeeper_resilience4j::{CycleLimiter, RefillLimiter};
 use serde_json::Value;
 
 use crate::{check_fields, expect_of, reference_only_fields, u64_of, Tally};
@@ -546,7 +547,7 @@ fn replay_r4j_config(v: &Value) -> Result<(), String> {
     }
 }
 
-fn view_json(view: ratekeeper::refill::ConfigView) -> Value {
+fn view_json(view: ratekeeper_resilience4j::ConfigView) -> Value {
     serde_json::json!({
         "limit_for_period": view.limit_for_period,
         "limit_refresh_period_nanos": view.limit_refresh_period.as_nanos() as u64,

@@ -26,17 +26,14 @@
 //! back. All arithmetic is in `i128`.
 
 use core::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::config::{
-    full_capacity_nanos, nanos_per_permit, ConfigView, PermitConfigError, RefillConfig,
-};
-use super::{
-    elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
-    PermitEventKind, PermitLimiter, Undo,
+use super::config::{full_capacity_nanos, nanos_per_permit, PermitConfigError, RefillConfig};
+use super::decision::{
+    clamp_u64, elapsed, BucketState, RefillDecision as Decision, RefillParams as Params,
+    RefillRule, REFILL_FROZEN as FROZEN,
 };
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
@@ -46,105 +43,6 @@ use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::per_second_of_nanos;
 use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
-
-/// The state word of a retired core: never a valid time index.
-const FROZEN: u64 = i64::MIN as u64;
-
-/// The bucket's parameters: fixed for the life of a core.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Params {
-    /// Nanoseconds per permit, `>= 1`.
-    pub(super) npp: i64,
-    /// Permits the bucket holds, `>= 1`.
-    capacity: i64,
-    /// `npp × capacity`, `<= i64::MAX`.
-    full: i64,
-}
-
-/// What a request decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Decision {
-    /// Granted: the new time index and the wait (0: go now).
-    Grant { index: i64, wait: u64 },
-    /// Refused: the wait would exceed the caller's maximum.
-    Refuse { wait: u64 },
-    /// The time index would pass `i64::MAX`.
-    Exhausted,
-    /// Never grantable.
-    Invalid(PermitError),
-}
-
-impl Params {
-    /// `max(E, now − full)`: the time index with credit beyond a full bucket
-    /// dropped.
-    #[inline]
-    pub(super) fn base(&self, index: i64, now: i64) -> i128 {
-        i128::from(index).max(i128::from(now) - i128::from(self.full))
-    }
-
-    #[inline]
-    pub(super) fn decide(
-        &self,
-        index: i64,
-        permits: u32,
-        max_wait: Option<u64>,
-        now: i64,
-    ) -> Decision {
-        if permits == 0 {
-            return Decision::Invalid(PermitError::InvalidPermits);
-        }
-        if i64::from(permits) > self.capacity {
-            return Decision::Invalid(PermitError::ExceedsCapacity {
-                requested: permits,
-                capacity: self.capacity,
-            });
-        }
-        let next = self.base(index, now) + i128::from(permits) * i128::from(self.npp);
-        let wait = next - i128::from(now);
-        // Past the time horizon first: no timeout can cure that ("never"),
-        // so it is not reported as a wait ("not now").
-        let Ok(index) = i64::try_from(next) else {
-            return Decision::Exhausted;
-        };
-        if max_wait.is_some_and(|max| wait > i128::from(max)) {
-            return Decision::Refuse {
-                wait: clamp_u64(wait),
-            };
-        }
-        Decision::Grant {
-            index,
-            wait: clamp_u64(wait),
-        }
-    }
-
-    /// `min(C, trunc((now − E) / npp))`.
-    #[inline]
-    pub(super) fn available(&self, index: i64, now: i64) -> i64 {
-        let tokens = (i128::from(now) - i128::from(index)) / i128::from(self.npp);
-        // Between −(2^64 / npp) and C: fits in i64 once capped at C (the
-        // lower end is at least −2^63 because E ≤ i64::MAX and now ≥ 0).
-        tokens.min(i128::from(self.capacity)) as i64
-    }
-
-    /// `max(0, max(E, now − full) + npp − now)`: the wait for one permit.
-    #[inline]
-    fn nanos_to_wait(&self, index: i64, now: i64) -> u64 {
-        clamp_u64(self.base(index, now) + i128::from(self.npp) - i128::from(now))
-    }
-
-    /// The drained count and the new time index: stored permits and the
-    /// partial one dropped, reservations kept.
-    #[inline]
-    fn drain(&self, index: i64, now: i64) -> (u64, i64) {
-        (self.available(index, now).max(0) as u64, index.max(now))
-    }
-}
-
-/// `v` clamped to `0 ..= u64::MAX`.
-#[inline]
-fn clamp_u64(v: i128) -> u64 {
-    v.clamp(0, i128::from(u64::MAX)) as u64
-}
 
 /// A limiter's parameters and its state word, replaced together on a limit
 /// change or a cancel (see the [module docs](super#implementation-details)).
@@ -193,12 +91,12 @@ enum Step<R> {
     Write(i64, R),
 }
 
-/// A Resilience4j-compatible token bucket with nanosecond-gradual refill; see
-/// the [module docs](super).
+/// A strict token bucket with nanosecond-gradual refill, a burst capacity
+/// and initial permits; see the [module docs](super).
 ///
 /// Built from a [`RefillConfig`]; shared by reference or in an `Arc`; used
-/// through [`PermitLimiter`] (Resilience4j's interface) or
-/// [`RateLimiter`] (the crate's).
+/// through [`RateLimiter`]. Resilience4j's interface over it (names,
+/// events, a timeout) is the `ratekeeper-resilience4j` crate.
 ///
 /// # Examples
 ///
@@ -207,45 +105,45 @@ enum Step<R> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::ManualClock;
-/// use ratekeeper::refill::{PermitLimiter, Permission, RefillConfig, RefillLimiter};
+/// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
+/// use ratekeeper::{ManualClock, RateLimiter};
 ///
 /// let clock = ManualClock::new(0);
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(5)
 ///     .limit_refresh_period(Duration::from_nanos(500))
-///     .timeout(Duration::ZERO)
 ///     .build()?;
-/// let limiter = RefillLimiter::new_with_clock("db", config, clock.clone());
+/// let limiter = RefillLimiter::new_with_clock(config, clock.clone());
 ///
 /// clock.set_nanos(10_000); // idle: the bucket is full (5, not more)
-/// assert!(limiter.acquire_permission(4)?);
-/// assert!(!limiter.acquire_permission(5)?); // refill-rate-limiter grants this too
-/// assert!(limiter.acquire_permission(1)?);
-/// assert_eq!(limiter.reserve_permission(1)?, Permission::Refused); // next permit in 100 ns
+/// assert!(limiter.try_acquire_n(4).is_ok());
+/// assert!(limiter.try_acquire_n(5).is_err()); // refill-rate-limiter grants this too
+/// assert!(limiter.try_acquire_n(1).is_ok());
+/// assert!(limiter.try_acquire().is_err()); // next permit in 100 ns
 /// clock.advance_nanos(100);
-/// assert_eq!(limiter.reserve_permission(1)?, Permission::Now);
+/// assert!(limiter.try_acquire().is_ok());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// Reservations within the timeout:
+/// Reservations within a maximum wait:
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::ManualClock;
-/// use ratekeeper::refill::{PermitLimiter, Permission, RefillConfig, RefillLimiter};
+/// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
+/// use ratekeeper::{ManualClock, RateLimiter};
 ///
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(3)
 ///     .limit_refresh_period(Duration::from_millis(12))
-///     .timeout(Duration::from_millis(12))
 ///     .build()?;
-/// let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
-/// let waits: Vec<i64> = (0..7)
-///     .map(|_| limiter.reserve_permission(1).map(|p| p.nanos_to_wait()))
+/// let limiter = RefillLimiter::new_with_clock(config, ManualClock::new(0));
+/// let max = Some(Duration::from_millis(12));
+/// let waits: Vec<u64> = (0..6)
+///     .map(|_| limiter.reserve(1, max).map(|g| g.delay_nanos()))
 ///     .collect::<Result<_, _>>()?;
-/// assert_eq!(waits, [0, 0, 0, 4_000_000, 8_000_000, 12_000_000, -1]);
-/// assert_eq!(limiter.metrics().available_permissions, -3);
+/// assert_eq!(waits, [0, 0, 0, 4_000_000, 8_000_000, 12_000_000]);
+/// assert!(limiter.reserve(1, max).is_err());
+/// assert_eq!(limiter.available_permits(), -3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RefillLimiter<C = DefaultClock> {
@@ -258,7 +156,10 @@ pub struct RefillLimiter<C = DefaultClock> {
     /// Cancelled grants that could not be given back, for the next callers
     /// (see [Cancelling a reservation](super#cancelling-a-reservation)).
     handoff: Handoff,
-    hub: Hub,
+    policy: WaitPolicy,
+    /// The configured timeout, in nanoseconds (kept as configuration; the
+    /// maximum wait is each call's).
+    timeout: i64,
     clock: C,
     /// The clock reading at creation: time index 0.
     origin: u64,
@@ -270,25 +171,15 @@ pub struct RefillLimiter<C = DefaultClock> {
 
 impl RefillLimiter {
     /// A limiter on the real clock.
-    pub fn new(name: impl Into<Arc<str>>, config: RefillConfig) -> RefillLimiter {
-        RefillLimiter::new_with_clock(name, config, DefaultClock::new())
-    }
-
-    /// A limiter with Resilience4j's defaults (Resilience4j `ofDefaults`):
-    /// 50 permits per 500 ns, capacity 50, timeout 5 s.
-    pub fn of_defaults(name: impl Into<Arc<str>>) -> RefillLimiter {
-        RefillLimiter::new(name, RefillConfig::default())
+    pub fn new(config: RefillConfig) -> RefillLimiter {
+        RefillLimiter::new_with_clock(config, DefaultClock::new())
     }
 }
 
 impl<C: Clock> RefillLimiter<C> {
     /// A limiter on `clock`, created now: its bucket holds
     /// `config.initial_permits()` at the clock's current reading.
-    pub fn new_with_clock(
-        name: impl Into<Arc<str>>,
-        config: RefillConfig,
-        clock: C,
-    ) -> RefillLimiter<C> {
+    pub fn new_with_clock(config: RefillConfig, clock: C) -> RefillLimiter<C> {
         let npp = config.nanos_per_permit() as i64;
         let capacity = config.capacity();
         let origin = clock.now_nanos();
@@ -308,7 +199,8 @@ impl<C: Clock> RefillLimiter<C> {
             core: Swap::new(core),
             change: Mutex::new(Cancels::new()),
             handoff: Handoff::new(Epoch::FIRST.tag()),
-            hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
+            policy: WaitPolicy::default(),
+            timeout: config.timeout().as_nanos() as i64,
             clock,
             origin,
             period: config.limit_refresh_period().as_nanos() as i64,
@@ -319,19 +211,19 @@ impl<C: Clock> RefillLimiter<C> {
     /// This limiter with blocking waits done under `policy` (default: the
     /// clock's coalescing window).
     pub fn with_wait_policy(mut self, policy: WaitPolicy) -> Self {
-        self.hub.set_policy(policy);
+        self.policy = policy;
         self
     }
 
     /// The current configuration: the limit for period and capacity as last
-    /// changed, the current timeout, the configured period and initial
+    /// changed, the configured timeout, period and initial
     /// permits.
     pub fn config(&self) -> RefillConfig {
         let core = self.core.load();
         RefillConfig::from_parts(
             core.limit,
             self.period,
-            self.hub.timeout_nanos() as i64,
+            self.timeout,
             core.params.capacity,
             self.initial,
         )
@@ -342,7 +234,7 @@ impl<C: Clock> RefillLimiter<C> {
     /// limit_for_period` whole nanoseconds (truncating, as
     /// refill-rate-limiter does), so `1e9 / nanos_per_permit`, at the
     /// current limit (after a
-    /// [`change_limit_for_period`](PermitLimiter::change_limit_for_period),
+    /// [`set_limit_for_period`](Self::set_limit_for_period),
     /// the new one).
     ///
     /// Never below `limit_for_period / limit_refresh_period`, and above it
@@ -355,15 +247,15 @@ impl<C: Clock> RefillLimiter<C> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
     ///
     /// let config = RefillConfig::builder()
     ///     .limit_for_period(3)
     ///     .limit_refresh_period(Duration::from_secs(1))
     ///     .build()?;
-    /// let limiter = RefillLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// let limiter = RefillLimiter::new_with_clock(config, ManualClock::new(0));
     /// assert_eq!(limiter.effective_rate(), 1e9 / 333_333_333.0); // 3.000000003
-    /// limiter.change_limit_for_period(10)?; // 10 per second: 100 ms, exact
+    /// limiter.set_limit_for_period(10)?; // 10 per second: 100 ms, exact
     /// assert_eq!(limiter.effective_rate(), 10.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -378,8 +270,8 @@ impl<C: Clock> RefillLimiter<C> {
     }
 
     /// The per-key rule of this limiter's current configuration.
-    pub(crate) fn keyed_rule(&self) -> super::keyed::Bucket {
-        super::keyed::Bucket::new(self.core.load().params, self.initial)
+    pub(crate) fn keyed_rule(&self) -> RefillRule {
+        RefillRule::new(self.core.load().params, self.initial)
     }
 
     /// Reads the clock: absolute nanoseconds and nanoseconds since creation.
@@ -571,65 +463,95 @@ impl<C: Clock> RefillLimiter<C> {
     }
 }
 
-impl<C: Clock> Undo for RefillLimiter<C> {
-    fn undo(&self, grant: &Grant) -> bool {
-        self.cancel_grant(grant)
-    }
-}
-
-impl<C: Clock> PermitLimiter for RefillLimiter<C> {
-    fn name(&self) -> &str {
-        self.hub.name()
-    }
-
-    fn config_view(&self) -> ConfigView {
-        self.config().view()
-    }
-
-    fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
+impl<C: Clock> RefillLimiter<C> {
+    /// Decides a request for `permits` that may wait up to `max_wait`
+    /// (`None`: any wait) on **one** clock reading, and returns that reading
+    /// (nanoseconds of the limiter's clock) with the outcome. A grant kept
+    /// from a cancel (see [Cancelling a reservation](super#cancelling-a-reservation))
+    /// is handed on first. [`reserve`](RateLimiter::reserve) is this plus,
+    /// on a refusal, one more decision on a fresh reading. O(1): one clock
+    /// read and one compare-exchange (retried under contention).
+    ///
+    /// # Errors
+    ///
+    /// As [`reserve`](RateLimiter::reserve).
+    pub fn reserve_once(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> (u64, Result<Grant, AcquireError>) {
         let (now, rel) = self.now();
-        let timeout = self.hub.timeout_nanos();
-        if let Some(g) = self.handoff.take(permits, Some(timeout), now) {
-            let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
-            return Ok(self
-                .hub
-                .pending(&self.clock, self, permits, now, Some(wait), tag));
+        let max = max_wait.map(saturating_nanos);
+        if let Some(g) = self.handoff.take(permits, max, now) {
+            return (now, Ok(g));
         }
-        let (decision, tag) = self.decide(permits, Some(timeout), rel);
-        let wait = match decision {
-            Decision::Grant { wait, .. } => Some(wait),
-            Decision::Refuse { .. } | Decision::Exhausted => None,
-            Decision::Invalid(e) => return Err(e),
-        };
-        Ok(self.hub.pending(&self.clock, self, permits, now, wait, tag))
+        let (decision, tag) = self.decide(permits, max, rel);
+        (now, self.outcome(decision, tag, now, permits, max_wait))
     }
 
-    fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
+    /// [`reserve`](RateLimiter::reserve), with the clock reading its
+    /// outcome was decided at.
+    ///
+    /// # Errors
+    ///
+    /// As [`reserve`](RateLimiter::reserve).
+    pub fn reserve_at(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> (u64, Result<Grant, AcquireError>) {
         let (now, rel) = self.now();
-        let timeout = self.hub.timeout_nanos();
-        let wait = match self.handoff.take(permits, Some(timeout), now) {
-            Some(g) => Some(g.delay_nanos()),
-            None => match self.decide(permits, Some(timeout), rel).0 {
-                Decision::Grant { wait, .. } => Some(wait),
-                Decision::Refuse { .. } | Decision::Exhausted => None,
-                Decision::Invalid(e) => return Err(e),
-            },
-        };
-        let permission = match wait {
-            Some(0) => Permission::Now,
-            Some(wait) => Permission::After(Duration::from_nanos(wait)),
-            None => Permission::Refused,
-        };
-        let kind = if permission.is_granted() {
-            PermitEventKind::SuccessfulAcquire
-        } else {
-            PermitEventKind::FailedAcquire
-        };
-        self.hub.publish(kind, u64::from(permits), now);
-        Ok(permission)
+        let max = max_wait.map(saturating_nanos);
+        if let Some(g) = self.handoff.take(permits, max, now) {
+            return (now, Ok(g));
+        }
+        let (mut decision, mut tag) = self.decide(permits, max, rel);
+        let mut now = now;
+        if let Decision::Refuse { .. } = decision {
+            // The reading may predate grants other threads made since (this
+            // one preempted between reading the clock and deciding): decide
+            // once more on a fresh reading before refusing.
+            let (fresh, fresh_rel) = self.now();
+            if fresh_rel > rel {
+                (decision, tag) = self.decide(permits, max, fresh_rel);
+                now = fresh;
+            }
+        }
+        (now, self.outcome(decision, tag, now, permits, max_wait))
     }
 
-    fn drain_permissions(&self) -> u64 {
+    /// A decision taken at `now` as the crate's result.
+    fn outcome(
+        &self,
+        decision: Decision,
+        tag: u32,
+        now: u64,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> Result<Grant, AcquireError> {
+        match decision {
+            Decision::Grant { wait, .. } => {
+                let ready = now.saturating_add(wait);
+                Ok(Grant::new(ready, ready, now, permits).with_claim(tag))
+            }
+            Decision::Refuse { wait } => Err(AcquireError::WouldWait {
+                wait: Duration::from_nanos(wait),
+                max_wait: max_wait.unwrap_or(Duration::MAX),
+            }),
+            Decision::Exhausted => Err(AcquireError::ScheduleExhausted),
+            Decision::Invalid(e) => Err(e),
+        }
+    }
+
+    /// Empties the bucket: the stored permits and the partial one are
+    /// dropped, reservations (and grants kept from cancels) stay. Returns
+    /// the whole permits drained. O(1).
+    pub fn drain(&self) -> u64 {
+        self.drain_at().1
+    }
+
+    /// [`drain`](Self::drain), with the clock reading it was taken at.
+    pub fn drain_at(&self) -> (u64, u64) {
         let (now, rel) = self.now();
         let (drained, _) = self.update(|p, index| {
             let (drained, next) = p.drain(index, rel);
@@ -639,8 +561,7 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
                 Step::Write(next, drained)
             }
         });
-        self.hub.publish(PermitEventKind::Drained, drained, now);
-        drained
+        (now, drained)
     }
 
     /// Sets `limit` permits per the **configured** refresh period (calls do
@@ -653,7 +574,7 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
+    /// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
     ///
     /// let clock = ManualClock::new(0);
     /// let config = RefillConfig::builder()
@@ -661,16 +582,16 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
     ///     .limit_refresh_period(Duration::from_secs(1))
     ///     .initial_permits(0)
     ///     .build()?;
-    /// let limiter = RefillLimiter::new_with_clock("api", config, clock.clone());
+    /// let limiter = RefillLimiter::new_with_clock(config, clock.clone());
     /// clock.set_nanos(500_000_000);
-    /// assert_eq!(limiter.metrics().available_permissions, 5);
-    /// limiter.change_limit_for_period(5)?; // 5 per second: 200 ms per permit
-    /// assert_eq!(limiter.metrics().available_permissions, 5); // kept
+    /// assert_eq!(limiter.available_permits(), 5);
+    /// limiter.set_limit_for_period(5)?; // 5 per second: 200 ms per permit
+    /// assert_eq!(limiter.available_permits(), 5); // kept
     /// clock.set_nanos(700_000_000);
-    /// assert_eq!(limiter.metrics().available_permissions, 6);
+    /// assert_eq!(limiter.available_permits(), 6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    fn change_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
+    pub fn set_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
         let limit = i64::from(limit);
         if limit < 1 {
             return Err(PermitConfigError::InvalidLimitForPeriod(limit).into());
@@ -713,33 +634,35 @@ impl<C: Clock> PermitLimiter for RefillLimiter<C> {
         Ok(())
     }
 
-    fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
-        self.hub.set_timeout(timeout)
+    /// Permits available now, `min(capacity, (now − E) / nanos_per_permit)`
+    /// truncated toward zero: negative while permits are reserved ahead.
+    pub fn available_permits(&self) -> i64 {
+        self.state().available_permits
     }
 
-    fn metrics(&self) -> Metrics {
+    /// How long one permit would have to wait now, in nanoseconds (0 if one
+    /// is available).
+    pub fn nanos_to_wait(&self) -> u64 {
+        self.state().nanos_to_wait
+    }
+
+    /// [`available_permits`](Self::available_permits) and
+    /// [`nanos_to_wait`](Self::nanos_to_wait) from one reading of the state
+    /// and one of the clock. Changes nothing.
+    pub fn state(&self) -> BucketState {
         let (params, index) = self.snapshot();
         let (_, now) = self.now();
-        Metrics {
-            available_permissions: params.available(index, now),
-            waiting_threads: self.hub.waiting(),
+        BucketState {
+            available_permits: params.available(index, now),
             nanos_to_wait: params.nanos_to_wait(index, now),
             cycle: None,
         }
     }
-
-    fn events(&self) -> &EventPublisher<PermitEvent> {
-        self.hub.events()
-    }
 }
 
-/// The crate's interface: `reserve` decides like
-/// [`reserve_permission`](PermitLimiter::reserve_permission) with the given
-/// maximum wait instead of the configured timeout (`None`: any wait), and
-/// publishes the same events. A grant's `scheduled` and `ready` times are
-/// both when its permits may go: a bucket has no schedule to be late
-/// against. Blocking waits through this trait do not count as waiting
-/// threads.
+/// `reserve` decides with the given maximum wait (`None`: any wait). A
+/// grant's `scheduled` and `ready` times are both when its permits may go:
+/// a bucket has no schedule to be late against.
 impl<C: Clock> RateLimiter for RefillLimiter<C> {
     /// Compares `max(E, now − full)` with a fresh bucket's time index,
     /// `now − initial × npp`: equal is [`Recovery::Fresh`] (with initial
@@ -770,48 +693,7 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
     }
 
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        let (now, rel) = self.now();
-        let max = max_wait.map(saturating_nanos);
-        if let Some(g) = self.handoff.take(permits, max, now) {
-            // A grant as any other: the same event.
-            self.hub
-                .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
-            return Ok(g);
-        }
-        let (mut decision, mut tag) = self.decide(permits, max, rel);
-        let mut now = now;
-        if let Decision::Refuse { .. } = decision {
-            // The reading may predate grants other threads made since (this
-            // one preempted between reading the clock and deciding): decide
-            // once more on a fresh reading before refusing.
-            let (fresh, fresh_rel) = self.now();
-            if fresh_rel > rel {
-                (decision, tag) = self.decide(permits, max, fresh_rel);
-                now = fresh;
-            }
-        }
-        match decision {
-            Decision::Grant { wait, .. } => {
-                self.hub
-                    .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
-                let ready = now.saturating_add(wait);
-                Ok(Grant::new(ready, ready, now, permits).with_claim(tag))
-            }
-            Decision::Refuse { wait } => {
-                self.hub
-                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
-                Err(AcquireError::WouldWait {
-                    wait: Duration::from_nanos(wait),
-                    max_wait: max_wait.unwrap_or(Duration::MAX),
-                })
-            }
-            Decision::Exhausted => {
-                self.hub
-                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
-                Err(AcquireError::ScheduleExhausted)
-            }
-            Decision::Invalid(e) => Err(e.into()),
-        }
+        self.reserve_at(permits, max_wait).1
     }
 
     fn clock(&self) -> &dyn Clock {
@@ -831,7 +713,7 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
     }
 
     fn wait_policy(&self) -> WaitPolicy {
-        self.hub.policy()
+        self.policy
     }
 
     /// Gives the permits of a reservation that waited back to the bucket,
@@ -846,73 +728,47 @@ impl<C> fmt::Debug for RefillLimiter<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let core = self.core.load();
         f.debug_struct("RefillLimiter")
-            .field("name", &self.hub.name())
             .field("limit_for_period", &core.limit)
             .field("limit_refresh_period_nanos", &self.period)
             .field("nanos_per_permit", &core.params.npp)
             .field("capacity", &core.params.capacity)
             .field("initial_permits", &self.initial)
-            .field("timeout_nanos", &self.hub.timeout_nanos())
-            .field("waiting", &self.hub.waiting())
-            .field("wait_policy", &self.hub.policy())
+            .field("timeout_nanos", &self.timeout)
+            .field("wait_policy", &self.policy)
             .finish_non_exhaustive()
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::test_util::ScriptedClock;
 
-    const P: Params = Params {
-        npp: 100,
-        capacity: 5,
-        full: 500,
-    };
-
+    /// A bounded request decided on a clock reading older than the bucket's
+    /// time index (its thread was preempted after reading the clock) reads the
+    /// clock again before refusing.
     #[test]
-    fn decide_is_the_strict_algorithm() {
-        // Full bucket long ago: credit beyond 5 permits is lost.
-        assert_eq!(
-            P.decide(-500, 5, Some(0), 10_000),
-            Decision::Grant {
-                index: 10_000,
-                wait: 0
-            }
-        );
-        // Partial: 4 stored, one more needs 100 ns.
-        assert_eq!(
-            P.decide(-400, 5, Some(99), 0),
-            Decision::Refuse { wait: 100 }
-        );
-        assert_eq!(
-            P.decide(-400, 5, Some(100), 0),
-            Decision::Grant {
-                index: 100,
-                wait: 100
-            }
-        );
-        assert_eq!(
-            P.decide(0, 6, None, 0),
-            Decision::Invalid(PermitError::ExceedsCapacity {
-                requested: 6,
-                capacity: 5
-            })
-        );
-        assert_eq!(
-            P.decide(0, 0, None, 0),
-            Decision::Invalid(PermitError::InvalidPermits)
-        );
-        assert_eq!(P.decide(i64::MAX - 50, 1, None, 0), Decision::Exhausted);
-    }
-
-    #[test]
-    fn metrics_truncate_toward_zero() {
-        assert_eq!(P.available(150, 0), -1); // -1.5 permits
-        assert_eq!(P.available(50, 0), 0); // -0.5
-        assert_eq!(P.available(-1_000_000, 0), 5); // capped
-        assert_eq!(P.nanos_to_wait(-1_000_000, 0), 0);
-        assert_eq!(P.nanos_to_wait(-50, 0), 50);
-        assert_eq!(P.drain(-250, 0), (2, 0));
-        assert_eq!(P.drain(300, 0), (0, 300));
+    fn a_stale_reading_is_refreshed_before_a_refusal() {
+        // 1 permit a millisecond, capacity 1.
+        let config = RefillConfig::builder()
+            .limit_for_period(1)
+            .limit_refresh_period(Duration::from_millis(1))
+            .permit_capacity(1)
+            .initial_permits(1)
+            .timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        let clock = ScriptedClock::new(&[0]);
+        let l = RefillLimiter::new_with_clock(config, &clock);
+        l.try_acquire().unwrap();
+        // Another thread's grant at 10 ms empties the bucket until 11 ms.
+        clock.then(&[10_000_000]);
+        l.try_acquire().unwrap();
+        // This thread read 10.5 ms, and decides at 20 ms, when the bucket is
+        // full again.
+        clock.then(&[10_500_000, 20_000_000]);
+        l.try_acquire().expect("granted on a fresh reading");
     }
 }

@@ -4,7 +4,10 @@ use core::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::sync::{lock, Swap};
 
 /// A subscriber: its id and its callback.
 struct Subscriber<E> {
@@ -42,7 +45,7 @@ pub struct SubscriptionId(u64);
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use ratekeeper::refill::EventPublisher;
+/// use ratekeeper_resilience4j::EventPublisher;
 ///
 /// let publisher = EventPublisher::<u32>::new();
 /// publisher.publish_with(|| unreachable!("nobody listens: never built"));
@@ -87,7 +90,7 @@ impl<E> EventPublisher<E> {
         let mut next = lock(&self.edit);
         let id = *next;
         *next += 1;
-        let mut subs: Vec<Subscriber<E>> = self.subscribers.load().clone();
+        let mut subs: Vec<Subscriber<E>> = self.subscribers.load().as_ref().clone();
         subs.push(Subscriber {
             id,
             callback: Arc::new(callback),
@@ -105,7 +108,7 @@ impl<E> EventPublisher<E> {
     /// Ends a subscription; returns false if it had already ended.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
         let _guard = lock(&self.edit);
-        let mut subs: Vec<Subscriber<E>> = self.subscribers.load().clone();
+        let mut subs: Vec<Subscriber<E>> = self.subscribers.load().as_ref().clone();
         let before = subs.len();
         subs.retain(|s| s.id != id.0);
         if subs.len() == before {
@@ -200,7 +203,7 @@ impl fmt::Display for PermitEventKind {
 /// ```
 /// use std::sync::{Arc, Mutex};
 /// use ratekeeper::ManualClock;
-/// use ratekeeper::refill::{PermitEventKind, PermitLimiter, RefillConfig, RefillLimiter};
+/// use ratekeeper_resilience4j::{PermitEventKind, PermitLimiter, RefillConfig, RefillLimiter};
 ///
 /// let limiter = RefillLimiter::new_with_clock("api", RefillConfig::default(), ManualClock::new(0));
 /// let log = Arc::new(Mutex::new(Vec::new()));

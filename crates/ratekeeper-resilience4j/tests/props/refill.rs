@@ -11,11 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::refill::{compat, Metrics, Permission, PermitError, PermitLimiter};
-use ratekeeper::{
-    AcquireError, Clock, CycleLimiter, ManualClock, RateLimiter, RefillLimiter, WaitPolicy,
-    WaitStats,
-};
+use ratekeeper::{AcquireError, Clock, ManualClock, RateLimiter, WaitPolicy, WaitStats};
+use ratekeeper_resilience4j::{compat, Metrics, Permission, PermitError, PermitLimiter};
+use ratekeeper_resilience4j::{CycleLimiter, RefillLimiter};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -203,7 +201,7 @@ fn refill(
     (limit, period, capacity, initial, timeout): (i64, i64, i64, i64, i64),
     start: u64,
 ) -> (RefillLimiter<ManualClock>, ManualClock) {
-    let config = ratekeeper::refill::compat::ConfigBuilder::new()
+    let config = ratekeeper_resilience4j::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .permit_capacity(capacity)
@@ -463,7 +461,7 @@ fn cycle(
     timeout: i64,
     start: u64,
 ) -> (CycleLimiter<ManualClock>, ManualClock) {
-    let config = ratekeeper::refill::compat::ConfigBuilder::new()
+    let config = ratekeeper_resilience4j::compat::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .timeout_nanos(timeout)
@@ -482,7 +480,7 @@ fn cycle(
 fn threads_racing_limit_changes_grant_exactly_the_stored_permits() {
     const INITIAL: i64 = 20_000;
     for round in 0..4 {
-        let config = ratekeeper::refill::compat::ConfigBuilder::new()
+        let config = ratekeeper_resilience4j::compat::ConfigBuilder::new()
             .limit_for_period(8)
             .limit_refresh_period_nanos(8 * 1024)
             .permit_capacity(INITIAL)

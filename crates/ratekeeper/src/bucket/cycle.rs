@@ -36,15 +36,14 @@
 //! on: grants are linearizable in compare-exchange order.
 
 use core::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::config::{ConfigView, CycleConfig, PermitConfigError};
-use super::{
-    elapsed, EventPublisher, Hub, Metrics, PendingPermission, Permission, PermitError, PermitEvent,
-    PermitEventKind, PermitLimiter, Undo,
+use super::config::{CycleConfig, PermitConfigError};
+use super::decision::{
+    clamp_u64, elapsed, BucketState, CycleDecision as Decision, CycleParams as Params, CycleRule,
+    CycleState as State, CYCLE_FROZEN as FROZEN,
 };
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
@@ -54,150 +53,6 @@ use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::NANOS_PER_SECOND;
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
-
-/// The state word of a retired core: cycle `u64::MAX` is never reached.
-const FROZEN: u128 = u128::MAX;
-
-/// `(cycle, permits)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct State {
-    pub(super) cycle: u64,
-    pub(super) permits: i64,
-}
-
-impl State {
-    #[inline]
-    pub(super) fn pack(self) -> u128 {
-        (u128::from(self.cycle) << 64) | u128::from(self.permits as u64)
-    }
-
-    #[inline]
-    pub(super) fn unpack(word: u128) -> State {
-        State {
-            cycle: (word >> 64) as u64,
-            permits: word as u64 as i64,
-        }
-    }
-}
-
-/// The cycle parameters: fixed for the life of a core.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Params {
-    /// Cycle length in nanoseconds, `1 ..= i64::MAX`.
-    pub(super) period: i64,
-    /// Permits per cycle, `>= 1`.
-    pub(super) limit: i64,
-}
-
-/// What a request decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Decision {
-    /// Granted: the new state, and when the permits may go (nanoseconds
-    /// since creation).
-    Grant { state: State, ready: i64 },
-    /// Refused: the wait would exceed the caller's maximum.
-    Refuse { wait: u64 },
-    /// The wait or the count would leave 64 bits.
-    Exhausted,
-    /// Never grantable.
-    Invalid(PermitError),
-}
-
-impl Params {
-    /// The state refreshed to `now`, and the instant the decision is taken
-    /// at: `now`, or the start of the state's cycle if the reading is older.
-    #[inline]
-    pub(super) fn refresh(&self, s: State, now: i64) -> (State, i64) {
-        let current = (now / self.period) as u64;
-        if current > s.cycle {
-            let minted = i128::from(current - s.cycle) * i128::from(self.limit);
-            let permits = (i128::from(s.permits) + minted).min(i128::from(self.limit)) as i64;
-            (
-                State {
-                    cycle: current,
-                    permits,
-                },
-                now,
-            )
-        } else {
-            // s.cycle × period is a clock reading some caller made: ≤ i64::MAX.
-            let start = (i128::from(s.cycle) * i128::from(self.period)) as i64;
-            (s, now.max(start))
-        }
-    }
-
-    /// The wait for `n` permits in refreshed state `s` at `now`.
-    #[inline]
-    fn wait(&self, s: State, n: i128, now: i64) -> i128 {
-        let permits = i128::from(s.permits);
-        if permits >= n {
-            return 0;
-        }
-        let period = i128::from(self.period);
-        let limit = i128::from(self.limit);
-        let to_next = (i128::from(s.cycle) + 1) * period - i128::from(now);
-        let short = n - (permits + limit);
-        let full_cycles = if short > 0 {
-            (short + limit - 1) / limit
-        } else {
-            0
-        };
-        full_cycles * period + to_next
-    }
-
-    /// How state `s` compares at `now` with a new limiter's: fresh once
-    /// the count is back to the limit (a new limiter's, in the same
-    /// cycle); in debt until then (a cycle never holds more: no credit).
-    pub(super) fn recovery(&self, s: State, now: i64) -> Recovery {
-        let (s, at) = self.refresh(s, now);
-        let (period, limit) = (i128::from(self.period), i128::from(self.limit));
-        let short = limit - i128::from(s.permits);
-        if short <= 0 {
-            return Recovery::Fresh;
-        }
-        // Full again at the start of the cycle that mints the last of it.
-        let cycles = (short + limit - 1) / limit;
-        let full_at = (i128::from(s.cycle) + cycles) * period;
-        Recovery::Debt {
-            nanos: clamp_u64(full_at - i128::from(at)).max(1),
-        }
-    }
-
-    #[inline]
-    pub(super) fn decide(
-        &self,
-        word: u128,
-        permits: u32,
-        max_wait: Option<u64>,
-        now: i64,
-    ) -> Decision {
-        if permits == 0 {
-            return Decision::Invalid(PermitError::InvalidPermits);
-        }
-        let (s, at) = self.refresh(State::unpack(word), now);
-        let wait = self.wait(s, i128::from(permits), at);
-        // Past the time horizon (or the count's range) first: no timeout
-        // can cure that ("never"), so it is not reported as a wait.
-        let (Ok(ready), Some(left)) = (
-            i64::try_from(i128::from(at) + wait),
-            s.permits.checked_sub(i64::from(permits)),
-        ) else {
-            return Decision::Exhausted;
-        };
-        if max_wait.is_some_and(|max| wait > i128::from(max)) {
-            return Decision::Refuse {
-                wait: clamp_u64(wait),
-            };
-        }
-        Decision::Grant {
-            state: State {
-                cycle: s.cycle,
-                permits: left,
-            },
-            ready,
-        }
-    }
-}
 
 /// The claim a grant carries (never 0): the top bit, the low 15 bits of
 /// its core's epoch tag, and the low 16 bits of the count it left. A cancel
@@ -240,11 +95,6 @@ fn last_cycle(s: State, limit: i64) -> u64 {
         .saturating_add(u64::try_from(cycles).unwrap_or(u64::MAX))
 }
 
-#[inline]
-fn clamp_u64(v: i128) -> u64 {
-    v.clamp(0, i128::from(u64::MAX)) as u64
-}
-
 /// Parameters and state word, replaced together on a limit change or a
 /// cancel.
 struct Core {
@@ -268,32 +118,30 @@ enum Step<R> {
 /// Fixed relative to Resilience4j: a drain empties the *refreshed* cycle and
 /// keeps reservations, and reports what it drained; permits below 1 are an
 /// error; cycle and wait arithmetic never wraps; a limit change applies from
-/// the next cycle; a refused acquire returns at once.
+/// the next cycle. Resilience4j's interface over it (names, events, a
+/// timeout) is the `ratekeeper-resilience4j` crate.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::ManualClock;
-/// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter, Permission};
+/// use ratekeeper::bucket::{CycleConfig, CycleLimiter};
+/// use ratekeeper::{ManualClock, RateLimiter};
 ///
 /// let clock = ManualClock::new(0);
 /// let config = CycleConfig::builder()
 ///     .limit_for_period(10)
 ///     .limit_refresh_period(Duration::from_secs(1))
-///     .timeout(Duration::from_secs(10))
 ///     .build()?;
-/// let limiter = CycleLimiter::new_with_clock("api", config, clock.clone());
+/// let limiter = CycleLimiter::new_with_clock(config, clock.clone());
 ///
 /// // 25 permits: this cycle's 10, the next two cycles' 10 and 5.
-/// assert_eq!(
-///     limiter.reserve_permission(25)?,
-///     Permission::After(std::time::Duration::from_secs(2))
-/// );
-/// assert_eq!(limiter.metrics().available_permissions, -15);
+/// let grant = limiter.reserve(25, Some(Duration::from_secs(10)))?;
+/// assert_eq!(grant.delay_nanos(), 2_000_000_000);
+/// assert_eq!(limiter.available_permits(), -15);
 /// clock.set_nanos(2_000_000_000);
-/// assert_eq!(limiter.metrics().available_permissions, 5);
-/// assert_eq!(limiter.metrics().cycle, Some(2));
+/// assert_eq!(limiter.available_permits(), 5);
+/// assert_eq!(limiter.cycle(), 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct CycleLimiter<C = DefaultClock> {
@@ -305,7 +153,10 @@ pub struct CycleLimiter<C = DefaultClock> {
     /// (see [Cancelling a reservation](super#cancelling-a-reservation)).
     /// Its tags are claims ([`claim_tag`]).
     handoff: Handoff,
-    hub: Hub,
+    policy: WaitPolicy,
+    /// The configured timeout, in nanoseconds (kept as configuration; the
+    /// maximum wait is each call's).
+    timeout: i64,
     clock: C,
     /// The clock reading at creation: the start of cycle 0.
     origin: u64,
@@ -313,25 +164,15 @@ pub struct CycleLimiter<C = DefaultClock> {
 
 impl CycleLimiter {
     /// A limiter on the real clock.
-    pub fn new(name: impl Into<Arc<str>>, config: CycleConfig) -> CycleLimiter {
-        CycleLimiter::new_with_clock(name, config, DefaultClock::new())
-    }
-
-    /// A limiter with Resilience4j's defaults (`RateLimiter.ofDefaults`): 50
-    /// permits per 500 ns, timeout 5 s.
-    pub fn of_defaults(name: impl Into<Arc<str>>) -> CycleLimiter {
-        CycleLimiter::new(name, CycleConfig::default())
+    pub fn new(config: CycleConfig) -> CycleLimiter {
+        CycleLimiter::new_with_clock(config, DefaultClock::new())
     }
 }
 
 impl<C: Clock> CycleLimiter<C> {
     /// A limiter on `clock`, created now: cycle 0 starts at the clock's
     /// current reading, with `limit_for_period` permits.
-    pub fn new_with_clock(
-        name: impl Into<Arc<str>>,
-        config: CycleConfig,
-        clock: C,
-    ) -> CycleLimiter<C> {
+    pub fn new_with_clock(config: CycleConfig, clock: C) -> CycleLimiter<C> {
         let limit = config.limit_for_period();
         let origin = clock.now_nanos();
         let core = Core {
@@ -352,7 +193,8 @@ impl<C: Clock> CycleLimiter<C> {
             core: Swap::new(core),
             change: Mutex::new(()),
             handoff: Handoff::new(claim_tag(Epoch::FIRST.tag(), 0)),
-            hub: Hub::new(name.into(), config.timeout().as_nanos() as i64),
+            policy: WaitPolicy::default(),
+            timeout: config.timeout().as_nanos() as i64,
             clock,
             origin,
         }
@@ -360,21 +202,22 @@ impl<C: Clock> CycleLimiter<C> {
 
     /// This limiter with blocking waits done under `policy`.
     pub fn with_wait_policy(mut self, policy: WaitPolicy) -> Self {
-        self.hub.set_policy(policy);
+        self.policy = policy;
         self
     }
 
-    /// The current configuration (limit as last changed, current timeout).
+    /// The current configuration (limit as last changed, the configured
+    /// timeout).
     pub fn config(&self) -> CycleConfig {
         let p = self.core.load().params;
-        CycleConfig::from_parts(p.limit, p.period, self.hub.timeout_nanos() as i64)
+        CycleConfig::from_parts(p.limit, p.period, self.timeout)
     }
 
     /// The rate the cycles give, in permits per second:
     /// `limit_for_period × 1e9 / limit_refresh_period`, exactly (no
     /// per-permit interval is rounded; up to `f64` rounding of that
     /// quotient), at the limit as last changed (which a
-    /// [`change_limit_for_period`](PermitLimiter::change_limit_for_period)
+    /// [`set_limit_for_period`](Self::set_limit_for_period)
     /// applies from the next cycle on).
     ///
     /// This is the long-run rate; within a window the fixed cycles let up
@@ -386,15 +229,15 @@ impl<C: Clock> CycleLimiter<C> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper::ManualClock;
-    /// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter};
+    /// use ratekeeper::bucket::{CycleConfig, CycleLimiter};
     ///
     /// let config = CycleConfig::builder()
     ///     .limit_for_period(3)
     ///     .limit_refresh_period(Duration::from_secs(1))
     ///     .build()?;
-    /// let limiter = CycleLimiter::new_with_clock("api", config, ManualClock::new(0));
+    /// let limiter = CycleLimiter::new_with_clock(config, ManualClock::new(0));
     /// assert_eq!(limiter.effective_rate(), 3.0);
-    /// limiter.change_limit_for_period(7)?;
+    /// limiter.set_limit_for_period(7)?;
     /// assert_eq!(limiter.effective_rate(), 7.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -415,8 +258,8 @@ impl<C: Clock> CycleLimiter<C> {
     }
 
     /// The per-key rule of this limiter's current configuration.
-    pub(crate) fn keyed_rule(&self) -> super::keyed::Cycles {
-        super::keyed::Cycles::new(self.core.load().params)
+    pub(crate) fn keyed_rule(&self) -> CycleRule {
+        CycleRule::new(self.core.load().params)
     }
 
     /// Absolute clock nanoseconds of an instant since creation.
@@ -598,67 +441,50 @@ impl<C: Clock> CycleLimiter<C> {
     }
 }
 
-impl<C: Clock> Undo for CycleLimiter<C> {
-    fn undo(&self, grant: &Grant) -> bool {
-        self.cancel_grant(grant)
-    }
-}
-
-impl<C: Clock> PermitLimiter for CycleLimiter<C> {
-    fn name(&self) -> &str {
-        self.hub.name()
-    }
-
-    fn config_view(&self) -> ConfigView {
-        self.config().view()
-    }
-
-    fn begin_acquire_permission(&self, permits: u32) -> Result<PendingPermission<'_>, PermitError> {
+impl<C: Clock> CycleLimiter<C> {
+    /// [`reserve`](RateLimiter::reserve), with the clock reading its
+    /// outcome was decided at (nanoseconds of the limiter's clock). A grant
+    /// kept from a cancel (see [Cancelling a reservation](super#cancelling-a-reservation))
+    /// is handed on first. O(1): one clock read and one compare-exchange
+    /// (retried under contention).
+    ///
+    /// # Errors
+    ///
+    /// As [`reserve`](RateLimiter::reserve).
+    pub fn reserve_at(
+        &self,
+        permits: u32,
+        max_wait: Option<Duration>,
+    ) -> (u64, Result<Grant, AcquireError>) {
         let (now, rel) = self.now();
-        let timeout = self.hub.timeout_nanos();
-        if let Some(g) = self.handoff.take(permits, Some(timeout), now) {
-            let (wait, tag) = (g.delay_nanos(), g.claim().unwrap_or(0));
-            return Ok(self
-                .hub
-                .pending(&self.clock, self, permits, now, Some(wait), tag));
+        let max = max_wait.map(saturating_nanos);
+        if let Some(g) = self.handoff.take(permits, max, now) {
+            return (now, Ok(g));
         }
-        let (decision, tag) = self.decide(permits, Some(timeout), rel);
-        let wait = match decision {
-            Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
-            Decision::Refuse { .. } | Decision::Exhausted => None,
-            Decision::Invalid(e) => return Err(e),
+        let (decision, tag) = self.decide(permits, max, rel);
+        let outcome = match decision {
+            Decision::Grant { ready, .. } => {
+                let ready = self.absolute(ready).max(now);
+                Ok(Grant::new(ready, ready, now, permits).with_claim(tag))
+            }
+            Decision::Refuse { wait } => Err(AcquireError::WouldWait {
+                wait: Duration::from_nanos(wait),
+                max_wait: max_wait.unwrap_or(Duration::MAX),
+            }),
+            Decision::Exhausted => Err(AcquireError::ScheduleExhausted),
+            Decision::Invalid(e) => Err(e),
         };
-        Ok(self.hub.pending(&self.clock, self, permits, now, wait, tag))
-    }
-
-    fn reserve_permission(&self, permits: u32) -> Result<Permission, PermitError> {
-        let (now, rel) = self.now();
-        let timeout = self.hub.timeout_nanos();
-        let wait = match self.handoff.take(permits, Some(timeout), now) {
-            Some(g) => Some(g.delay_nanos()),
-            None => match self.decide(permits, Some(timeout), rel).0 {
-                Decision::Grant { ready, .. } => Some(self.absolute(ready).saturating_sub(now)),
-                Decision::Refuse { .. } | Decision::Exhausted => None,
-                Decision::Invalid(e) => return Err(e),
-            },
-        };
-        let permission = match wait {
-            Some(0) => Permission::Now,
-            Some(wait) => Permission::After(Duration::from_nanos(wait)),
-            None => Permission::Refused,
-        };
-        let kind = if permission.is_granted() {
-            PermitEventKind::SuccessfulAcquire
-        } else {
-            PermitEventKind::FailedAcquire
-        };
-        self.hub.publish(kind, u64::from(permits), now);
-        Ok(permission)
+        (now, outcome)
     }
 
     /// Drops the permits left in the current cycle (refreshed to now), keeps
-    /// reservations, and returns how many were dropped.
-    fn drain_permissions(&self) -> u64 {
+    /// reservations, and returns how many were dropped. O(1).
+    pub fn drain(&self) -> u64 {
+        self.drain_at().1
+    }
+
+    /// [`drain`](Self::drain), with the clock reading it was taken at.
+    pub fn drain_at(&self) -> (u64, u64) {
         let (now, rel) = self.now();
         let (drained, _) = self.update(|p, word| {
             let old = State::unpack(word);
@@ -674,8 +500,7 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
                 Step::Write(next, drained)
             }
         });
-        self.hub.publish(PermitEventKind::Drained, drained, now);
-        drained
+        (now, drained)
     }
 
     /// Sets the permits per cycle from the **next** cycle on: the current
@@ -684,23 +509,23 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ratekeeper::ManualClock;
-    /// use ratekeeper::refill::{CycleConfig, CycleLimiter, PermitLimiter};
+    /// use ratekeeper::{ManualClock, RateLimiter};
+    /// use ratekeeper::bucket::{CycleConfig, CycleLimiter};
     ///
     /// let clock = ManualClock::new(0);
     /// let config = CycleConfig::builder()
     ///     .limit_for_period(10)
     ///     .limit_refresh_period(Duration::from_nanos(1_000))
     ///     .build()?;
-    /// let limiter = CycleLimiter::new_with_clock("api", config, clock.clone());
-    /// assert!(limiter.acquire_permission(2)?);
-    /// limiter.change_limit_for_period(5)?;
-    /// assert_eq!(limiter.metrics().available_permissions, 8); // this cycle: untouched
+    /// let limiter = CycleLimiter::new_with_clock(config, clock.clone());
+    /// limiter.try_acquire_n(2)?;
+    /// limiter.set_limit_for_period(5)?;
+    /// assert_eq!(limiter.available_permits(), 8); // this cycle: untouched
     /// clock.set_nanos(1_000);
-    /// assert_eq!(limiter.metrics().available_permissions, 5); // the next: the new limit
+    /// assert_eq!(limiter.available_permits(), 5); // the next: the new limit
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    fn change_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
+    pub fn set_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
         let limit = i64::from(limit);
         if limit < 1 {
             return Err(PermitConfigError::InvalidLimitForPeriod(limit).into());
@@ -727,32 +552,40 @@ impl<C: Clock> PermitLimiter for CycleLimiter<C> {
         Ok(())
     }
 
-    fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
-        self.hub.set_timeout(timeout)
+    /// Permits left in the current cycle (refreshed to now): negative while
+    /// permits are reserved in later cycles.
+    pub fn available_permits(&self) -> i64 {
+        self.state().available_permits
     }
 
-    fn metrics(&self) -> Metrics {
+    /// How long one permit would have to wait now, in nanoseconds (0 if one
+    /// is available).
+    pub fn nanos_to_wait(&self) -> u64 {
+        self.state().nanos_to_wait
+    }
+
+    /// The current cycle, counted from the limiter's creation.
+    pub fn cycle(&self) -> u64 {
+        self.state().cycle.unwrap_or(0)
+    }
+
+    /// [`available_permits`](Self::available_permits),
+    /// [`nanos_to_wait`](Self::nanos_to_wait) and the current cycle from
+    /// one reading of the state and one of the clock. Changes nothing.
+    pub fn state(&self) -> BucketState {
         let (_, now) = self.now();
         let (p, s, at) = self.refreshed(now);
-        Metrics {
-            available_permissions: s.permits,
-            waiting_threads: self.hub.waiting(),
+        BucketState {
+            available_permits: s.permits,
             nanos_to_wait: clamp_u64(p.wait(s, 1, at)),
             cycle: Some(s.cycle),
         }
     }
-
-    fn events(&self) -> &EventPublisher<PermitEvent> {
-        self.hub.events()
-    }
 }
 
-/// The crate's interface: `reserve` decides like
-/// [`reserve_permission`](PermitLimiter::reserve_permission) with the given
-/// maximum wait (`None`: any wait) and publishes the same events. A grant's
-/// `scheduled` and `ready` times are both when its permits may go (the start
-/// of the cycle that covers it). Blocking waits through this trait do not
-/// count as waiting threads.
+/// `reserve` decides with the given maximum wait (`None`: any wait). A
+/// grant's `scheduled` and `ready` times are both when its permits may go
+/// (the start of the cycle that covers it).
 impl<C: Clock> RateLimiter for CycleLimiter<C> {
     /// Fresh once the current cycle's whole limit is left (as a new
     /// limiter's); in debt while permits of this cycle or later ones are
@@ -769,37 +602,7 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
     }
 
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
-        let (now, rel) = self.now();
-        let max = max_wait.map(saturating_nanos);
-        if let Some(g) = self.handoff.take(permits, max, now) {
-            // A grant as any other: the same event.
-            self.hub
-                .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
-            return Ok(g);
-        }
-        let (decision, tag) = self.decide(permits, max, rel);
-        match decision {
-            Decision::Grant { ready, .. } => {
-                self.hub
-                    .publish(PermitEventKind::SuccessfulAcquire, u64::from(permits), now);
-                let ready = self.absolute(ready).max(now);
-                Ok(Grant::new(ready, ready, now, permits).with_claim(tag))
-            }
-            Decision::Refuse { wait } => {
-                self.hub
-                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
-                Err(AcquireError::WouldWait {
-                    wait: Duration::from_nanos(wait),
-                    max_wait: max_wait.unwrap_or(Duration::MAX),
-                })
-            }
-            Decision::Exhausted => {
-                self.hub
-                    .publish(PermitEventKind::FailedAcquire, u64::from(permits), now);
-                Err(AcquireError::ScheduleExhausted)
-            }
-            Decision::Invalid(e) => Err(e.into()),
-        }
+        self.reserve_at(permits, max_wait).1
     }
 
     fn clock(&self) -> &dyn Clock {
@@ -819,7 +622,7 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
     }
 
     fn wait_policy(&self) -> WaitPolicy {
-        self.hub.policy()
+        self.policy
     }
 
     /// Gives the permits of a reservation that waited back to the cycle it
@@ -834,71 +637,10 @@ impl<C> fmt::Debug for CycleLimiter<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = self.core.load().params;
         f.debug_struct("CycleLimiter")
-            .field("name", &self.hub.name())
             .field("limit_for_period", &p.limit)
             .field("limit_refresh_period_nanos", &p.period)
-            .field("timeout_nanos", &self.hub.timeout_nanos())
-            .field("waiting", &self.hub.waiting())
-            .field("wait_policy", &self.hub.policy())
+            .field("timeout_nanos", &self.timeout)
+            .field("wait_policy", &self.policy)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    const P: Params = Params {
-        period: 1_000,
-        limit: 10,
-    };
-
-    fn st(cycle: u64, permits: i64) -> State {
-        State { cycle, permits }
-    }
-
-    #[test]
-    fn pack_round_trips_and_frozen_is_unreachable() {
-        for s in [
-            st(0, 0),
-            st(5, -3),
-            st(i64::MAX as u64, i64::MIN),
-            st(1, i64::MAX),
-        ] {
-            assert_eq!(State::unpack(s.pack()), s);
-            assert_ne!(s.pack(), FROZEN);
-        }
-    }
-
-    #[test]
-    fn refresh_caps_at_the_limit_and_never_goes_back() {
-        assert_eq!(P.refresh(st(0, 3), 5_500), (st(5, 10), 5_500));
-        assert_eq!(P.refresh(st(0, -25), 2_000), (st(2, -5), 2_000));
-        // A reading older than the state's cycle: taken at that cycle's start.
-        assert_eq!(P.refresh(st(3, 1), 2_500), (st(3, 1), 3_000));
-        // Saturation instead of wrap-around.
-        let huge = Params {
-            period: 1,
-            limit: 1 << 30,
-        };
-        assert_eq!(huge.refresh(st(0, 0), 1 << 34).0.permits, 1 << 30);
-    }
-
-    #[test]
-    fn wait_is_resilience4j_arithmetic_without_wrapping() {
-        assert_eq!(P.wait(st(0, 10), 10, 0), 0);
-        assert_eq!(P.wait(st(0, 5), 12, 400), 600); // the next cycle covers it
-        assert_eq!(P.wait(st(0, 10), 25, 0), 2_000); // two cycles
-        let p = Params {
-            period: 1 << 62,
-            limit: 1,
-        };
-        assert_eq!(p.wait(st(0, 1), 3, 0), 1 << 63);
-        assert_eq!(p.decide(st(0, 1).pack(), 3, None, 0), Decision::Exhausted);
-        // Never, not "not now": a longer timeout cannot help (issue 16).
-        assert_eq!(
-            p.decide(st(0, 1).pack(), 3, Some(1_000), 0),
-            Decision::Exhausted
-        );
     }
 }

@@ -1,16 +1,13 @@
-//! Resilience4j's shapes: signed `i64` counts and nanoseconds where the
-//! Rust-native API takes `u32` and [`Duration`].
+//! [`ConfigBuilder`]: the bucket limiters' configuration with every field
+//! optional and signed, layered with [`overwrite`](ConfigBuilder::overwrite).
 //!
 //! Resilience4j configures a limiter with a Java `int` limit and signed
-//! `Duration`s, and its registry layers per-instance settings over shared
-//! defaults. A negative or oversized value is a configuration error there,
-//! and the conformance vectors replay such values. The Rust-native builders
-//! ([`RefillConfig::builder`], [`CycleConfig::builder`],
-//! [`RefillLimiter::builder`](crate::RefillLimiter::builder)) take `u32` and
-//! [`Duration`] and cannot even express them. This room keeps Java's shapes:
-//! [`ConfigBuilder`] (every field optional and signed, with
-//! [`overwrite`](ConfigBuilder::overwrite) for the [`Registry`](crate::Registry)),
-//! and the signed forms of the runtime changes.
+//! `Duration`s, and layers per-instance settings over shared defaults. A
+//! negative or oversized value is a configuration error, and the
+//! conformance vectors replay such values; the typed builders
+//! ([`RefillConfig::builder`], [`CycleConfig::builder`]) take `u32` and
+//! [`Duration`] and cannot express them. [`LimiterConfig`](crate::config::LimiterConfig)
+//! builds its `refill` and `cycle` kinds through this builder.
 
 use std::time::Duration;
 
@@ -19,56 +16,11 @@ use super::config::{
     nanos_per_permit, Nanos, PermitConfigError, DEFAULT_LIMIT_FOR_PERIOD,
     DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
 };
-use super::{CycleConfig, PermitLimiter, RefillConfig};
+use super::{CycleConfig, RefillConfig};
 use crate::error::ConfigError;
 
-/// Resilience4j's `changeLimitForPeriod(int)` with a signed limit: below 1
-/// and above `u32::MAX` are refused, the rest goes to
-/// [`PermitLimiter::change_limit_for_period`].
-///
-/// # Errors
-///
-/// [`PermitConfigError::InvalidLimitForPeriod`] below 1,
-/// [`PermitConfigError::LimitForPeriodTooLarge`] above `u32::MAX`, or what
-/// the limiter refuses; the limiter is then unchanged.
-///
-/// ```
-/// use ratekeeper::refill::{compat, PermitConfigError};
-/// use ratekeeper::{ManualClock, RefillLimiter};
-///
-/// let limiter = RefillLimiter::of_defaults("api");
-/// let err = compat::change_limit_for_period(&limiter, -1).unwrap_err();
-/// assert_eq!(err.downcast_ref(), Some(&PermitConfigError::InvalidLimitForPeriod(-1)));
-/// compat::change_limit_for_period(&limiter, 20)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn change_limit_for_period<L: PermitLimiter + ?Sized>(
-    limiter: &L,
-    limit: i64,
-) -> Result<(), ConfigError> {
-    check_limit(limit)?;
-    let limit =
-        u32::try_from(limit).map_err(|_| PermitConfigError::LimitForPeriodTooLarge(limit))?;
-    limiter.change_limit_for_period(limit)
-}
-
-/// [`PermitLimiter::change_timeout`] from signed nanoseconds, as a
-/// Resilience4j configuration may carry them.
-///
-/// # Errors
-///
-/// [`PermitConfigError::NegativeTimeout`] below 0; the limiter is then
-/// unchanged.
-pub fn change_timeout_nanos<L: PermitLimiter + ?Sized>(
-    limiter: &L,
-    nanos: i64,
-) -> Result<(), ConfigError> {
-    let nanos = check_timeout(Nanos::from(nanos))?;
-    limiter.change_timeout(Duration::from_nanos(nanos as u64))
-}
-
-/// The configuration of a [`RefillLimiter`](crate::RefillLimiter) or a
-/// [`CycleLimiter`](crate::CycleLimiter), before validation.
+/// The configuration of a [`RefillLimiter`](super::RefillLimiter) or a
+/// [`CycleLimiter`](super::CycleLimiter), before validation.
 ///
 /// Every field is optional; an unset field takes Resilience4j's default when
 /// read (`get_*`) or built. Setters take values by value and return the
@@ -94,7 +46,7 @@ pub fn change_timeout_nanos<L: PermitLimiter + ?Sized>(
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::RefillConfig;
+/// use ratekeeper::bucket::RefillConfig;
 ///
 /// let config = RefillConfig::builder()
 ///     .limit_for_period(10)
@@ -197,7 +149,7 @@ impl ConfigBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ratekeeper::refill::compat::ConfigBuilder;
+    /// use ratekeeper::bucket::ConfigBuilder;
     ///
     /// let defaults = ConfigBuilder::new().limit_for_period(10).timeout(Duration::ZERO);
     /// let merged = defaults.overwrite(ConfigBuilder::new().limit_for_period(20));
@@ -222,7 +174,7 @@ impl ConfigBuilder {
         Ok((limit, period, timeout))
     }
 
-    /// Validates for the [`RefillLimiter`](crate::RefillLimiter).
+    /// Validates for the [`RefillLimiter`](super::RefillLimiter).
     ///
     /// # Errors
     ///
@@ -259,7 +211,7 @@ impl ConfigBuilder {
         ))
     }
 
-    /// Validates for the [`CycleLimiter`](crate::CycleLimiter).
+    /// Validates for the [`CycleLimiter`](super::CycleLimiter).
     ///
     /// # Errors
     ///

@@ -1,11 +1,11 @@
-//! Unit tests of the refill module on a manual clock.
+//! Unit tests of the Resilience4j limiters on a manual clock.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ratekeeper::{AcquireError, Clock, Grant, ManualClock, RateLimiter, WaitPolicy};
+
 use super::*;
-use crate::clock::ManualClock;
-use crate::limiter::RateLimiter;
 
 fn refill(
     limit: i64,
@@ -40,7 +40,7 @@ fn cycle_at(
     timeout: i64,
     start: u64,
 ) -> (CycleLimiter<ManualClock>, ManualClock) {
-    let config = crate::refill::compat::ConfigBuilder::new()
+    let config = crate::ConfigBuilder::new()
         .limit_for_period(limit)
         .limit_refresh_period_nanos(period)
         .timeout_nanos(timeout)
@@ -227,7 +227,7 @@ fn config_errors_in_order() {
 
 #[test]
 fn config_boundaries_are_accepted() {
-    let c = crate::refill::compat::ConfigBuilder::new()
+    let c = crate::compat::ConfigBuilder::new()
         .limit_for_period(1)
         .limit_refresh_period_nanos(i64::MAX)
         .timeout_nanos(i64::MAX)
@@ -235,7 +235,7 @@ fn config_boundaries_are_accepted() {
         .unwrap();
     assert_eq!(c.nanos_per_permit(), i64::MAX as u64);
     assert_eq!(c.timeout(), Duration::from_nanos(i64::MAX as u64));
-    let c = crate::refill::compat::ConfigBuilder::new()
+    let c = crate::compat::ConfigBuilder::new()
         .limit_for_period(1)
         .limit_refresh_period_nanos(1)
         .permit_capacity(i64::MAX)
@@ -1034,7 +1034,7 @@ fn permission_helpers() {
 // ------------------------------------------------------------------ cancel
 
 /// Everything a caller can observe of a limiter's state now.
-fn observed<L: PermitLimiter + RateLimiter>(l: &L) -> (Metrics, crate::limiter::WaitStats) {
+fn observed<L: PermitLimiter + RateLimiter>(l: &L) -> (Metrics, ratekeeper::WaitStats) {
     (l.metrics(), l.wait_stats())
 }
 
@@ -1486,31 +1486,4 @@ fn cycle_effective_rate_is_exact() {
     assert_eq!(l.effective_rate(), 3e8);
     l.change_limit_for_period(7).unwrap();
     assert_eq!(l.effective_rate(), 7e8);
-}
-
-/// A bounded request decided on a clock reading older than the bucket's
-/// time index (its thread was preempted after reading the clock) reads the
-/// clock again before refusing.
-#[test]
-fn a_stale_reading_is_refreshed_before_a_refusal() {
-    use crate::test_util::ScriptedClock;
-    // 1 permit a millisecond, capacity 1.
-    let config = RefillConfig::builder()
-        .limit_for_period(1)
-        .limit_refresh_period(Duration::from_millis(1))
-        .permit_capacity(1)
-        .initial_permits(1)
-        .timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let clock = ScriptedClock::new(&[0]);
-    let l = RefillLimiter::new_with_clock("stale", config, &clock);
-    l.try_acquire().unwrap();
-    // Another thread's grant at 10 ms empties the bucket until 11 ms.
-    clock.then(&[10_000_000]);
-    l.try_acquire().unwrap();
-    // This thread read 10.5 ms, and decides at 20 ms, when the bucket is
-    // full again.
-    clock.then(&[10_500_000, 20_000_000]);
-    l.try_acquire().expect("granted on a fresh reading");
 }

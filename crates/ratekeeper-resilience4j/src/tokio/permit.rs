@@ -5,12 +5,31 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{ready, Context, Poll};
 
-use pin_project_lite::pin_project;
+use std::time::Duration;
 
-use crate::limiter::RateLimiter;
-use crate::refill::{PendingPermission, PermitError, PermitLimiter};
-use crate::tokio::acquire::{arm, window_nanos, Timer};
-use crate::wait::timer_nap_nanos;
+use ::tokio::time::{sleep_until, Instant, Sleep};
+use pin_project_lite::pin_project;
+use ratekeeper::tokio::timer_nap;
+use ratekeeper::RateLimiter;
+
+use crate::{PendingPermission, PermitError, PermitLimiter};
+
+/// A timer slot: boxed, so that the future stays `Unpin`.
+type Timer = Option<Pin<Box<Sleep>>>;
+
+/// Arms `timer` to fire `nap` from now (a nap past the timer's range fires
+/// in the far future).
+fn arm(timer: &mut Timer, nap: Duration) {
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(nap)
+        .or_else(|| now.checked_add(Duration::from_secs(86_400 * 365 * 30)))
+        .unwrap_or(now);
+    match timer {
+        Some(t) => t.as_mut().reset(deadline),
+        None => *timer = Some(Box::pin(sleep_until(deadline))),
+    }
+}
 
 pin_project! {
     /// The future of [`AsyncPermitLimiter::acquire_permission_async`].
@@ -18,7 +37,7 @@ pin_project! {
     /// Decides on its first poll, as
     /// [`begin_acquire_permission`](PermitLimiter::begin_acquire_permission)
     /// does, and, for a grant with a wait, sleeps on tokio's timer. Events
-    /// and [`Metrics::waiting_threads`](crate::refill::Metrics::waiting_threads)
+    /// and [`Metrics::waiting_threads`](crate::Metrics::waiting_threads)
     /// are those of the [`PendingPermission`] it holds: the acquisition
     /// counts as waiting while it sleeps, and publishes `SUCCESSFUL_ACQUIRE`
     /// when it completes (a refusal publishes `FAILED_ACQUIRE` at once).
@@ -71,13 +90,10 @@ impl<L: PermitLimiter + RateLimiter + ?Sized> Future for AcquirePermission<'_, L
                 // Refused (already published) or granted without a wait.
                 return Poll::Ready(Ok(pending.finish()));
             }
-            let now = limiter.clock().now_nanos();
-            let left = pending.ready_at_nanos().saturating_sub(now);
-            let window = window_nanos(limiter);
-            if left <= window {
+            let Some(nap) = timer_nap(limiter, pending.ready_at_nanos()) else {
                 return Poll::Ready(Ok(pending.finish()));
-            }
-            arm(this.timer, timer_nap_nanos(left, window));
+            };
+            arm(this.timer, nap);
             *this.pending = Some(pending);
         }
         if let Some(t) = this.timer {
@@ -101,15 +117,16 @@ impl<L: PermitLimiter + RateLimiter + ?Sized> fmt::Debug for AcquirePermission<'
 }
 
 /// Resilience4j's `acquirePermission`, async, for the limiters of
-/// [`refill`](crate::refill) ([`RefillLimiter`](crate::RefillLimiter),
+/// this crate ([`RefillLimiter`](crate::RefillLimiter),
 /// [`CycleLimiter`](crate::CycleLimiter), and `&L` / `Arc<L>` of them).
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
-/// use ratekeeper::tokio::{AsyncPermitLimiter, TokioClock};
+/// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
+/// use ratekeeper::tokio::TokioClock;
+/// use ratekeeper_resilience4j::tokio::AsyncPermitLimiter;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

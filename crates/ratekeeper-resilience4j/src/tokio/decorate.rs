@@ -8,13 +8,13 @@
 //! timeout, it sleeps on tokio's timer and then runs; refused, it returns
 //! [`NotPermitted`] **at once, without creating the future**. Requests that
 //! can never be granted are [`NotPermitted`] too, with the
-//! [`PermitError`](crate::refill::PermitError) as their cause, as in the
+//! [`PermitError`](crate::PermitError) as their cause, as in the
 //! blocking module.
 //!
 //! ```
 //! use std::time::Duration;
-//! use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
-//! use ratekeeper::tokio::decorate::{self, AsyncRateLimited};
+//! use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
+//! use ratekeeper_resilience4j::tokio::decorate::{self, AsyncRateLimited};
 //! use ratekeeper::tokio::TokioClock;
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -48,10 +48,11 @@
 use core::fmt;
 use core::future::Future;
 
-use super::async_permit::AsyncPermitLimiter;
-use crate::decorate::{DrainPolicy, NeverDrain, NotPermitted, PermitCount};
-use crate::limiter::RateLimiter;
-use crate::refill::PermitLimiter;
+use super::permit::AsyncPermitLimiter;
+use crate::decorate::{DrainPolicy, NeverDrain, NotPermitted};
+use crate::PermitLimiter;
+use ratekeeper::PermitCount;
+use ratekeeper::RateLimiter;
 
 /// Acquires `permits` from `limiter`, sleeping on tokio's timer until they
 /// may go (Resilience4j `waitForPermission`, async).
@@ -117,8 +118,8 @@ where
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use ratekeeper::refill::{PermitLimiter, RefillConfig, RefillLimiter};
-/// use ratekeeper::tokio::decorate::AsyncRateLimited;
+/// use ratekeeper_resilience4j::{PermitLimiter, RefillConfig, RefillLimiter};
+/// use ratekeeper_resilience4j::tokio::decorate::AsyncRateLimited;
 /// use ratekeeper::tokio::TokioClock;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

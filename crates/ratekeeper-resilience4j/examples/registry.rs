@@ -1,13 +1,13 @@
 //! Resilience4j's `RateLimiterRegistry`: named limiters, created on first
 //! use from a shared default configuration or a named one.
 //!
-//! Run with `cargo run -p ratekeeper --example registry` (about 20 ms).
+//! Run with `cargo run -p ratekeeper-resilience4j --example registry`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ratekeeper::refill::{ConfigBuilder, PermitLimiter, RefillLimiter};
-use ratekeeper::registry::Registry;
+use ratekeeper_resilience4j::registry::Registry;
+use ratekeeper_resilience4j::{ConfigBuilder, PermitLimiter, RefillLimiter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = Registry::<RefillLimiter>::builder()

@@ -12,17 +12,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::config::limit_for_rate;
-use super::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter, DEFAULT_TIMEOUT};
-use crate::clock::{Clock, DefaultClock};
-use crate::error::ConfigError;
-use crate::rate::Rate;
-use crate::spec::RateSpec;
-use crate::wait::WaitPolicy;
+use ratekeeper::bucket::{
+    limit_for_rate, CycleConfig, PermitConfigError, RefillConfig, DEFAULT_TIMEOUT,
+};
+
+use crate::{CycleLimiter, RefillLimiter};
+use ratekeeper::ConfigError;
+use ratekeeper::Rate;
+use ratekeeper::RateSpec;
+use ratekeeper::WaitPolicy;
+use ratekeeper::{Clock, DefaultClock};
 
 /// The refresh period of a limiter built from a rate when none is given:
-/// 1 s, so that the limit for period is the rate.
-pub const DEFAULT_RATE_PERIOD: Duration = Duration::from_secs(1);
+/// 1 s, so that the limit for period is the rate (the core's
+/// [`DEFAULT_REFRESH_PERIOD`](ratekeeper::config::DEFAULT_REFRESH_PERIOD)).
+pub const DEFAULT_RATE_PERIOD: Duration = ratekeeper::config::DEFAULT_REFRESH_PERIOD;
 
 /// The name of a limiter built without one (its events carry it).
 pub const DEFAULT_NAME: &str = "default";
@@ -52,8 +56,7 @@ impl Common {
     /// configuration builders hold it.
     fn limit(&self) -> Result<u32, ConfigError> {
         let limit = limit_for_rate(self.rate, self.period)?;
-        Ok(u32::try_from(limit)
-            .map_err(|_| super::PermitConfigError::LimitForPeriodTooLarge(limit))?)
+        Ok(u32::try_from(limit).map_err(|_| PermitConfigError::LimitForPeriodTooLarge(limit))?)
     }
 }
 
@@ -64,7 +67,7 @@ impl Common {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::{PermitLimiter, RefillLimiter};
+/// use ratekeeper_resilience4j::{PermitLimiter, RefillLimiter};
 /// use ratekeeper::{ManualClock, Rate};
 ///
 /// let limiter = RefillLimiter::builder(Rate::new(100.0)?)
@@ -189,7 +192,7 @@ impl RefillLimiterBuilder {
 ///
 /// ```
 /// use std::time::Duration;
-/// use ratekeeper::refill::{CycleLimiter, PermitLimiter};
+/// use ratekeeper_resilience4j::{CycleLimiter, PermitLimiter};
 /// use ratekeeper::{ManualClock, Rate, RateLimiter};
 ///
 /// let limiter = CycleLimiter::from_spec(&"50".parse()?)
@@ -282,10 +285,10 @@ impl CycleLimiterBuilder {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
-    use crate::error::ConfigErrorKind;
-    use crate::refill::{PermitConfigError, PermitLimiter};
-    use crate::RateLimiter;
+    use crate::{PermitConfigError, PermitLimiter};
+    use ratekeeper::ConfigErrorKind;
+    use ratekeeper::ManualClock;
+    use ratekeeper::RateLimiter;
 
     fn rate(r: f64) -> Rate {
         Rate::new(r).unwrap()
@@ -353,27 +356,5 @@ mod tests {
             Some(&PermitConfigError::LimitForPeriodTooLarge(10_000_000_000))
         );
         assert_eq!(err.kind(), ConfigErrorKind::LimitForPeriod);
-    }
-
-    /// The paths and methods of the previous release still compile, as
-    /// deprecated forwards to their replacements.
-    #[test]
-    #[allow(deprecated)]
-    fn the_previous_releases_paths_still_work() {
-        let old: crate::refill::ConfigError = PermitConfigError::CapacityNotSupported;
-        assert_eq!(old, PermitConfigError::CapacityNotSupported);
-        assert_eq!(
-            CycleConfig::builder().build_cycle(),
-            CycleConfig::builder().build()
-        );
-        let l = CycleLimiter::builder(rate(10.0))
-            .build_with_clock(ManualClock::new(0))
-            .unwrap();
-        assert_eq!(
-            l.change_timeout_nanos(-1).unwrap_err().downcast_ref(),
-            Some(&PermitConfigError::NegativeTimeout(-1))
-        );
-        l.change_timeout_nanos(7).unwrap();
-        assert_eq!(l.config().timeout(), Duration::from_nanos(7));
     }
 }
