@@ -62,9 +62,9 @@
 //! compare-exchange, and every reservation loads it with `Acquire`: a grant
 //! happens after the commit whose state it was decided on. A reservation
 //! that leaves the state unchanged (at an infinite rate, most of them)
-//! writes nothing, so a grant does not order anything the caller did
-//! before it; do not hand data between threads through the limiter. Every
-//! run equals Guava's serial run in commit order.
+//! writes nothing and so releases nothing: do not hand data between
+//! threads through the limiter. Every run equals Guava's serial run in
+//! commit order.
 //!
 //! # Differences from the reference
 //!
