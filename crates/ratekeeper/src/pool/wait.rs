@@ -52,46 +52,63 @@ impl<C: Clock + 'static> TokenPool<C> {
                     return Ok(Grant::new(scheduled.min(now), now, now, permits));
                 }
             }
-            // The tokens owed once this claim is queued, exactly: `owed` is
-            // the sum of the queued claims' `remaining`, which `distribute`
-            // and `cancel` subtract exactly, so it must never saturate. A
-            // total past `u64::MAX` tokens is more clock time than a `u64`
-            // can count: the claim would never fill.
-            let Some(owed) = st.owed.checked_add(span) else {
-                return Err(AcquireError::ScheduleExhausted);
-            };
-            let active = sh.active();
-            let wait = owed.saturating_sub(active);
-            if st.last_fill.max(now).checked_add(wait).is_none() {
-                // Its tokens are clock time counted from the latest fill (a
-                // reading behind it is no time passing), time the clock
-                // cannot count any more near `u64::MAX`: it would never
-                // fill.
-                return Err(AcquireError::ScheduleExhausted);
-            }
-            if let Some(max) = max_wait {
-                if wait > saturating_nanos(max) {
-                    return Err(AcquireError::WouldWait {
-                        wait: Duration::from_nanos(wait),
-                        max_wait: max,
-                    });
-                }
-            }
-            // Its tokens come after those still owed to the claims ahead.
-            let taken = sh.taken.load(Ordering::Acquire);
-            let scheduled = taken
-                .wrapping_add(st.owed)
-                .wrapping_add(sh.params.base.load(Ordering::Relaxed));
-            let id = st.queue.push(span, (scheduled, now, permits));
-            st.owed = owed;
-            sh.serve(st, wake);
-            let ready = now.saturating_add(st.owed);
-            let grant = Grant::new(scheduled, ready, now, permits).with_claim(id);
-            // `Grant::new` may raise `ready`, never `scheduled`: the identity
-            // recorded is the grant's.
-            debug_assert_eq!(grant.scheduled_nanos(), scheduled);
-            Ok(grant)
+            self.queue_claim(st, wake, span, permits, max_wait, now)
         })
+    }
+
+    /// Queues a claim for `span` tokens behind the claims already queued,
+    /// unless its wait exceeds `max_wait` or its tokens are time the clock
+    /// cannot count: its grant, scheduled after the tokens owed to the
+    /// claims ahead. O(1) amortised, under the pool's lock.
+    fn queue_claim(
+        &self,
+        st: &mut State,
+        wake: &mut Vec<Wake>,
+        span: u64,
+        permits: u32,
+        max_wait: Option<Duration>,
+        now: u64,
+    ) -> Result<Grant, AcquireError> {
+        let sh = &*self.shared;
+        // The tokens owed once this claim is queued, exactly: `owed` is
+        // the sum of the queued claims' `remaining`, which `distribute`
+        // and `cancel` subtract exactly, so it must never saturate. A
+        // total past `u64::MAX` tokens is more clock time than a `u64`
+        // can count: the claim would never fill.
+        let Some(owed) = st.owed.checked_add(span) else {
+            return Err(AcquireError::ScheduleExhausted);
+        };
+        let active = sh.active();
+        let wait = owed.saturating_sub(active);
+        if st.last_fill.max(now).checked_add(wait).is_none() {
+            // Its tokens are clock time counted from the latest fill (a
+            // reading behind it is no time passing), time the clock
+            // cannot count any more near `u64::MAX`: it would never
+            // fill.
+            return Err(AcquireError::ScheduleExhausted);
+        }
+        if let Some(max) = max_wait {
+            if wait > saturating_nanos(max) {
+                return Err(AcquireError::WouldWait {
+                    wait: Duration::from_nanos(wait),
+                    max_wait: max,
+                });
+            }
+        }
+        // Its tokens come after those still owed to the claims ahead.
+        let taken = sh.taken.load(Ordering::Acquire);
+        let scheduled = taken
+            .wrapping_add(st.owed)
+            .wrapping_add(sh.params.base.load(Ordering::Relaxed));
+        let id = st.queue.push(span, (scheduled, now, permits));
+        st.owed = owed;
+        sh.serve(st, wake);
+        let ready = now.saturating_add(st.owed);
+        let grant = Grant::new(scheduled, ready, now, permits).with_claim(id);
+        // `Grant::new` may raise `ready`, never `scheduled`: the identity
+        // recorded is the grant's.
+        debug_assert_eq!(grant.scheduled_nanos(), scheduled);
+        Ok(grant)
     }
 
     /// [`RateLimiter::poll_grant`] for claim `id` of `grant`.

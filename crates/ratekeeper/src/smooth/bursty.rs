@@ -4,6 +4,7 @@ use super::decision::Kind;
 use super::error::{check_rate, SmoothError};
 use super::limiter::Smooth;
 use super::resolution::Resolution;
+use super::SmoothBursty;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::spec::RateSpec;
@@ -12,28 +13,6 @@ use crate::wait::WaitPolicy;
 /// How many seconds of permits a [`SmoothBursty`] stores while idle unless
 /// set: 1, as Guava's `RateLimiter.create(permitsPerSecond)`.
 pub const DEFAULT_MAX_BURST_SECONDS: f64 = 1.0;
-
-/// Guava's `SmoothBursty`: idle time stores up to `max_burst_seconds × rate`
-/// free permits. See the [module documentation](super).
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
-///
-/// let clock = ManualClock::new(0);
-/// let limiter = SmoothBursty::builder(5.0).build_with_clock(clock.clone())?;
-/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
-/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 200_000_000); // 0.2 s
-/// clock.advance_nanos(2_000_000_000); // idle 2 s: a full burst is stored
-/// for _ in 0..5 {
-///     assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
-/// }
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct SmoothBursty<C = DefaultClock> {
-    pub(super) core: Smooth<C>,
-}
 
 /// Configures a [`SmoothBursty`].
 #[derive(Debug, Clone, Copy)]

@@ -90,18 +90,9 @@ impl<C: Clock> Smooth<C> {
             return false;
         }
         let after = core.state(word);
-        let s1 = after.stored_permits;
-        let n = f64::from(permits);
-        let s0 = if s1 > 0.0 {
-            s1 + n
-        } else if s1.to_bits() == 0 && tag & NONE_STORED != 0 {
-            0.0
-        } else {
-            return false; // it spent the last stored permits: how many is lost
+        let Some(s0) = stored_before(after.stored_permits, permits, tag) else {
+            return false;
         };
-        if s0 >= 9_007_199_254_740_992.0 {
-            return false; // 2^53: `s0 − n` may have rounded
-        }
         let before = pack(s0, moment);
         let mut st = core.state(before);
         if st.reserve(permits, now) != moment
@@ -128,4 +119,20 @@ impl<C: Clock> Smooth<C> {
         window.record(moment);
         true
     }
+}
+
+/// The stored permits a reservation of `permits` found, from the `s1` it
+/// left and its grant's tag: `s1 + permits` if it left some (exact below
+/// 2^53), 0 if the tag says it found none, and `None` where that is lost
+/// (it spent the last stored permits) or may have rounded.
+fn stored_before(s1: f64, permits: u32, tag: u32) -> Option<f64> {
+    let s0 = if s1 > 0.0 {
+        s1 + f64::from(permits)
+    } else if s1.to_bits() == 0 && tag & NONE_STORED != 0 {
+        0.0
+    } else {
+        return None; // it spent the last stored permits: how many is lost
+    };
+    // 2^53: `s0 − n` may have rounded.
+    (s0 < 9_007_199_254_740_992.0).then_some(s0)
 }

@@ -160,11 +160,6 @@ impl<C> Smooth<C> {
             drop(lock(&self.change));
         }
     }
-
-    /// The parameters of the current rate.
-    fn params(&self) -> State {
-        self.snapshot()
-    }
 }
 
 impl<C: Clock> Smooth<C> {
@@ -248,14 +243,14 @@ impl<C: Clock> Smooth<C> {
 
     /// Permits per second: ticks per second over the stable interval.
     pub(super) fn rate(&self) -> f64 {
-        self.res.per_second() / self.params().stable_interval
+        self.res.per_second() / self.snapshot().stable_interval
     }
 
     /// What one-permit calls get once no stored permits are left: each is
     /// charged `long(stable_interval)` whole ticks, so `ticks per second /
     /// that`, and `+∞` where it truncates to 0 ticks.
     pub(super) fn effective_rate(&self) -> f64 {
-        match long(self.params().stable_interval) {
+        match long(self.snapshot().stable_interval) {
             ticks if ticks <= 0 => f64::INFINITY,
             ticks => self.res.per_second() / ticks as f64,
         }
@@ -372,6 +367,6 @@ impl<C: Clock> Smooth<C> {
 
     /// The per-key rule of this limiter's rate.
     pub(super) fn keyed_rule(&self) -> SmoothRule {
-        SmoothRule::new(self.params())
+        SmoothRule::new(self.snapshot())
     }
 }

@@ -62,9 +62,9 @@
 //! compare-exchange, and every reservation loads it with `Acquire`: a grant
 //! happens after the commit whose state it was decided on. A reservation
 //! that leaves the state unchanged (at an infinite rate, most of them)
-//! writes nothing, so a grant does not order anything the caller did
-//! before it; do not hand data between threads through the limiter. Every
-//! run equals Guava's serial run in commit order.
+//! writes nothing and so releases nothing: do not hand data between
+//! threads through the limiter. Every run equals Guava's serial run in
+//! commit order.
 //!
 //! # Differences from the reference
 //!
@@ -96,10 +96,65 @@ mod limiter;
 mod resolution;
 mod warming_up;
 
-pub use bursty::{SmoothBursty, SmoothBurstyBuilder, DEFAULT_MAX_BURST_SECONDS};
+pub use bursty::{SmoothBurstyBuilder, DEFAULT_MAX_BURST_SECONDS};
 pub use error::SmoothError;
 pub use resolution::Resolution;
-pub use warming_up::{SmoothWarmingUp, SmoothWarmingUpBuilder, DEFAULT_COLD_FACTOR};
+pub use warming_up::{SmoothWarmingUpBuilder, DEFAULT_COLD_FACTOR};
+
+use crate::clock::DefaultClock;
+use limiter::Smooth;
+
+/// Guava's `SmoothBursty`: idle time stores up to `max_burst_seconds × rate`
+/// free permits. See the [module documentation](self).
+///
+/// # Examples
+///
+/// ```
+/// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
+///
+/// let clock = ManualClock::new(0);
+/// let limiter = SmoothBursty::builder(5.0).build_with_clock(clock.clone())?;
+/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
+/// assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 200_000_000); // 0.2 s
+/// clock.advance_nanos(2_000_000_000); // idle 2 s: a full burst is stored
+/// for _ in 0..5 {
+///     assert_eq!(limiter.reserve(1, None)?.delay_nanos(), 0);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SmoothBursty<C = DefaultClock> {
+    core: Smooth<C>,
+}
+
+/// Guava's `SmoothWarmingUp`: idle time makes the limiter cold; permits are
+/// spaced up to `cold_factor` times the stable interval and speed up over the
+/// warm-up period. See the [module documentation](self).
+///
+/// # Examples
+///
+/// Guava's `testWarmUp`: 2 permits/s, a 4 s warm-up, cold factor 3.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::{ManualClock, RateLimiter, SmoothWarmingUp};
+///
+/// let clock = ManualClock::new(0);
+/// let limiter = SmoothWarmingUp::builder(2.0)
+///     .warmup(Duration::from_secs(4))
+///     .build_with_clock(clock.clone())?;
+/// let waits: Vec<u64> = (0..8)
+///     .map(|_| {
+///         let g = limiter.reserve(1, None).unwrap();
+///         clock.advance_nanos(g.delay_nanos()); // sleep it
+///         g.delay_nanos() / 1000
+///     })
+///     .collect();
+/// assert_eq!(waits, [0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SmoothWarmingUp<C = DefaultClock> {
+    core: Smooth<C>,
+}
 
 /// The fine print's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -6,6 +6,7 @@ use super::decision::Kind;
 use super::error::{check_rate, SmoothError};
 use super::limiter::Smooth;
 use super::resolution::Resolution;
+use super::SmoothWarmingUp;
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
 use crate::spec::RateSpec;
@@ -14,36 +15,6 @@ use crate::wait::WaitPolicy;
 /// How much slower than the stable rate a cold [`SmoothWarmingUp`] is unless
 /// set: 3, as Guava's `RateLimiter.create(permitsPerSecond, warmupPeriod)`.
 pub const DEFAULT_COLD_FACTOR: f64 = 3.0;
-
-/// Guava's `SmoothWarmingUp`: idle time makes the limiter cold; permits are
-/// spaced up to `cold_factor` times the stable interval and speed up over the
-/// warm-up period. See the [module documentation](super).
-///
-/// # Examples
-///
-/// Guava's `testWarmUp`: 2 permits/s, a 4 s warm-up, cold factor 3.
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::{ManualClock, RateLimiter, SmoothWarmingUp};
-///
-/// let clock = ManualClock::new(0);
-/// let limiter = SmoothWarmingUp::builder(2.0)
-///     .warmup(Duration::from_secs(4))
-///     .build_with_clock(clock.clone())?;
-/// let waits: Vec<u64> = (0..8)
-///     .map(|_| {
-///         let g = limiter.reserve(1, None).unwrap();
-///         clock.advance_nanos(g.delay_nanos()); // sleep it
-///         g.delay_nanos() / 1000
-///     })
-///     .collect();
-/// assert_eq!(waits, [0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct SmoothWarmingUp<C = DefaultClock> {
-    pub(super) core: Smooth<C>,
-}
 
 /// Configures a [`SmoothWarmingUp`].
 #[derive(Debug, Clone, Copy)]
