@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use super::builder::ConfigBuilder;
 use crate::error::{ConfigError, ConfigErrorKind as Kind};
 use crate::rate::Rate;
 
@@ -226,11 +225,11 @@ fn nanos(n: i64) -> Duration {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefillConfig {
-    limit: i64,
-    period: i64,
-    timeout: i64,
-    capacity: i64,
-    initial: i64,
+    pub(super) limit: i64,
+    pub(super) period: i64,
+    pub(super) timeout: i64,
+    pub(super) capacity: i64,
+    pub(super) initial: i64,
 }
 
 impl Default for RefillConfig {
@@ -246,12 +245,6 @@ impl Default for RefillConfig {
 }
 
 impl RefillConfig {
-    /// A builder with Resilience4j's defaults; finish with
-    /// [`build`](RefillConfigBuilder::build).
-    pub fn builder() -> RefillConfigBuilder {
-        RefillConfigBuilder::default()
-    }
-
     /// Crate-internal: a config from already validated parts.
     pub(crate) fn from_parts(
         limit: i64,
@@ -317,17 +310,6 @@ impl RefillConfig {
         self.timeout = check_timeout_duration(timeout)?;
         Ok(self)
     }
-
-    /// The same configuration as a builder (every field set), e.g. to
-    /// derive a variant.
-    pub fn to_builder(&self) -> ConfigBuilder {
-        ConfigBuilder::new()
-            .limit_for_period(self.limit)
-            .limit_refresh_period_nanos(self.period)
-            .timeout_nanos(self.timeout)
-            .permit_capacity(self.capacity)
-            .initial_permits(self.initial)
-    }
 }
 
 /// A validated configuration of a [`CycleLimiter`](super::CycleLimiter):
@@ -352,9 +334,9 @@ impl RefillConfig {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CycleConfig {
-    limit: i64,
-    period: i64,
-    timeout: i64,
+    pub(super) limit: i64,
+    pub(super) period: i64,
+    pub(super) timeout: i64,
 }
 
 impl Default for CycleConfig {
@@ -368,12 +350,6 @@ impl Default for CycleConfig {
 }
 
 impl CycleConfig {
-    /// A builder with Resilience4j's defaults; finish with
-    /// [`build`](CycleConfigBuilder::build).
-    pub fn builder() -> CycleConfigBuilder {
-        CycleConfigBuilder::default()
-    }
-
     /// Crate-internal: a config from already validated parts.
     pub(crate) fn from_parts(limit: i64, period: i64, timeout: i64) -> CycleConfig {
         CycleConfig {
@@ -408,119 +384,6 @@ impl CycleConfig {
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
         self.timeout = check_timeout_duration(timeout)?;
         Ok(self)
-    }
-
-    /// The same configuration as a builder (every field set).
-    pub fn to_builder(&self) -> ConfigBuilder {
-        ConfigBuilder::new()
-            .limit_for_period(self.limit)
-            .limit_refresh_period_nanos(self.period)
-            .timeout_nanos(self.timeout)
-    }
-}
-
-/// Builds a [`RefillConfig`] from Rust-native values: `u32` permits and
-/// [`Duration`]s. Unset fields take Resilience4j's defaults (50 per 500 ns, a
-/// 5 s timeout; capacity and initial permits the limit). For Java's signed
-/// shapes (negative values replayed from a configuration), see
-/// [`ConfigBuilder`].
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::bucket::RefillConfig;
-///
-/// let config = RefillConfig::builder()
-///     .limit_for_period(10)
-///     .limit_refresh_period(Duration::from_secs(1))
-///     .permit_capacity(20)
-///     .timeout(Duration::ZERO)
-///     .build()?;
-/// assert_eq!(config.nanos_per_permit(), 100_000_000);
-/// assert_eq!(config.capacity(), 20);
-/// assert_eq!(config.initial_permits(), 10); // defaults to the limit
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RefillConfigBuilder(ConfigBuilder);
-
-impl RefillConfigBuilder {
-    /// Permits per refresh period (Resilience4j `limitForPeriod`).
-    pub fn limit_for_period(self, limit: u32) -> Self {
-        RefillConfigBuilder(self.0.limit_for_period(i64::from(limit)))
-    }
-
-    /// The refresh period (Resilience4j `limitRefreshPeriod`).
-    pub fn limit_refresh_period(self, period: Duration) -> Self {
-        RefillConfigBuilder(self.0.limit_refresh_period(period))
-    }
-
-    /// How long an acquire may wait (Resilience4j `timeoutDuration`).
-    pub fn timeout(self, timeout: Duration) -> Self {
-        RefillConfigBuilder(self.0.timeout(timeout))
-    }
-
-    /// The most permits the bucket holds (refill-rate-limiter
-    /// `permitCapacity`; at least the limit).
-    pub fn permit_capacity(self, capacity: u32) -> Self {
-        RefillConfigBuilder(self.0.permit_capacity(i64::from(capacity)))
-    }
-
-    /// The permits in the bucket at creation (refill-rate-limiter
-    /// `initialPermits`; at most the capacity).
-    pub fn initial_permits(self, initial: u32) -> Self {
-        RefillConfigBuilder(self.0.initial_permits(i64::from(initial)))
-    }
-
-    /// Validates.
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`] whose detail is a [`PermitConfigError`], in the
-    /// order [`ConfigBuilder::build`]
-    /// lists.
-    pub fn build(&self) -> Result<RefillConfig, ConfigError> {
-        self.0.build()
-    }
-}
-
-/// Builds a [`CycleConfig`] from Rust-native values; unset fields take
-/// Resilience4j's defaults (50 per 500 ns, a 5 s timeout).
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::bucket::CycleConfig;
-///
-/// let c = CycleConfig::builder().limit_for_period(10).limit_refresh_period(Duration::from_secs(1)).build()?;
-/// assert_eq!(c.limit_for_period(), 10);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CycleConfigBuilder(ConfigBuilder);
-
-impl CycleConfigBuilder {
-    /// Permits per cycle (Resilience4j `limitForPeriod`).
-    pub fn limit_for_period(self, limit: u32) -> Self {
-        CycleConfigBuilder(self.0.limit_for_period(i64::from(limit)))
-    }
-
-    /// The cycle length (Resilience4j `limitRefreshPeriod`).
-    pub fn limit_refresh_period(self, period: Duration) -> Self {
-        CycleConfigBuilder(self.0.limit_refresh_period(period))
-    }
-
-    /// How long an acquire may wait (Resilience4j `timeoutDuration`).
-    pub fn timeout(self, timeout: Duration) -> Self {
-        CycleConfigBuilder(self.0.timeout(timeout))
-    }
-
-    /// Validates.
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`] for a limit of 0 or a period of 0 or beyond
-    /// `i64::MAX` nanoseconds, or a timeout beyond it.
-    pub fn build(&self) -> Result<CycleConfig, ConfigError> {
-        self.0.build_cycle()
     }
 }
 

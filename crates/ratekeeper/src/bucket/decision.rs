@@ -19,8 +19,8 @@
 
 use crate::clock::elapsed_nanos;
 use crate::grant::{AcquireError, Grant};
-use crate::store::{would_wait, Rule};
 use crate::limiter::Recovery;
+use crate::store::{would_wait, Rule};
 use crate::sync::{AtomicU128, AtomicU64, Ordering};
 
 /// A bucket limiter's state as of one reading of its state and its clock

@@ -295,10 +295,10 @@ mod cycle;
 mod decision;
 mod refill;
 
-pub use builder::ConfigBuilder;
+pub use builder::{ConfigBuilder, CycleConfigBuilder, RefillConfigBuilder};
 pub use config::{
-    limit_for_rate, CycleConfig, CycleConfigBuilder, PermitConfigError, RefillConfig,
-    RefillConfigBuilder, DEFAULT_LIMIT_FOR_PERIOD, DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
+    limit_for_rate, CycleConfig, PermitConfigError, RefillConfig, DEFAULT_LIMIT_FOR_PERIOD,
+    DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
 };
 pub use cycle::CycleLimiter;
 pub use decision::BucketState;

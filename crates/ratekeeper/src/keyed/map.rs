@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use crossbeam_utils::sync::ShardedLock;
 
+use crate::bucket::{CycleRule, RefillRule};
 use crate::clock::{Clock, DefaultClock};
 use crate::grant::{AcquireError, Grant};
 #[cfg(doc)]
 use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::decision::{Accumulator, Dual, Spacing};
-use crate::bucket::{CycleRule, RefillRule};
 use crate::smooth::keyed::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::saturating_nanos;
