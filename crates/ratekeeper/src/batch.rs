@@ -37,78 +37,6 @@
 //! each slot at its own time, where this handle grants a lease's permits as
 //! the limiter granted the lease, together.
 //!
-//! # What a lease changes, and the slack
-//!
-//! A lease is one ordinary reservation of `k` permits, so the limiter
-//! decides it by its own rules: a token bucket takes `k` tokens, a smooth
-//! limiter charges `k` intervals to the next caller, a cycle limiter counts
-//! `k` permits in the current cycle. The handle then grants those permits,
-//! each once, each ready no earlier than the lease. So every permit a handle
-//! grants is one its limiter granted, and never sooner.
-//!
-//! What a lease changes is **when** and **to whom** a permit goes:
-//!
-//! * **Together**: the `k` permits of a lease are ready at the lease's ready
-//!   time, as the limiter readies a `k`-permit request. A handle therefore
-//!   goes in bursts of at most one lease: about
-//!   [`max_lease`](BatchHandle::with_max_lease) of its own grants (default
-//!   [`DEFAULT_MAX_LEASE`], 100 µs) and at most [`MAX_LEASE_PERMITS`]. When
-//!   the limiter is the bottleneck, a lease is ready when its last permit
-//!   is (a token bucket waits for all `k` tokens), so a grant may come up to
-//!   one lease later than on the exact path: the first grant of a lease
-//!   reports the wait, and the rest of the lease goes at once. On a manual
-//!   clock, 5000 permits from a 1e6/s pool take 4.999 ms on the exact path
-//!   and 5.026 ms through a handle whose last lease held 26 permits still
-//!   unused (the unit test `a_pool_lease_waits_for_its_tokens_then_readies_the_rest`).
-//! * **The lease slack**: permits a handle leased and has not granted yet
-//!   are nobody else's. Over any window, the grants of all handles exceed
-//!   what the limiter granted in that window by at most what the handles
-//!   held at its start (one lease each), and fall short of it by at most
-//!   what they hold at its end. A lease is counted by the limiter when it is
-//!   taken; its permits may be granted later, up to the handle's next
-//!   request after that.
-//! * **Unused permits are forfeited**: [`release`](BatchHandle::release)
-//!   and drop drop what is left of the lease: fewer grants, never more.
-//!   Limiters cannot take back part of a reservation. A lease whose only
-//!   grant so far is still waiting can be given back whole:
-//!   [`cancel`](RateLimiter::cancel) of that grant cancels the lease (as far
-//!   as the limiter allows, see its "Cancelling a reservation").
-//! * **Runtime changes** (a new rate, limit or timeout) apply to the next
-//!   lease; permits already leased were granted before the change and are
-//!   granted as such.
-//! * **Guava's whole microseconds**: the smooth limiters charge each
-//!   reservation whole microseconds, truncated. A lease of `k` permits is
-//!   charged up to 1 µs less than `k` permits' cost, so at rates near 1e7/s
-//!   a batched smooth limiter runs a little over its rate (while single
-//!   permits there cost 0 µs and are not throttled at all; see
-//!   [`smooth`](crate::smooth#time-and-numbers)).
-//! * **Events and metrics** of the Resilience4j limiters count leases: one
-//!   successful acquire of `k` permits per lease, and one failed acquire
-//!   for a bounded request's lease refused (below) before its request goes
-//!   the exact way.
-//!
-//! # Lease size
-//!
-//! The lease adapts to the handle's **observed rate**: each lease holds
-//! about as many permits as the handle granted in the last `max_lease` of
-//! its own time (one clock read per lease), at most twice the last lease,
-//! and at most [`MAX_LEASE_PERMITS`] and the limiter's own largest request
-//! (learned from [`AcquireError::InsufficientCapacity`]). A busy handle
-//! amortizes one reservation over up to 1024 grants; a handle that grants
-//! rarely leases one permit at a time and holds nothing, so idle threads do
-//! not hoard.
-//!
-//! Unbounded requests (`acquire`) lease with an unbounded wait. Bounded
-//! ones (`try_acquire`, `acquire_timeout`, `reserve` with a maximum wait)
-//! lease only permits ready at once; otherwise they take the limiter's own
-//! exact path, with its own timeout rules, and the next lease is halved
-//! and does not grow until one is granted (a lease of just the request is
-//! the request, under its own bound). So
-//! bounded requests batch while the limiter has permits to spare, and take
-//! the exact path, about one request in two, while it is the bottleneck. A
-//! request larger than what is left of a lease also takes the exact path,
-//! and the lease is kept.
-//!
 //! # Invariants
 //!
 //! 1. `left ≤ lease.permits()`; the permits of a lease are granted once: at
@@ -121,6 +49,9 @@
 //! A handle is `Send` but not `Sync`: its lease is thread-local state
 //! (`Cell`s), so it adds no atomics and needs no memory ordering of its own;
 //! the limiter's reservation orders a lease against other grants.
+//!
+//! The repository's `docs/batching.md` says what a lease changes for each
+//! limiter, the slack it adds, and how a lease is sized.
 
 use core::cell::Cell;
 use core::fmt;
@@ -229,7 +160,7 @@ impl<L: RateLimiter> BatchHandle<L> {
     }
 
     /// Forfeits the permits leased and not granted yet (see the [module
-    /// docs](self#what-a-lease-changes-and-the-slack)) and returns how many
+    /// docs](self); `docs/batching.md` has the slack) and returns how many
     /// there were. Call it before a thread idles, so that its lease is not
     /// granted late, in one burst, when it comes back.
     pub fn release(&self) -> u32 {

@@ -14,36 +14,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # The grammar
-//!
-//! `KIND:ARGS`, the form `ratekeeper simulate --limiter` takes. ARGS are
-//! comma-separated fields in the order below; any field may instead be
-//! written `NAME=VALUE`, and named fields come last. `RATE` is operations
-//! per second in the rate-spec number format (`10`, `2.5k`, `1M`); durations
-//! are one word each (`50ms`, `2s`, `1m30s`).
-//!
-//! | kind | fields (defaults) | limiter |
-//! |---|---|---|
-//! | `pacer` | `rate`, `strictness` (1.1) | [`Pacer`](crate::Pacer) |
-//! | `pool` | `rate`, `burst` (1.1), `fill` (1ms) | [`TokenPool`](crate::TokenPool) |
-//! | `bursty` | `rate`, `max_burst` (1) | [`SmoothBursty`](crate::SmoothBursty) |
-//! | `warmup` | `rate`, `warmup` (required), `cold_factor` (3) | [`SmoothWarmingUp`](crate::SmoothWarmingUp) |
-//! | `refill` | `rate`, `period` (1s), `capacity`, `initial` (the limit), `timeout` (5s) | [`RefillLimiter`](crate::RefillLimiter) |
-//! | `cycle` | `rate`, `period` (1s), `timeout` (5s) | [`CycleLimiter`](crate::CycleLimiter) |
-//!
-//! * A pool's `fill` is its filler thread's interval ([`Filling::Thread`]), or
-//!   `inline` or `manual`.
-//! * Resilience4j's limiters take `rate × period` permits per period, which
-//!   must be a whole number, at least 1.
-//! * Every kind also takes three named fields: `batch=true` (each thread
-//!   through a batching handle, [`Access::Batched`]), `shards=N` (pacer
-//!   only: [`Access::Sharded`]) and `wait=precise:DUR` or
-//!   `wait=coalesce:DUR` (the [`WaitPolicy`]).
-//!
-//! [`Display`](core::fmt::Display) writes every field, positional where it can, so
-//! that parsing it gives back an equal configuration:
-//! `"refill:100,100ms,capacity=20"` prints as `refill:100,100ms,20,10,5s`.
-//!
 //! # Building
 //!
 //! [`build_with_clock`](LimiterConfig::build_with_clock) returns an
@@ -53,20 +23,8 @@
 //! one concrete type, so that a loop over them is compiled for that limiter
 //! and keeps its inlining.
 //!
-//! # Defaults
-//!
-//! Each default is a public constant beside the builder that uses it, and
-//! this module reads the same constants: [`Strictness::DEFAULT`],
-//! [`DEFAULT_BURST_RATIO`](crate::spec::DEFAULT_BURST_RATIO),
-//! [`DEFAULT_FILL_INTERVAL`](crate::pool::DEFAULT_FILL_INTERVAL),
-//! [`DEFAULT_MAX_BURST_SECONDS`](crate::smooth::DEFAULT_MAX_BURST_SECONDS),
-//! [`DEFAULT_COLD_FACTOR`](crate::smooth::DEFAULT_COLD_FACTOR),
-//! [`DEFAULT_TIMEOUT`](crate::bucket::DEFAULT_TIMEOUT), and this module's
-//! [`DEFAULT_REFRESH_PERIOD`].
-//!
-//! With the `serde` feature a [`LimiterConfig`] serializes as its string.
-//!
-//! [`Strictness::DEFAULT`]: crate::pacer::Strictness::DEFAULT
+//! The repository's `docs/config.md` has the grammar of every kind in full
+//! and every default.
 
 use std::time::Duration;
 

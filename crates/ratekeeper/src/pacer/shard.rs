@@ -40,59 +40,6 @@
 //! request to any sharded pacer, which spreads evenly only when the threads
 //! sharing a pacer were numbered in a row.
 //!
-//! # Rebalancing: work stealing
-//!
-//! A request goes to its own shard's exact path (one atomic add) when that
-//! shard is known able to grant now, or (a request that may wait) within
-//! the wait policy's coalescing window. Otherwise it reads the clock once,
-//! probes the other shards with a reservation that may not wait (which
-//! refuses without changing anything, [`Pacer`]'s invariant 3), and else
-//! waits on the shard whose next op may start first. Stealing only decides
-//! *who* gets a slot that is due anyway; its cost falls on requests that
-//! would wait: a clock read and one load per other shard. A [`ShardHandle`]
-//! whose grant came from another shard **moves home** there if fewer
-//! handles live there; the counts are hints. `docs/pacer.md` has the steps.
-//!
-//! # What the modes allow, and the slack
-//!
-//! Every grant, stolen or not, is one of its shard's grants, so no grant is
-//! ready before its slot, and permits granted ready by any time `T` are at
-//! most the sum over the shards of what each shard's mode allows: at most
-//! `N − 1` permits more than one pacer at `R` (the **shard slack**). Strict
-//! and burst modes space ops **per shard**: up to `N` ops, one per shard,
-//! may go together. In average mode an idle shard's unused time stays due
-//! and may be stolen as a burst; in strict and burst modes time a shard's
-//! slots were due and untaken is lost, beyond what the burst ratio catches
-//! up. `docs/pacer.md` works the bounds out per mode.
-//!
-//! # Rounding
-//!
-//! A shard's slice is `floor(1e9 × N / R)` ns, an integer (see
-//! [`Rate::nanos_per_op`]), so the total rate `N × 1e9 / op_s` is above `R`
-//! by less than one part in `op_s`. One pacer's slice `floor(1e9 / R)` is
-//! about `N` times shorter, so its rounding error is about `N` times larger:
-//! sharding never adds rounding error, and no remainder is distributed.
-//! [`rate`](ShardedPacer::rate) reports the rate asked for, `R`;
-//! [`effective_rate`](ShardedPacer::effective_rate) the one the slices keep.
-//!
-//! # Fairness against micro-batching
-//!
-//! The exact [`Pacer`] keeps one order over all callers; batched handles
-//! ([`Pacer::handle`]) keep one schedule and every guarantee, batching only
-//! in average and compensation modes; sharding scales in every mode, at the
-//! price of the shard slack and per-shard spacing. A thread alone on a
-//! shard gets `R / N`; use `N` = the number of threads, one handle each,
-//! for even shares. `docs/pacer.md` has the full comparison.
-//!
-//! # Runtime changes
-//!
-//! [`set_rate`](ShardedPacer::set_rate), [`set_strictness`](ShardedPacer::set_strictness),
-//! [`start`](ShardedPacer::start), [`stop`](ShardedPacer::stop) and
-//! [`restart`](ShardedPacer::restart) apply to every shard, one after the
-//! other, under one lock (so two changes never interleave across shards). A
-//! request racing a change may be paced by a shard already changed or one
-//! not yet changed.
-//!
 //! # Cancelling
 //!
 //! A grant does not say which shard it came from, so no shard's schedule
@@ -124,6 +71,10 @@
 //! shard** (each shard is a pacer; see its memory ordering). Grants on
 //! different shards are not ordered with each other: do not hand data off
 //! between threads through a sharded pacer.
+//!
+//! The repository's `docs/pacer.md` has the fine print: work stealing, what
+//! each mode allows and its slack, rounding, fairness against micro-batching
+//! and runtime changes.
 
 use core::cell::Cell;
 use core::fmt;
@@ -218,7 +169,7 @@ pub struct ShardedPacer<C = DefaultClock> {
 /// [`RateLimiter`], so blocking (and, with the `tokio` feature, async)
 /// waiting works on it as on a pacer. It starts on a shard given out
 /// round-robin and moves to a shard it took a grant from instead of its
-/// own ([Rebalancing](self#rebalancing-work-stealing)); a clone starts on
+/// own (work stealing, `docs/pacer.md`); a clone starts on
 /// the same shard and moves on its own. Like [`PacerHandle`](crate::pacer::PacerHandle)
 /// it is `Send` but not `Sync`: one thread's.
 pub struct ShardHandle<'a, C: Clock = DefaultClock> {
@@ -395,7 +346,7 @@ impl<C: Clock> ShardedPacer<C> {
     }
 
     /// The total rate, `R` (each shard runs at `R / N`; see
-    /// [Rounding](self#rounding)).
+    /// `docs/pacer.md`, "Rounding").
     pub fn rate(&self) -> Rate {
         *lock(&self.control)
     }
@@ -403,7 +354,7 @@ impl<C: Clock> ShardedPacer<C> {
     /// The total rate the shards' schedules actually keep, in operations
     /// per second: the sum over the shards of `1e9 / slot`, each shard's
     /// slot `floor(1e9 × N / R)` whole nanoseconds (see
-    /// [Rounding](self#rounding) and [`Pacer::effective_rate`]), so
+    /// `docs/pacer.md`, "Rounding", and [`Pacer::effective_rate`]), so
     /// `N × 1e9 / floor(1e9 × N / R)` once every shard has the current rate.
     ///
     /// Never below [`rate`](Self::rate), and above it by less than one part

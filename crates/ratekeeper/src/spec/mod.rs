@@ -45,97 +45,6 @@
 //! | `100:1.1;start,thread`    | 100          | 1.1   | start     | thread   |
 //! | `5K,Restart`              | 5000         | 1.1   | restart   | activity |
 //!
-//! ## The rate
-//!
-//! Field 1 is a count in nosqlbench's number format:
-//!
-//! * A plain number: digits, optionally `.` and digits, optionally an upper-case
-//!   `E` and exponent digits: `12000`, `0.5`, `1E6`, `2.5E3`. There is no sign,
-//!   no leading `.` (`.5`), no trailing `.` (`5.`) and no negative or lower-case
-//!   exponent (`1e6` reads as `1` with the unknown suffix `e6`).
-//! * An optional count suffix after the number, case-insensitive, as a letter or
-//!   a word:
-//!
-//!   | Suffix          | Multiplier |
-//!   |-----------------|------------|
-//!   | `U`, `unit`     | 1          |
-//!   | `K`, `kilo`     | 1e3        |
-//!   | `M`, `mega`     | 1e6        |
-//!   | `B`, `billion`  | 1e9        |
-//!   | `G`, `giga`     | 1e9        |
-//!   | `T`, `tera`     | 1e12       |
-//!   | `P`, `peta`     | 1e15       |
-//!   | `E`, `exa`      | 1e18       |
-//!
-//!   The number is multiplied by the suffix in `f64`, exactly as nosqlbench
-//!   does, so `2.01K` is `2009.9999999999998`. A bare `E` after a number is the
-//!   exa suffix: `2E` is `2e18`, while `2E3` is `2000`.
-//! * Spaces (U+0020 only) may surround the number and the suffix: `" 3 mega "`.
-//! * A power form `base^exp` anywhere in the field is evaluated first
-//!   (`base` = digits with an optional fraction, `exp` = digits):
-//!   `10^3` is `1000`, `1.5^2` is `2.25`, `10^3K` is `1e6`. As in nosqlbench the
-//!   result is printed the way Java prints a `double` and parsed again, so a
-//!   result below `1e-3` (`0.5^10`, printed `9.765625E-4`) is an unknown-unit
-//!   error, and an overflow (`10^400`, printed `Infinity`) is unparsable.
-//!
-//! The rate must be finite and greater than zero: `0`, `0^3` and `1E400` are
-//! errors. Fractional rates are fine: `0.5` is one operation every two seconds.
-//!
-//! ## The burst ratio
-//!
-//! Field 2 is the burst ratio if it is a decimal number (after trimming spaces
-//! and control characters): an optional sign, digits with an optional `.` (or a
-//! leading `.`), and an optional exponent in either case, e.g. `1.5`, `2`,
-//! `1e1`, `+1.25`. Otherwise field 2 is read as a word. The ratio must be finite
-//! and at least `1.0`. A limiter that has fallen behind its schedule may run at
-//! up to `rate × burst` operations per second while it catches up: `1000,1.5`
-//! allows bursts of 1500 ops/s, and `1000,1.0` means "use it or lose it". The
-//! default, [`DEFAULT_BURST_RATIO`], is `1.1`.
-//!
-//! ## Verbs
-//!
-//! A verb says what applying the spec does to a limiter that already exists
-//! (every verb configures the rate and burst ratio first, creating the limiter
-//! if needed):
-//!
-//! * [`configure`](Verb::Configure): apply the parameters without changing the
-//!   run state. An idle limiter stays idle; a running one keeps its schedule.
-//! * [`start`](Verb::Start) (the default): start metering now. The start time is
-//!   the origin of the average rate and of the accumulated wait time.
-//! * [`restart`](Verb::Restart): clear the backlog and the accumulated wait
-//!   time, as if the limiter were started afresh now. Use it when stepping
-//!   through independent target rates.
-//! * [`stop`](Verb::Stop): return to idle. The backlog is checkpointed into the
-//!   total wait time; the next acquire or start begins a fresh schedule.
-//!
-//! Verb words are matched ASCII case-insensitively (`Restart` works).
-//!
-//! ## Scopes
-//!
-//! * [`activity`](Scope::Activity) (the default): one limiter shared by all
-//!   threads of the activity; the rate is the total.
-//! * [`thread`](Scope::Thread): every thread gets its own limiter at this rate,
-//!   so the total is `rate × threads`.
-//!
-//! Verbs and scopes may appear in either order, after the rate or after the
-//! burst ratio; each may be given at most once.
-//!
-//! ## Printed form
-//!
-//! [`RateSpec`]'s `Display` always writes all four fields, comma-separated:
-//! `rate,burst,verb,scope`, with both numbers in the shortest form that reads
-//! back to the same `f64` and without exponents (for example
-//! `2009.9999999999998,1.1,start,activity`). Parsing the printed form gives back
-//! an equal spec.
-//!
-//! ## Errors
-//!
-//! A malformed spec is rejected with a [`SpecError`] naming the field and its
-//! text. Checks run in this order and the first failure is reported: more than
-//! four fields, an empty rate field (including empty input), an empty later
-//! field, the rate's syntax and suffix, the rate's range, the burst ratio, and
-//! finally the words, left to right. See [`SpecErrorKind`] for the kinds.
-//!
 //! ## Differences from nosqlbench
 //!
 //! The grammar is nosqlbench's (the `SimRateSpec` of nosqlbench 5, which takes
@@ -154,6 +63,11 @@
 //!   lower-casing also accepts the Kelvin sign (U+212A) as `K`.
 //! * nosqlbench 1's `co` flag and the old limiter type words (`dynamic`, ...)
 //!   are unknown words, as in every later nosqlbench.
+//!
+//! # Further reading
+//!
+//! The repository's `docs/spec.md` details each field (the rate's number
+//! format, the burst ratio, verbs, scopes), the printed form and every error.
 
 use core::fmt;
 use core::str::FromStr;

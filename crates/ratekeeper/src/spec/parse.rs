@@ -16,7 +16,7 @@ const MAX_FIELDS: usize = 4;
 const SEPARATORS: [char; 3] = [',', ':', ';'];
 
 /// [`RateSpec::from_str`](core::str::FromStr::from_str): checks in the
-/// order the [module docs](super#errors) give. O(`s.len()`).
+/// order `docs/spec.md` ("Errors") gives. O(`s.len()`).
 pub(super) fn parse_spec(s: &str) -> Result<RateSpec, SpecError> {
     let (fields, count) = split(s.split(SEPARATORS))?;
     let fields = &fields[..count];
