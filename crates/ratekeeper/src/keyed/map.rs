@@ -15,7 +15,7 @@ use crate::grant::{AcquireError, Grant};
 use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::decision::{Accumulator, Dual, Spacing};
-use crate::smooth::keyed::SmoothRule;
+use crate::smooth::rule::SmoothRule;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::saturating_nanos;
 

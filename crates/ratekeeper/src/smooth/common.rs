@@ -61,7 +61,7 @@ macro_rules! smooth_limiter {
             }
 
             /// The per-key rule of this (fresh) limiter's configuration.
-            pub(crate) fn keyed_rule(&self) -> super::keyed::SmoothRule {
+            pub(crate) fn keyed_rule(&self) -> super::rule::SmoothRule {
                 self.core.keyed_rule()
             }
         }

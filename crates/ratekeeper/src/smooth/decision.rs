@@ -7,7 +7,7 @@
 //! Guava's `tryAcquire`/`reserve` on that word at a clock reading, and
 //! [`decide_on`] commits it to an atomic word by compare-exchange. Both the
 //! in-memory limiters ([`Smooth`](super::limiter::Smooth)) and the keyed
-//! rule ([`SmoothRule`](super::keyed::SmoothRule)) decide through it; they
+//! rule ([`SmoothRule`](super::rule::SmoothRule)) decide through it; they
 //! differ only in where the word lives and how a clock reading becomes
 //! ticks. Times are ticks of the state's [`Resolution`]; every function
 //! here is O(1), with no clock read and no allocation.

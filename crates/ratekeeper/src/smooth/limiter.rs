@@ -7,8 +7,8 @@ use crossbeam_utils::CachePadded;
 
 use super::decision::{decide_on, long, unpack, with_max_wait, Kind, State};
 use super::error::{check_rate, SmoothError};
-use super::keyed::SmoothRule;
 use super::resolution::Resolution;
+use super::rule::SmoothRule;
 use crate::clock::Clock;
 use crate::internal::cancel::{CancelWindow, Epoch};
 use crate::internal::handoff::Handoff;

@@ -91,9 +91,9 @@ mod common;
 pub mod compat;
 mod decision;
 mod error;
-pub(crate) mod keyed;
 mod limiter;
 mod resolution;
+pub(crate) mod rule;
 mod warming_up;
 
 pub use bursty::{SmoothBurstyBuilder, DEFAULT_MAX_BURST_SECONDS};

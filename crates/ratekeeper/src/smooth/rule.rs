@@ -1,4 +1,4 @@
-//! [`SmoothRule`]: Guava's smooth limiters per key, for
+//! [`SmoothRule`]: the store adapter of Guava's decision, one word per key for
 //! [`Keyed`](crate::keyed::Keyed).
 //!
 //! A key's cell is the 128-bit word the in-memory limiters keep
