@@ -112,8 +112,8 @@ impl<C: Clock> CycleLimiter<C> {
     /// applies from the next cycle on).
     ///
     /// This is the long-run rate; within a window the fixed cycles let up
-    /// to twice the limit go across a cycle boundary (see the [module
-    /// docs](super#the-cycle-limiter)).
+    /// to twice the limit go across a cycle boundary (see the core's
+    /// [cycle limiter](ratekeeper::bucket#the-cycle-limiter)).
     ///
     /// # Examples
     ///

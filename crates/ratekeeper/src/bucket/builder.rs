@@ -1,13 +1,6 @@
-//! [`ConfigBuilder`]: the bucket limiters' configuration with every field
-//! optional and signed, layered with [`overwrite`](ConfigBuilder::overwrite).
-//!
-//! Resilience4j configures a limiter with a Java `int` limit and signed
-//! `Duration`s, and layers per-instance settings over shared defaults. A
-//! negative or oversized value is a configuration error, and the
-//! conformance vectors replay such values; the typed builders
-//! ([`RefillConfig::builder`], [`CycleConfig::builder`]) take `u32` and
-//! [`Duration`] and cannot express them. [`LimiterConfig`](crate::config::LimiterConfig)
-//! builds its `refill` and `cycle` kinds through this builder.
+//! The bucket limiters' builders: [`ConfigBuilder`], every field optional
+//! and signed as in Resilience4j (so negative values reach validation), and
+//! the typed [`RefillConfigBuilder`] and [`CycleConfigBuilder`] over it.
 
 use std::time::Duration;
 
@@ -22,12 +15,10 @@ use crate::error::ConfigError;
 /// The configuration of a [`RefillLimiter`](super::RefillLimiter) or a
 /// [`CycleLimiter`](super::CycleLimiter), before validation.
 ///
-/// Every field is optional; an unset field takes Resilience4j's default when
-/// read (`get_*`) or built. Setters take values by value and return the
-/// builder. Durations can be given as [`Duration`]s or, like Java's signed
-/// `Duration`, as signed nanoseconds (`*_nanos`), so that a negative value
-/// from a configuration file reaches validation and is refused with a typed
-/// error instead of being unrepresentable.
+/// Every field is optional; an unset field takes its default when read
+/// (`get_*`) or built. Durations can also be given as signed nanoseconds
+/// (`*_nanos`), so that a negative value from a configuration file is
+/// refused with a typed error instead of being unrepresentable.
 ///
 /// | field | default | refill limiter | cycle limiter |
 /// |---|---|---|---|
@@ -37,27 +28,13 @@ use crate::error::ConfigError;
 /// | `permit_capacity` | `limit_for_period` (RRL) | `>= limit_for_period` | must be unset |
 /// | `initial_permits` | `limit_for_period` (RRL; not the capacity) | `0 ..= capacity` | must be unset |
 ///
-/// [`build`](ConfigBuilder::build) validates for the refill limiter,
-/// [`build_cycle`](ConfigBuilder::build_cycle) for the cycle limiter;
-/// [`overwrite`](ConfigBuilder::overwrite) merges a per-instance
-/// configuration over shared defaults.
-///
 /// # Examples
 ///
 /// ```
-/// use std::time::Duration;
-/// use ratekeeper::bucket::RefillConfig;
+/// use ratekeeper::bucket::ConfigBuilder;
 ///
-/// let config = RefillConfig::builder()
-///     .limit_for_period(10)
-///     .limit_refresh_period(Duration::from_secs(1))
-///     .permit_capacity(20)
-///     .timeout(Duration::ZERO)
-///     .build()?;
-/// assert_eq!(config.nanos_per_permit(), 100_000_000);
-/// assert_eq!(config.capacity(), 20);
-/// assert_eq!(config.initial_permits(), 10); // defaults to the limit
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// let err = ConfigBuilder::new().timeout_nanos(-1).build().unwrap_err();
+/// assert_eq!(err.to_string(), "timeout must not be negative, got -1 ns");
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConfigBuilder {
@@ -104,15 +81,13 @@ impl ConfigBuilder {
         self
     }
 
-    /// Refill limiter: the most permits the bucket holds (refill-rate-limiter
-    /// `permitCapacity`).
+    /// Refill limiter: the most permits the bucket holds.
     pub fn permit_capacity(mut self, capacity: i64) -> Self {
         self.permit_capacity = Some(capacity);
         self
     }
 
-    /// Refill limiter: the permits in the bucket when the limiter is created
-    /// (refill-rate-limiter `initialPermits`).
+    /// Refill limiter: the permits in the bucket at creation.
     pub fn initial_permits(mut self, initial: i64) -> Self {
         self.initial_permits = Some(initial);
         self
@@ -178,15 +153,9 @@ impl ConfigBuilder {
     ///
     /// # Errors
     ///
-    /// In this order: [`PermitConfigError::InvalidLimitForPeriod`],
-    /// [`InvalidLimitRefreshPeriod`](PermitConfigError::InvalidLimitRefreshPeriod) /
-    /// [`LimitRefreshPeriodTooLarge`](PermitConfigError::LimitRefreshPeriodTooLarge),
-    /// [`NegativeTimeout`](PermitConfigError::NegativeTimeout) /
-    /// [`TimeoutTooLarge`](PermitConfigError::TimeoutTooLarge),
-    /// [`ZeroNanosPerPermit`](PermitConfigError::ZeroNanosPerPermit),
-    /// [`CapacityBelowLimit`](PermitConfigError::CapacityBelowLimit),
-    /// [`InitialPermitsOutOfRange`](PermitConfigError::InitialPermitsOutOfRange),
-    /// [`NanosPerFullCapacityOverflow`](PermitConfigError::NanosPerFullCapacityOverflow).
+    /// A [`ConfigError`] whose detail is a [`PermitConfigError`], checking the
+    /// limit, the period, the timeout, nanoseconds per permit, the capacity,
+    /// the initial permits and the full-bucket time, in that order.
     pub fn build(&self) -> Result<RefillConfig, ConfigError> {
         Ok(self.build_refill()?)
     }
@@ -216,7 +185,7 @@ impl ConfigBuilder {
     /// # Errors
     ///
     /// The limit, period and timeout errors of [`build`](Self::build), then
-    /// [`PermitConfigError::CapacityNotSupported`] if a permit capacity or initial
+    /// [`PermitConfigError::CapacityNotSupported`] if a capacity or initial
     /// permits were set.
     pub fn build_cycle(&self) -> Result<CycleConfig, ConfigError> {
         Ok(self.validate_cycle()?)
@@ -245,27 +214,9 @@ impl TryFrom<ConfigBuilder> for CycleConfig {
     }
 }
 
-/// Builds a [`RefillConfig`] from Rust-native values: `u32` permits and
-/// [`Duration`]s. Unset fields take Resilience4j's defaults (50 per 500 ns, a
-/// 5 s timeout; capacity and initial permits the limit). For Java's signed
-/// shapes (negative values replayed from a configuration), see
-/// [`ConfigBuilder`].
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::bucket::RefillConfig;
-///
-/// let config = RefillConfig::builder()
-///     .limit_for_period(10)
-///     .limit_refresh_period(Duration::from_secs(1))
-///     .permit_capacity(20)
-///     .timeout(Duration::ZERO)
-///     .build()?;
-/// assert_eq!(config.nanos_per_permit(), 100_000_000);
-/// assert_eq!(config.capacity(), 20);
-/// assert_eq!(config.initial_permits(), 10); // defaults to the limit
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// Builds a [`RefillConfig`] from `u32` permits and [`Duration`]s; unset
+/// fields take the defaults of [`ConfigBuilder`]. See the
+/// [module docs](super) for an example.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RefillConfigBuilder(ConfigBuilder);
 
@@ -285,14 +236,12 @@ impl RefillConfigBuilder {
         RefillConfigBuilder(self.0.timeout(timeout))
     }
 
-    /// The most permits the bucket holds (refill-rate-limiter
-    /// `permitCapacity`; at least the limit).
+    /// The most permits the bucket holds (at least the limit).
     pub fn permit_capacity(self, capacity: u32) -> Self {
         RefillConfigBuilder(self.0.permit_capacity(i64::from(capacity)))
     }
 
-    /// The permits in the bucket at creation (refill-rate-limiter
-    /// `initialPermits`; at most the capacity).
+    /// The permits in the bucket at creation (at most the capacity).
     pub fn initial_permits(self, initial: u32) -> Self {
         RefillConfigBuilder(self.0.initial_permits(i64::from(initial)))
     }
@@ -301,25 +250,14 @@ impl RefillConfigBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] whose detail is a [`PermitConfigError`], in the
-    /// order [`ConfigBuilder::build`]
-    /// lists.
+    /// As [`ConfigBuilder::build`].
     pub fn build(&self) -> Result<RefillConfig, ConfigError> {
         self.0.build()
     }
 }
 
-/// Builds a [`CycleConfig`] from Rust-native values; unset fields take
-/// Resilience4j's defaults (50 per 500 ns, a 5 s timeout).
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::bucket::CycleConfig;
-///
-/// let c = CycleConfig::builder().limit_for_period(10).limit_refresh_period(Duration::from_secs(1)).build()?;
-/// assert_eq!(c.limit_for_period(), 10);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// Builds a [`CycleConfig`] from `u32` permits and [`Duration`]s; unset
+/// fields take the defaults of [`ConfigBuilder`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CycleConfigBuilder(ConfigBuilder);
 
@@ -343,7 +281,7 @@ impl CycleConfigBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] for a limit of 0 or a period of 0 or beyond
+    /// A [`ConfigError`] for a limit of 0, a period of 0 or beyond
     /// `i64::MAX` nanoseconds, or a timeout beyond it.
     pub fn build(&self) -> Result<CycleConfig, ConfigError> {
         self.0.build_cycle()
@@ -356,8 +294,7 @@ impl RefillConfig {
     pub fn builder() -> RefillConfigBuilder {
         RefillConfigBuilder::default()
     }
-    /// The same configuration as a builder (every field set), e.g. to
-    /// derive a variant.
+    /// The same configuration as a builder (every field set).
     pub fn to_builder(&self) -> ConfigBuilder {
         ConfigBuilder::new()
             .limit_for_period(self.limit)

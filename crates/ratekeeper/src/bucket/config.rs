@@ -1,5 +1,5 @@
-//! Configuration of the Resilience4j-style limiters: one builder, validated
-//! into a [`RefillConfig`] (token bucket) or a [`CycleConfig`] (fixed cycles).
+//! The validated configurations, [`RefillConfig`] and [`CycleConfig`], and
+//! their errors.
 
 use std::time::Duration;
 
@@ -13,15 +13,10 @@ pub const DEFAULT_LIMIT_REFRESH_PERIOD: Duration = Duration::from_nanos(500);
 /// Resilience4j's default `timeoutDuration`: 5 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Why a configuration, or a change of a running limiter, was refused.
-///
-/// Every variant is a value the caller supplied; no configuration ever
-/// panics. The names follow the conformance vectors' `error_kinds`.
-///
-/// # Examples
-///
-/// Builders return it inside a [`ConfigError`], whose
-/// [`kind`](ConfigError::kind) says which setting was refused.
+/// Why a configuration, or a change of a running limiter, was refused: a
+/// value the caller supplied (configuration never panics). Builders return
+/// it inside a [`ConfigError`], whose [`kind`](ConfigError::kind) says which
+/// setting was refused. The names follow the conformance vectors.
 ///
 /// ```
 /// use ratekeeper::bucket::{PermitConfigError, RefillConfig};
@@ -84,10 +79,8 @@ pub enum PermitConfigError {
         /// The bucket's capacity.
         capacity: i64,
     },
-    /// Cycle limiter: a permit capacity or initial permits were set. The
-    /// cycle limiter always starts a cycle with `limit_for_period` permits
-    /// and banks no more (Resilience4j's `AtomicRateLimiter` has neither
-    /// setting).
+    /// Cycle limiter: a permit capacity or initial permits were set (each
+    /// cycle starts with `limit_for_period` permits and banks no more).
     #[error("the cycle limiter has no permit capacity or initial permits")]
     CapacityNotSupported,
     /// A limit for period above `u32::MAX` where the Rust-native API holds it
@@ -198,12 +191,9 @@ fn nanos(n: i64) -> Duration {
 }
 
 /// A validated configuration of a [`RefillLimiter`](super::RefillLimiter):
-/// a token bucket refilled at `limit_for_period` per `limit_refresh_period`,
-/// holding at most `capacity` permits, starting with `initial_permits`.
-///
-/// Build it with [`RefillConfig::builder`]; [`RefillConfig::default`] is
-/// Resilience4j's defaults: 50 permits per 500 ns (10 ns per permit), capacity
-/// 50, 50 initial permits, a 5 s timeout.
+/// `limit_for_period` per `limit_refresh_period`, at most `capacity`
+/// permits, `initial_permits` at creation. Build it with
+/// [`RefillConfig::builder`]; the default is Resilience4j's.
 ///
 /// # Examples
 ///
@@ -272,9 +262,8 @@ impl RefillConfig {
         nanos(self.period)
     }
 
-    /// How long an acquire may wait: the timeout of Resilience4j's interface
-    /// (`ratekeeper-resilience4j`). The core limiters keep it as
-    /// configuration and take their maximum wait per call.
+    /// How long an acquire may wait in Resilience4j's interface; the core
+    /// limiters take their maximum wait per call.
     pub fn timeout(&self) -> Duration {
         nanos(self.timeout)
     }
@@ -289,9 +278,8 @@ impl RefillConfig {
         self.initial
     }
 
-    /// `limit_refresh_period / limit_for_period` in whole nanoseconds
-    /// (truncating, as refill-rate-limiter): the time one permit takes to
-    /// refill.
+    /// The time one permit takes to refill: `limit_refresh_period /
+    /// limit_for_period`, truncated to whole nanoseconds.
     pub fn nanos_per_permit(&self) -> u64 {
         (self.period / self.limit) as u64
     }
@@ -312,11 +300,10 @@ impl RefillConfig {
     }
 }
 
-/// A validated configuration of a [`CycleLimiter`](super::CycleLimiter):
-/// `limit_for_period` permits every `limit_refresh_period`, counted in cycles
-/// from the limiter's creation, and a timeout. Resilience4j's
-/// `RateLimiterConfig`; [`CycleConfig::default`] is its defaults (50 per
-/// 500 ns, timeout 5 s).
+/// A validated configuration of a [`CycleLimiter`](super::CycleLimiter)
+/// (Resilience4j's `RateLimiterConfig`): `limit_for_period` permits per
+/// cycle of `limit_refresh_period`, and a timeout. The default is
+/// Resilience4j's.
 ///
 /// # Examples
 ///
@@ -324,13 +311,8 @@ impl RefillConfig {
 /// use std::time::Duration;
 /// use ratekeeper::bucket::CycleConfig;
 ///
-/// let c = CycleConfig::builder()
-///     .limit_for_period(10)
-///     .limit_refresh_period(Duration::from_secs(1))
-///     .build()?;
-/// assert_eq!(c.limit_for_period(), 10);
-/// assert_eq!(c.timeout(), Duration::from_secs(5));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// let c = CycleConfig::default();
+/// assert_eq!((c.limit_for_period(), c.timeout()), (50, Duration::from_secs(5)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CycleConfig {
@@ -369,9 +351,7 @@ impl CycleConfig {
         nanos(self.period)
     }
 
-    /// How long an acquire may wait: the timeout of Resilience4j's interface
-    /// (`ratekeeper-resilience4j`). The core limiters keep it as
-    /// configuration and take their maximum wait per call.
+    /// As [`RefillConfig::timeout`].
     pub fn timeout(&self) -> Duration {
         nanos(self.timeout)
     }

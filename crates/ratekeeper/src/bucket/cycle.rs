@@ -18,7 +18,7 @@
 //! * **wait(n)**: 0 if `permits >= n`; otherwise the time to the next cycle
 //!   plus whole cycles for what the next cycle's `permits + limit` does not
 //!   cover: `ceil((n − permits − limit) / limit) × period`.
-//! * **grant**: if the wait is within the timeout, `permits −= n`; a wait
+//! * **grant**: if the wait is within the maximum, `permits −= n`; a wait
 //!   ending past `i64::MAX` ns or a count below `i64::MIN` is refused as
 //!   [`AcquireError::ScheduleExhausted`] ("never"), whatever the timeout.
 //! * **drain**: refresh, then `permits = min(permits, 0)`: the cycle's
@@ -27,10 +27,8 @@
 //! * **cancel**: the latest reservation's permits are added back (on a new
 //!   core); any other is kept in the handoff (`crate::internal::handoff`), its
 //!   permits still counted, for the next caller of its size.
-//! * A refused request writes nothing. Resilience4j commits the refreshed
-//!   state even on a refusal; refreshing is idempotent (refreshing to `t1`
-//!   then to `t2` equals refreshing to `t2`), so the difference is never
-//!   observable.
+//! * A refused request writes nothing (Resilience4j commits the refresh;
+//!   refreshing is idempotent, so no one can tell).
 //!
 //! Every write is a compare-exchange from the word the decision was computed
 //! on: grants are linearizable in compare-exchange order.
@@ -55,11 +53,10 @@ use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// The claim a grant carries (never 0): the top bit, the low 15 bits of
-/// its core's epoch tag, and the low 16 bits of the count it left. A cancel
-/// gives back only the latest reservation (see [`CycleLimiter::give_back`]),
-/// recognised by the count it left; 15 bits of epoch mean a grant held
-/// across a multiple of 32 768 cancels and limit changes in one cycle could
-/// be taken for one of the current core.
+/// its core's epoch tag, and the low 16 bits of the count it left (which
+/// recognises the latest reservation, see [`CycleLimiter::give_back`]). A
+/// grant held across a multiple of 32 768 cancels and limit changes in one
+/// cycle could be taken for one of the current core.
 #[inline]
 fn claim_tag(epoch_tag: u32, left: i64) -> u32 {
     (1 << 31) | ((epoch_tag & 0x7fff) << 16) | u32::from(left as u16)
@@ -78,8 +75,7 @@ fn claim_age(tag: u32, epoch_tag: u32) -> u32 {
     (epoch_tag & 0x7fff).wrapping_sub((tag >> 16) & 0x7fff) & 0x7fff
 }
 
-/// The largest limit for which the 16 bits of count in a claim identify the
-/// latest reservation exactly (see [`CycleLimiter::give_back`]).
+/// The largest limit for which a claim's 16 bits of count are exact.
 const CLAIM_EXACT_LIMIT: i64 = 1 << 16;
 
 /// The cycle the last reserved permit of `s` is in: `s.cycle` while the
@@ -113,13 +109,10 @@ enum Step<R> {
 
 /// Resilience4j's default rate limiter (`AtomicRateLimiter`): at most
 /// `limit_for_period` permits per cycle of `limit_refresh_period`, cycles
-/// counted from the limiter's creation; see the [module docs](super).
-///
-/// Fixed relative to Resilience4j: a drain empties the *refreshed* cycle and
-/// keeps reservations, and reports what it drained; permits below 1 are an
-/// error; cycle and wait arithmetic never wraps; a limit change applies from
-/// the next cycle. Resilience4j's interface over it (names, events, a
-/// timeout) is the `ratekeeper-resilience4j` crate.
+/// counted from the limiter's creation; see the [module docs](super) (its
+/// differences from Resilience4j included). Every request first takes a
+/// grant kept from a [cancel](super#cancelling-a-reservation), if one of its
+/// size is ready within its maximum wait.
 ///
 /// # Examples
 ///
@@ -149,13 +142,11 @@ pub struct CycleLimiter<C = DefaultClock> {
     /// Serializes limit changes and cancels; held from retiring a core until
     /// its successor is published.
     change: Mutex<()>,
-    /// Cancelled grants that could not be given back, for the next callers
-    /// (see [Cancelling a reservation](super#cancelling-a-reservation)).
+    /// Cancelled grants that could not be given back, for the next callers.
     /// Its tags are claims ([`claim_tag`]).
     handoff: Handoff,
     policy: WaitPolicy,
-    /// The configured timeout, in nanoseconds (kept as configuration; the
-    /// maximum wait is each call's).
+    /// The configured timeout in nanoseconds (the maximum wait is each call's).
     timeout: i64,
     clock: C,
     /// The clock reading at creation: the start of cycle 0.
@@ -170,8 +161,8 @@ impl CycleLimiter {
 }
 
 impl<C: Clock> CycleLimiter<C> {
-    /// A limiter on `clock`, created now: cycle 0 starts at the clock's
-    /// current reading, with `limit_for_period` permits.
+    /// A limiter on `clock`: cycle 0 starts now, with `limit_for_period`
+    /// permits.
     pub fn new_with_clock(config: CycleConfig, clock: C) -> CycleLimiter<C> {
         let limit = config.limit_for_period();
         let origin = clock.now_nanos();
@@ -206,41 +197,16 @@ impl<C: Clock> CycleLimiter<C> {
         self
     }
 
-    /// The current configuration (limit as last changed, the configured
-    /// timeout).
+    /// The current configuration (the limit as last changed).
     pub fn config(&self) -> CycleConfig {
         let p = self.core.load().params;
         CycleConfig::from_parts(p.limit, p.period, self.timeout)
     }
 
-    /// The rate the cycles give, in permits per second:
-    /// `limit_for_period × 1e9 / limit_refresh_period`, exactly (no
-    /// per-permit interval is rounded; up to `f64` rounding of that
-    /// quotient), at the limit as last changed (which a
-    /// [`set_limit_for_period`](Self::set_limit_for_period)
-    /// applies from the next cycle on).
-    ///
-    /// This is the long-run rate; within a window the fixed cycles let up
-    /// to twice the limit go across a cycle boundary (see the [module
-    /// docs](super#the-cycle-limiter)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::ManualClock;
-    /// use ratekeeper::bucket::{CycleConfig, CycleLimiter};
-    ///
-    /// let config = CycleConfig::builder()
-    ///     .limit_for_period(3)
-    ///     .limit_refresh_period(Duration::from_secs(1))
-    ///     .build()?;
-    /// let limiter = CycleLimiter::new_with_clock(config, ManualClock::new(0));
-    /// assert_eq!(limiter.effective_rate(), 3.0);
-    /// limiter.set_limit_for_period(7)?;
-    /// assert_eq!(limiter.effective_rate(), 7.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// The long-run rate in permits per second, `limit_for_period × 1e9 /
+    /// limit_refresh_period` (no per-permit rounding), at the limit as last
+    /// changed. A window may see up to twice the limit across a cycle
+    /// boundary (see [the cycle limiter](super#the-cycle-limiter)).
     pub fn effective_rate(&self) -> f64 {
         let p = self.core.load().params;
         p.limit as f64 * NANOS_PER_SECOND as f64 / p.period as f64
@@ -333,8 +299,7 @@ impl<C: Clock> CycleLimiter<C> {
     }
 
     /// [`RateLimiter::cancel`]: back to the count if it is the latest
-    /// reservation, else to the handoff; see
-    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    /// reservation, else to the handoff.
     fn cancel_grant(&self, grant: &Grant) -> bool {
         let _changing = lock(&self.change);
         let (now_abs, now) = self.now();
@@ -363,8 +328,7 @@ impl<C: Clock> CycleLimiter<C> {
     }
 
     /// Gives `grant` back to the count of `core` (the current one) if it is
-    /// the latest reservation, under `change`, at `now` (since creation);
-    /// see [Cancelling a reservation](super#cancelling-a-reservation).
+    /// the latest reservation, under `change`, at `now` (since creation).
     fn give_back(&self, core: &Core, grant: &Grant, now: i64) -> bool {
         let Some(tag) = grant.claim() else {
             return false;
@@ -442,11 +406,8 @@ impl<C: Clock> CycleLimiter<C> {
 }
 
 impl<C: Clock> CycleLimiter<C> {
-    /// [`reserve`](RateLimiter::reserve), with the clock reading its
-    /// outcome was decided at (nanoseconds of the limiter's clock). A grant
-    /// kept from a cancel (see [Cancelling a reservation](super#cancelling-a-reservation))
-    /// is handed on first. O(1): one clock read and one compare-exchange
-    /// (retried under contention).
+    /// [`reserve`](RateLimiter::reserve), with the clock reading it decided
+    /// at. O(1).
     ///
     /// # Errors
     ///
@@ -503,28 +464,12 @@ impl<C: Clock> CycleLimiter<C> {
         (now, drained)
     }
 
-    /// Sets the permits per cycle from the **next** cycle on: the current
-    /// cycle is first settled with the old limit (its permits and
-    /// reservations are kept as they are).
+    /// Sets the permits per cycle from the **next** cycle on; the current
+    /// cycle keeps its permits and reservations. Kept grants are dropped.
     ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::{ManualClock, RateLimiter};
-    /// use ratekeeper::bucket::{CycleConfig, CycleLimiter};
+    /// # Errors
     ///
-    /// let clock = ManualClock::new(0);
-    /// let config = CycleConfig::builder()
-    ///     .limit_for_period(10)
-    ///     .limit_refresh_period(Duration::from_nanos(1_000))
-    ///     .build()?;
-    /// let limiter = CycleLimiter::new_with_clock(config, clock.clone());
-    /// limiter.try_acquire_n(2)?;
-    /// limiter.set_limit_for_period(5)?;
-    /// assert_eq!(limiter.available_permits(), 8); // this cycle: untouched
-    /// clock.set_nanos(1_000);
-    /// assert_eq!(limiter.available_permits(), 5); // the next: the new limit
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// A [`ConfigError`] for a limit of 0.
     pub fn set_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
         let limit = i64::from(limit);
         if limit < 1 {
@@ -583,8 +528,7 @@ impl<C: Clock> CycleLimiter<C> {
     }
 }
 
-/// `reserve` decides with the given maximum wait (`None`: any wait). A
-/// grant's `scheduled` and `ready` times are both when its permits may go
+/// A grant's `scheduled` and `ready` times are both when its permits may go
 /// (the start of the cycle that covers it).
 impl<C: Clock> RateLimiter for CycleLimiter<C> {
     /// Fresh once the current cycle's whole limit is left (as a new
@@ -609,8 +553,8 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
         &self.clock
     }
 
-    /// The backlog is the time until the reservations made on later cycles
-    /// are repaid (the count is back at 0 or more); the total is the same.
+    /// The backlog (and the total) is the time until the reservations on
+    /// later cycles are repaid.
     fn wait_stats(&self) -> WaitStats {
         let (_, now) = self.now();
         let (p, s, at) = self.refreshed(now);
@@ -625,9 +569,7 @@ impl<C: Clock> RateLimiter for CycleLimiter<C> {
         self.policy
     }
 
-    /// Gives the permits of a reservation that waited back to the cycle it
-    /// was decided in, or keeps them for the next caller of the same size;
-    /// see [Cancelling a reservation](super#cancelling-a-reservation).
+    /// See [Cancelling a reservation](super#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
         self.cancel_grant(grant)
     }

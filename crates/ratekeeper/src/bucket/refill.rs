@@ -45,7 +45,7 @@ use crate::sync::{lock, AtomicU64, Mutex, Ordering, Swap};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
 /// A limiter's parameters and its state word, replaced together on a limit
-/// change or a cancel (see the [module docs](super#implementation-details)).
+/// change or a cancel (see the implementation details above).
 struct Core {
     /// `E` as `i64` bits, or [`FROZEN`] once this core is retired.
     index: CachePadded<AtomicU64>,
@@ -95,13 +95,14 @@ enum Step<R> {
 /// and initial permits; see the [module docs](super).
 ///
 /// Built from a [`RefillConfig`]; shared by reference or in an `Arc`; used
-/// through [`RateLimiter`]. Resilience4j's interface over it (names,
-/// events, a timeout) is the `ratekeeper-resilience4j` crate.
+/// through [`RateLimiter`]. Every request first takes a grant kept from a
+/// [cancel](super#cancelling-a-reservation), if one of its size is ready
+/// within its maximum wait.
 ///
 /// # Examples
 ///
-/// No over-admission: a full bucket of 5 grants 5 at one instant, and later
-/// permits at the refill rate (100 ns each here).
+/// A full bucket of 5 grants 5 at one instant, later permits at the refill
+/// rate (100 ns each here).
 ///
 /// ```
 /// use std::time::Duration;
@@ -124,47 +125,21 @@ enum Step<R> {
 /// assert!(limiter.try_acquire().is_ok());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-///
-/// Reservations within a maximum wait:
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
-/// use ratekeeper::{ManualClock, RateLimiter};
-///
-/// let config = RefillConfig::builder()
-///     .limit_for_period(3)
-///     .limit_refresh_period(Duration::from_millis(12))
-///     .build()?;
-/// let limiter = RefillLimiter::new_with_clock(config, ManualClock::new(0));
-/// let max = Some(Duration::from_millis(12));
-/// let waits: Vec<u64> = (0..6)
-///     .map(|_| limiter.reserve(1, max).map(|g| g.delay_nanos()))
-///     .collect::<Result<_, _>>()?;
-/// assert_eq!(waits, [0, 0, 0, 4_000_000, 8_000_000, 12_000_000]);
-/// assert!(limiter.reserve(1, max).is_err());
-/// assert_eq!(limiter.available_permits(), -3);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 pub struct RefillLimiter<C = DefaultClock> {
     core: Swap<Core>,
     /// Serializes limit changes and cancels; held from retiring a core until
-    /// its successor is published, so a caller that found its core retired
-    /// waits on it instead of spinning. It guards which grants made before
-    /// the latest cancel may still be given back.
+    /// its successor is published (a caller that found its core retired
+    /// waits on it). Guards which earlier grants may still be given back.
     change: Mutex<Cancels>,
-    /// Cancelled grants that could not be given back, for the next callers
-    /// (see [Cancelling a reservation](super#cancelling-a-reservation)).
+    /// Cancelled grants that could not be given back, for the next callers.
     handoff: Handoff,
     policy: WaitPolicy,
-    /// The configured timeout, in nanoseconds (kept as configuration; the
-    /// maximum wait is each call's).
+    /// The configured timeout in nanoseconds (the maximum wait is each call's).
     timeout: i64,
     clock: C,
     /// The clock reading at creation: time index 0.
     origin: u64,
-    /// The configured refresh period, in nanoseconds (limit changes divide
-    /// this period, never the current rate).
+    /// The configured refresh period in nanoseconds (limit changes divide it).
     period: i64,
     initial: i64,
 }
@@ -177,8 +152,7 @@ impl RefillLimiter {
 }
 
 impl<C: Clock> RefillLimiter<C> {
-    /// A limiter on `clock`, created now: its bucket holds
-    /// `config.initial_permits()` at the clock's current reading.
+    /// A limiter on `clock`, holding `config.initial_permits()` now.
     pub fn new_with_clock(config: RefillConfig, clock: C) -> RefillLimiter<C> {
         let npp = config.nanos_per_permit() as i64;
         let capacity = config.capacity();
@@ -215,9 +189,7 @@ impl<C: Clock> RefillLimiter<C> {
         self
     }
 
-    /// The current configuration: the limit for period and capacity as last
-    /// changed, the configured timeout, period and initial
-    /// permits.
+    /// The current configuration (limit and capacity as last changed).
     pub fn config(&self) -> RefillConfig {
         let core = self.core.load();
         RefillConfig::from_parts(
@@ -229,36 +201,12 @@ impl<C: Clock> RefillLimiter<C> {
         )
     }
 
-    /// The rate the bucket actually refills at, in permits per second: one
-    /// permit every `nanos_per_permit = limit_refresh_period /
-    /// limit_for_period` whole nanoseconds (truncating, as
-    /// refill-rate-limiter does), so `1e9 / nanos_per_permit`, at the
-    /// current limit (after a
-    /// [`set_limit_for_period`](Self::set_limit_for_period),
-    /// the new one).
-    ///
-    /// Never below `limit_for_period / limit_refresh_period`, and above it
-    /// by less than one part in `nanos_per_permit`: nothing for 10 per
-    /// second (100 ms), 1e-9 for 3 per second, 11 % for 3 permits per 10
-    /// ns (3.33 ns refilled in 3 ns).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::ManualClock;
-    /// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
-    ///
-    /// let config = RefillConfig::builder()
-    ///     .limit_for_period(3)
-    ///     .limit_refresh_period(Duration::from_secs(1))
-    ///     .build()?;
-    /// let limiter = RefillLimiter::new_with_clock(config, ManualClock::new(0));
-    /// assert_eq!(limiter.effective_rate(), 1e9 / 333_333_333.0); // 3.000000003
-    /// limiter.set_limit_for_period(10)?; // 10 per second: 100 ms, exact
-    /// assert_eq!(limiter.effective_rate(), 10.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// The rate the bucket refills at, in permits per second, at the current
+    /// limit: `1e9 / nanos_per_permit`, with `nanos_per_permit =
+    /// limit_refresh_period / limit_for_period` truncated to whole
+    /// nanoseconds (as refill-rate-limiter does): 3 per second refills at
+    /// 3.000000003. Never below the configured rate, above it by less than
+    /// one part in `nanos_per_permit`.
     pub fn effective_rate(&self) -> f64 {
         // `npp >= 1` (validated).
         per_second_of_nanos(self.core.load().params.npp as u64)
@@ -288,10 +236,8 @@ impl<C: Clock> RefillLimiter<C> {
         drop(lock(&self.change));
     }
 
-    /// The one compare-exchange loop: `decide` maps (parameters, current
-    /// time index) to a step; a write is committed with one compare-exchange
-    /// or the decision is retaken on the value that won. The result comes
-    /// with the tag of the core it was decided on (and committed to).
+    /// The one compare-exchange loop: `decide` maps (parameters, time index)
+    /// to a step, retaken on the value that won a race; with the core's tag.
     #[inline]
     fn update<R>(&self, mut decide: impl FnMut(&Params, i64) -> Step<R>) -> (R, u32) {
         loop {
@@ -343,8 +289,7 @@ impl<C: Clock> RefillLimiter<C> {
     }
 
     /// [`RateLimiter::cancel`]: back to the bucket as far as it can go,
-    /// else to the handoff; see
-    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    /// else to the handoff.
     fn cancel_grant(&self, grant: &Grant) -> bool {
         let mut cancels = lock(&self.change);
         let now = self.clock.now_nanos();
@@ -374,8 +319,7 @@ impl<C: Clock> RefillLimiter<C> {
     }
 
     /// Moves the time index of `core` (the current one) back over `grant`
-    /// as far as the reservations after it allow, under `change`; see
-    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    /// as far as the reservations after it allow, under `change`.
     fn give_back(&self, core: &Core, grant: &Grant, cancels: &mut Cancels) -> bool {
         let Some(tag) = grant.claim() else {
             return false;
@@ -464,13 +408,9 @@ impl<C: Clock> RefillLimiter<C> {
 }
 
 impl<C: Clock> RefillLimiter<C> {
-    /// Decides a request for `permits` that may wait up to `max_wait`
-    /// (`None`: any wait) on **one** clock reading, and returns that reading
-    /// (nanoseconds of the limiter's clock) with the outcome. A grant kept
-    /// from a cancel (see [Cancelling a reservation](super#cancelling-a-reservation))
-    /// is handed on first. [`reserve`](RateLimiter::reserve) is this plus,
-    /// on a refusal, one more decision on a fresh reading. O(1): one clock
-    /// read and one compare-exchange (retried under contention).
+    /// [`reserve`](RateLimiter::reserve) decided on **one** clock reading,
+    /// returned with the outcome (`reserve` decides once more on a fresh
+    /// reading before refusing). O(1).
     ///
     /// # Errors
     ///
@@ -489,8 +429,7 @@ impl<C: Clock> RefillLimiter<C> {
         (now, self.outcome(decision, tag, now, permits, max_wait))
     }
 
-    /// [`reserve`](RateLimiter::reserve), with the clock reading its
-    /// outcome was decided at.
+    /// [`reserve`](RateLimiter::reserve), with the clock reading it decided at.
     ///
     /// # Errors
     ///
@@ -543,9 +482,8 @@ impl<C: Clock> RefillLimiter<C> {
         }
     }
 
-    /// Empties the bucket: the stored permits and the partial one are
-    /// dropped, reservations (and grants kept from cancels) stay. Returns
-    /// the whole permits drained. O(1).
+    /// Empties the bucket (stored permits and the partial one); reservations
+    /// and kept grants stay. Returns the whole permits drained. O(1).
     pub fn drain(&self) -> u64 {
         self.drain_at().1
     }
@@ -566,31 +504,13 @@ impl<C: Clock> RefillLimiter<C> {
 
     /// Sets `limit` permits per the **configured** refresh period (calls do
     /// not compound) and the capacity to `max(capacity, limit)`, keeping the
-    /// current token count, stored or owed: the time index is re-based so
-    /// that `(now − E) / npp` is the same number of permits at the new rate
-    /// (rounded down to a whole nanosecond of the new rate, never up).
-    /// Callers already waiting keep their deadlines.
+    /// current token count, stored or owed (rounded down). Callers already
+    /// waiting keep their deadlines; kept grants are dropped.
     ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::ManualClock;
-    /// use ratekeeper::bucket::{RefillConfig, RefillLimiter};
+    /// # Errors
     ///
-    /// let clock = ManualClock::new(0);
-    /// let config = RefillConfig::builder()
-    ///     .limit_for_period(10)
-    ///     .limit_refresh_period(Duration::from_secs(1))
-    ///     .initial_permits(0)
-    ///     .build()?;
-    /// let limiter = RefillLimiter::new_with_clock(config, clock.clone());
-    /// clock.set_nanos(500_000_000);
-    /// assert_eq!(limiter.available_permits(), 5);
-    /// limiter.set_limit_for_period(5)?; // 5 per second: 200 ms per permit
-    /// assert_eq!(limiter.available_permits(), 5); // kept
-    /// clock.set_nanos(700_000_000);
-    /// assert_eq!(limiter.available_permits(), 6);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// A [`ConfigError`] for a limit of 0, or one that gives under 1 ns per
+    /// permit or overflows the full-bucket time.
     pub fn set_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
         let limit = i64::from(limit);
         if limit < 1 {
@@ -634,8 +554,8 @@ impl<C: Clock> RefillLimiter<C> {
         Ok(())
     }
 
-    /// Permits available now, `min(capacity, (now − E) / nanos_per_permit)`
-    /// truncated toward zero: negative while permits are reserved ahead.
+    /// Permits available now, truncated toward zero: negative while permits
+    /// are reserved ahead.
     pub fn available_permits(&self) -> i64 {
         self.state().available_permits
     }
@@ -660,18 +580,11 @@ impl<C: Clock> RefillLimiter<C> {
     }
 }
 
-/// `reserve` decides with the given maximum wait (`None`: any wait). A
-/// grant's `scheduled` and `ready` times are both when its permits may go:
-/// a bucket has no schedule to be late against.
+/// A grant's `scheduled` and `ready` times are both when its permits may go.
 impl<C: Clock> RateLimiter for RefillLimiter<C> {
-    /// Compares `max(E, now − full)` with a fresh bucket's time index,
-    /// `now − initial × npp`: equal is [`Recovery::Fresh`] (with initial
-    /// permits equal to the capacity, as soon as the bucket is full again),
-    /// earlier [`Recovery::Credit`] (more permits stored than a fresh
-    /// bucket starts with), later [`Recovery::Debt`] by the difference.
-    /// Grants kept from cancels (see [Cancelling a
-    /// reservation](super#cancelling-a-reservation)) are already charged to
-    /// `E`.
+    /// [`Recovery::Fresh`] when the bucket holds what a new one starts with,
+    /// [`Recovery::Credit`] when it holds more, [`Recovery::Debt`] by the
+    /// time until it holds that much.
     fn recovery(&self) -> Recovery {
         let (_, now) = self.now();
         let core = self.core.load();
@@ -700,8 +613,7 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
         &self.clock
     }
 
-    /// The backlog is the time reserved ahead of now (`E − now`, zero when
-    /// nothing is reserved); the total is the same.
+    /// The backlog (and the total) is the time reserved ahead of now.
     fn wait_stats(&self) -> WaitStats {
         let (_, index) = self.snapshot();
         let (_, now) = self.now();
@@ -716,9 +628,7 @@ impl<C: Clock> RateLimiter for RefillLimiter<C> {
         self.policy
     }
 
-    /// Gives the permits of a reservation that waited back to the bucket,
-    /// or keeps them for the next caller of the same size; see
-    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    /// See [Cancelling a reservation](super#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
         self.cancel_grant(grant)
     }
