@@ -1,8 +1,7 @@
 //! Clocks: monotonic `u64` nanoseconds, real or manual.
 //!
-//! Every limiter in this crate keeps its schedule in nanoseconds of a [`Clock`].
-//! The real clock is [`MonotonicClock`]; tests use [`ManualClock`], whose time
-//! moves only when told to, so time-dependent behaviour can be checked exactly.
+//! Limiters keep their schedules in nanoseconds of a [`Clock`]: the real
+//! [`DefaultClock`], or in tests a [`ManualClock`] that moves only when told.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,16 +9,10 @@ use std::time::{Duration, Instant};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The time from the reading `earlier` to the reading `later` of one clock,
-/// in nanoseconds: the one rule every limiter, batch handle and shard in
-/// this crate measures elapsed time by. A `later` reading before `earlier`
-/// (a clock that stepped back, a TSC read a little early on another core)
-/// is no time passing: 0, never the wrapped difference.
-///
-/// (The smooth limiters keep Guava's one exception on top of it: a clock
-/// that wraps past `u64::MAX` carries on, as Guava's `testTimeWrapping`
-/// pins; see [`crate::smooth`].)
-///
-/// # Examples
+/// in nanoseconds: the one rule the crate measures elapsed time by. A
+/// `later` before `earlier` (a clock stepped back) is 0, never the wrapped
+/// difference. (The smooth limiters keep Guava's exception: a clock that
+/// wraps past `u64::MAX` carries on; see [`crate::smooth`].)
 ///
 /// ```
 /// use ratekeeper::clock::elapsed_nanos;
@@ -35,23 +28,17 @@ pub fn elapsed_nanos(earlier: u64, later: u64) -> u64 {
 /// A source of monotonic time in nanoseconds, and the way to sleep on it.
 ///
 /// `now_nanos` counts from a fixed, arbitrary origin and must never go
-/// backwards, on any thread. Limiters treat a reading that appears to go
-/// backwards as no time passing: every elapsed time they measure goes
-/// through one rule, [`elapsed_nanos`], which saturates at zero, so a step
-/// back never lifts a limit (it cannot become ~584 years of wrapped time).
-/// A clock that jumps back can still delay callers until it reaches its
-/// latest reading again, so implementations should be monotonic across
-/// CPUs. Where the readings start does not matter: a limiter built on a
-/// clock reading past 2^63 ns, or close to `u64::MAX`, behaves as one built
-/// on a clock reading 0, its grant times shifted. Near the end of the range,
-/// requests are refused with
-/// [`AcquireError::ScheduleExhausted`](crate::AcquireError::ScheduleExhausted)
-/// where a grant could never be ready before the clock's last reading.
+/// backwards, on any thread. A reading that does counts as no time passing
+/// ([`elapsed_nanos`]), so a step back never lifts a limit, though it can
+/// delay callers until the clock catches up. Where readings start does not
+/// matter; near the end of the range, requests that could never be ready
+/// are refused with
+/// [`AcquireError::ScheduleExhausted`](crate::AcquireError::ScheduleExhausted).
 ///
 /// # Examples
 ///
-/// A clock that is always at the same instant (sleeping on it would never end,
-/// so limiters built on it only make non-blocking decisions):
+/// A frozen clock (sleeping on it would never end, so limiters on it only
+/// make non-blocking decisions):
 ///
 /// ```
 /// use ratekeeper::Clock;
@@ -66,42 +53,30 @@ pub trait Clock: Send + Sync {
     /// Nanoseconds since this clock's origin.
     fn now_nanos(&self) -> u64;
 
-    /// Blocks the calling thread for about `nanos` nanoseconds.
-    ///
-    /// The default sleeps with [`std::thread::sleep`]. A test clock may instead
-    /// advance itself (see [`ManualClock`]).
+    /// Blocks the calling thread for about `nanos` nanoseconds; the default
+    /// is [`std::thread::sleep`]. A test clock may advance itself instead.
     fn sleep_nanos(&self, nanos: u64) {
         std::thread::sleep(Duration::from_nanos(nanos));
     }
 
     /// How late a sleep on this clock typically ends, in nanoseconds: its
-    /// sleep resolution.
-    ///
-    /// Blocking waits sleep this much less than they need, so they wake about
-    /// on time, and size their early bound and grouping delay from it (see
-    /// [`WaitPolicy`](crate::WaitPolicy)); a clock that returns 0 (sleeps are
-    /// exact) gets neither. The default is the process's measured estimate,
-    /// [`sleep_resolution_nanos`],
-    /// which starts at [`DEFAULT_SLEEP_OVERSHOOT_NANOS`].
+    /// sleep resolution. Blocking waits sleep this much less than they need
+    /// and size their early bound from it (see
+    /// [`WaitPolicy`](crate::WaitPolicy)); 0 means exact sleeps. The default
+    /// is the process's estimate, [`sleep_resolution_nanos`].
     fn sleep_overshoot_nanos(&self) -> u64 {
         sleep_resolution_nanos()
     }
 }
 
-/// Typical lateness of a real sleep before any was measured: 100 µs. The
-/// process's estimate starts here and then follows its own sleeps
-/// ([`sleep_resolution_nanos`]).
+/// Typical lateness of a real sleep before any was measured: 100 µs.
 pub const DEFAULT_SLEEP_OVERSHOOT_NANOS: u64 = 100_000;
 
-/// The process's estimate of how late a sleep ends: the median overshoot
-/// of the sleeps blocking waits made so far, starting from
-/// [`DEFAULT_SLEEP_OVERSHOOT_NANOS`] (100 µs) before the first.
-///
-/// This is the sleep resolution ρ of the [default wait policy](crate::wait) for every
-/// real clock ([`Clock::sleep_overshoot_nanos`]'s default): each blocking
-/// sleep on such a clock (measured in [`crate::wait`]) moves the estimate by 1/32 of itself towards what
-/// it measured (a streaming median estimate, so one preempted sleep moves it
-/// by 3 %, not by the preemption). The estimate stays within 1 µs and 10 ms.
+/// The process's estimate of how late a sleep ends: the sleep resolution ρ
+/// of the [default wait policy](crate::wait) for every real clock. It starts
+/// at [`DEFAULT_SLEEP_OVERSHOOT_NANOS`], and each blocking sleep moves it
+/// 1/32 of the way towards what it measured (a streaming median, so one
+/// preempted sleep moves it 3 %), within 1 µs and 10 ms. One relaxed load.
 ///
 /// ```
 /// let rho = ratekeeper::wait::sleep_resolution_nanos();
@@ -143,26 +118,11 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 }
 
 /// A real clock on [`std::time::Instant`], as nanoseconds since the clock
-/// was created: the default clock without the `quanta` feature, and the
-/// fallback of `TscClock`.
-///
-/// On Linux `Instant` reads `CLOCK_MONOTONIC` through the vDSO, which orders
-/// its TSC read after every earlier instruction: a reading taken after
-/// observing another thread's write is never earlier than a reading that
-/// thread took before writing. It costs a vDSO `clock_gettime`, a few
-/// times a `TscClock` read (feature `quanta`, see its docs); every grant
-/// reads the clock once, so the default is `TscClock`.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::{Clock, MonotonicClock};
-///
-/// let clock = MonotonicClock::new();
-/// let a = clock.now_nanos();
-/// let b = clock.now_nanos();
-/// assert!(b >= a);
-/// ```
+/// was created: the default clock without the `quanta` feature, and
+/// `TscClock`'s fallback. On Linux it reads `CLOCK_MONOTONIC` through the
+/// vDSO, ordered after every earlier instruction: a reading taken after
+/// observing another thread's write is never earlier than one that thread
+/// took before writing. One vDSO `clock_gettime` per reading.
 #[derive(Debug, Clone, Copy)]
 pub struct MonotonicClock {
     origin: Instant,
@@ -210,48 +170,19 @@ pub type DefaultClock = TscClock;
 #[cfg(not(feature = "quanta"))]
 pub type DefaultClock = MonotonicClock;
 
-/// The default real clock: the CPU's time-stamp counter (TSC), read through
-/// [quanta](https://docs.rs/quanta), where the kernel itself keeps its
-/// monotonic clock on the TSC; [`std::time::Instant`] everywhere else.
+/// The default real clock: the CPU's time-stamp counter, read through
+/// [quanta](https://docs.rs/quanta), where the kernel keeps its monotonic
+/// clock on the TSC; [`std::time::Instant`] everywhere else.
 ///
-/// # Why, and when it is monotonic
-///
-/// Every grant of a limiter reads the clock once, so the read is most of a
-/// grant's cost, and a TSC read costs a fraction of a vDSO
-/// `clock_gettime`.
-///
-/// A raw TSC is only as monotonic across cores as the TSCs are
-/// synchronized, which quanta does not check. The kernel does check: it keeps
-/// `CLOCK_MONOTONIC` on the TSC only while its synchronization checks pass
-/// (at boot, at CPU hotplug, and against a watchdog clocksource), and
-/// switches to another clocksource when they fail. So this clock reads the
-/// TSC only when the kernel's **current** clocksource is `tsc` (read once
-/// per process from `/sys/devices/system/clocksource/clocksource0/`); then
-/// its readings are as monotonic across cores as `Instant`'s, whose vDSO
-/// reads the same counter. Otherwise (another clocksource, another OS, no
-/// invariant TSC) it reads [`std::time::Instant`], as [`MonotonicClock`].
-///
-/// One difference remains: the TSC is read without a fence, so a reading
-/// may be taken a little before the instructions around it complete. Two
-/// threads' readings are consistent (the counters are synchronized, which
-/// is what the kernel's clocksource check ensures), but a reading taken
-/// right after observing another core's write can be earlier than a
-/// reading that core took before writing it, by up to the time a cache
-/// line takes to cross. Limiters read the clock once per
-/// decision and never order it against another thread's reading (an op
-/// still never goes before its slot), so this can shift a reported start
-/// by at most that much under contention; use [`MonotonicClock`] where a
-/// reading must be ordered with memory.
-///
-/// quanta scales the TSC with a frequency it calibrates against the OS's
-/// monotonic clock once per process (a one-off cost of under a millisecond
-/// at the first reading); the two clocks then agree within a few parts per
-/// million. A reading that appears to go backwards (a TSC
-/// read a few cycles early on another core) counts as no time passing: the
-/// clock never returns less than 0 since its origin, and limiters saturate
-/// every subtraction.
-///
-/// # Examples
+/// Every grant reads the clock once, and a TSC read costs a fraction of a
+/// vDSO `clock_gettime`. It reads the TSC only when the kernel's current
+/// clocksource is `tsc` (checked once per process), so its readings are as
+/// monotonic across cores as `Instant`'s. Unlike `Instant` the read is not
+/// fenced: a reading taken right after observing another core's write can
+/// be earlier than one that core took before writing, by up to a cache-line
+/// transfer. A slot is never early, but use [`MonotonicClock`] where a
+/// reading must be ordered with memory. The repository's `docs/clocks.md`
+/// has the fine print.
 ///
 /// ```
 /// use ratekeeper::{Clock, TscClock};
@@ -349,12 +280,9 @@ impl Clock for TscClock {
 
 /// A clock that moves only when told to: for deterministic tests.
 ///
-/// Clones share the same time, so a test can keep one clone and hand another to
-/// a limiter, also across threads. Sleeping on a `ManualClock` does not block:
-/// it advances the clock by the requested time (plus any configured overshoot),
-/// so a blocking acquire returns at exactly the instant it was scheduled for.
-///
-/// # Examples
+/// Clones share one time, across threads. Sleeping on it advances it by the
+/// time asked (plus any set overshoot) instead of blocking, so a blocking
+/// acquire returns at exactly its scheduled instant.
 ///
 /// ```
 /// use std::time::Duration;
@@ -364,7 +292,6 @@ impl Clock for TscClock {
 /// let seen_by_limiter = clock.clone();
 /// clock.advance(Duration::from_micros(5));
 /// assert_eq!(seen_by_limiter.now_nanos(), 6_000);
-///
 /// seen_by_limiter.sleep_nanos(500); // advances instead of blocking
 /// assert_eq!(clock.now_nanos(), 6_500);
 /// ```

@@ -1,34 +1,24 @@
-//! What a decision returns, shared by every room: the [`Grant`] a limiter
-//! made (with its issuer's opaque [`Ticket`]), why it refused
-//! ([`AcquireError`]), its wait bookkeeping ([`WaitStats`]), and what a
-//! waiter does next ([`Readiness`]). A leaf: it depends on no limiter and
-//! no waiting code, so both can depend on it.
+//! What a decision returns: the [`Grant`] (with its issuer's opaque
+//! [`Ticket`]), a refusal ([`AcquireError`]), wait bookkeeping
+//! ([`WaitStats`]) and a waiter's next step ([`Readiness`]). A leaf: it
+//! depends on no limiter and no waiting code.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-/// A reservation a limiter granted: when the operation was due, when it may go,
-/// and, once it went, when it started.
+/// A reservation a limiter granted, in nanoseconds of its
+/// [`Clock`](crate::Clock):
 ///
-/// All times are nanoseconds of the limiter's [`Clock`](crate::Clock).
-///
-/// * **scheduled**: when the operation would start if every earlier operation
-///   had kept the ideal schedule;
+/// * **scheduled**: when the op would start on the ideal schedule;
 /// * **ready**: when the limiter lets it go (never before `scheduled`);
-/// * **started**: when the caller was actually let go. For a blocking acquire
-///   this is the clock reading at the end of the wait: later than `ready` by a
-///   sleep's lateness, or earlier by at most the coalescing window of the
-///   [`WaitPolicy`](crate::WaitPolicy). For a decision that did not wait, it is the clock reading the
-///   decision was made against, which may be the limiter's cached last-seen
-///   clock (see [`Pacer`](crate::Pacer)).
+/// * **started**: when the caller was let go: after a blocking wait, the
+///   clock reading at its end (late by a sleep's lateness, or early by at
+///   most the [`WaitPolicy`](crate::WaitPolicy)'s window); else the reading
+///   the decision used (possibly a [`Pacer`](crate::Pacer)'s cached clock).
 ///
-/// The op's **wait time** is `started − scheduled`: the scheduling delay a load
-/// generator adds to the measured service time to get a response time free of
-/// coordinated omission. The most exact form of that measurement is to read the
-/// clock when the operation ends and subtract `scheduled` (see
-/// [`Grant::response_nanos`]).
-///
-/// # Examples
+/// The **wait time** `started − scheduled` is the scheduling delay a load
+/// generator adds to the service time to measure free of coordinated
+/// omission; [`response_nanos`](Self::response_nanos) measures it exactly.
 ///
 /// ```
 /// use ratekeeper::{ManualClock, Pacer, RateLimiter, Rate};
@@ -89,8 +79,7 @@ impl Grant {
         self.permits
     }
 
-    /// The operation's wait time: `started − scheduled`, zero if it started on
-    /// time or early.
+    /// The wait time: `started − scheduled`, zero if on time or early.
     #[inline]
     pub fn wait_nanos(&self) -> u64 {
         self.started.saturating_sub(self.scheduled)
@@ -102,16 +91,14 @@ impl Grant {
         Duration::from_nanos(self.wait_nanos())
     }
 
-    /// How long the caller still has to wait before `ready`, as of `started`.
-    /// Zero for a grant that may go at once.
+    /// The wait left before `ready`, as of `started` (zero: go at once).
     #[inline]
     pub fn delay_nanos(&self) -> u64 {
         self.ready.saturating_sub(self.started)
     }
 
-    /// Response time of an operation that ended at `end_nanos` (same clock):
-    /// `end − scheduled`, i.e. wait time plus service time, measured from when
-    /// the operation should have started.
+    /// Response time of an op that ended at `end_nanos`: `end − scheduled`,
+    /// wait plus service time.
     #[inline]
     pub fn response_nanos(&self, end_nanos: u64) -> u64 {
         end_nanos.saturating_sub(self.scheduled)
@@ -130,11 +117,8 @@ impl Grant {
         Grant { permits, ..self }
     }
 
-    /// The same grant, carrying `ticket`: for a limiter to recognise its
-    /// own reservation when it comes back (in
-    /// [`cancel`](crate::RateLimiter::cancel),
-    /// [`poll_grant`](crate::RateLimiter::poll_grant) or
-    /// [`released`](crate::RateLimiter::released)).
+    /// The same grant, carrying `ticket`, so its limiter recognises it
+    /// when it comes back (`cancel`, `poll_grant`, `released`).
     #[inline]
     pub fn with_ticket(self, ticket: Ticket) -> Grant {
         Grant {
@@ -143,16 +127,14 @@ impl Grant {
         }
     }
 
-    /// The ticket the issuing limiter put on this grant, if any. Only that
-    /// limiter knows what it means.
+    /// The ticket the issuing limiter put on this grant, if any.
     #[inline]
     pub fn ticket(&self) -> Option<Ticket> {
         self.ticket
     }
 
     /// [`with_ticket`](Self::with_ticket) for the crate's limiters, whose
-    /// tickets are never 0 (an epoch tag has its top bit set; a pool claim
-    /// id starts at 1). A 0 carries no ticket.
+    /// tickets are never 0; a 0 carries no ticket.
     #[inline]
     pub(crate) fn with_claim(self, id: u32) -> Grant {
         Grant {
@@ -168,13 +150,10 @@ impl Grant {
     }
 }
 
-/// A limiter's opaque mark on a [`Grant`]: minted by the limiter that
-/// issued the grant and read only by it, to tell its own reservations (a
-/// [`TokenPool`](crate::TokenPool) claim still waiting for tokens, the
-/// epoch a Pacer grant was made in) when they come back to it. To anyone
-/// else it is a value to carry along and compare.
-///
-/// A limiter outside this crate mints its own with [`Ticket::new`].
+/// A limiter's opaque mark on a [`Grant`], minted and read only by the
+/// limiter that issued it (a [`TokenPool`](crate::TokenPool) claim, a Pacer
+/// grant's epoch); to anyone else a value to carry and compare. A limiter
+/// outside this crate mints its own with [`Ticket::new`].
 ///
 /// ```
 /// use std::num::NonZeroU32;
@@ -203,9 +182,8 @@ impl Ticket {
 /// Why a reservation was not granted.
 ///
 /// [`WouldWait`](AcquireError::WouldWait) and
-/// [`Unavailable`](AcquireError::Unavailable) are "not now": the caller may
-/// retry later, or wait longer. The other variants are "never": retrying the
-/// same request cannot succeed.
+/// [`Unavailable`](AcquireError::Unavailable) are "not now"; the others are
+/// "never": retrying the same request cannot succeed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AcquireError {
@@ -229,24 +207,20 @@ pub enum AcquireError {
         /// The most this limiter can grant in one reservation.
         max: u32,
     },
-    /// The request needs more of the schedule than a limiter can hold: over
-    /// 2^62 ns in one reservation, a schedule reserved more than 2^63 ns
-    /// (292 years) past its start, or a wait that would end past the last reading
-    /// the clock can give (`u64::MAX` ns): a grant that could never be
-    /// ready.
+    /// The request needs more schedule than a limiter can hold: over 2^62
+    /// ns in one reservation, more than 2^63 ns reserved past the start, or
+    /// a wait ending past the clock's last reading (`u64::MAX` ns).
     #[error("the request needs more schedule than the limiter can hold")]
     ScheduleExhausted,
-    /// The limiter's shared state (a limit kept on a server, such as
-    /// `ratekeeper-redis`'s) could not be reached in time, and its failure
-    /// policy refuses rather than admits. Nothing was reserved; a later
-    /// request may succeed.
+    /// The limiter's shared state (such as `ratekeeper-redis`'s server)
+    /// could not be reached in time, and its failure policy refuses.
+    /// Nothing was reserved; a later request may succeed.
     #[error("the shared limiter could not be reached, and its failure policy refuses")]
     Unavailable,
-    /// The limiter's shared state cannot be used as configured: its key on
-    /// the server holds a value of another kind, or a limit other than
-    /// this limiter's. A configuration error, never an outage: no failure
-    /// policy decides it, nothing was reserved, and retrying cannot
-    /// succeed until the configuration changes.
+    /// The limiter's shared state does not match its configuration (its
+    /// key holds another kind of value or another limit). Never an outage:
+    /// nothing was reserved, and retrying fails until the configuration
+    /// changes.
     #[error("the shared limiter's state does not match its configuration")]
     Misconfigured,
 }
@@ -268,9 +242,9 @@ pub struct WaitStats {
     /// How far the schedule is behind the clock now: the wait the next operation
     /// would start with. Zero when the limiter is on or ahead of schedule.
     pub backlog_nanos: u64,
-    /// All wait accumulated since the limiter started (or was restarted): the
-    /// current backlog plus backlog checkpointed at earlier configuration
-    /// changes or forfeited by the limiter's strictness, each counted once.
+    /// All wait accumulated since the limiter started (or restarted): the
+    /// backlog plus backlog checkpointed at configuration changes or
+    /// forfeited by strictness, each counted once.
     pub total_wait_nanos: u64,
 }
 
@@ -284,22 +258,19 @@ pub enum Readiness {
     /// its way: sleep until then (less the early bound) and go.
     SleepUntil(u64),
     /// The op waits for something other than time (a token pool's fill).
-    /// The limiter wakes the waker it was given when the grant may be
-    /// ready; ask again then, and, if a reading is given, once the clock
-    /// reaches it at the latest (the waiter itself must act then: an
-    /// inline-filled pool's waiters do its filling).
+    /// Ask again when the given waker is woken, and at the latest when the
+    /// clock reaches the reading, if one is given (the waiter must act
+    /// then: an inline-filled pool's waiters fill it).
     Pending(Option<u64>),
 }
 
 /// How a limiter's state compares with a fresh limiter's of the same
 /// configuration built at the same moment ([`RateLimiter::recovery`](crate::RateLimiter::recovery)).
 ///
-/// Dropping a limiter whose state is [`Fresh`](Recovery::Fresh) and building
-/// a new one later changes no decision: the state carried no information.
-/// Dropping one with [`Credit`](Recovery::Credit) only forfeits credit (the
-/// new one is stricter, never looser); dropping one in
-/// [`Debt`](Recovery::Debt) forgives debt, which lets its caller through
-/// sooner than the limit allows.
+/// Dropping a [`Fresh`](Recovery::Fresh) limiter and building a new one
+/// later changes no decision; dropping one with [`Credit`](Recovery::Credit)
+/// only forfeits credit; dropping one in [`Debt`](Recovery::Debt) forgives
+/// debt, letting its caller through sooner than the limit allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Recovery {

@@ -1,10 +1,9 @@
 //! The trait family every limiter implements, and what a decision returns.
 //!
-//! A limiter's only required decision is [`RateLimiter::reserve`]: given a
-//! number of permits and how long the caller is willing to wait, it either
-//! reserves time on the limiter's schedule and returns a [`Grant`] saying when
-//! the caller may go, or refuses without changing anything. It never sleeps.
-//! Waiting is written once, in the provided methods (`acquire*`), on top of it.
+//! A limiter's one required decision is [`RateLimiter::reserve`]: it
+//! reserves time on the schedule and returns a [`Grant`] saying when the
+//! caller may go, or refuses without changing anything. It never sleeps;
+//! waiting is written once, in the provided `acquire*` methods.
 
 use std::task::Waker;
 use std::time::Duration;
@@ -15,13 +14,11 @@ use crate::wait::{self, WaitPolicy};
 
 /// A rate limiter: a decision that never sleeps, plus the waiting built on it.
 ///
-/// The provided non-blocking paths are `#[inline(always)]`: a grant is a few
-/// nanoseconds of work, and an out-of-line call returns its [`Grant`] through
-/// memory, which costs several times the grant itself.
-///
 /// Implementors provide [`reserve`](RateLimiter::reserve),
 /// [`clock`](RateLimiter::clock) and [`wait_stats`](RateLimiter::wait_stats);
-/// everything else has a default implementation:
+/// the rest is provided (the non-blocking paths `#[inline(always)]`, since an
+/// out-of-line call returning a [`Grant`] through memory costs more than the
+/// grant):
 ///
 /// | call | waits? | fails when |
 /// |---|---|---|
@@ -29,20 +26,16 @@ use crate::wait::{self, WaitPolicy};
 /// | [`acquire`](RateLimiter::acquire), [`acquire_n`](RateLimiter::acquire_n) | until ready | `acquire_n`: the request can never be granted |
 /// | [`acquire_timeout`](RateLimiter::acquire_timeout) | up to the timeout | the wait would exceed the timeout (returns at once, nothing reserved) |
 ///
-/// Blocking calls sleep the current thread (see [`WaitPolicy`]); do not call
-/// them from an async task.
-///
-/// The trait is implemented for `&L` and `Arc<L>` of any limiter
-/// `L`; they forward every method a limiter may override (`reserve`,
-/// `clock`, `wait_stats`, `wait_policy`, `recovery`, `cancel`, `wait_turn`,
-/// `released`, `poll_grant`, `wait_for`, `acquire_timeout`).
+/// Blocking calls sleep the thread (see [`WaitPolicy`]); do not call them
+/// from an async task. `&L` and `Arc<L>` implement it, forwarding every
+/// method a limiter may override.
 pub trait RateLimiter {
     /// Decides, without sleeping, whether and when `permits` may go.
     ///
-    /// With `max_wait: None` the reservation is always made (for a valid
-    /// request) and the grant says how long to wait. With `Some(max)`, a
-    /// reservation that would have to wait longer than `max` is refused with
-    /// [`AcquireError::WouldWait`] and changes nothing.
+    /// With `max_wait: None` a valid request is always reserved and the
+    /// grant says how long to wait; with `Some(max)`, one that would wait
+    /// longer than `max` is refused with [`AcquireError::WouldWait`] and
+    /// changes nothing.
     ///
     /// # Errors
     ///
@@ -61,13 +54,10 @@ pub trait RateLimiter {
         WaitPolicy::default()
     }
 
-    /// How the limiter's state compares, now, with a fresh limiter of the
-    /// same configuration built at this moment: what a keyed map
-    /// ([`Keyed`](crate::keyed::Keyed)) needs to know to drop a key without
-    /// changing any decision. The default, [`Recovery::Unknown`], says the
-    /// limiter cannot tell; the [`Pacer`](crate::Pacer) and the
-    /// [`RefillLimiter`](crate::RefillLimiter) can.
-    ///
+    /// How the limiter's state compares with a fresh limiter of the same
+    /// configuration built now: what [`Keyed`](crate::keyed::Keyed) needs to
+    /// drop a key without changing any decision. The default is
+    /// [`Recovery::Unknown`].
     /// ```
     /// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter, Recovery};
     ///
@@ -86,56 +76,44 @@ pub trait RateLimiter {
 
     /// Gives back a reservation its caller will not use (Go's
     /// `Reservation.Cancel`), as far as the algorithm allows: the permits
-    /// become available again as if they had never been reserved, except
-    /// for what later reservations already depend on. Returns `true` if the
-    /// limiter took back anything, `false` if it could not (the reserved
-    /// time stays spent), including for a grant already cancelled, one
-    /// whose ready time has passed, or one that is not this limiter's.
-    ///
-    /// Each limiter documents what it can give back. This default gives back
-    /// nothing.
+    /// become available again except for what later reservations depend on.
+    /// `false` if nothing was taken back (also for a grant already
+    /// cancelled, past its ready time, or not this limiter's). Each limiter
+    /// documents what it gives back; the default gives back nothing.
     fn cancel(&self, grant: &Grant) -> bool {
         let _ = grant;
         false
     }
 
-    /// Before a reservation this thread will wait for: waits until it is
-    /// this caller's turn to reserve. A limiter with a waiting room (the
-    /// [`Pacer`](crate::Pacer); see its "Waiting" section) parks the caller
-    /// here, holding nothing, while another caller sleeps on its schedule;
-    /// the default returns at once. [`acquire`](RateLimiter::acquire) and
-    /// [`acquire_n`](RateLimiter::acquire_n) call it; call it yourself
-    /// before [`reserve`](RateLimiter::reserve) and
-    /// [`wait_for`](RateLimiter::wait_for) on the same thread. It may block
-    /// for up to [`PARK_LIMIT`](crate::wait::PARK_LIMIT) at a time.
+    /// Waits until it is this caller's turn to reserve, before a
+    /// reservation this thread will wait for. A limiter with a waiting room
+    /// (the [`Pacer`](crate::Pacer)) parks the caller here, holding nothing,
+    /// for up to [`PARK_LIMIT`](crate::wait::PARK_LIMIT) at a time; the
+    /// default returns at once. `acquire` and `acquire_n` call it; call it
+    /// yourself before [`reserve`](RateLimiter::reserve) and
+    /// [`wait_for`](RateLimiter::wait_for) on one thread.
     #[inline(always)]
     fn wait_turn(&self) {}
 
-    /// Tells the limiter that the waiting layer let a grant that had to
-    /// wait go at `grant.started_nanos()`: sleeps end late, and ops may go a
-    /// little early (see [`WaitPolicy`]). Every waiter (blocking and async)
-    /// calls it once per grant it waited for. A limiter that keeps an actual
-    /// timeline accounts for the difference (the [`Pacer`](crate::Pacer)'s
-    /// strict and burst modes do; see its "Waiting" section); the default
-    /// does nothing.
+    /// Tells the limiter that a waiter let a grant that had to wait go at
+    /// `grant.started_nanos()` (sleeps end late; ops may go a little early).
+    /// Every waiter calls it once per grant it waited for. A limiter that
+    /// keeps an actual timeline (the [`Pacer`](crate::Pacer)'s strict and
+    /// burst modes) accounts for it; the default does nothing.
     fn released(&self, grant: &Grant) {
         let _ = grant;
     }
 
-    /// What an async waiter does next for `grant`, a grant from
-    /// [`reserve`](RateLimiter::reserve) that was not ready when decided,
-    /// when it may let its op go at the clock reading `now` (its early bound
-    /// already added). Async waits ([`crate::tokio`]) ask it when first
-    /// polled and again whenever [`Readiness::Pending`] told them to.
+    /// What an async waiter does next for `grant`, not ready when decided,
+    /// at the clock reading `now` (its early bound already added). Async
+    /// waits ask when first polled and whenever [`Readiness::Pending`] told
+    /// them to.
     ///
-    /// The default is the grant's ready time: [`Readiness::Go`] once `now`
-    /// has reached it, else [`Readiness::SleepUntil`] it. A limiter whose
-    /// grants wait for something other than time overrides it: a
-    /// [`TokenPool`](crate::TokenPool) claim waits for its tokens, so the
-    /// pool answers [`Readiness::Pending`] and wakes `waker` from the fill
-    /// that completes the claim.
+    /// The default: [`Readiness::Go`] once `now` reaches the ready time,
+    /// else [`Readiness::SleepUntil`] it. A [`TokenPool`](crate::TokenPool)
+    /// claim waits for tokens: [`Readiness::Pending`], and `waker` is woken
+    /// by the fill that completes it.
     ///
-    /// # Examples
     ///
     /// ```
     /// use std::task::Waker;
@@ -158,11 +136,10 @@ pub trait RateLimiter {
         }
     }
 
-    /// Blocks the thread until a grant from [`reserve`](RateLimiter::reserve)
-    /// may go, and returns it with its start time filled in: the blocking
-    /// driver of [`poll_grant`](RateLimiter::poll_grant)
-    /// ([`wait::block_on`]), which sleeps under this limiter's
-    /// [`WaitPolicy`] while only time stands in the way.
+    /// Blocks until a grant from [`reserve`](RateLimiter::reserve) may go and
+    /// returns it with its start time: the blocking driver of
+    /// [`poll_grant`](RateLimiter::poll_grant), sleeping under the
+    /// [`WaitPolicy`].
     #[inline(always)]
     fn wait_for(&self, grant: Grant) -> Grant {
         if grant.ready_nanos() <= grant.started_nanos() {
@@ -176,16 +153,9 @@ pub trait RateLimiter {
     }
 
     /// [`wait_for`](RateLimiter::wait_for), unless `stop` ends the wait
-    /// first: then the grant is given back ([`cancel`](RateLimiter::cancel),
-    /// as far as this limiter can) and `None` returned.
-    ///
-    /// A grant due within [`STOP_TAIL`](wait::STOP_TAIL) goes straight to
-    /// `wait_for`: no clock read is added to a short wait. A longer one is
-    /// slept on `stop` until the tail, asking
-    /// [`poll_grant`](RateLimiter::poll_grant) after each sleep what it
-    /// waits for (its ready time, or when the waiter must act: an
-    /// inline-filled pool's waiters fill it), and the tail is left to
-    /// `wait_for`, which is not stopped.
+    /// first: then the grant is given back ([`cancel`](RateLimiter::cancel))
+    /// and `None` returned. The last [`STOP_TAIL`](wait::STOP_TAIL) of a
+    /// wait is not stopped, so a short wait costs no extra clock read.
     ///
     /// ```
     /// use std::cell::Cell;
@@ -261,15 +231,11 @@ pub trait RateLimiter {
     /// # Panics
     ///
     /// Only if the limiter cannot grant a single permit at all
-    /// ([`AcquireError::ScheduleExhausted`]): when the permit would be due
-    /// after the last reading its clock can give (`u64::MAX` ns, 584 years
-    /// after the clock's zero), or for a [`Pacer`](crate::Pacer) after more
-    /// than 2^63 ns (292 years) of its schedule were reserved ahead without
-    /// waiting. Where a clock's readings start does not matter: a limiter
-    /// built on a clock reading past 2^63 ns behaves as one built at 0. The
-    /// only alternatives at the end of time are granting early (lifting the
-    /// limit) or blocking for ever; use [`acquire_n`](RateLimiter::acquire_n)
-    /// to get the error instead.
+    /// ([`AcquireError::ScheduleExhausted`]): the permit would be due after
+    /// the clock's last reading (`u64::MAX` ns), or a
+    /// [`Pacer`](crate::Pacer) has more than 2^63 ns of schedule reserved
+    /// ahead (where the clock's readings start does not matter). Use
+    /// [`acquire_n`](RateLimiter::acquire_n) to get the error.
     #[inline(always)]
     fn acquire(&self) -> Grant {
         // A match, not `?` through `acquire_n`: moving the `Result` through
@@ -365,8 +331,6 @@ forward_rate_limiter!(&L, std::sync::Arc<L>);
 
 /// How many permits a call, or a stream item, takes: a fixed `u32`, or a
 /// closure of the argument (e.g. one permit per item of a batch).
-///
-/// # Examples
 ///
 /// ```
 /// use ratekeeper::PermitCount;

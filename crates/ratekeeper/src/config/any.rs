@@ -18,10 +18,11 @@ use crate::wait::WaitPolicy;
 
 /// A limiter built from a [`LimiterConfig`](super::LimiterConfig), whichever its kind.
 ///
-/// It is a [`RateLimiter`] (each call matches on the kind and forwards);
-/// match it for the limiter itself. A configuration's [`Access::Batched`](super::Access::Batched)
-/// does not show here: make a [`BatchHandle`](crate::BatchHandle) or [`PacerHandle`](crate::PacerHandle) per thread,
-/// or use [`LimiterConfig::visit_with_clock`](super::LimiterConfig::visit_with_clock).
+/// A [`RateLimiter`] that matches on the kind and forwards; match it for the
+/// limiter itself. [`Access::Batched`](super::Access::Batched) does not show
+/// here: make a [`BatchHandle`](crate::BatchHandle) or
+/// [`PacerHandle`](crate::PacerHandle) per thread, or use
+/// [`LimiterConfig::visit_with_clock`](super::LimiterConfig::visit_with_clock).
 ///
 /// # Examples
 ///
@@ -61,14 +62,26 @@ pub enum AnyLimiter<C: Clock = DefaultClock> {
 /// A limiter built from a [`LimiterConfig`](super::LimiterConfig), by reference, whichever its
 /// kind: what [`SharedLimiter::limiter`](super::SharedLimiter::limiter) and [`AnyLimiter::as_ref`] give.
 ///
+///
 /// ```
 /// use ratekeeper::config::{LimiterConfig, LimiterKind, LimiterRef};
-/// use ratekeeper::ManualClock;
+/// use ratekeeper::{ManualClock, RateLimiter};
 ///
 /// let pool = "pool:1000".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
 /// let LimiterRef::Pool(p) = pool.as_ref() else { unreachable!() };
 /// assert_eq!(p.nanos_per_op(), 1_000_000);
 /// assert_eq!(pool.as_ref().kind(), LimiterKind::Pool);
+///
+/// let sharded = "pacer:1000,shards=2".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
+/// assert_eq!(sharded.as_ref().kind(), LimiterKind::Pacer); // a sharded pacer is a pacer
+/// let pacer = "pacer:3".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
+/// assert_eq!(pacer.as_ref().rate(), 3.0);
+/// assert_eq!(pacer.as_ref().effective_rate(), 1e9 / 333_333_333.0); // slot: floor(1e9 / 3) ns
+///
+/// let cycle = "cycle:2,timeout=0s".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
+/// let limiter: &dyn RateLimiter = cycle.as_ref().as_dyn();
+/// assert!(limiter.try_acquire_n(2).is_ok());
+/// assert!(limiter.try_acquire().is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[non_exhaustive]
@@ -99,15 +112,6 @@ impl<C: Clock> Copy for LimiterRef<'_, C> {}
 
 impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
     /// Which kind of limiter it is (a sharded pacer is a pacer).
-    ///
-    /// ```
-    /// use ratekeeper::config::{LimiterConfig, LimiterKind};
-    /// use ratekeeper::ManualClock;
-    ///
-    /// let sharded = "pacer:1000,shards=2".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
-    /// assert_eq!(sharded.as_ref().kind(), LimiterKind::Pacer);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn kind(self) -> LimiterKind {
         match self {
             LimiterRef::Pacer(_) | LimiterRef::ShardedPacer(_) => LimiterKind::Pacer,
@@ -121,16 +125,6 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
 
     /// The rate its integer arithmetic gives, in permits per second (each
     /// limiter's `effective_rate`).
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterConfig;
-    /// use ratekeeper::ManualClock;
-    ///
-    /// // 3 ops/s: a slot of floor(1e9 / 3) ns.
-    /// let pacer = "pacer:3".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
-    /// assert_eq!(pacer.as_ref().effective_rate(), 1e9 / 333_333_333.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn effective_rate(self) -> f64 {
         match self {
             LimiterRef::Pacer(l) => l.effective_rate(),
@@ -144,17 +138,7 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
     }
 
     /// The rate it was configured for (or last changed to), in permits per
-    /// second: the target, where [`effective_rate`](Self::effective_rate) is
-    /// what the arithmetic gives.
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterConfig;
-    /// use ratekeeper::ManualClock;
-    ///
-    /// let cycle = "cycle:20,100ms".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
-    /// assert_eq!(cycle.as_ref().rate(), 20.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// second.
     pub fn rate(self) -> f64 {
         let per_period = |limit: i64, period: Duration| limit as f64 / period.as_secs_f64();
         match self {
@@ -175,14 +159,11 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
     }
 
     /// Changes the rate while callers keep going, through each kind's own
-    /// runtime change: [`Pacer::set_rate`] (and the sharded pacer's),
-    /// [`TokenPool::configure`] with its burst ratio, the smooth limiters'
-    /// `set_rate`, and for Resilience4j's limiters
+    /// runtime change ([`Pacer::set_rate`], [`TokenPool::configure`], the
+    /// smooth limiters' `set_rate`, Resilience4j's
     /// [`set_limit_for_period`](crate::bucket::RefillLimiter::set_limit_for_period)
-    /// with `rate × period` rounded to a whole number of permits, at least 1
-    /// (their rates are whole permits per period). Each keeps what it has
-    /// already granted; see each kind's method for how the schedule carries
-    /// over.
+    /// with `rate × period` rounded to whole permits, at least 1). Each keeps
+    /// what it has already granted.
     ///
     /// # Errors
     ///
@@ -225,17 +206,6 @@ impl<'a, C: Clock + 'static> LimiterRef<'a, C> {
     }
 
     /// The limiter as a trait object.
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterConfig;
-    /// use ratekeeper::{ManualClock, RateLimiter};
-    ///
-    /// let cycle = "cycle:2,timeout=0s".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
-    /// let limiter: &dyn RateLimiter = cycle.as_ref().as_dyn();
-    /// assert!(limiter.try_acquire_n(2).is_ok());
-    /// assert!(limiter.try_acquire().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn as_dyn(self) -> &'a dyn RateLimiter {
         match self {
             LimiterRef::Pacer(l) => l,
@@ -265,15 +235,6 @@ impl<C: Clock> fmt::Debug for LimiterRef<'_, C> {
 
 impl<C: Clock + 'static> AnyLimiter<C> {
     /// The limiter by reference.
-    ///
-    /// ```
-    /// use ratekeeper::config::{LimiterConfig, LimiterRef};
-    /// use ratekeeper::ManualClock;
-    ///
-    /// let limiter = "warmup:10,1s".parse::<LimiterConfig>()?.build_with_clock(ManualClock::new(0))?;
-    /// assert!(matches!(limiter.as_ref(), LimiterRef::WarmingUp(_)));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn as_ref(&self) -> LimiterRef<'_, C> {
         match self {
             AnyLimiter::Pacer(l) => LimiterRef::Pacer(l),

@@ -20,16 +20,13 @@ use crate::spec::BurstRatio;
 use crate::wait::WaitPolicy;
 
 impl LimiterConfig {
-    /// Builds the limiter on `clock`, started (its time starts now); its
-    /// builder refuses what [`validate`](Self::validate) refuses. O(1), and
-    /// O(shards) for a sharded pacer; a pool with [`Filling::Thread`]
-    /// starts its filler thread.
+    /// Builds the limiter on `clock`, started (its time starts now). O(1),
+    /// O(shards) for a sharded pacer; a pool with [`Filling::Thread`] starts
+    /// its filler thread.
     ///
     /// # Errors
     ///
     /// As [`validate`](Self::validate).
-    ///
-    /// # Examples
     ///
     /// ```
     /// use ratekeeper::config::{AnyLimiter, LimiterConfig};
@@ -82,24 +79,15 @@ impl LimiterConfig {
     /// # Errors
     ///
     /// As [`validate`](Self::validate).
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterConfig;
-    /// use ratekeeper::RateLimiter;
-    ///
-    /// let limiter = "bursty:1000".parse::<LimiterConfig>()?.build()?;
-    /// assert_eq!(limiter.acquire().wait_nanos(), 0); // the first permit is free
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn build(&self) -> Result<AnyLimiter, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
 
     /// Builds `n` limiters on clones of `clock` (each started) and hands
-    /// them to `visitor` as a slice of one concrete type, each reached as
-    /// the configuration's [`Access`] says: O(n) builds. A visitor's loop is thereby
-    /// compiled for each limiter type and access, and keeps the limiter's
-    /// inlining, where a loop over [`AnyLimiter`] would match on every call.
+    /// them to `visitor` as a slice of one concrete type, reached as the
+    /// configuration's [`Access`] says. O(n) builds. The visitor's loop is
+    /// compiled per limiter type and keeps its inlining, where a loop over
+    /// [`AnyLimiter`] would match on every call.
     ///
     /// # Errors
     ///
@@ -177,29 +165,13 @@ impl LimiterConfig {
     /// # Errors
     ///
     /// As [`validate`](Self::validate).
-    ///
-    /// ```
-    /// use ratekeeper::config::{LimiterConfig, LimiterVisitor, SharedLimiter};
-    ///
-    /// struct Rate;
-    /// impl LimiterVisitor for Rate {
-    ///     type Output = f64;
-    ///     fn visit<S: SharedLimiter>(self, limiters: &[S]) -> f64 {
-    ///         limiters.iter().map(|l| l.limiter().effective_rate()).sum()
-    ///     }
-    /// }
-    ///
-    /// assert_eq!("cycle:50".parse::<LimiterConfig>()?.visit(2, Rate)?, 100.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn visit<V: LimiterVisitor>(&self, n: usize, visitor: V) -> Result<V::Output, ConfigError> {
         self.visit_with_clock(DefaultClock::new(), n, visitor)
     }
 }
 
-/// [`LimiterConfig::validate`]: the checks each builder makes that the
-/// parameters' types leave open, on the values alone, in the builders'
-/// order and with their errors.
+/// [`LimiterConfig::validate`]: the checks the parameters' types leave
+/// open, in the builders' order and with their errors.
 pub(super) fn validate(config: &LimiterConfig) -> Result<(), ConfigError> {
     check_access(config)?;
     match config.kind {

@@ -6,11 +6,16 @@ use core::fmt;
 /// Which limiter a [`LimiterConfig`](super::LimiterConfig) builds, without its parameters.
 ///
 /// ```
-/// use ratekeeper::config::LimiterKind;
+/// use ratekeeper::config::{Field, LimiterKind};
 ///
 /// assert_eq!("Warmup".parse::<LimiterKind>()?, LimiterKind::WarmingUp);
-/// assert_eq!(LimiterKind::WarmingUp.name(), "warmup");
-/// assert_eq!(LimiterKind::ALL.len(), 6);
+/// let names: Vec<&str> = LimiterKind::ALL.iter().map(|k| k.name()).collect();
+/// assert_eq!(names, ["pacer", "pool", "bursty", "warmup", "refill", "cycle"]);
+/// assert_eq!(LimiterKind::Pacer.fields(), [Field::Rate, Field::Strictness]);
+/// assert!(LimiterKind::Pacer.takes(Field::Shards));
+/// assert!(LimiterKind::Cycle.takes(Field::Batch));
+/// assert!(!LimiterKind::Cycle.takes(Field::Capacity));
+/// assert!(LimiterKind::Pacer.usage().starts_with("pacer:RATE[,STRICTNESS]"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,13 +38,6 @@ pub enum LimiterKind {
 
 impl LimiterKind {
     /// Every kind, in the order the grammar lists them.
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterKind;
-    ///
-    /// let names: Vec<&str> = LimiterKind::ALL.iter().map(|k| k.name()).collect();
-    /// assert_eq!(names, ["pacer", "pool", "bursty", "warmup", "refill", "cycle"]);
-    /// ```
     pub const ALL: [LimiterKind; 6] = [
         LimiterKind::Pacer,
         LimiterKind::Pool,
@@ -51,12 +49,6 @@ impl LimiterKind {
 
     /// The name before the colon of `KIND:ARGS`: `pacer`, `pool`, `bursty`,
     /// `warmup`, `refill` or `cycle`.
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterKind;
-    ///
-    /// assert_eq!(LimiterKind::Refill.name(), "refill");
-    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             LimiterKind::Pacer => "pacer",
@@ -69,12 +61,6 @@ impl LimiterKind {
     }
 
     /// The kind's own fields, in their positional order.
-    ///
-    /// ```
-    /// use ratekeeper::config::{Field, LimiterKind};
-    ///
-    /// assert_eq!(LimiterKind::Pacer.fields(), [Field::Rate, Field::Strictness]);
-    /// ```
     pub const fn fields(self) -> &'static [Field] {
         use Field::*;
         match self {
@@ -90,25 +76,11 @@ impl LimiterKind {
     /// Whether `field` may be given for this kind: one of its own
     /// [`fields`](Self::fields), or a field every kind takes (`batch`,
     /// `wait`), or `shards` for the pacer.
-    ///
-    /// ```
-    /// use ratekeeper::config::{Field, LimiterKind};
-    ///
-    /// assert!(LimiterKind::Pacer.takes(Field::Shards));
-    /// assert!(LimiterKind::Cycle.takes(Field::Batch));
-    /// assert!(!LimiterKind::Cycle.takes(Field::Capacity));
-    /// ```
     pub fn takes(self, field: Field) -> bool {
         field.kinds().contains(&self)
     }
 
     /// The kind's syntax with an example, for messages.
-    ///
-    /// ```
-    /// use ratekeeper::config::LimiterKind;
-    ///
-    /// assert!(LimiterKind::Pacer.usage().starts_with("pacer:RATE[,STRICTNESS]"));
-    /// ```
     pub const fn usage(self) -> &'static str {
         match self {
             LimiterKind::Pacer => "pacer:RATE[,STRICTNESS], e.g. pacer:10,1.5",
@@ -139,8 +111,11 @@ impl fmt::Display for LimiterKind {
 /// ```
 /// use ratekeeper::config::{Field, LimiterKind};
 ///
-/// assert_eq!(Field::Capacity.name(), "capacity");
+/// assert_eq!(Field::ColdFactor.name(), "cold_factor");
+/// assert!(Field::ALL.iter().any(|f| f.name() == "capacity"));
 /// assert_eq!(Field::Timeout.kinds(), [LimiterKind::Refill, LimiterKind::Cycle]);
+/// assert_eq!(Field::Shards.kinds(), [LimiterKind::Pacer]);
+/// assert_eq!(Field::Wait.kinds(), LimiterKind::ALL);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -177,12 +152,6 @@ pub enum Field {
 
 impl Field {
     /// Every field, in the order declared.
-    ///
-    /// ```
-    /// use ratekeeper::config::Field;
-    ///
-    /// assert!(Field::ALL.iter().any(|f| f.name() == "cold_factor"));
-    /// ```
     pub const ALL: [Field; 14] = [
         Field::Rate,
         Field::Strictness,
@@ -201,12 +170,6 @@ impl Field {
     ];
 
     /// Its name in `NAME=VALUE`.
-    ///
-    /// ```
-    /// use ratekeeper::config::Field;
-    ///
-    /// assert_eq!(Field::ColdFactor.name(), "cold_factor");
-    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Field::Rate => "rate",
@@ -227,13 +190,6 @@ impl Field {
     }
 
     /// The kinds that take it.
-    ///
-    /// ```
-    /// use ratekeeper::config::{Field, LimiterKind};
-    ///
-    /// assert_eq!(Field::Shards.kinds(), [LimiterKind::Pacer]);
-    /// assert_eq!(Field::Wait.kinds(), LimiterKind::ALL);
-    /// ```
     pub const fn kinds(self) -> &'static [LimiterKind] {
         use LimiterKind::*;
         match self {

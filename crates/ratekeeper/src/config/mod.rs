@@ -17,14 +17,11 @@
 //! # Building
 //!
 //! [`build_with_clock`](LimiterConfig::build_with_clock) returns an
-//! [`AnyLimiter`], which is a [`RateLimiter`](crate::RateLimiter) and can be matched for the
-//! concrete limiter. [`visit_with_clock`](LimiterConfig::visit_with_clock)
-//! builds `n` limiters and hands them to a [`LimiterVisitor`] as a slice of
-//! one concrete type, so that a loop over them is compiled for that limiter
-//! and keeps its inlining.
-//!
-//! The repository's `docs/config.md` has the grammar of every kind in full
-//! and every default.
+//! [`AnyLimiter`], a [`RateLimiter`](crate::RateLimiter) that can be matched
+//! for the concrete limiter. [`visit_with_clock`](LimiterConfig::visit_with_clock)
+//! hands `n` limiters to a [`LimiterVisitor`] as a slice of one concrete
+//! type, so a loop over them keeps its inlining. The repository's
+//! `docs/config.md` has the full grammar and every default.
 
 use std::time::Duration;
 
@@ -45,34 +42,26 @@ mod kind;
 mod tests;
 mod visit;
 
+/// The examples of docs/config.md, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../../docs/config.md")]
+struct ConfigDocDoctests;
+
 pub use any::{AnyLimiter, LimiterRef};
 pub(crate) use error::LimiterConfigError;
 pub use kind::{Field, LimiterKind};
 pub use visit::{LimiterVisitor, SharedLimiter};
 
 /// The refresh period of a Resilience4j limiter configured by its rate
-/// (`refill:RATE`, `pace --limiter refill --rate RATE`) when none is given:
-/// 1 s, so that the limit for period is the rate.
-///
-/// ```
-/// use ratekeeper::config::{KindConfig, LimiterConfig, DEFAULT_REFRESH_PERIOD};
-///
-/// let config: LimiterConfig = "cycle:20".parse()?;
-/// let KindConfig::Cycle(cycle) = config.kind() else { unreachable!() };
-/// assert_eq!(cycle.limit_refresh_period(), DEFAULT_REFRESH_PERIOD);
-/// assert_eq!(cycle.limit_for_period(), 20);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// (`refill:RATE`) when none is given: 1 s, so the limit for period is the
+/// rate.
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_secs(1);
 
 /// A limiter's kind with its own parameters.
 ///
-/// The rate, a pacer's strictness and a pool's burst ratio are validated
-/// types, and Resilience4j's limiters hold their validated configurations:
-/// none of them is checked again. What those types do not say (that a
-/// nanosecond schedule keeps the rate, a pool's sizes, the Guava limiters'
-/// burst seconds and cold factor) is checked when a [`LimiterConfig`] is
-/// parsed, [validated](LimiterConfig::validate) or built.
+/// The rate, strictness, burst ratio and Resilience4j configurations are
+/// validated types, never checked again; the rest is checked when a
+/// [`LimiterConfig`] is parsed, [validated](LimiterConfig::validate) or built.
 ///
 /// ```
 /// use std::time::Duration;
@@ -132,13 +121,6 @@ pub enum KindConfig {
 
 impl KindConfig {
     /// Which limiter it is.
-    ///
-    /// ```
-    /// use ratekeeper::config::{KindConfig, LimiterKind};
-    /// use ratekeeper::bucket::CycleConfig;
-    ///
-    /// assert_eq!(KindConfig::Cycle(CycleConfig::default()).limiter_kind(), LimiterKind::Cycle);
-    /// ```
     pub const fn limiter_kind(&self) -> LimiterKind {
         match self {
             KindConfig::Pacer { .. } => LimiterKind::Pacer,
@@ -180,15 +162,6 @@ impl KindConfig {
 
     /// How long a request may wait before it is refused: the timeout of
     /// Resilience4j's limiters; `None` (no bound) for the others.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::config::LimiterConfig;
-    ///
-    /// let config: LimiterConfig = "refill:10,timeout=50ms".parse()?;
-    /// assert_eq!(config.kind().max_wait(), Some(Duration::from_millis(50)));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn max_wait(&self) -> Option<Duration> {
         match self {
             KindConfig::Refill(c) => Some(c.timeout()),
@@ -198,29 +171,19 @@ impl KindConfig {
     }
 }
 
-/// How the threads that share a limiter reach it.
-///
-/// ```
-/// use ratekeeper::config::{Access, LimiterConfig};
-///
-/// let config: LimiterConfig = "pacer:10M,0,shards=4".parse()?;
-/// assert_eq!(config.access(), Access::Sharded(4));
-/// assert_eq!(Access::default(), Access::Exact);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// How the threads that share a limiter reach it (`batch=true`,
+/// `shards=N`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Access {
     /// Every request goes to the shared limiter.
     #[default]
     Exact,
-    /// Each thread takes permits through a batching handle of its own: a
-    /// [`PacerHandle`](crate::PacerHandle) on a pacer, a
-    /// [`BatchHandle`](crate::BatchHandle) on the others.
+    /// Each thread takes permits through a batching handle of its own
+    /// ([`PacerHandle`](crate::PacerHandle), else [`BatchHandle`](crate::BatchHandle)).
     Batched,
     /// The pacer is split into this many shards with work stealing
-    /// ([`ShardedPacer`](crate::ShardedPacer)); each thread takes permits
-    /// through a [`ShardHandle`](crate::ShardHandle) of its own.
+    /// ([`ShardedPacer`](crate::ShardedPacer)), one [`ShardHandle`](crate::ShardHandle) per thread.
     Sharded(usize),
 }
 
@@ -257,21 +220,8 @@ pub struct LimiterConfig {
 }
 
 impl LimiterConfig {
-    /// `kind`, each thread going to the limiter itself, with the default
-    /// wait policy. Nothing is checked until it is
-    /// [validated](Self::validate) or built.
-    ///
-    /// ```
-    /// use ratekeeper::config::{Access, KindConfig, LimiterConfig};
-    /// use ratekeeper::pacer::Strictness;
-    /// use ratekeeper::Rate;
-    ///
-    /// let strict = Strictness::new(1.0)?;
-    /// let config = LimiterConfig::new(KindConfig::Pacer { rate: Rate::new(5.0)?, strictness: strict });
-    /// assert_eq!(config.access(), Access::Exact);
-    /// assert!(config.wait_policy().is_default());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// `kind` with [`Access::Exact`] and the default wait policy. Nothing
+    /// is checked until it is [validated](Self::validate) or built.
     pub fn new(kind: KindConfig) -> LimiterConfig {
         LimiterConfig {
             kind,
@@ -281,99 +231,40 @@ impl LimiterConfig {
     }
 
     /// The same with another kind and parameters.
-    ///
-    /// ```
-    /// use ratekeeper::config::{KindConfig, LimiterConfig};
-    /// use ratekeeper::pool::Filling;
-    ///
-    /// let config: LimiterConfig = "pool:100,1.5,batch=true".parse()?;
-    /// let KindConfig::Pool { rate, burst_ratio, .. } = config.kind() else { unreachable!() };
-    /// let manual = config.with_kind(KindConfig::Pool { rate, burst_ratio, filling: Filling::Manual });
-    /// assert_eq!(manual.to_string(), "pool:100,1.5,manual,batch=true");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub const fn with_kind(self, kind: KindConfig) -> LimiterConfig {
         LimiterConfig { kind, ..self }
     }
 
     /// The same with another [`Access`].
-    ///
-    /// ```
-    /// use ratekeeper::config::{Access, LimiterConfig};
-    ///
-    /// let config: LimiterConfig = "bursty:100".parse()?;
-    /// assert_eq!(config.with_access(Access::Batched).to_string(), "bursty:100,1,batch=true");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub const fn with_access(self, access: Access) -> LimiterConfig {
         LimiterConfig { access, ..self }
     }
 
     /// The same with another wait policy for blocking waits.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::config::LimiterConfig;
-    /// use ratekeeper::WaitPolicy;
-    ///
-    /// let config: LimiterConfig = "pacer:100".parse()?;
-    /// let exact = config.with_wait_policy(WaitPolicy::coalesce(Duration::ZERO));
-    /// assert_eq!(exact.to_string(), "pacer:100,1.1,wait=coalesce:0s");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub const fn with_wait_policy(self, wait: WaitPolicy) -> LimiterConfig {
         LimiterConfig { wait, ..self }
     }
 
     /// The kind and its parameters.
-    ///
-    /// ```
-    /// use ratekeeper::config::{LimiterConfig, LimiterKind};
-    ///
-    /// let config: LimiterConfig = "warmup:10,2s".parse()?;
-    /// assert_eq!(config.kind().limiter_kind(), LimiterKind::WarmingUp);
-    /// assert_eq!(config.kind().rate(), 10.0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub const fn kind(&self) -> KindConfig {
         self.kind
     }
 
     /// How the threads that share the limiter reach it.
-    ///
-    /// ```
-    /// use ratekeeper::config::{Access, LimiterConfig};
-    ///
-    /// assert_eq!("pool:10,batch=true".parse::<LimiterConfig>()?.access(), Access::Batched);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub const fn access(&self) -> Access {
         self.access
     }
 
     /// How blocking waits wait.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::config::LimiterConfig;
-    /// use ratekeeper::WaitPolicy;
-    ///
-    /// let config: LimiterConfig = "pacer:10,wait=precise:100us".parse()?;
-    /// assert_eq!(config.wait_policy(), WaitPolicy::precise(Duration::from_micros(100)));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub const fn wait_policy(&self) -> WaitPolicy {
         self.wait
     }
 
     /// Checks everything [`build_with_clock`](Self::build_with_clock) would,
-    /// on the values alone: no limiter is built and no thread started. It
-    /// checks what the parameters' types do not guarantee: that a nanosecond
-    /// schedule keeps the rate (for a sharded pacer, each shard's share of
-    /// it), that shards are for a pacer and number 1 to
-    /// [`MAX_SHARDS`](crate::pacer::MAX_SHARDS), a pool's sizes and fill
-    /// interval, and the Guava limiters' burst seconds and cold factor.
-    /// O(1).
+    /// on the values alone (no limiter built, no thread started): that a
+    /// nanosecond schedule keeps the rate (per shard when sharded), shards
+    /// (pacer only, 1 to [`MAX_SHARDS`](crate::pacer::MAX_SHARDS)), a pool's
+    /// sizes and fill interval, the Guava burst seconds and cold factor. O(1).
     ///
     /// # Errors
     ///
@@ -396,9 +287,9 @@ impl LimiterConfig {
 }
 
 impl From<BurstRatio> for Strictness {
-    /// A rate spec's burst ratio as a Pacer's strictness, as `pace --rate
-    /// 10k,1.5` and [`Pacer::from_spec`](crate::Pacer::from_spec) take it:
-    /// the burst-ratio mode, or strict at 1.0. O(1).
+    /// A rate spec's burst ratio as a Pacer's strictness (as
+    /// [`Pacer::from_spec`](crate::Pacer::from_spec) takes it): strict at
+    /// 1.0. O(1).
     ///
     /// ```
     /// use ratekeeper::pacer::{Strictness, StrictnessMode};
@@ -421,15 +312,14 @@ impl From<KindConfig> for LimiterConfig {
 }
 
 /// A configuration builder for Resilience4j's limiters at `rate`:
-/// `rate × period` permits per `period`, which must be a whole number of
-/// permits, at least 1 (within one part in 10^9, so that `0.1 × 10s` is 1).
+/// `rate × period` permits per `period`, a whole number (within one part in
+/// 10^9) of at least 1.
 ///
 /// # Errors
 ///
 /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate), detail
-/// [`PermitConfigError::NotWholePermits`](crate::bucket::PermitConfigError::NotWholePermits),
-/// with a round period (1 ms to 1000 s) that would hold a whole number, if
-/// there is one.
+/// [`PermitConfigError::NotWholePermits`](crate::bucket::PermitConfigError::NotWholePermits)
+/// with a round period that would hold a whole number, if there is one.
 ///
 /// # Examples
 ///

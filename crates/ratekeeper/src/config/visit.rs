@@ -15,9 +15,8 @@ use crate::smooth::{SmoothBursty, SmoothWarmingUp};
 ///
 /// # Examples
 ///
-/// Two threads take permits from one shared limiter, whichever the
-/// configuration names, each through what [`SharedLimiter::worker`] gives
-/// it (the limiter, or a batching handle of its own):
+/// Two threads share one limiter, each through what
+/// [`SharedLimiter::worker`] gives it (the limiter or a batching handle):
 ///
 /// ```
 /// use ratekeeper::config::{LimiterConfig, LimiterVisitor, SharedLimiter};
@@ -53,37 +52,9 @@ pub trait LimiterVisitor {
     fn visit<S: SharedLimiter>(self, limiters: &[S]) -> Self::Output;
 }
 
-/// One limiter of a [`LimiterVisitor`]'s slice: the limiter that threads
-/// share, and the way each thread takes permits from it under the
-/// configuration's [`Access`](super::Access).
-///
-/// [`LimiterConfig::visit_with_clock`](super::LimiterConfig::visit_with_clock) provides the implementations.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::config::{LimiterConfig, LimiterRef, LimiterVisitor, SharedLimiter};
-/// use ratekeeper::{ManualClock, RateLimiter};
-///
-/// /// Restarts a pacer's schedule, then takes three permits.
-/// struct Restart;
-/// impl LimiterVisitor for Restart {
-///     type Output = Vec<u64>;
-///     fn visit<S: SharedLimiter>(self, limiters: &[S]) -> Vec<u64> {
-///         let shared = &limiters[0];
-///         if let LimiterRef::Pacer(pacer) = shared.limiter() {
-///             pacer.restart();
-///         }
-///         let worker = shared.worker(); // this thread's handle
-///         (0..3).map(|_| worker.acquire().scheduled_nanos()).collect()
-///     }
-/// }
-///
-/// let config: LimiterConfig = "pacer:1000,0,batch=true".parse()?;
-/// let slots = config.visit_with_clock(ManualClock::new(0), 1, Restart)?;
-/// assert_eq!(slots, [0, 1_000_000, 2_000_000]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// One limiter of a [`LimiterVisitor`]'s slice: the limiter threads share,
+/// and how each thread takes permits from it under the configuration's
+/// [`Access`](super::Access).
 pub trait SharedLimiter: Sync {
     /// The limiter's clock.
     type Clock: Clock + 'static;
@@ -97,8 +68,8 @@ pub trait SharedLimiter: Sync {
         Self: 'a;
 
     /// The calling thread's way to the limiter. A handle is the thread's
-    /// own: make it on the thread that uses it, and keep it for the
-    /// thread's requests (dropping it drops what it leased).
+    /// own: make it on that thread and keep it (dropping it drops what it
+    /// leased).
     fn worker(&self) -> Self::Worker<'_>;
 
     /// The shared limiter itself, for what is not the hot path (its rate,

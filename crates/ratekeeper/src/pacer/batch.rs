@@ -2,12 +2,9 @@
 //! with one atomic add and hands its slots out locally.
 //!
 //! Under heavy contention the pacer's one shared read-modify-write per grant
-//! becomes the bottleneck (nosqlbench's "New Challenges": micro-batching at
-//! the consumer interface). A handle, one per thread, takes `k` slots at once
-//! (one `fetch_add` of `k × op` ns on the ticks accumulator) and grants them
-//! one by one without touching shared memory, except for a read of the
-//! pacer's mode word (a read-mostly cache line) that tells it the lease is
-//! still on the current schedule.
+//! is the bottleneck. A handle, one per thread, takes `k` slots with one
+//! `fetch_add` and grants them one by one, touching shared memory only to
+//! read the pacer's read-mostly mode word.
 //!
 //! ```
 //! use ratekeeper::{Pacer, Rate, RateLimiter};
@@ -29,31 +26,20 @@
 //!
 //! # What a lease changes, and the slack
 //!
-//! Leases are taken in average and burst compensation modes (and at rates
-//! whose burst slice rounds to 0 ns); in strict and burst modes a handle
-//! takes the pacer's exact path for every request. Every slot a handle
-//! grants is a slot of the pacer's schedule, taken once, and granted as the
-//! exact path would grant it (ready at `max(slot, now)`), so the pacer's
-//! guarantees hold for grants from handles. What a lease changes is **who**
-//! gets a slot: slots a handle leased and has not used are nobody else's,
-//! at most one lease per handle of at most
-//! [`max_lease`](PacerHandle::with_max_lease) of schedule (default
-//! [`DEFAULT_MAX_LEASE`]). So slots are in order within a handle only, and
-//! grants may fall short of the exact path's by `handles × max_lease ×
-//! rate`.
+//! Leases are taken in average and burst compensation modes; in strict and
+//! burst modes a handle takes the pacer's exact path. Every slot a handle
+//! grants is a slot of the pacer's schedule, taken once and ready at
+//! `max(slot, now)`, so the pacer's guarantees hold. A lease changes only
+//! **who** gets a slot: slots are in order within a handle, and grants may
+//! fall short of the exact path's by `handles × max_lease × rate`
+//! ([`max_lease`](PacerHandle::with_max_lease), default [`DEFAULT_MAX_LEASE`]).
 //!
-//! Unused slots go back on [`release`](PacerHandle::release), on drop and
-//! when a request does not fit the lease, if the schedule still ends at the
-//! lease's end and no reset or cancel happened since; otherwise they are
-//! forfeited (fewer grants, never more). A reset or a cancel expires every
-//! lease, so no slot of an old timeline is granted after a reset.
-//!
-//! A lease holds about as many slots as the handle granted in the last
-//! `max_lease`, at most twice the previous lease and [`MAX_LEASE_SLOTS`].
-//! Bounded requests are served from the lease when its next slot is ready
-//! in time, else by the exact path, keeping the lease. A handle's grants
-//! cannot be cancelled ([`RateLimiter::cancel`] returns `false`).
-//! `docs/pacer.md` has the details.
+//! Unused slots go back on [`release`](PacerHandle::release), on drop, or
+//! when a request does not fit, if the schedule has not moved on; else they
+//! are forfeited (fewer grants, never more). A reset or cancel expires every
+//! lease. A lease holds about what the handle granted in the last
+//! `max_lease`, at most [`MAX_LEASE_SLOTS`]. A handle's grants cannot be
+//! cancelled. `docs/pacer.md` has the details.
 //!
 //! # Invariants
 //!
@@ -66,11 +52,10 @@
 //!
 //! # Memory ordering
 //!
-//! A handle's grants synchronize with the pacer's other grants per lease:
-//! taking a lease is the same acquire-release read-modify-write as an exact
+//! Taking a lease is the same acquire-release read-modify-write as an exact
 //! grant, so a grant from a lease happens after every grant (and lease)
-//! reserved before that lease. Grants handed out locally from one lease add
-//! no ordering across threads.
+//! reserved before that lease. Grants from one lease add no ordering across
+//! threads.
 
 use core::cell::Cell;
 use core::fmt;
@@ -87,16 +72,14 @@ use crate::wait::{saturating_nanos, WaitPolicy};
 /// The default longest lease: 100 µs of schedule per handle.
 pub const DEFAULT_MAX_LEASE: Duration = Duration::from_micros(100);
 
-/// The most slots one lease holds: enough to make the lease's atomic add
-/// negligible (one per 1024 grants), few enough to keep the slack small at
-/// very high rates (10 µs of schedule at 1e8/s).
+/// The most slots one lease holds: its atomic add is one per 1024 grants,
+/// and the slack stays small at very high rates.
 pub const MAX_LEASE_SLOTS: u64 = 1024;
 
 /// A per-thread batching handle on a [`Pacer`]; see the [module docs](self).
 ///
-/// `Send` but not `Sync`: make one per thread with [`Pacer::handle`]. It
-/// implements [`RateLimiter`], so blocking (and, with the `tokio` feature,
-/// async) waiting works on it as on the pacer.
+/// `Send` but not `Sync`: make one per thread with [`Pacer::handle`]. It is
+/// a [`RateLimiter`], so blocking and async waiting work on it.
 pub struct PacerHandle<'a, C: Clock = DefaultClock> {
     pacer: &'a Pacer<C>,
     /// The next slot of the lease.
@@ -118,9 +101,8 @@ pub struct PacerHandle<'a, C: Clock = DefaultClock> {
 }
 
 impl<C: Clock> Pacer<C> {
-    /// A batching handle on this pacer, for one thread; see
-    /// [`PacerHandle`]. With an `Arc<Pacer>`, move a clone of the `Arc`
-    /// into the thread and make the handle there.
+    /// A batching handle on this pacer, for one thread. With an
+    /// `Arc<Pacer>`, move a clone into the thread and make the handle there.
     pub fn handle(&self) -> PacerHandle<'_, C> {
         // Ordering: Relaxed; a starting hint, the first lease reads the clock.
         let seen = self.last_seen.load(Ordering::Relaxed);
@@ -140,9 +122,8 @@ impl<C: Clock> Pacer<C> {
 }
 
 impl<'a, C: Clock> PacerHandle<'a, C> {
-    /// Sets the longest lease, in schedule time (default
-    /// [`DEFAULT_MAX_LEASE`]): the bound of the lease slack. Releases the
-    /// current lease first.
+    /// Sets the longest lease, in schedule time (the bound of the slack);
+    /// releases the current lease first.
     pub fn with_max_lease(mut self, max_lease: Duration) -> Self {
         self.release();
         self.max_lease = saturating_nanos(max_lease);
@@ -159,9 +140,8 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
         (self.end.get() - self.next.get()) / self.op.get().max(1)
     }
 
-    /// Gives back the slots leased and not granted yet, or forfeits them
-    /// when the pacer's schedule moved on since (see the [module
-    /// docs](self)). Returns `true` if slots went back to the pacer.
+    /// Gives back the slots leased and not granted, or forfeits them if the
+    /// schedule moved on; `true` if slots went back.
     pub fn release(&self) -> bool {
         let (next, end) = (self.next.get(), self.end.get());
         self.end.set(next);
@@ -186,12 +166,10 @@ impl<'a, C: Clock> PacerHandle<'a, C> {
             .is_ok()
     }
 
-    /// The clock reading a grant of `slot` is made against: a fresh
-    /// reading (the default, exact path), or with the pacer's opt-in cached
-    /// clock a lower bound of the present, reading the clock only if `slot`
-    /// is not known to be due: the handle's own reading, then the pacer's
-    /// shared last-seen clock, then a fresh reading (published as the pacer
-    /// does).
+    /// The clock reading a grant of `slot` is made against: a fresh reading,
+    /// or with the opt-in cached clock a lower bound of the present (the
+    /// handle's reading, else the pacer's last-seen, if it shows `slot` due;
+    /// else a fresh reading, published).
     #[inline(always)]
     fn now_for(&self, slot: u64, cached: bool) -> u64 {
         if !cached {

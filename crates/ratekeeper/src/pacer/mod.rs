@@ -1,15 +1,12 @@
 //! The Pacer: nosqlbench's core rate limiter, a lock-free nanosecond schedule.
 //!
-//! A [`Pacer`] hands out slices of a nanosecond timeline, one slice of
-//! `floor(1e9 / rate)` ns per permit, in order (so it runs at
-//! `1e9 / floor(1e9 / rate)`, slightly above the rate where the slice is
-//! not whole: [`Pacer::effective_rate`]). Each grant says when its op was
-//! due (**scheduled**), when the pacer lets it go (**ready**) and, once it went,
-//! its **wait time**: what a load generator needs to report response times free
-//! of coordinated omission. One knob, [`Strictness`], says what happens to time
-//! callers did not use. A grant is O(1) and lock-free: one atomic
-//! read-modify-write and one clock read (plus, off schedule in strict and
-//! burst modes, one compare-exchange).
+//! A [`Pacer`] hands out slices of a nanosecond timeline in order, one of
+//! `floor(1e9 / rate)` ns per permit ([`Pacer::effective_rate`]). Each grant
+//! says when its op was due (**scheduled**), when it may go (**ready**) and
+//! its **wait time**, free of coordinated omission. [`Strictness`] says what
+//! happens to time callers did not use. A grant is O(1) and lock-free: one
+//! atomic read-modify-write and one clock read (plus, off schedule in strict
+//! and burst modes, one compare-exchange).
 //!
 //! ```
 //! use ratekeeper::{Pacer, RateLimiter};
@@ -17,7 +14,6 @@
 //! let pacer = Pacer::from_spec(&"10K,1.1".parse()?).build()?;
 //! for _ in 0..10 {
 //!     let grant = pacer.acquire(); // sleeps until the op's slot
-//!     // ... do the op; response time = end - grant.scheduled_nanos()
 //!     assert!(grant.ready_nanos() >= grant.scheduled_nanos());
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -28,35 +24,22 @@
 //!
 //! # Cancelling a reservation
 //!
-//! [`cancel`](RateLimiter::cancel) gives back the slots of the pacer's
-//! **latest** reservation: the schedule moves back from the grant's end to
-//! its start, so the next reservation gets the slots, and the scheduled and
-//! ready times, the cancelled one had. In strict and burst modes the actual
-//! timeline moves back too, unless a later op already built on it.
+//! [`cancel`](RateLimiter::cancel) gives back the slots of the **latest**
+//! reservation: the schedule moves back to its start, so the next
+//! reservation gets its slots and times (in strict and burst modes the
+//! actual timeline too, unless a later op built on it). An **earlier**
+//! reservation is kept instead for the next reservation of the same size
+//! (any [`RateLimiter`] method but [`reserve_nanos`](Pacer::reserve_nanos)),
+//! which gets its times: nothing is admitted that the schedule did not
+//! allow. A kept grant whose ready time passes unclaimed is dropped.
 //!
-//! An **earlier** reservation's slots cannot move without moving slots
-//! already handed out. `cancel` then keeps the grant for the next
-//! reservation of the same number of permits (through any [`RateLimiter`]
-//! method but [`reserve_nanos`](Pacer::reserve_nanos)), which gets its
-//! scheduled and ready times, started at its own clock reading: the slots
-//! are used once, at the time the schedule gave them, so nothing is
-//! admitted that the schedule did not allow. A kept grant whose ready time
-//! passes before anyone takes it is dropped, its slots spent.
-//!
-//! `cancel` returns `false`, and changes nothing, for a grant
-//!
-//! * already cancelled (given back or kept), or handed on already;
-//! * whose ready time has passed (`ready < now`);
-//! * reserved before a reset of the schedule (a rate or strictness change,
-//!   [`start`](Pacer::start), [`stop`](Pacer::stop),
-//!   [`restart`](Pacer::restart)), while the pacer is stopped, or, if it is
-//!   not the latest, one whose slots end past the next free slot;
-//! * from [`reserve_nanos`](Pacer::reserve_nanos) (it does not say its size).
-//!
-//! A grant from another limiter, or one whose op already went, must not be
-//! cancelled: the pacer cannot always tell it from one of its own still
-//! waiting. A cancel takes the configuration lock; the reservations it
-//! races stay lock-free.
+//! `cancel` returns `false`, changing nothing, for a grant already
+//! cancelled, past its ready time, reserved before a reset of the schedule
+//! (rate or strictness change, [`start`](Pacer::start), [`stop`](Pacer::stop),
+//! [`restart`](Pacer::restart)) or while stopped, or from `reserve_nanos`;
+//! the full list is in `docs/pacer.md`. Never cancel another limiter's grant
+//! or one whose op went. A cancel takes the configuration lock; the
+//! reservations it races stay lock-free.
 //!
 //! # Waiting
 //!
@@ -74,10 +57,10 @@
 //!
 //! # Memory ordering
 //!
-//! Every reservation is a read-modify-write of the same atomic schedule with
-//! acquire-release ordering, so a grant *happens after* every grant reserved
-//! before it on the same pacer: data written by one caller before it acquired is
-//! visible to a caller that acquired later.
+//! Every reservation is an acquire-release read-modify-write of one atomic
+//! schedule, so a grant *happens after* every grant reserved before it on
+//! the same pacer: what a caller wrote before acquiring is visible to a
+//! caller that acquired later.
 //!
 //! # Differences from the reference
 //!
@@ -130,13 +113,9 @@ use params::Params;
 
 /// A lock-free pacer on a nanosecond schedule; see the [module docs](self).
 ///
-/// Build one with [`Pacer::builder`], [`Pacer::from_spec`] or [`Pacer::new`],
-/// share it by reference or in an `Arc`, and take permits through the
-/// [`RateLimiter`] methods.
-///
-/// # Examples
-///
-/// Strict pacing on a manual clock: a late caller keeps its lateness.
+/// Build one with [`Pacer::builder`], [`Pacer::from_spec`] or [`Pacer::new`]
+/// and share it by reference or in an `Arc`. Strict pacing on a manual
+/// clock (a late caller keeps its lateness):
 ///
 /// ```
 /// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};

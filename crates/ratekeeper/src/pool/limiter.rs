@@ -1,7 +1,5 @@
 //! [`TokenPool`]: the pools of [`Pools`] as a thread-safe rate limiter.
 
-//! [`TokenPool`]: the pools of [`Pools`] as a thread-safe rate limiter.
-
 use std::fmt;
 use std::sync::Arc;
 use std::task::Waker;
@@ -25,16 +23,11 @@ use crate::wait::{saturating_nanos, WaitPolicy};
 const MAX_SPAN: u64 = crate::rate::MAX_NANOS_PER_OP;
 
 /// nosqlbench's hybrid rate limiter: a token pool of nanoseconds with
-/// active, burst and waiting pools. See the [module documentation](crate::pool).
+/// active, burst and waiting pools (see the [module docs](crate::pool)).
 ///
-/// Share it by reference or in an `Arc` and take permits through the
-/// [`RateLimiter`] methods. A caller that finds too few tokens queues (first
-/// come, first served) and sleeps until fills give it enough; it is woken by
-/// the fill, not by polling.
-///
-/// # Examples
-///
-/// Deterministic, with a manual clock and manual filling:
+/// Share it by reference or in an `Arc`. A caller that finds too few tokens
+/// queues (first come, first served) and is woken by the fill that gives it
+/// enough, not by polling.
 ///
 /// ```
 /// use ratekeeper::pool::{Filling, TokenPool};
@@ -69,10 +62,9 @@ impl<C: Clock + 'static> TokenPool<C> {
 }
 
 impl<C: Clock + 'static> TokenPool<C> {
-    /// Starts metering from now: the pools are emptied, one op's tokens are
-    /// pre-filled so that the first op need not wait, and a
-    /// [`Filling::Thread`] filler starts. `reset` also clears the wait
-    /// checkpointed at earlier stops.
+    /// Starts metering from now: pools emptied, one op pre-filled, a
+    /// [`Filling::Thread`] filler started; `reset` also clears the
+    /// checkpointed wait.
     pub(super) fn begin(&self, st: &mut State, now: u64, reset: bool, wake: &mut Vec<Wake>) {
         let sh = &*self.shared;
         sh.resume(st, now, wake);
@@ -116,9 +108,8 @@ impl<C: Clock + 'static> TokenPool<C> {
         r
     }
 
-    /// Starts an idle pool (spec verb `start`): its schedule begins now, one
-    /// op's tokens are pre-filled, and a [`Filling::Thread`] filler starts.
-    /// No effect on a started pool.
+    /// Starts an idle pool (spec verb `start`): the schedule begins now, one
+    /// op is pre-filled, a filler thread starts. No effect on a started pool.
     pub fn start(&self) {
         self.locked(|st, wake| {
             if !st.started {
@@ -128,10 +119,9 @@ impl<C: Clock + 'static> TokenPool<C> {
         });
     }
 
-    /// Re-initialises the pool as if starting for the first time (spec verb
-    /// `restart`): the pools, the backlog and the accumulated wait are
-    /// cleared, one op's tokens are pre-filled and the schedule begins now.
-    /// Starts an idle pool. Callers already waiting keep their place.
+    /// Starts afresh (spec verb `restart`): pools, backlog and accumulated
+    /// wait cleared, one op pre-filled, the schedule begins now. Callers
+    /// already waiting keep their place.
     pub fn restart(&self) {
         self.locked(|st, wake| {
             let now = self.shared.clock.now_nanos();
@@ -140,21 +130,17 @@ impl<C: Clock + 'static> TokenPool<C> {
     }
 
     /// Stops metering (spec verb `stop`): the backlog is checkpointed into
-    /// the total wait, the pools are emptied, and a [`Filling::Thread`]
-    /// filler is stopped and joined before this returns. The next acquire
-    /// (or [`start`](Self::start)) starts the pool afresh, and so do callers
-    /// already waiting.
+    /// the total wait, the pools emptied, a filler thread stopped and joined
+    /// before this returns. The next acquire starts the pool afresh.
     pub fn stop(&self) {
         if let Some(h) = self.locked(|st, wake| self.shared.halt(st, wake)) {
             h.stop();
         }
     }
 
-    /// Changes the rate and burst ratio, keeping the pools (nosqlbench
-    /// G2's `apply`): their sizes follow the new rate, and when the active
-    /// pool now holds more than the new `max_over_active`, the next fill
-    /// moves the excess back to the waiting pool. Claims already waiting keep
-    /// the tokens they asked for.
+    /// Changes the rate and burst ratio, keeping the pools (G2's `apply`):
+    /// the next fill moves any excess over the new `max_over_active` back to
+    /// the waiting pool. Waiting claims keep the tokens they asked for.
     ///
     /// # Errors
     ///
@@ -180,16 +166,13 @@ impl<C: Clock + 'static> TokenPool<C> {
         })
     }
 
-    /// Applies a spec: its rate and burst ratio as
-    /// [`configure`](Self::configure) does (the pools are kept), then its
-    /// verb: `configure` changes nothing else, `start` starts an idle pool,
-    /// `restart` clears the pools and the backlog, `stop` stops it.
+    /// Applies a spec: [`configure`](Self::configure) with its rate and
+    /// burst ratio, then its verb ([`start`](Self::start),
+    /// [`restart`](Self::restart), [`stop`](Self::stop), or nothing).
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) or
-    /// [`ConfigErrorKind::BurstRatio`](crate::ConfigErrorKind::BurstRatio); nothing
-    /// changes.
+    /// As [`configure`](Self::configure).
     pub fn apply(&self, spec: &RateSpec) -> Result<(), ConfigError> {
         self.configure(spec.rate(), spec.burst_ratio())?;
         match spec.verb() {
@@ -201,11 +184,9 @@ impl<C: Clock + 'static> TokenPool<C> {
         Ok(())
     }
 
-    /// Adds `nanos` tokens, as a fill would, and serves waiting callers with
-    /// them; returns the pools' content, `active + waiting`. Only for
-    /// [`Filling::Manual`]; starts an idle pool first. This is how tests and
-    /// external drivers move the pool deterministically (nosqlbench's tests
-    /// call `refill` the same way).
+    /// Adds `nanos` tokens as a fill would, serving waiting callers; returns
+    /// `active + waiting`. For tests and external drivers of a
+    /// [`Filling::Manual`] pool; starts an idle pool first.
     ///
     /// # Errors
     ///
@@ -233,8 +214,7 @@ impl<C: Clock + 'static> TokenPool<C> {
         pools
     }
 
-    /// The waiting pool: the backlog, time that arrived while the active pool
-    /// was full and that ops have not caught up yet.
+    /// The waiting pool: the backlog not caught up yet.
     pub fn backlog_nanos(&self) -> u64 {
         let mut st = lock(&self.shared.state);
         self.shared.settle(&mut st);
@@ -252,9 +232,8 @@ impl<C: Clock + 'static> TokenPool<C> {
         lock(&self.shared.state).accumulated
     }
 
-    /// How many fills the pool has had (pre-fills included). A parked
-    /// filler thread makes none: the time it was parked is added to the
-    /// waiting pool without a fill (see [Idle pools](crate::pool#idle-pools)).
+    /// How many fills the pool has had (pre-fills included; a parked filler
+    /// makes none, see [Idle pools](crate::pool#idle-pools)).
     pub fn fills(&self) -> u64 {
         lock(&self.shared.state).fills
     }
@@ -264,8 +243,8 @@ impl<C: Clock + 'static> TokenPool<C> {
         lock(&self.shared.state).queue.len()
     }
 
-    /// The filling in effect: the one built with, or [`Filling::Inline`] if a
-    /// filler thread could not be started.
+    /// The filling in effect ([`Filling::Inline`] if a filler thread could
+    /// not be started).
     pub fn filling(&self) -> Filling {
         lock(&self.shared.state).mode
     }
@@ -276,10 +255,7 @@ impl<C: Clock + 'static> TokenPool<C> {
     }
 
     /// Whether the [`Filling::Thread`] filler is parked because the pool is
-    /// idle: the active pool is full and nobody waits, so a fill could only
-    /// add to the backlog. A parked filler costs no CPU; a take, a caller
-    /// that must wait, a new rate, a restart or a stop wakes it (see
-    /// [Idle pools](crate::pool#idle-pools)). Always `false` for the other
+    /// idle ([Idle pools](crate::pool#idle-pools)); `false` for the other
     /// fillings.
     pub fn is_filler_parked(&self) -> bool {
         lock(&self.shared.state).parked
@@ -301,16 +277,10 @@ impl<C: Clock + 'static> TokenPool<C> {
         self.shared.params.nanos_per_op.load(Ordering::Relaxed)
     }
 
-    /// The rate the pool actually meters, in operations per second: its
-    /// fills add one token per nanosecond and each permit takes
-    /// [`nanos_per_op`](Self::nanos_per_op) `= floor(1e9 / rate)` of them
-    /// (G2's arithmetic, pinned by the conformance vectors), so
-    /// `1e9 / floor(1e9 / rate)`, at the current rate (after a
-    /// [`configure`](Self::configure), the new one).
-    ///
-    /// Never below [`rate`](Self::rate), and above it by less than one part
-    /// in `nanos_per_op`; see [`Rate::effective_rate`]. The burst ratio
-    /// changes only how fast a backlog is caught up, not this long-run rate.
+    /// The rate the pool actually meters, `1e9 / floor(1e9 / rate)` ops per
+    /// second (G2's arithmetic): never below [`rate`](Self::rate), above it
+    /// by less than one part in `nanos_per_op` ([`Rate::effective_rate`]).
+    /// The burst ratio does not change it.
     pub fn effective_rate(&self) -> f64 {
         per_second_of_nanos(self.nanos_per_op())
     }
@@ -330,21 +300,12 @@ impl<C: Clock + 'static> TokenPool<C> {
 
 impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
     /// Takes `permits` ops' tokens from the active pool if it holds them (one
-    /// compare-exchange, no lock); otherwise queues a claim behind earlier
-    /// ones, unless `max_wait` is shorter than the tokens still missing.
-    ///
-    /// A queued claim receives tokens from the fills that follow, first come,
-    /// first served; its grant's `ready` time is an estimate (tokens arrive at
-    /// one per nanosecond, faster while a backlog drains) and
+    /// compare-exchange, no lock); otherwise queues a claim, unless
+    /// `max_wait` is shorter than the tokens still missing. A claim is served
+    /// by later fills in order; its `ready` time is an estimate, and
     /// [`wait_for`](RateLimiter::wait_for) waits for the tokens themselves.
-    /// A claim whose tokens are time the clock cannot count to is refused
-    /// with [`AcquireError::ScheduleExhausted`]: it would never be served.
-    /// That is a claim whose wait, from the later of now and the latest
-    /// fill, passes `u64::MAX`, or whose tokens together with those still
-    /// owed to the claims ahead of it pass `u64::MAX` (possible only at
-    /// rates of about one op per century, where a few claims' tokens add up
-    /// to 584 years). The claims already queued are unaffected, and
-    /// cancelling them gives back exactly what they took.
+    /// A claim whose tokens (with those owed ahead of it) pass `u64::MAX` is
+    /// refused with [`AcquireError::ScheduleExhausted`].
     // Always inlined, as the Pacer's: the lock-free path is small.
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
@@ -393,10 +354,8 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         }
     }
 
-    /// Waits for a queued claim's tokens: woken by the fill that completes
-    /// it (with [`Filling::Inline`], one waiter at a time sleeps until the
-    /// tokens are due and fills). A grant whose tokens were taken at once is
-    /// returned as it is.
+    /// Waits for a queued claim's tokens, woken by the fill that completes
+    /// it (inline filling: one waiter at a time sleeps and fills).
     #[inline(always)]
     fn wait_for(&self, grant: Grant) -> Grant {
         match grant.claim() {
@@ -405,17 +364,10 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         }
     }
 
-    /// A grant whose tokens were taken at once goes at its ready time, as
-    /// for every limiter. A claim goes once it has its tokens, not at its
-    /// estimated ready time: until then the answer is
-    /// [`Readiness::Pending`], and the fill that completes the claim wakes
-    /// `waker` (a fill of any kind: [`Filling::Thread`]'s,
-    /// [`TokenPool::refill`], another waiter's). With [`Filling::Inline`]
-    /// and no blocked thread refilling, the async waiters do the refilling:
-    /// each ask fills from the clock, and the answer says when to ask again
-    /// (when the claim's tokens are due, at least the fill granule and at
-    /// most half the active pool after the last fill, as a blocking
-    /// waiter's sleep).
+    /// A claim goes once it has its tokens: until then
+    /// [`Readiness::Pending`], and the fill that completes it wakes `waker`.
+    /// With [`Filling::Inline`] and no blocked thread refilling, each ask
+    /// fills from the clock and says when to ask again.
     fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
         match grant.claim() {
             Some(id) => self.poll_claim(grant, id, waker),
@@ -449,10 +401,8 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         })
     }
 
-    /// As for every limiter, but the deadline is kept however late the fills
-    /// are: a caller still queued at the deadline withdraws its claim (tokens
-    /// it had received go to the callers behind it) and gets
-    /// [`AcquireError::WouldWait`].
+    /// The deadline holds however late the fills are: a caller still queued
+    /// then withdraws its claim and gets [`AcquireError::WouldWait`].
     fn acquire_timeout(&self, permits: u32, timeout: Duration) -> Result<Grant, AcquireError> {
         let grant = self.reserve(permits, Some(timeout))?;
         let Some(id) = grant.claim() else {

@@ -2,34 +2,24 @@
 
 use crate::rate::{Rate, RateError};
 
-/// The least a rate-sized active pool holds: 1 ms (1 000 000 ns), about one
-/// filler interval. See [Sizing](crate::pool#sizing).
+/// The least a rate-sized active pool holds: 1 ms ([Sizing](crate::pool#sizing)).
 pub const MIN_ACTIVE_NANOS: u64 = 1_000_000;
 
-/// The least number of ops a rate-sized active pool holds: 2. See
-/// [Sizing](crate::pool#sizing).
+/// The least number of ops a rate-sized active pool holds: 2.
 pub const MIN_CONCURRENT_OPS: u64 = 2;
 
-/// The most tokens the pools hold together (`active + waiting`): 2^63 - 1 ns,
-/// about 292 years, the range of the Java `long` nosqlbench keeps them in. A
-/// refill beyond it is cut to fit (see [Overflow](crate::pool#overflow)); it
-/// is also the largest pool size [`Pools::with_pool_size`] accepts.
+/// The most tokens the pools hold together (`active + waiting`): 2^63 - 1
+/// ns, a Java `long`'s range. A refill beyond it is cut to fit
+/// ([Overflow](crate::pool#overflow)); also the largest pool size.
 pub const MAX_POOL_NANOS: u64 = i64::MAX as u64;
 
 /// The three pools of nosqlbench G2's token pool (active, burst and waiting),
-/// in nanosecond tokens, with G2's exact arithmetic.
+/// in nanosecond tokens, with G2's exact arithmetic: a value type with no
+/// clock and no waiting, explained in the [module docs](crate::pool).
 ///
-/// A value type with no clock and no waiting: [`refill`](Self::refill) is
-/// given the elapsed time, [`try_take_op`](Self::try_take_op) takes one op's
-/// tokens if the active pool has them. The [module documentation](crate::pool)
-/// explains the pools, their sizing and the refill step.
-///
-/// Invariants, whatever the calls: `active + waiting <= MAX_POOL_NANOS`, and
-/// after every refill `active <= max_over_active`. (`active` exceeds
-/// `max_over_active` only between an [`apply`](Self::apply) that shrank the
-/// pools and the next refill.)
-///
-/// # Examples
+/// Invariants: `active + waiting <= MAX_POOL_NANOS`, and after every refill
+/// `active <= max_over_active` (only an [`apply`](Self::apply) that shrank
+/// the pools can break it until the next refill).
 ///
 /// nosqlbench's `testBackfillFullRate` at 10 million ops/s with burst 1.1:
 ///
@@ -43,8 +33,7 @@ pub const MAX_POOL_NANOS: u64 = i64::MAX as u64;
 ///
 /// assert_eq!(pools.refill(1_000_000), 1_000_000); // fills the active pool
 /// assert_eq!(pools.waiting(), 0);
-/// // 100 more tokens overflow to waiting; 100/1e6 of the 100 000-token
-/// // burst pool, 10 tokens, come back to the active pool at once.
+/// // 100 more overflow to waiting; 100/1e6 of the burst pool, 10, come back.
 /// assert_eq!(pools.refill(100), 1_000_100);
 /// assert_eq!(pools.waiting(), 90);
 /// assert_eq!(pools.active(), 1_000_010);
@@ -58,9 +47,8 @@ pub struct Pools {
     /// The rate the pools were sized for; `None` for [`Pools::with_pool_size`].
     rate: Option<Rate>,
     burst_ratio: f64,
-    /// All amounts are Java `long`s as in nosqlbench, and never negative:
-    /// `0 <= active`, `0 <= waiting`, `active + waiting <= i64::MAX`, so the
-    /// refill step (which needs signed values) cannot overflow.
+    /// Java `long`s as in nosqlbench, never negative:
+    /// `active + waiting <= i64::MAX`, so the refill step cannot overflow.
     nanos_per_op: i64,
     max_active: i64,
     max_over_active: i64,
@@ -117,13 +105,9 @@ fn check_burst(burst_ratio: f64) -> Result<f64, PoolError> {
     }
 }
 
-/// `(long)(max_active * burst_ratio)`, never below `max_active`.
-///
-/// `as i64` of an `f64` truncates toward zero and saturates, as Java's
-/// `(long)` cast does. The product is at least `max_active` whenever
-/// `max_active` is exact in an `f64`, which every rate-sized pool is (it is
-/// 1e6 or itself a truncated `f64`); only a pool size above 2^53 can round
-/// down, and `max` keeps the burst pool from going negative then.
+/// `(long)(max_active * burst_ratio)`, never below `max_active`: `as i64`
+/// truncates and saturates as Java's cast does; only a pool size above 2^53
+/// can round below `max_active`.
 fn max_over_active(max_active: i64, burst_ratio: f64) -> i64 {
     ((max_active as f64 * burst_ratio) as i64).max(max_active)
 }
@@ -143,19 +127,15 @@ fn sizes_for_rate(rate: Rate, burst_ratio: f64) -> Result<Sizes, PoolError> {
 }
 
 impl Pools {
-    /// Empty pools sized for `rate` and `burst_ratio` (see
-    /// [Sizing](crate::pool#sizing)).
-    ///
-    /// The pools start empty: G2's filler pre-fills one op's worth when it
-    /// starts, so that the first op need not wait; do that with
-    /// `refill(nanos_per_op)` where wanted.
+    /// Empty pools sized for `rate` and `burst_ratio`
+    /// ([Sizing](crate::pool#sizing)). G2's filler pre-fills one op at start;
+    /// do that with `refill(nanos_per_op)` where wanted.
     ///
     /// # Errors
     ///
     /// [`PoolError::BurstNotFinite`] or [`PoolError::BurstBelowOne`] for a
-    /// burst ratio that is not a finite number of at least 1.0;
-    /// [`PoolError::Rate`] when the rate's op slice is below 1 ns or above
-    /// 2^62 ns.
+    /// burst ratio that is not finite and at least 1.0; [`PoolError::Rate`]
+    /// for an op slice outside 1 ns ..= 2^62 ns.
     pub fn new(rate: Rate, burst_ratio: f64) -> Result<Pools, PoolError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         Ok(Pools {
@@ -169,18 +149,15 @@ impl Pools {
         })
     }
 
-    /// Empty pools with an explicit active pool size, as engineblock's
-    /// `TokenPool(poolSize, burstRatio)`: `max_active = pool_size`,
-    /// `max_over_active = floor(pool_size * burst_ratio)`, and no rate, so
-    /// [`nanos_per_op`](Self::nanos_per_op) is 0 and
-    /// [`try_take_op`](Self::try_take_op) takes nothing. For tests of the pool
-    /// arithmetic; [`apply`](Self::apply) sizes them for a rate.
+    /// Empty pools of an explicit size, as engineblock's
+    /// `TokenPool(poolSize, burstRatio)`: `max_active = pool_size`, and no
+    /// rate, so [`try_take_op`](Self::try_take_op) takes nothing. For tests
+    /// of the arithmetic.
     ///
     /// # Errors
     ///
-    /// [`PoolError::PoolSize`] for a size of 0 or above [`MAX_POOL_NANOS`];
-    /// [`PoolError::BurstNotFinite`] or [`PoolError::BurstBelowOne`] for a
-    /// burst ratio that is not a finite number of at least 1.0.
+    /// [`PoolError::PoolSize`] for 0 or above [`MAX_POOL_NANOS`]; the burst
+    /// ratio errors of [`Pools::new`].
     pub fn with_pool_size(pool_size: u64, burst_ratio: f64) -> Result<Pools, PoolError> {
         let burst_ratio = check_burst(burst_ratio)?;
         if pool_size == 0 || pool_size > MAX_POOL_NANOS {
@@ -198,12 +175,9 @@ impl Pools {
         })
     }
 
-    /// Re-sizes the pools for a new rate and burst ratio, keeping their
-    /// content (G2's `apply`).
-    ///
-    /// When the new sizes are smaller, the active pool may now hold more than
-    /// `max_over_active`; takers may use that excess until the next
-    /// [`refill`](Self::refill), which moves it back to the waiting pool.
+    /// Re-sizes the pools, keeping their content (G2's `apply`). An active
+    /// pool over the new `max_over_active` may be taken from until the next
+    /// [`refill`](Self::refill) moves the excess back to the waiting pool.
     ///
     /// # Errors
     ///
@@ -218,31 +192,19 @@ impl Pools {
         Ok(())
     }
 
-    /// Adds `nanos` tokens, the time elapsed since the last refill, and
-    /// returns the content, `active + waiting`.
-    ///
-    /// The tokens fill the active pool up to `max_active` and overflow to the
-    /// waiting pool; then up to `nanos / max_active` of the burst pool (all of
-    /// it for a whole `max_active` or more) moves from the waiting pool back to
-    /// the active pool, never beyond `max_over_active`. See
-    /// [The refill step](crate::pool#the-refill-step). If the content would
-    /// exceed [`MAX_POOL_NANOS`], only the tokens that fit are added (see
-    /// [Overflow](crate::pool#overflow)).
+    /// Adds `nanos` tokens, the time since the last refill, and returns
+    /// `active + waiting`: [The refill step](crate::pool#the-refill-step).
+    /// Only what fits under [`MAX_POOL_NANOS`] is added.
     pub fn refill(&mut self, nanos: u64) -> u64 {
         self.refill_step(nanos, nanos);
         self.wait_time()
     }
 
-    /// The refill step for a fill that covers `nanos` of elapsed time while
-    /// takers who are already waiting are owed `demand` tokens: the first
-    /// `min(nanos, demand)` tokens are theirs as they arrive and never enter
-    /// the pools (a taker polling continuously would have taken each one
-    /// the moment it was measured); G2's step applies to the rest, with the
-    /// burst fill proportional to the whole `nanos` the fill covers, as for
-    /// any fill. Returns the tokens served directly.
-    ///
-    /// With `demand == 0` this is exactly [`refill`](Pools::refill). See
-    /// [Serving waiting callers first](crate::pool#serving-waiting-callers-first).
+    /// The refill step when waiting takers are owed `demand` tokens: the
+    /// first `min(nanos, demand)` are theirs and never enter the pools; G2's
+    /// step applies to the rest, its burst fill for all of `nanos`. Returns
+    /// the tokens served directly; `demand == 0` is [`refill`](Pools::refill).
+    /// See [Serving waiting callers first](crate::pool#serving-waiting-callers-first).
     pub(crate) fn refill_serving(&mut self, nanos: u64, demand: u64) -> u64 {
         let direct = nanos.min(demand);
         self.refill_step(nanos - direct, nanos);
@@ -284,10 +246,9 @@ impl Pools {
         taken
     }
 
-    /// Takes exactly `nanos` tokens if the active pool holds them, and then
-    /// returns the content left, `active + waiting`: the value G2's
-    /// `blockAndTake` reports as the op's delay. Returns `None`, changing
-    /// nothing, if the active pool holds fewer (G2 would block until a refill).
+    /// Takes exactly `nanos` tokens if the active pool holds them and
+    /// returns `active + waiting` (G2's `blockAndTake` delay); else `None`,
+    /// changing nothing.
     pub fn try_take(&mut self, nanos: u64) -> Option<u64> {
         if nanos > self.active as u64 {
             return None;
@@ -296,14 +257,12 @@ impl Pools {
         Some(self.wait_time())
     }
 
-    /// Takes one op's tokens, [`nanos_per_op`](Self::nanos_per_op), if the
-    /// active pool holds them: [`try_take`](Self::try_take) of that amount.
+    /// [`try_take`](Self::try_take) of one op's tokens.
     pub fn try_take_op(&mut self) -> Option<u64> {
         self.try_take(self.nanos_per_op())
     }
 
-    /// Whether the active pool holds one op's tokens, so that
-    /// [`try_take_op`](Self::try_take_op) would succeed.
+    /// Whether [`try_take_op`](Self::try_take_op) would succeed.
     pub fn can_take_op(&self) -> bool {
         self.active >= self.nanos_per_op
     }
@@ -317,17 +276,15 @@ impl Pools {
         held
     }
 
-    /// Sets the active pool to `active` tokens (the limiter keeps the active
-    /// pool in atomics and syncs it here before each refill), cut so that the
-    /// content stays within [`MAX_POOL_NANOS`].
+    /// Sets the active pool (kept in the limiter's atomics) to `active`,
+    /// cut to stay within [`MAX_POOL_NANOS`].
     pub(crate) fn set_active(&mut self, active: u64) {
         let room = (i64::MAX - self.waiting) as u64;
         self.active = active.min(room) as i64;
     }
 
-    /// Adds `nanos` tokens to the waiting pool (tokens a withdrawn claim had
-    /// received beyond what the active pool takes back), cut so that the
-    /// content stays within [`MAX_POOL_NANOS`].
+    /// Adds `nanos` to the waiting pool (a withdrawn claim's surplus), cut
+    /// to stay within [`MAX_POOL_NANOS`].
     pub(crate) fn add_waiting(&mut self, nanos: u64) {
         let room = (i64::MAX - self.active - self.waiting) as u64;
         self.waiting += nanos.min(room) as i64;
@@ -338,8 +295,7 @@ impl Pools {
         self.active as u64
     }
 
-    /// Tokens the waiting pool holds now: the backlog, time that arrived while
-    /// the active pool was full.
+    /// Tokens the waiting pool holds now: the backlog.
     pub fn waiting(&self) -> u64 {
         self.waiting as u64
     }
@@ -362,8 +318,7 @@ impl Pools {
         self.max_over_active as u64
     }
 
-    /// The burst pool's size, `max_over_active - max_active`: 0 for a burst
-    /// ratio of 1.0, which never recovers a backlog.
+    /// `max_over_active - max_active`: 0 for a burst ratio of 1.0.
     pub fn burst_pool(&self) -> u64 {
         (self.max_over_active - self.max_active) as u64
     }

@@ -13,13 +13,12 @@
 //! # Stored permits and "the next caller pays"
 //!
 //! A Guava limiter keeps `next_free`, the earliest time the next request may
-//! go, and `stored_permits`, capacity carried forward from idle time. A
-//! request waits only until `next_free` and charges its own cost to the
-//! caller after it. [`SmoothBursty`] stores up to `max_burst_seconds × rate`
-//! free permits while idle; [`SmoothWarmingUp`]'s stored permits cost more
-//! (up to `cold_factor` times the stable interval), so an idle limiter is
-//! cold and warms up over its warm-up period. Time nobody used is never a
-//! backlog to catch up: a load generator wants the [`Pacer`](crate::Pacer).
+//! go, and `stored_permits` carried forward from idle time. A request waits
+//! only until `next_free` and charges its own cost to the caller after it.
+//! [`SmoothBursty`]'s stored permits are free; [`SmoothWarmingUp`]'s cost up
+//! to `cold_factor` times the stable interval, so an idle limiter is cold.
+//! Unused time is never a backlog to catch up (that is the
+//! [`Pacer`](crate::Pacer)).
 //!
 //! # Time and numbers
 //!
@@ -31,15 +30,13 @@
 //!
 //! # Cancelling a reservation
 //!
-//! Guava has no cancel: a request's cost is charged to the caller after it.
-//! [`cancel`](crate::RateLimiter::cancel) gives back the limiter's **latest**
-//! reservation **exactly**: the state returns, bit for bit, to what it was
-//! before it, so the next reservation gets the cancelled one's time and pays
-//! what it would have paid. Reservations given back newest first all come
-//! back. Any other waiting grant is kept for the next reservation of the
-//! same size, which gets its ready time. A grant that could go at once, one
-//! already cancelled, or one from before a rate change is not taken back
-//! (`false`). A grant from another limiter must not be cancelled.
+//! Guava has no cancel. [`cancel`](crate::RateLimiter::cancel) gives back
+//! the **latest** reservation **exactly** (the state returns bit for bit, so
+//! the next reservation gets its time and pays what it would have paid);
+//! reservations given back newest first all come back. Another waiting
+//! grant is kept for the next reservation of the same size. A grant that
+//! could go at once, already cancelled, or from before a rate change
+//! returns `false`; never cancel another limiter's grant.
 //!
 //! ```
 //! use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
@@ -60,27 +57,20 @@
 //!
 //! A reservation that changes the state commits it with one `AcqRel`
 //! compare-exchange, and every reservation loads it with `Acquire`: a grant
-//! happens after the commit whose state it was decided on. A reservation
-//! that leaves the state unchanged (at an infinite rate, most of them)
-//! writes nothing and so releases nothing: do not hand data between
-//! threads through the limiter. Every run equals Guava's serial run in
-//! commit order.
+//! happens after the commit it was decided on. One that changes nothing (at
+//! an infinite rate, most) releases nothing: do not hand data between
+//! threads through it. Every run equals Guava's serial run in commit order.
 //!
 //! # Differences from the reference
 //!
-//! * **A warm-up period of 0** makes Guava's cool-down interval 0/0 = NaN,
-//!   after which it never throttles again. Here it is no warm-up: permits are
-//!   spaced at the stable interval and none are stored.
-//! * The cold factor must be finite and at least 1.0, and the burst seconds
-//!   finite and at least 0 (Guava checks neither). A burst of 0 stores
-//!   nothing, even at an infinite rate (Guava's 0 × ∞ would be NaN).
-//! * Guava sums a request's two costs in a `long` that wraps, so a request
-//!   costing more than 2^63 ticks was free; here the sum saturates.
-//! * Zero permits is [`AcquireError::ZeroPermits`](crate::AcquireError); a
-//!   negative count cannot be expressed (`u32`).
-//! * A [`Grant`](crate::Grant) holds absolute `u64` clock times, which
-//!   saturate: on a clock that wraps, a wait that ends past `u64::MAX` is
-//!   granted at `u64::MAX` (Guava's `testTimeWrapping` then sleeps less).
+//! * A warm-up period of 0 is no warm-up (Guava's 0/0 = NaN never throttles
+//!   again).
+//! * The cold factor must be finite and at least 1.0, the burst seconds
+//!   finite and at least 0 (a burst of 0 stores nothing, even at an infinite
+//!   rate).
+//! * A request's two costs saturate (Guava's `long` wraps past 2^63 ticks).
+//! * Zero permits is [`AcquireError::ZeroPermits`](crate::AcquireError).
+//! * Grant times saturate at `u64::MAX` on a clock that wraps.
 //!
 //! The fine print (the trapezoid, the nanosecond mode, cancels, concurrency)
 //! is in `docs/smooth.md`.
@@ -107,7 +97,6 @@ use limiter::Smooth;
 /// Guava's `SmoothBursty`: idle time stores up to `max_burst_seconds × rate`
 /// free permits. See the [module documentation](self).
 ///
-/// # Examples
 ///
 /// ```
 /// use ratekeeper::{ManualClock, RateLimiter, SmoothBursty};
@@ -128,11 +117,8 @@ pub struct SmoothBursty<C = DefaultClock> {
 
 /// Guava's `SmoothWarmingUp`: idle time makes the limiter cold; permits are
 /// spaced up to `cold_factor` times the stable interval and speed up over the
-/// warm-up period. See the [module documentation](self).
-///
-/// # Examples
-///
-/// Guava's `testWarmUp`: 2 permits/s, a 4 s warm-up, cold factor 3.
+/// warm-up period. Guava's `testWarmUp` (2 permits/s, a 4 s warm-up, cold
+/// factor 3):
 ///
 /// ```
 /// use std::time::Duration;

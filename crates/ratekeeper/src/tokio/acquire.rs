@@ -15,22 +15,14 @@ use crate::wait::{saturating_nanos, timer_nap_nanos};
 
 /// Tokio's timer tick: the sleep resolution of async waits.
 ///
-/// Tokio's timer fires on whole milliseconds, so a sleep shorter than a
-/// tick lasts a tick (a 100 µs sleep takes about 1.1 ms on this project's
-/// machines). Sleeping to an operation less than a tick away is therefore
-/// impossible: under the default [`WaitPolicy`](crate::WaitPolicy) an
-/// operation goes at once when it is at most `clamp(slot / 2, tick / 2,
-/// tick)` away (the early bound of [`crate::wait`] with the tick as the
-/// resolution), and a longer wait wakes on a tick. At rates above 1000 per
-/// second the operations of one tick leave together, one timer wake per
-/// tick instead of one per operation, and the long-run rate stays that of
-/// the schedule (see the [module docs](super#timer-ticks-and-high-rates)).
+/// A sleep shorter than a tick lasts a tick, so under the default
+/// [`WaitPolicy`](crate::WaitPolicy) an operation at most `clamp(slot / 2,
+/// tick / 2, tick)` away goes at once (the early bound of [`crate::wait`]).
+/// See [Timer ticks and high rates](super#timer-ticks-and-high-rates).
 pub const DEFAULT_TIMER_TICK: Duration = Duration::from_millis(1);
 
-/// How early `limiter`'s async waits let an op go: for the default policy,
-/// its early bound with the timer tick as the sleep resolution
-/// (`clamp(slot / 2, tick / 2, tick)`, see [`crate::wait`]); the policy's
-/// window otherwise (zero for a precise one).
+/// How early `limiter`'s async waits let an op go: the default policy's
+/// early bound at the timer tick, else the policy's window.
 pub(crate) fn window_nanos<L: RateLimiter + ?Sized>(limiter: &L) -> u64 {
     let policy = limiter.wait_policy();
     if policy.is_default() {
@@ -40,11 +32,10 @@ pub(crate) fn window_nanos<L: RateLimiter + ?Sized>(limiter: &L) -> u64 {
     }
 }
 
-/// How long an async wait for a grant of `limiter` ready at `ready_nanos`
-/// (on the limiter's clock) sleeps on tokio's timer, as this module's waits
-/// do: `None` when the grant may go now (it is within the early window of
-/// the limiter's [`WaitPolicy`](crate::WaitPolicy) at the timer tick),
-/// else a nap that ends just inside that window. One clock read.
+/// How long an async wait for a grant ready at `ready_nanos` sleeps on
+/// tokio's timer: `None` when it may go now (within the early window of
+/// the limiter's [`WaitPolicy`](crate::WaitPolicy)), else a nap ending just
+/// inside that window. One clock read.
 pub fn timer_nap<L: RateLimiter + ?Sized>(limiter: &L, ready_nanos: u64) -> Option<Duration> {
     let now = limiter.clock().now_nanos();
     let left = ready_nanos.saturating_sub(now);
@@ -109,8 +100,7 @@ impl Waiter {
     }
 
     /// Gives the wait up at `deadline` (clock nanoseconds) if the limiter
-    /// still keeps it pending then (a token-pool claim whose fills came
-    /// late); see [`poll_until`](Self::poll_until).
+    /// still keeps it pending then.
     pub(crate) fn with_deadline(mut self, deadline: u64) -> Waiter {
         self.deadline = Some(deadline);
         self
@@ -124,14 +114,12 @@ impl Waiter {
         self.window = window;
     }
 
-    /// Whether a reservation is held: reserved, not yet ready, not given
-    /// back.
+    /// Whether a reservation is held: not yet ready, not given back.
     pub(crate) fn holds(&self) -> bool {
         self.stage != Stage::Done
     }
 
-    /// Gives the reservation back if one is held; true if the limiter took
-    /// anything back.
+    /// Gives a held reservation back; true if the limiter took any back.
     pub(crate) fn abandon<L: RateLimiter + ?Sized>(&mut self, limiter: &L) -> bool {
         let held = self.holds();
         self.stage = Stage::Done;
@@ -247,12 +235,9 @@ impl Waiter {
 pin_project! {
     /// The future of [`AsyncRateLimiter::acquire_n_async`] and
     /// [`acquire_timeout_async`](AsyncRateLimiter::acquire_timeout_async):
-    /// reserves on its first poll, then sleeps on tokio's timer until the
-    /// grant is ready.
-    ///
-    /// Dropping it while it waits gives its reservation back
-    /// ([`RateLimiter::cancel`]); see
-    /// [Cancel safety](super#cancel-safety).
+    /// reserves on its first poll, then sleeps until the grant is ready.
+    /// Dropped while waiting, it gives its reservation back
+    /// ([Cancel safety](super#cancel-safety)).
     #[must_use = "futures do nothing unless polled; an unpolled acquire reserves nothing"]
     pub struct Acquire<'a, L>
     where
@@ -294,9 +279,8 @@ impl<'a, L: RateLimiter + ?Sized> Acquire<'a, L> {
     }
 
     /// Lets this acquire go up to `window` before its ready time instead of
-    /// the limiter's default (one timer tick, see [`DEFAULT_TIMER_TICK`]);
-    /// `Duration::ZERO` sleeps for every wait. Waits shorter than tokio's
-    /// 1 ms tick still last a tick.
+    /// the default ([`DEFAULT_TIMER_TICK`]); `Duration::ZERO` sleeps for
+    /// every wait, and a wait still lasts at least a tick.
     ///
     /// # Examples
     ///
@@ -310,11 +294,9 @@ impl<'a, L: RateLimiter + ?Sized> Acquire<'a, L> {
     /// let clock = TokioClock::new();
     /// let pacer = Pacer::builder(Rate::new(2000.0)?).build_with_clock(clock)?;
     /// pacer.acquire_async().await;
-    /// // Due in 0.5 ms: within the default window, it goes at once.
-    /// let g = pacer.acquire_async().await;
+    /// let g = pacer.acquire_async().await; // due in 0.5 ms: goes at once
     /// assert_eq!((g.ready_nanos(), g.started_nanos()), (500_000, 0));
-    /// // With no window it sleeps, and tokio's timer wakes it on the next
-    /// // 1 ms tick: never early.
+    /// // With no window it sleeps to the next tick: never early.
     /// let g = pacer.acquire_n_async(1).coalesce(Duration::ZERO).await?;
     /// assert_eq!((g.ready_nanos(), g.started_nanos()), (1_000_000, 1_000_000));
     /// # Ok(()) }
@@ -373,9 +355,6 @@ impl<L: RateLimiter + ?Sized> fmt::Debug for Acquire<'_, L> {
 pin_project! {
     /// The future of [`AsyncRateLimiter::acquire_async`]: one permit, as
     /// [`Acquire`], returning the [`Grant`] itself.
-    ///
-    /// Dropping it while it waits gives its reservation back; see
-    /// [Cancel safety](super#cancel-safety).
     #[must_use = "futures do nothing unless polled; an unpolled acquire reserves nothing"]
     pub struct AcquireOne<'a, L>
     where
@@ -415,19 +394,13 @@ impl<L: RateLimiter + ?Sized> fmt::Debug for AcquireOne<'_, L> {
 
 pin_project! {
     /// A reservation as a value (Go's `Reservation`): decided when made,
-    /// then waited for blocking ([`wait`](Self::wait)) or async (`.await`),
-    /// kept to be waited for another way ([`into_grant`](Self::into_grant)),
-    /// or given back ([`cancel`](Self::cancel)).
-    ///
-    /// Dropping a reservation that was not waited for, or whose `.await`
-    /// was abandoned, gives it back as [`cancel`](Self::cancel) does. The
-    /// limiter `L` is held by value: `&Limiter` for a borrowed reservation
-    /// ([`AsyncRateLimiter::reservation`]), `Arc<Limiter>` for one that can
-    /// move to another task or thread.
+    /// then waited for ([`wait`](Self::wait) or `.await`), kept
+    /// ([`into_grant`](Self::into_grant)) or given back
+    /// ([`cancel`](Self::cancel)). Dropped unfinished, it is given back.
+    /// `L` is `&Limiter` for a borrowed reservation, `Arc<Limiter>` for one
+    /// that moves to another task.
     ///
     /// # Examples
-    ///
-    /// Reserve now, learn when to go, go later:
     ///
     /// ```
     /// use std::sync::Arc;
@@ -474,8 +447,8 @@ pin_project! {
 }
 
 impl<L: RateLimiter> Reservation<L> {
-    /// Reserves `permits` on `limiter` now: refused, changing nothing, if
-    /// the wait would exceed `max_wait` (`None`: any wait).
+    /// Reserves `permits` now; refused, changing nothing, if the wait would
+    /// exceed `max_wait` (`None`: any wait).
     ///
     /// # Errors
     ///
@@ -490,8 +463,7 @@ impl<L: RateLimiter> Reservation<L> {
         })
     }
 
-    /// The grant as decided: scheduled and ready times, and the decision
-    /// time as its start.
+    /// The grant as decided, with the decision time as its start.
     pub fn grant(&self) -> Grant {
         self.waiter.grant()
     }
@@ -501,14 +473,12 @@ impl<L: RateLimiter> Reservation<L> {
         self.waiter.grant().ready_nanos()
     }
 
-    /// How long the caller had to wait from the decision (Go's `Delay` at
-    /// the moment of reserving): zero if the permits could go at once.
+    /// The wait from the decision (Go's `Delay`): zero if it could go at once.
     pub fn delay(&self) -> Duration {
         Duration::from_nanos(self.waiter.grant().delay_nanos())
     }
 
-    /// How long is left to wait from now (Go's `DelayFrom(now)`), reading
-    /// the limiter's clock.
+    /// The wait left from now (Go's `DelayFrom(now)`). One clock read.
     pub fn remaining(&self) -> Duration {
         let now = self.limiter.clock().now_nanos();
         Duration::from_nanos(self.ready_nanos().saturating_sub(now))
@@ -525,24 +495,20 @@ impl<L: RateLimiter> Reservation<L> {
         self
     }
 
-    /// Blocks the thread until the permits may go, under the limiter's
-    /// [`WaitPolicy`](crate::WaitPolicy) ([`RateLimiter::wait_for`]), and returns the grant
-    /// with its start time.
-    ///
+    /// Blocks the thread until the permits may go ([`RateLimiter::wait_for`]).
     /// Do not call it from an async task; `.await` the reservation there.
     pub fn wait(mut self) -> Grant {
         self.waiter.block(&self.limiter)
     }
 
-    /// Gives the reservation back (Go's `Reservation.Cancel`): returns
-    /// whether the limiter took anything back; see each limiter's docs for
-    /// what it can give back.
+    /// Gives the reservation back (Go's `Reservation.Cancel`); true if the
+    /// limiter took anything back.
     pub fn cancel(mut self) -> bool {
         self.waiter.abandon(&self.limiter)
     }
 
-    /// Keeps the reservation without waiting: the caller waits until
-    /// [`ready_nanos`](Self::ready_nanos) its own way. Nothing is given back.
+    /// Keeps the reservation; the caller waits until
+    /// [`ready_nanos`](Self::ready_nanos) its own way.
     pub fn into_grant(mut self) -> Grant {
         self.waiter.keep()
     }
@@ -551,13 +517,8 @@ impl<L: RateLimiter> Reservation<L> {
 impl<L: RateLimiter> Future for Reservation<L> {
     type Output = Grant;
 
-    /// Sleeps on tokio's timer until the permits may go (up to one window
-    /// early, see [`Acquire::coalesce`]).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropped before it completes, the reservation is given back
-    /// ([`RateLimiter::cancel`]).
+    /// Sleeps until the permits may go (up to one window early). Cancel
+    /// safe: dropped unfinished, the reservation is given back.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
         let this = self.project();
         this.waiter.poll(&*this.limiter, this.timer, cx)
@@ -575,12 +536,10 @@ impl<L: RateLimiter> fmt::Debug for Reservation<L> {
 
 /// Async waiting for every [`RateLimiter`], on tokio's timer.
 ///
-/// Implemented for every limiter (and `&L`, `Arc<L>`). Each method decides
-/// with [`RateLimiter::reserve`] when first polled and then sleeps with
-/// [`tokio::time::sleep_until`] until the grant is ready; an operation due
-/// within one timer tick goes at once (see
-/// [Timer ticks and high rates](super#timer-ticks-and-high-rates)). No
-/// method spins or uses a thread of its own.
+/// Implemented for every limiter. Each method decides with
+/// [`RateLimiter::reserve`] when first polled, then sleeps with
+/// [`tokio::time::sleep_until`] until the grant is ready (within one tick:
+/// at once). No method spins or uses a thread of its own.
 ///
 /// | call | output | fails when |
 /// |---|---|---|
@@ -616,18 +575,13 @@ pub trait AsyncRateLimiter: RateLimiter {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: dropped before it completes, the future gives its
-    /// reservation back ([`RateLimiter::cancel`]), so the limiter is left as
-    /// if the call had not happened as far as the limiter can give a
-    /// reservation back; see [Cancel safety](super#cancel-safety) for what
-    /// each limiter gives back. Dropped before its first poll, it reserved
-    /// nothing.
+    /// Dropped unfinished, it gives its reservation back
+    /// ([`RateLimiter::cancel`]; see [Cancel safety](super#cancel-safety)).
     ///
     /// # Panics
     ///
-    /// As [`RateLimiter::acquire`]: only if the limiter cannot grant a
-    /// single permit at all. When polled outside a Tokio runtime with the
-    /// time driver enabled, if it has to sleep.
+    /// If the limiter cannot grant a single permit at all, or when it must
+    /// sleep outside a Tokio runtime with the time driver enabled.
     fn acquire_async(&self) -> AcquireOne<'_, Self> {
         AcquireOne {
             inner: Acquire::new(self, 1, None),
@@ -636,19 +590,13 @@ pub trait AsyncRateLimiter: RateLimiter {
 
     /// Takes `permits`, sleeping on tokio's timer until they may go.
     ///
+    /// Cancel safe, and panics outside a runtime, as
+    /// [`acquire_async`](Self::acquire_async).
+    ///
     /// # Errors
     ///
     /// [`AcquireError::ZeroPermits`], [`AcquireError::InsufficientCapacity`]
     /// or [`AcquireError::ScheduleExhausted`], when first polled.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`acquire_async`](Self::acquire_async).
-    ///
-    /// # Panics
-    ///
-    /// When polled outside a Tokio runtime with the time driver enabled, if
-    /// it has to sleep.
     fn acquire_n_async(&self, permits: u32) -> Acquire<'_, Self> {
         Acquire::new(self, permits, None)
     }
@@ -656,33 +604,21 @@ pub trait AsyncRateLimiter: RateLimiter {
     /// Takes `permits` if they can go within `timeout`, sleeping until
     /// then; fails at once, with nothing reserved, if they cannot.
     ///
-    /// The timeout is kept however late the limiter is: a
-    /// [`TokenPool`](crate::TokenPool) claim queued within it, whose fills
-    /// then come late, is withdrawn at the deadline (tokens it had received
-    /// go to the claims behind it), as the blocking
-    /// [`acquire_timeout`](RateLimiter::acquire_timeout) does.
+    /// The timeout holds however late the limiter is: a
+    /// [`TokenPool`](crate::TokenPool) claim whose fills come late is
+    /// withdrawn at the deadline. Cancel safe, and panics outside a
+    /// runtime, as [`acquire_async`](Self::acquire_async).
     ///
     /// # Errors
     ///
-    /// [`AcquireError::WouldWait`] when the wait would exceed `timeout`
-    /// (at once, or at the deadline as above), or the errors of
+    /// [`AcquireError::WouldWait`] when the wait would exceed `timeout` (at
+    /// once, or at the deadline), or those of
     /// [`acquire_n_async`](Self::acquire_n_async).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`acquire_async`](Self::acquire_async).
-    ///
-    /// # Panics
-    ///
-    /// When polled outside a Tokio runtime with the time driver enabled, if
-    /// it has to sleep.
     fn acquire_timeout_async(&self, permits: u32, timeout: Duration) -> Acquire<'_, Self> {
         Acquire::new(self, permits, Some(timeout))
     }
 
-    /// Reserves `permits` now and returns the reservation as a value, to
-    /// `.await`, [`wait`](Reservation::wait) for, keep or
-    /// [`cancel`](Reservation::cancel).
+    /// Reserves `permits` now as a [`Reservation`].
     ///
     /// # Errors
     ///
