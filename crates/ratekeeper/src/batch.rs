@@ -1,14 +1,10 @@
 //! Micro-batching for any limiter: a [`BatchHandle`] leases a block of
 //! permits with one reservation and hands them out locally.
 //!
-//! Every limiter decides each grant on shared state: one compare-exchange
-//! (the [`TokenPool`](crate::TokenPool), the smooth limiters, the
-//! Resilience4j limiters), often a clock read, and for the Resilience4j
-//! limiters an event. From several threads at a high rate that shared state
-//! is the bottleneck. A handle, one per thread, asks its limiter for `k`
-//! permits at once (one [`reserve`](RateLimiter::reserve) of `k`) and grants
-//! them one by one from thread-local state, without touching shared memory:
-//! one clock read per grant, so that each grant's wait is exact.
+//! Each grant of a limiter touches shared state (a compare-exchange, often a
+//! clock read, an event). A handle, one per thread, reserves `k` permits at
+//! once and grants them one by one from thread-local state: one clock read
+//! per grant, no shared memory.
 //!
 //! ```
 //! use ratekeeper::{BatchHandle, RateLimiter, RefillLimiter, RefillConfig};
@@ -32,26 +28,22 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! For a [`Pacer`](crate::Pacer) use [`Pacer::handle`](crate::Pacer::handle)
-//! instead: a [`PacerHandle`](crate::PacerHandle) leases schedule and grants
-//! each slot at its own time, where this handle grants a lease's permits as
-//! the limiter granted the lease, together.
+//! For a [`Pacer`](crate::Pacer) use [`Pacer::handle`](crate::Pacer::handle):
+//! a [`PacerHandle`](crate::PacerHandle) grants each leased slot at its own
+//! time, where this handle grants a lease's permits together.
 //!
 //! # Invariants
 //!
-//! 1. `left ≤ lease.permits()`; the permits of a lease are granted once: at
-//!    most `lease.permits()` grants (counting permits) come from one lease.
-//! 2. A grant from a lease is ready no earlier than the lease: `ready` is
-//!    the lease's ready time, or the time its own wait ended, when the
-//!    limiter's wait for it ended earlier than its estimate.
+//! 1. `left ≤ lease.permits()`: a lease's permits are granted at most once.
+//! 2. A grant from a lease is ready no earlier than the lease (or than the
+//!    end of the lease's own wait, if that came first).
 //! 3. The limiter sees a lease before any permit of it is granted.
 //!
-//! A handle is `Send` but not `Sync`: its lease is thread-local state
-//! (`Cell`s), so it adds no atomics and needs no memory ordering of its own;
-//! the limiter's reservation orders a lease against other grants.
+//! A handle is `Send`, not `Sync`: its lease is in `Cell`s, adding no
+//! atomics; the limiter's reservation orders a lease against other grants.
 //!
-//! The repository's `docs/batching.md` says what a lease changes for each
-//! limiter, the slack it adds, and how a lease is sized.
+//! The repository's `docs/batching.md` has what a lease changes per
+//! limiter, its slack and sizing.
 
 use core::cell::Cell;
 use core::fmt;
@@ -64,62 +56,41 @@ use crate::wait::{self, saturating_nanos, WaitPolicy};
 
 pub use crate::pacer::batch::DEFAULT_MAX_LEASE;
 
-/// The most permits one lease holds: one reservation per 1024 grants makes
-/// its cost negligible, and keeps a lease (the slack, and a handle's burst)
-/// small.
+/// The most permits one lease holds: the reservation's cost is amortized
+/// while the slack stays small.
 pub const MAX_LEASE_PERMITS: u32 = 1024;
 
 /// A per-thread batching handle on any [`RateLimiter`]; see the
 /// [module docs](self).
 ///
-/// `L` is the limiter or a reference to it (`&TokenPool`,
-/// `Arc<RefillLimiter>`, ...). The handle implements [`RateLimiter`], so
-/// blocking and async waiting, the decorators and the stream throttle work
-/// on it as on its limiter.
+/// `L` is the limiter or a reference to it (`&TokenPool`, `Arc<..>`). It
+/// implements [`RateLimiter`], so every waiter works on it.
 pub struct BatchHandle<L: RateLimiter> {
     limiter: L,
     /// The current lease: the limiter's grant of all its permits.
     lease: Cell<Grant>,
-    /// When the lease's permits are ready: the lease's ready time, or when
-    /// the wait for its first grant ended, if earlier.
+    /// When the lease's permits are ready (earlier if its wait ended early).
     ready: Cell<u64>,
     /// Permits of the lease not granted yet.
     left: Cell<u32>,
-    /// Whether the lease's first grant, which carries the limiter's own
-    /// handle on the lease (a pool's claim), is still to be waited for.
+    /// Whether the lease's first grant (carrying the limiter's own claim)
+    /// is still to be waited for.
     first_out: Cell<bool>,
     /// A clock reading this handle knows of: a lower bound of the present.
     seen: Cell<u64>,
-    /// The size of the last lease (0 before the first), and when it was
-    /// taken.
+    /// The size of the last lease (0 before the first), and when it was taken.
     size: Cell<u32>,
     leased_at: Cell<u64>,
     /// Whether the last lease asked for was refused (bounded requests).
     refused: Cell<bool>,
-    /// The largest lease: [`MAX_LEASE_PERMITS`] or the limiter's largest
-    /// request, whichever is smaller.
+    /// The largest lease: the smaller of [`MAX_LEASE_PERMITS`] and the
+    /// limiter's largest request.
     cap: Cell<u32>,
     max_lease: u64,
 }
 
 impl<L: RateLimiter> BatchHandle<L> {
     /// A batching handle on `limiter`, for one thread.
-    ///
-    /// ```
-    /// use ratekeeper::{BatchHandle, RateLimiter, TokenPool};
-    /// use std::sync::Arc;
-    ///
-    /// let pool = Arc::new(TokenPool::from_spec(&"1000000".parse()?).build()?);
-    /// let worker = std::thread::spawn({
-    ///     let pool = Arc::clone(&pool);
-    ///     move || {
-    ///         let handle = BatchHandle::new(pool);
-    ///         (0..100).map(|_| handle.acquire().permits()).sum::<u32>()
-    ///     }
-    /// });
-    /// assert_eq!(worker.join().unwrap(), 100);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn new(limiter: L) -> Self {
         let now = limiter.clock().now_nanos();
         BatchHandle {
@@ -137,10 +108,9 @@ impl<L: RateLimiter> BatchHandle<L> {
         }
     }
 
-    /// Sets the longest lease, in this handle's own time (default
-    /// [`DEFAULT_MAX_LEASE`]): each lease holds about the permits the handle
-    /// grants in that long. Forfeits the current lease first. A zero
-    /// duration makes every lease one request: the exact path.
+    /// Sets the longest lease, in this handle's time (default
+    /// [`DEFAULT_MAX_LEASE`]); forfeits the current lease. Zero makes every
+    /// request exact.
     pub fn with_max_lease(self, max_lease: Duration) -> Self {
         self.release();
         BatchHandle {
@@ -159,10 +129,8 @@ impl<L: RateLimiter> BatchHandle<L> {
         self.left.get()
     }
 
-    /// Forfeits the permits leased and not granted yet (see the [module
-    /// docs](self); `docs/batching.md` has the slack) and returns how many
-    /// there were. Call it before a thread idles, so that its lease is not
-    /// granted late, in one burst, when it comes back.
+    /// Forfeits the permits leased and not granted yet; returns how many.
+    /// Call it before a thread idles, so its lease is not granted late.
     pub fn release(&self) -> u32 {
         self.left.replace(0)
     }
@@ -197,8 +165,7 @@ impl<L: RateLimiter> BatchHandle<L> {
         Some(Ok(Grant::new(scheduled, ready, now, permits)))
     }
 
-    /// Reads the clock and keeps the reading as the known present (a
-    /// reading that appears to go backwards counts as no time passing).
+    /// Reads the clock, never going backwards.
     #[inline(always)]
     fn read_clock(&self) -> u64 {
         let now = self.limiter.clock().now_nanos().max(self.seen.get());
@@ -206,8 +173,7 @@ impl<L: RateLimiter> BatchHandle<L> {
         now
     }
 
-    /// The lease does not hold the request: lease afresh when the lease is
-    /// spent, or take the exact path.
+    /// Slow path: lease afresh when the lease is spent, else the exact path.
     #[cold]
     #[inline(never)]
     fn reserve_slow(
@@ -272,8 +238,7 @@ impl<L: RateLimiter> BatchHandle<L> {
         Ok(lease.with_permits(permits))
     }
 
-    /// Whether `grant` is the first grant of the current lease (the one that
-    /// carries the lease's own wait).
+    /// Whether `grant` is the current lease's first (carrying its wait).
     fn is_first(&self, grant: &Grant) -> bool {
         let lease = self.lease.get();
         self.first_out.get()
@@ -286,7 +251,7 @@ impl<L: RateLimiter> BatchHandle<L> {
 
 impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
     /// Grants from the lease when it holds the request, else leases afresh
-    /// or takes the limiter's exact path; see the [module docs](self).
+    /// or takes the exact path.
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         match self.reserve_local(permits, max_wait) {
@@ -319,12 +284,9 @@ impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
         }
     }
 
-    /// The first grant of a lease waits the limiter's own way (a pool's
-    /// claim waits for its tokens) and readies the rest of the lease when it
-    /// ends; other grants that carry a claim of the limiter's (a pool's,
-    /// from the exact path) wait the limiter's way too; every other grant
-    /// waits for its ready time under the limiter's wait policy, as a
-    /// limiter's default wait does.
+    /// The first grant of a lease waits the limiter's way and then readies
+    /// the rest; a grant carrying the limiter's claim waits its way too;
+    /// others wait for their ready time under the limiter's policy.
     #[inline(always)]
     fn wait_for(&self, grant: Grant) -> Grant {
         if grant.ready_nanos() <= grant.started_nanos() {
@@ -333,11 +295,7 @@ impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
         self.wait_slow(grant)
     }
 
-    /// As [`wait_for`](RateLimiter::wait_for) decides, for async waits: the
-    /// lease's first grant asks the limiter about the lease (a pool's claim
-    /// goes when its tokens come) and readies the rest of the lease when it
-    /// may go; a grant that carries a claim of the limiter's asks the
-    /// limiter; other grants go at their ready time.
+    /// As [`wait_for`](RateLimiter::wait_for), for async waits.
     fn poll_grant(&self, grant: &Grant, now: u64, waker: &Waker) -> Readiness {
         if self.is_first(grant) {
             let answer = self.limiter.poll_grant(&self.lease.get(), now, waker);
@@ -356,10 +314,9 @@ impl<L: RateLimiter> RateLimiter for BatchHandle<L> {
         }
     }
 
-    /// Gives back the lease whole when `grant` is its first grant, still
-    /// waiting, and no other permit of the lease was granted; the exact
-    /// path's grants go back to the limiter. Grants from a lease that others
-    /// were granted from cannot be given back (returns `false`).
+    /// Gives the lease back whole when `grant` is its first grant, still
+    /// waiting, and nothing else of it was granted; exact-path grants go
+    /// back to the limiter. Otherwise `false`.
     fn cancel(&self, grant: &Grant) -> bool {
         if self.is_first(grant) {
             let lease = self.lease.get();

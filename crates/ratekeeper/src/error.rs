@@ -1,25 +1,16 @@
-//! [`ConfigError`]: the one error every builder and configuration returns.
-//!
-//! Every builder, configuration and runtime change in the crate returns
-//! this one type, so code that builds several kinds of limiter (the CLI, a
-//! registry, a configuration file) handles one error and matches on a
-//! [`ConfigErrorKind`]. Its message says what was refused and what to write
-//! instead. The shape is `std::io::Error`'s: an opaque value with a kind,
-//! whose detail a crate built on this one (a Redis backend) can set and
-//! downcast.
-//!
-//! This module is a leaf: the rooms convert into it; it imports none of them.
+//! [`ConfigError`]: the one error every builder, configuration and runtime
+//! change returns, shaped like `std::io::Error` (an opaque value with a
+//! [`ConfigErrorKind`] and a detail other crates can set and downcast). A
+//! leaf: the rooms convert into it; it imports none of them.
 
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 
 /// Why a limiter could not be built or reconfigured: a [`kind`](Self::kind)
-/// to match on, and the room's typed detail behind it.
-///
-/// `Display` is the detail's message; [`source`](Error::source) is the
-/// detail's source, so a report walking the chain sees each cause once.
-/// Two errors are equal when their kinds and messages are.
+/// to match on and the room's typed detail. `Display` is the detail's
+/// message, [`source`](Error::source) its source; equal when kinds and
+/// messages are.
 ///
 /// # Examples
 ///
@@ -43,16 +34,13 @@ pub struct ConfigError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConfigErrorKind {
-    /// The rate: not a finite positive number, or one the limiter's schedule
-    /// cannot keep (above one permit per nanosecond, a slice above 2^62 ns, a
-    /// Resilience4j period that holds no whole permit).
+    /// The rate: not finite and positive, or one the schedule cannot keep.
     Rate,
     /// The pacer's strictness.
     Strictness,
     /// The token pool's burst ratio.
     BurstRatio,
-    /// The token pool's fill interval, or filling it by hand where it fills
-    /// itself.
+    /// The token pool's fill interval, or a hand fill of a self-filling pool.
     Filling,
     /// The shard count of a sharded pacer.
     Shards,
@@ -72,27 +60,22 @@ pub enum ConfigErrorKind {
     Capacity,
     /// A Resilience4j refill limiter's initial permits.
     InitialPermits,
-    /// A textual configuration that does not parse (`KIND:ARGS`), or fields
-    /// that do not go together.
+    /// A textual configuration that does not parse, or clashing fields.
     Syntax,
-    /// A limiter kind or setting the chosen backend does not keep (for
-    /// example a token pool on `ratekeeper-redis`, which keeps the Pacer's
-    /// schedule and the refill bucket).
+    /// A kind or setting the backend does not keep (a token pool on
+    /// `ratekeeper-redis`).
     Unsupported,
-    /// A setting of a backend rather than of the limit itself: a failure
-    /// policy's share, a deadline, a key (`ratekeeper-redis`).
+    /// A backend's own setting (`ratekeeper-redis`: a share, a deadline, a key).
     Backend,
-    /// A keyed limiter's cap on live keys: zero, or above
-    /// [`MAX_KEYS`](crate::keyed::MAX_KEYS).
+    /// A keyed limiter's key cap: zero or above [`MAX_KEYS`](crate::keyed::MAX_KEYS).
     MaxKeys,
     /// An IP key's prefix length: above 128 for IPv6 or 32 for IPv4.
     IpPrefix,
 }
 
 impl ConfigError {
-    /// A configuration error of `kind` with `detail` as its message and
-    /// cause. Rooms outside this crate (a Redis backend, a keyed limiter)
-    /// use it to report their own settings the same way.
+    /// An error of `kind` with `detail` as message and cause, for rooms
+    /// outside this crate too.
     ///
     /// ```
     /// use ratekeeper::{ConfigError, ConfigErrorKind};
@@ -123,13 +106,6 @@ impl ConfigError {
     }
 
     /// The room's own error, if it is an `E`: the exact refused value.
-    ///
-    /// ```
-    /// use ratekeeper::smooth::{SmoothBursty, SmoothError};
-    ///
-    /// let err = SmoothBursty::builder(0.0).build().unwrap_err();
-    /// assert_eq!(err.downcast_ref::<SmoothError>(), Some(&SmoothError::Rate(0.0)));
-    /// ```
     pub fn downcast_ref<E: Error + 'static>(&self) -> Option<&E> {
         self.detail.downcast_ref::<E>()
     }
@@ -162,8 +138,7 @@ impl PartialEq for ConfigError {
     }
 }
 
-/// A duration as one word that humantime parses back exactly: `0s`, `50ms`,
-/// `1m30s`, `1ms500us` (for messages and configurations printed back).
+/// A duration as one humantime word that parses back exactly (`1m30s`).
 pub(crate) fn fmt_duration(d: std::time::Duration) -> String {
     if d.is_zero() {
         return "0s".to_owned();

@@ -10,10 +10,8 @@ pub const MAX_NANOS_PER_OP: u64 = 1 << 62;
 
 /// A validated rate in operations per second: finite and greater than zero.
 ///
-/// Fractional rates are allowed (`0.5` is one operation every two seconds). A
-/// `Rate` says nothing about whether a given limiter can represent it: the
-/// limiters work in whole nanoseconds per operation and reject rates that do not
-/// fit (see [`Rate::nanos_per_op`]).
+/// Fractional rates are allowed (`0.5`: one operation every two seconds).
+/// Whether a limiter can keep it is [`Rate::nanos_per_op`]'s question.
 ///
 /// # Examples
 ///
@@ -56,15 +54,7 @@ impl Rate {
         }
     }
 
-    /// A whole number of operations per second; cannot fail.
-    ///
-    /// ```
-    /// use core::num::NonZeroU32;
-    /// use ratekeeper::Rate;
-    ///
-    /// const R: Rate = Rate::per_second(NonZeroU32::new(1000).unwrap());
-    /// assert_eq!(R.get(), 1000.0);
-    /// ```
+    /// A whole number of operations per second; cannot fail. `const`.
     pub const fn per_second(ops: core::num::NonZeroU32) -> Rate {
         Rate(ops.get() as f64)
     }
@@ -74,16 +64,13 @@ impl Rate {
         self.0
     }
 
-    /// One operation's share of the schedule: `floor(1e9 / rate)` nanoseconds,
-    /// exactly as nosqlbench computes `(long)(1e9 / opsPerSec)`. O(1): one
-    /// division.
+    /// One operation's slice: `floor(1e9 / rate)` ns, as nosqlbench computes
+    /// it. O(1).
     ///
     /// # Errors
     ///
-    /// [`RateError::TooFast`] when the rate is above one operation per nanosecond
-    /// (the slice would round to zero), [`RateError::TooSlow`] when one slice
-    /// exceeds 2^62 ns (below about 2.17e-10 ops/s, one operation every 146
-    /// years), the most schedule a limiter reserves at once.
+    /// [`RateError::TooFast`] above one operation per nanosecond,
+    /// [`RateError::TooSlow`] when the slice exceeds 2^62 ns.
     pub fn nanos_per_op(self) -> Result<u64, RateError> {
         let nanos = NANOS_PER_SECOND as f64 / self.0;
         if nanos < 1.0 {
@@ -96,24 +83,15 @@ impl Rate {
         }
     }
 
-    /// The rate a schedule of whole nanoseconds per operation actually
-    /// delivers for this rate: `1e9 / floor(1e9 / rate)` operations per
-    /// second, what a [`Pacer`](crate::Pacer) or a
-    /// [`TokenPool`](crate::TokenPool) at this rate runs at.
-    ///
-    /// Truncating the slice ([`nanos_per_op`](Self::nanos_per_op), the
-    /// reference's arithmetic, which the conformance vectors pin) never
-    /// makes it longer, so the effective rate is never below the rate asked
-    /// for (up to `f64` rounding, a few parts in 10^16) and above it by
-    /// `frac(1e9 / rate) / floor(1e9 / rate)`: less than one part in the
-    /// slice's nanoseconds. That is nothing where `1e9 / rate` is whole
-    /// (1000/s: 1 ms), under 1e-9 at 3/s, but up to +96 % near the top of
-    /// the range, where the slice is 1 or 2 ns: 5.1e8/s runs at 1e9/s.
+    /// The rate a whole-nanosecond schedule keeps: `1e9 / floor(1e9 /
+    /// rate)` ops/s, what a [`Pacer`](crate::Pacer) or
+    /// [`TokenPool`](crate::TokenPool) runs at. Never below the rate, above
+    /// it by less than one part in the slice's nanoseconds (so up to +96 %
+    /// for 1–2 ns slices).
     ///
     /// # Errors
     ///
-    /// As [`nanos_per_op`](Self::nanos_per_op): the rates no nanosecond
-    /// schedule can keep.
+    /// As [`nanos_per_op`](Self::nanos_per_op).
     ///
     /// # Examples
     ///
@@ -121,9 +99,8 @@ impl Rate {
     /// use ratekeeper::Rate;
     ///
     /// assert_eq!(Rate::new(1000.0)?.effective_rate()?, 1000.0);
-    /// // floor(1e9 / 3) = 333 333 333 ns: 3.000000003 ops/s.
     /// assert_eq!(Rate::new(3.0)?.effective_rate()?, 1e9 / 333_333_333.0);
-    /// // floor(1e9 / 5.1e8) = 1 ns: every nanosecond, 96 % too fast.
+    /// // floor(1e9 / 5.1e8) = 1 ns: 96 % too fast.
     /// assert_eq!(Rate::new(5.1e8)?.effective_rate()?, 1e9);
     /// # Ok::<(), ratekeeper::RateError>(())
     /// ```
@@ -132,10 +109,7 @@ impl Rate {
     }
 }
 
-/// Operations per second of a schedule that gives each operation
-/// `nanos_per_op` whole nanoseconds: `1e9 / nanos_per_op`, and `+∞` for 0
-/// (a schedule that charges nothing does not limit). The one conversion
-/// every nanosecond limiter's `effective_rate` makes.
+/// Ops/s of a schedule of `nanos_per_op` whole ns (`+∞` for 0).
 pub(crate) fn per_second_of_nanos(nanos_per_op: u64) -> f64 {
     if nanos_per_op == 0 {
         f64::INFINITY

@@ -1,48 +1,25 @@
-//! Reservations given back that their limiter's schedule cannot take back:
-//! kept for the next caller who asks for the same number of permits.
+//! Reservations given back that their limiter's schedule cannot take back
+//! (not its latest, see each limiter's "Cancelling a reservation"), kept
+//! (**stashed**) for the next caller asking for the same number of permits.
 //!
-//! The Pacer, the smooth limiters and the cycle limiter can move their
-//! schedule back only for their *latest* reservation, and the refill
-//! bucket an earlier one only as far as the reservations after it leave
-//! room (see their "Cancelling a reservation" sections): the slots of an
-//! earlier one have later reservations built on them. With many async waiters, the one that
-//! gives up is rarely the latest, and its slot used to be lost: with half
-//! the acquires cancelled, a limiter delivered about half its rate.
-//!
-//! A [`Handoff`] keeps such a grant (**stashed**) until its ready time and
-//! hands it to the next reservation of the same size ([`Handoff::take`]),
-//! which waits for the same ready time the cancelled one would have. The
-//! slot was issued once and is used at most once, so nothing is admitted
-//! that the schedule did not already allow; a stashed grant whose ready
-//! time has passed is dropped, never handed out late (a late slot could
-//! break a strict limiter's spacing).
+//! [`Handoff::take`] hands a stashed grant to the next reservation of its
+//! size, which waits for the same ready time. The slot was issued once and
+//! is used at most once, so nothing is admitted beyond the schedule; a
+//! stashed grant past its ready time is dropped, never handed out late.
 //!
 //! # Implementation details
 //!
-//! The entries live under a mutex, indexed so that every operation costs
-//! O(log n) in the entries alive (many async waiters may give up at once):
-//! by ready time (expiry drops the earliest first), by times (a cancel
-//! finds an entry that knows its grant), stashed ones by size and ready
-//! time ([`take`](Handoff::take) hands out the earliest of a size), issued
-//! ones by handoff id. Each entry has its state:
+//! Entries live under a mutex, indexed by ready time, by times, stashed by
+//! size and issued by handoff id: O(log n) per operation. An entry is
+//! **stashed** (available to `take`), **issued** under a handoff id (the
+//! new grant's claim; ids have the top bit clear, limiter tags set), or
+//! **returned** to the schedule. Each remembers the grant as first
+//! cancelled, so a second cancel of it or of a part of it is refused while
+//! the entry lives (until its ready time). Limiters [`reset`](Handoff::reset)
+//! it at each schedule reset and refuse to stash older grants.
 //!
-//! * **stashed**: available to [`take`](Handoff::take);
-//! * **issued** under a handoff id: handed to a new caller, whose grant
-//!   carries that id as its claim (ids have the top bit clear; every
-//!   limiter's own tags have it set, so the two never collide). That caller
-//!   may give it back again ([`cancel`](Handoff::cancel) stashes it again);
-//! * **returned**: given back to the schedule by the limiter.
-//!
-//! Every entry remembers the grant as first cancelled, so a second cancel
-//! of the same grant, or of a part of it (the same times and limiter tag,
-//! fewer permits: a batching handle's first grant from a lease), while the
-//! entry lives, is recognised and refused, whatever became of the slot. An entry lives until its ready time has
-//! passed; after that every limiter refuses to cancel the grant anyway.
-//! Limiters reset the handoff ([`reset`](Handoff::reset)) at every reset of
-//! their schedule, and refuse to stash grants reserved before it.
-//!
-//! Lock order: the limiter's own lock (configuration or cancel lock), then
-//! this one. [`take`](Handoff::take) takes only this one.
+//! Lock order: the limiter's own lock, then this one; `take` takes only
+//! this one.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -55,8 +32,7 @@ const LIMITER_TAG: u32 = 1 << 31;
 /// A limiter's stash of reservations given back; see the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct Handoff {
-    /// How many entries are stashed: written only under `entries`' lock,
-    /// read without it by the reservation fast path.
+    /// Stashed count: written under `entries`' lock, read without it.
     stashed: AtomicU64,
     entries: Mutex<Entries>,
 }
@@ -68,8 +44,7 @@ type Key = (u64, u64);
 struct Entries {
     /// Every entry, earliest ready first.
     by_ready: BTreeMap<Key, Entry>,
-    /// The entries of each (scheduled, ready): a reservation's, or a part
-    /// of it, as first cancelled.
+    /// The entries of each (scheduled, ready), as first cancelled.
     by_times: HashMap<(u64, u64), Vec<Key>>,
     /// The stashed entries by size, earliest ready first.
     stashed: BTreeSet<(u32, Key)>,
@@ -79,8 +54,7 @@ struct Entries {
     next_seq: u64,
     /// The next handoff id (1 ..= 2^31 − 1, wrapping).
     next_id: u32,
-    /// The limiter's tag at its latest reset: a grant older than that is
-    /// never stashed.
+    /// The limiter's tag at its latest reset; older grants are not stashed.
     reset_tag: u32,
 }
 
@@ -99,10 +73,8 @@ enum State {
 }
 
 impl Entries {
-    /// The entry that knows `grant`: its reservation (or a part of it) as
-    /// first cancelled (the same times and limiter tag), or as handed on
-    /// (issued under the grant's handoff id, the same slot). The two never
-    /// both match: limiter tags have the top bit set, handoff ids clear.
+    /// The entry that knows `grant`: as first cancelled (same times and
+    /// limiter tag) or as issued (its handoff id, same slot).
     fn knowing(&self, grant: &Grant) -> Option<Key> {
         let claim = grant.claim();
         let as_cancelled = self
@@ -161,9 +133,7 @@ fn same_slot(a: &Grant, b: &Grant) -> bool {
     same_times(a, b) && a.permits() == b.permits()
 }
 
-/// Whether two grants have the same times: with the same limiter tag, the
-/// same reservation's or a part of it (a batching handle's first grant
-/// from a lease carries the lease's times and tag, and fewer permits).
+/// Whether two grants have the same scheduled and ready times.
 fn same_times(a: &Grant, b: &Grant) -> bool {
     a.scheduled_nanos() == b.scheduled_nanos() && a.ready_nanos() == b.ready_nanos()
 }
@@ -191,10 +161,8 @@ impl Handoff {
         self.stashed.load(Ordering::Relaxed) == 0
     }
 
-    /// Hands out the earliest stashed grant for exactly `permits` that is
-    /// ready at or after `now` and within `max_wait` ns of it, started at
-    /// `now` and carrying a fresh handoff id; `None` if there is none.
-    /// Costs one load while nothing is stashed.
+    /// The earliest stashed grant for exactly `permits`, ready within
+    /// `max_wait` ns of `now`, under a fresh handoff id. One load when empty.
     #[inline]
     pub(crate) fn take(&self, permits: u32, max_wait: Option<u64>, now: u64) -> Option<Grant> {
         if self.is_empty() {
@@ -230,13 +198,9 @@ impl Handoff {
         Some(grant)
     }
 
-    /// A cancel, under the limiter's lock, at the clock reading `now`:
-    /// refuses a grant whose ready time has passed; stashes again a grant
-    /// this handoff issued; refuses one it already knows; otherwise tries
-    /// `give_back` (the limiter's own, to its schedule) and, if that fails,
-    /// stashes the grant if `stashable` says, given the tag grants carried
-    /// at the latest reset, that it could be one the limiter issued since
-    /// (see [`Handoff::issued_since`]).
+    /// A cancel at `now`, under the limiter's lock: refuses a past or known
+    /// grant, re-stashes one this handoff issued, else tries `give_back` and
+    /// stashes if `stashable(reset_tag)`.
     pub(crate) fn cancel(
         &self,
         grant: &Grant,
@@ -290,22 +254,17 @@ impl Handoff {
         lock(&self.entries).reset_tag
     }
 
-    /// Whether this handoff has an entry for `grant` (given back, kept or
-    /// handed on, and not expired): a sharded pacer asks its shards which
-    /// one knows a grant before choosing where to keep it.
+    /// Whether a live entry knows `grant` (for a sharded pacer's cancel).
     pub(crate) fn knows(&self, grant: &Grant) -> bool {
         lock(&self.entries).knowing(grant).is_some()
     }
 
-    /// Whether a grant tagged `tag` was made at or after the reset that
-    /// tagged grants `reset_tag`, given `age`: how many epochs before the
-    /// limiter's current one a tag was made in.
+    /// Whether `tag` is no older than `reset_tag`, by `age` in epochs.
     pub(crate) fn issued_since(tag: u32, reset_tag: u32, age: impl Fn(u32) -> u32) -> bool {
         age(tag) <= age(reset_tag)
     }
 
-    /// Forgets everything: the limiter reset its schedule, under its lock,
-    /// and now tags grants `tag`.
+    /// Forgets everything: the schedule was reset and now tags grants `tag`.
     pub(crate) fn reset(&self, tag: u32) {
         let mut entries = lock(&self.entries);
         let next_id = entries.next_id;
@@ -318,8 +277,7 @@ impl Handoff {
         self.stashed.store(0, Ordering::Relaxed);
     }
 
-    /// Test hook: the next hand-out gets handoff id `next_id`, as if the
-    /// hand-outs in between had been made (2^31 of them reach the wrap).
+    /// Test hook: the next hand-out gets handoff id `next_id`.
     #[cfg(all(test, not(loom)))]
     fn skip_ids_to(&self, next_id: u32) {
         lock(&self.entries).next_id = next_id;

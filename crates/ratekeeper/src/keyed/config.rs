@@ -9,8 +9,7 @@ use crate::config::{AnyLimiter, LimiterConfig};
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::pacer::decision::PacerRule;
 
-/// The largest cap on live keys a keyed limiter takes: 2^32. A cap is a
-/// memory bound; one above this is a mistake, not a bound.
+/// The largest cap on live keys a keyed limiter takes: 2^32.
 pub const MAX_KEYS: usize = 1 << 32;
 
 /// The most shards a keyed limiter takes.
@@ -19,12 +18,8 @@ pub const MAX_SHARDS: usize = 4096;
 /// The most shards a default count takes: 64.
 pub const DEFAULT_SHARDS_MAX: usize = 64;
 
-/// The shard count when none is given: four per available CPU, rounded up
-/// to a power of two, at most [`DEFAULT_SHARDS_MAX`] (dashmap's rule); the
-/// cap if smaller. Reads do not contend on a shard's lock (each thread
-/// takes its own read slot); shards spread inserts and sweeps, and each
-/// table's growth (fewer, larger tables leave less of the allocator's
-/// slack behind).
+/// The shard count when none is given: four per CPU, rounded up to a power
+/// of two, at most [`DEFAULT_SHARDS_MAX`] (see `docs/keyed.md`).
 pub fn default_shards() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     cpus.saturating_mul(4)
@@ -33,30 +28,22 @@ pub fn default_shards() -> usize {
         .min(DEFAULT_SHARDS_MAX)
 }
 
-/// What a keyed limiter does with a new key when its map is full and no
-/// key can be dropped for free (every one of them holds debt).
-///
-/// Never "admit untracked", and never a silent fresh limiter: each choice
-/// is visible in [`KeyedMetrics`](super::KeyedMetrics).
+/// What a full keyed limiter does with a new key when every key holds debt.
+/// Each choice is counted in [`KeyedMetrics`](super::KeyedMetrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Overflow {
-    /// Refuse the new key with [`KeyedError::Full`](super::KeyedError::Full) (fail closed). Keys
-    /// already tracked keep their limits. The default.
+    /// Refuse the new key with [`KeyedError::Full`](super::KeyedError::Full). The default.
     #[default]
     DenyNew,
-    /// Every key that cannot be tracked shares one limiter of the same
-    /// configuration (so unknown keys together get one key's limit).
+    /// Untracked keys share one limiter of the same configuration.
     Shared,
-    /// Drop the key closest to recovering (the least debt, as of the
-    /// shard's latest sweep) and track the new one: the dropped key's debt
-    /// is forgiven, counted in
-    /// [`evicted_debt`](super::KeyedMetrics::evicted_debt).
+    /// Drop the key with the least debt (as of the latest sweep), forgiving
+    /// it ([`evicted_debt`](super::KeyedMetrics::evicted_debt)).
     EvictLeastDebt,
 }
 
-/// Why a keyed limiter's settings were refused: the detail behind a
-/// [`ConfigError`], whose message it is.
+/// Detail (and message) of a refused keyed [`ConfigError`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum KeyedConfigError {
     /// A cap of zero keys.
@@ -73,14 +60,12 @@ pub(crate) enum KeyedConfigError {
         /// The cap on live keys.
         cap: usize,
     },
-    /// The limiter's state cannot be kept per key: a token pool (its filler
-    /// thread) or a sharded pacer (shards are for one hot limit).
+    /// A token pool or sharded pacer, not kept per key.
     #[error("a keyed limiter cannot keep a token pool or a sharded pacer per key")]
     Unsupported,
 }
 
-/// Settings of a [`Keyed`] limiter: the cap on live keys, the shard count
-/// and the [`Overflow`] policy; built over a [`LimiterConfig`].
+/// Settings of a [`Keyed`] limiter: key cap, shards, [`Overflow`] policy.
 ///
 /// # Examples
 ///
@@ -122,15 +107,13 @@ impl Default for KeyedBuilder {
 }
 
 impl KeyedBuilder {
-    /// The hard cap on live keys (default [`DEFAULT_MAX_KEYS`]); each shard
-    /// holds its share of it.
+    /// The hard cap on live keys (default [`DEFAULT_MAX_KEYS`]).
     pub fn max_keys(mut self, max_keys: usize) -> Self {
         self.max_keys = max_keys;
         self
     }
 
-    /// The number of shards (default: [`default_shards`], or the cap if
-    /// smaller).
+    /// The number of shards (default: [`default_shards`], at most the cap).
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
@@ -168,17 +151,14 @@ impl KeyedBuilder {
     }
 
     /// Builds a keyed limiter of `config` on `clock`, hashing keys with
-    /// `hasher` (the default is [`KeyHasher`]: seeded per map; std's
-    /// `RandomState` is SipHash).
+    /// `hasher` (default [`KeyHasher`]).
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::MaxKeys`] for a cap of 0 or above [`MAX_KEYS`],
-    /// [`ConfigErrorKind::Shards`] for a shard count of 0, above
-    /// [`MAX_SHARDS`] or above the cap, `config`'s own errors, and
-    /// [`ConfigErrorKind::Unsupported`] for a kind whose state cannot be
-    /// kept per key: a token pool (a filler thread per pool) or a sharded
-    /// pacer (shards are for one hot limit, not many).
+    /// [`ConfigErrorKind::MaxKeys`] for a cap of 0 or above [`MAX_KEYS`];
+    /// [`ConfigErrorKind::Shards`] for 0 shards, above [`MAX_SHARDS`] or the
+    /// cap; `config`'s own errors; [`ConfigErrorKind::Unsupported`] for a
+    /// token pool or a sharded pacer.
     pub fn build_with_hasher<K, C, S>(
         self,
         config: &LimiterConfig,
@@ -228,24 +208,11 @@ impl KeyedBuilder {
     }
 }
 
-/// Checks a cap on live keys: at least 1 and at most [`MAX_KEYS`]. The
-/// keyed limiter's builder checks its cap with it; a store that keeps keys
-/// elsewhere (Redis) checks its own cap the same way.
+/// Checks a cap on live keys, as the builder does; for other stores (Redis).
 ///
 /// # Errors
 ///
 /// [`ConfigErrorKind::MaxKeys`] for a cap of 0 or above [`MAX_KEYS`].
-///
-/// ```
-/// use ratekeeper::keyed::{check_max_keys, MAX_KEYS};
-/// use ratekeeper::ConfigErrorKind;
-///
-/// assert!(check_max_keys(1).is_ok());
-/// let err = check_max_keys(0).unwrap_err();
-/// assert_eq!(err.kind(), ConfigErrorKind::MaxKeys);
-/// assert_eq!(err.to_string(), "the cap on live keys must be at least 1");
-/// assert!(check_max_keys(MAX_KEYS + 1).is_err());
-/// ```
 pub fn check_max_keys(cap: usize) -> Result<(), ConfigError> {
     if cap == 0 {
         return Err(refused(ConfigErrorKind::MaxKeys, KeyedConfigError::ZeroCap));

@@ -5,8 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::error::{ConfigError, ConfigErrorKind};
 
-/// The IPv6 prefix length an [`IpKeyer`] keys on by default: /64, the
-/// smallest network one subscriber is normally given.
+/// The IPv6 prefix an [`IpKeyer`] keys on by default: /64, one subscriber.
 pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 
 /// The NAT64 well-known prefix, `64:ff9b::/96` (RFC 6052).
@@ -32,15 +31,6 @@ impl fmt::Display for IpKey {
 }
 
 /// The key as an address: the IPv4 address, or the IPv6 network's first.
-///
-/// ```
-/// use std::net::IpAddr;
-/// use ratekeeper::keyed::IpKeyer;
-///
-/// let key = IpKeyer::default().key("64:ff9b::192.0.2.7".parse()?);
-/// assert_eq!(IpAddr::from(key), "192.0.2.7".parse::<IpAddr>()?);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 impl From<IpKey> for IpAddr {
     fn from(key: IpKey) -> IpAddr {
         match key {
@@ -51,9 +41,8 @@ impl From<IpKey> for IpAddr {
 }
 
 /// Turns addresses into [`IpKey`]s: IPv6 truncated to a prefix (default
-/// [`DEFAULT_IPV6_PREFIX`]), IPv4-mapped (`::ffff:a.b.c.d`) and NAT64
-/// (`64:ff9b::a.b.c.d`) addresses to their IPv4, so that one client is one
-/// key however it arrives.
+/// [`DEFAULT_IPV6_PREFIX`]), IPv4-mapped and NAT64 addresses to their IPv4,
+/// so one client is one key however it arrives.
 ///
 /// # Examples
 ///
@@ -90,8 +79,7 @@ impl Default for IpKeyer {
 pub(crate) struct IpPrefixError(pub(crate) u32);
 
 impl IpKeyer {
-    /// A keyer of IPv6 networks of `prefix` bits (0 to 128; 128 keys each
-    /// address, 0 puts all IPv6 in one key).
+    /// A keyer of IPv6 networks of `prefix` bits (0 to 128).
     ///
     /// # Errors
     ///

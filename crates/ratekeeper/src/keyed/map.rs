@@ -65,9 +65,8 @@ pub(crate) struct Map<K, R: Rule, S> {
     shards: Box<[Locked<K, R::Cell>]>,
     hasher: S,
     rule: R,
-    /// The state every untracked key shares under [`Overflow::Shared`],
-    /// started at its first use (as an idle limiter's schedule is), so an
-    /// idle spare holds no credit from the map's creation.
+    /// The state untracked keys share under [`Overflow::Shared`], started at
+    /// its first use so it holds no credit from the map's creation.
     spare: OnceLock<R::Cell>,
     overflow: Overflow,
     max_keys: usize,
@@ -128,9 +127,8 @@ impl Keyed<()> {
 }
 
 impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
-    /// Decides `permits` for `key` as a limiter of the configuration's
-    /// [`reserve`](RateLimiter::reserve) does, tracking the key if it is
-    /// new.
+    /// Decides `permits` for `key` as the configuration's limiter's
+    /// [`reserve`](RateLimiter::reserve) does, tracking a new key. O(1).
     ///
     /// # Errors
     ///
@@ -339,9 +337,8 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
     }
 }
 
-/// `rule`'s decision on `cell` now; a refusal is decided once more on a
-/// fresh reading if the clock moved since the first (the reading may
-/// predate grants other threads made meanwhile, as the limiters do).
+/// `rule`'s decision on `cell` now; a refusal is retried once on a fresh
+/// reading if the clock moved.
 #[inline(always)]
 fn decide<R: Rule, C: Clock>(
     rule: &R,

@@ -24,64 +24,35 @@
 //!
 //! # Eviction
 //!
-//! A key's state says, as [`RateLimiter::recovery`](crate::RateLimiter::recovery) does for a whole
-//! limiter, how it compares with a fresh limiter's. When a new key finds its shard full,
-//! the shard drops every key that is [`Fresh`](crate::Recovery::Fresh) (dropping it
-//! changes no decision: exact and free) or holds only
-//! [`Credit`](crate::Recovery::Credit) (dropping it forfeits credit: the key's next
-//! limiter is stricter, never looser), counting each kind. No sweeper
-//! thread: the sweep runs on the insert that needs room, at most once per
-//! shard-full of inserts or once per earliest recovery time.
+//! When a new key finds its shard full, the shard drops every key whose
+//! state is [`Fresh`](crate::Recovery::Fresh) (exact: no decision changes)
+//! or holds only [`Credit`](crate::Recovery::Credit) (the key's next limiter
+//! is stricter, never looser), counting each. No sweeper thread: the sweep
+//! runs on the insert that needs room. If every key holds debt, the
+//! [`Overflow`] policy decides: refuse the new key ([`KeyedError::Full`]),
+//! share one overflow limiter, or forgive the least debt (counted). Nothing
+//! is admitted untracked. Token pools and sharded pacers are refused at
+//! build.
 //!
-//! | limiter | fresh | credit |
-//! |---|---|---|
-//! | [`Pacer`](crate::Pacer), strict (`1.0`) | next slot and spacing at or before now | never |
-//! | [`Pacer`](crate::Pacer), average, compensation, burst | next slot exactly now, or idle | behind schedule: a backlog it may catch up |
-//! | [`RefillLimiter`](crate::RefillLimiter) | `max(E, now − full) = now − initial × npp` (with initial = capacity: full again) | more permits stored than the initial ones |
-//! | [`SmoothBursty`](crate::SmoothBursty) | nothing stored, nothing owed | permits stored |
-//! | [`SmoothWarmingUp`](crate::SmoothWarmingUp) | cold again (its maximum stored), nothing owed | warmer than cold |
-//! | [`CycleLimiter`](crate::CycleLimiter) | the cycle's whole limit left | never |
-//! | token pools, sharded pacers | refused at build ([`ConfigErrorKind::Unsupported`](crate::ConfigErrorKind::Unsupported)) | |
+//! # Cost
 //!
-//! If every key of the shard holds debt, the [`Overflow`] policy decides:
-//! refuse the new key ([`KeyedError::Full`]), share one overflow limiter,
-//! or forgive the least debt (counted). Nothing is admitted untracked.
-//!
-//! # Memory
-//!
-//! A key costs its own size, one word of state (two for a pacer with a
-//! burst ratio above 1; a 16-byte aligned 128-bit word for Guava's smooth
-//! limiters) and a byte of the hash table's control, over the table's
-//! load: with `u64` keys, 16 bytes an entry for a bucket or a pacer. A map
-//! also holds, per shard, the read slots of its lock (eight padded slots,
-//! 1 KiB): 8 KiB with the default shards on two CPUs, 64 KiB on sixteen. Each key is decided by
-//! its limiter's own arithmetic on that state, as a limiter of the
-//! configuration would decide it (the same slots, ready times and
-//! refusals), without what a per-key limiter has no use for: cancels, rate
-//! changes, a waiting room, events. Grants wait with the caller's own
-//! means (sleep until [`Grant::ready_nanos`](crate::Grant::ready_nanos) on the limiter's clock).
-//!
-//! A strict pacer's key keeps one timeline, the next start (the in-memory
-//! [`Pacer`](crate::Pacer)'s `max(actual, ideal)`, all its decisions depend
-//! on); its grants report that start as their scheduled time, where the
-//! in-memory pacer reports its ideal timeline (earlier by every late
-//! arrival's lateness).
-//!
-//! # Speed
-//!
-//! A check on a tracked key is a clock read, a hash ([`KeyHasher`] by
-//! default, a seeded foldhash), a read lock, a table lookup and one
-//! compare-exchange (or two words' worth): O(1), with no allocation once
-//! the key is tracked. A new key takes the shard's write lock and may grow
-//! its table (amortised O(1)).
+//! A key costs its own size, one or two words of state and a control byte.
+//! Each key is decided by its limiter's own arithmetic, without cancels,
+//! rate changes or a waiting room; wait until
+//! [`Grant::ready_nanos`](crate::Grant::ready_nanos) by your own means. A
+//! check on a tracked key is a clock read, a hash, a read lock, a lookup and
+//! one compare-exchange: O(1), no allocation. A new key takes the shard's
+//! write lock (amortised O(1)).
 //!
 //! # Memory ordering
 //!
-//! A grant on a key happens after every earlier grant on that key (each
-//! is one atomic read-modify-write of the key's state, `AcqRel`), as the
-//! limiter's grants do. The map is a lock per shard: a read lock for known
-//! keys, sharded by thread ([`ShardedLock`](crossbeam_utils::sync::ShardedLock)) so that readers on different
-//! threads do not write one lock word; a write lock to insert or drop keys.
+//! A grant on a key happens after every earlier grant on that key (one
+//! `AcqRel` read-modify-write of its state). The map is a lock per shard
+//! ([`ShardedLock`](crossbeam_utils::sync::ShardedLock)): read for known
+//! keys, write to insert or drop.
+//!
+//! The repository's `docs/keyed.md` has the fresh/credit table per limiter,
+//! the memory per key and the shard count rule.
 
 mod config;
 mod hasher;

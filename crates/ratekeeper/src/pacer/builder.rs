@@ -57,37 +57,27 @@ impl PacerBuilder {
         self
     }
 
-    /// Start state: [`Verb::Start`] (the default) and [`Verb::Restart`] start
-    /// the schedule at build time; [`Verb::Configure`] and [`Verb::Stop`] leave
-    /// the pacer idle until its first acquire or [`Pacer::start`].
+    /// Start state: [`Verb::Start`] (default) and [`Verb::Restart`] start the
+    /// schedule at build; [`Verb::Configure`] and [`Verb::Stop`] leave it idle
+    /// until the first acquire or [`Pacer::start`].
     pub fn verb(mut self, verb: Verb) -> Self {
         self.verb = verb;
         self
     }
 
-    /// Opt-in: callers already behind schedule skip the clock read, as the
-    /// reference's "calling-overhead compensation" does (default `false`:
-    /// every grant reads the clock, so every reported wait is exact).
-    ///
-    /// With the cached clock, a grant whose slot is earlier than the latest
-    /// clock reading any caller stored goes at once without reading the
-    /// clock, and its **reported wait is a lower bound**, measured against
-    /// that stored reading: it can miss a whole stall outside the limiter.
-    /// It also writes the stored reading, a second shared cache line, on
-    /// every grant that reads the clock. Use it only where the wait is not
-    /// reported and one clock read per grant matters.
-    ///
-    /// Average and compensation modes only: strict and burst modes read the
-    /// clock on every reservation either way.
+    /// Opt-in (default `false`): in average and compensation modes, callers
+    /// already behind schedule skip the clock read, as the reference's
+    /// "calling-overhead compensation" does. Their **reported wait is then a
+    /// lower bound** (it can miss a stall outside the limiter), and every
+    /// clock read also writes a second shared cache line. Use it only where
+    /// waits are not reported and one clock read per grant matters.
     pub fn cached_clock(mut self, enabled: bool) -> Self {
         self.cached_clock = enabled;
         self
     }
 
     /// How blocking acquires wait (default: [`WaitPolicy::default`], sized
-    /// for the pacer's slot: an op goes early only when sleeping to it is
-    /// impossible, and at high rates a sleep serves a group of ops; see
-    /// [`wait`](crate::wait)).
+    /// for the pacer's slot; see [`wait`](crate::wait)).
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
         self.policy = policy;
         self
@@ -97,10 +87,10 @@ impl PacerBuilder {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the rate is
-    /// above 1e9/s or so slow that one slice exceeds 2^62 ns;
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) for a rate the
+    /// schedule cannot keep (see [`Rate::nanos_per_op`](crate::Rate::nanos_per_op));
     /// [`ConfigErrorKind::Strictness`](crate::ConfigErrorKind::Strictness) for
-    /// a NaN, negative or infinite strictness.
+    /// an invalid strictness.
     pub fn build(self) -> Result<Pacer, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }
@@ -168,22 +158,20 @@ impl Pacer {
         }
     }
 
-    /// A builder set from a spec: its rate, its burst ratio as the strictness,
-    /// and its verb as the start state. The values are validated by
-    /// [`build`](PacerBuilder::build).
+    /// A builder from a spec: rate, burst ratio as strictness, verb as start
+    /// state; validated by [`build`](PacerBuilder::build).
     pub fn from_spec(spec: &RateSpec) -> PacerBuilder {
         Pacer::builder(spec.rate())
             .strictness(spec.burst_ratio())
             .verb(spec.verb())
     }
 
-    /// A started pacer at `rate` with the default strictness (burst 1.1) on the
-    /// real clock.
+    /// A started pacer at `rate`, default strictness, on the real clock.
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) if the rate cannot
-    /// be kept on a nanosecond schedule.
+    /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) as for
+    /// [`PacerBuilder::build`].
     pub fn new(rate: Rate) -> Result<Pacer, ConfigError> {
         Pacer::builder(rate).build()
     }

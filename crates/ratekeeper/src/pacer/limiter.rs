@@ -16,8 +16,8 @@ use crate::rate::{per_second_of_nanos, Rate};
 use crate::sync::{lock, Ordering};
 use crate::wait::{saturating_nanos, WaitPolicy};
 
-/// The most lateness of a wait excused besides its grouping delay when the
-/// sleep resolution is small: an async timer's tick (see `released`).
+/// The lateness excused besides the grouping delay at a small sleep
+/// resolution (an async timer's tick).
 const MAX_EXCUSED_TICK: u64 = 1_000_000;
 
 #[derive(Debug, Clone, Copy)]
@@ -29,8 +29,7 @@ pub(super) struct Control {
 }
 
 impl<C: Clock> Pacer<C> {
-    /// The clock's reading on the timeline: nanoseconds since the origin
-    /// (the reading at build time), 0 for a reading before it.
+    /// A clock reading on the timeline: ns since the origin, 0 before it.
     #[inline(always)]
     pub(super) fn now(&self) -> u64 {
         self.on_timeline(self.clock.now_nanos())
@@ -62,9 +61,7 @@ impl<C: Clock> Pacer<C> {
             .wait(&self.clock, grant, self.wait_policy(), |g| self.released(g))
     }
 
-    /// A cancelled grant of `permits` from the handoff, if one is ready
-    /// within `max_wait` (see [Cancelling a
-    /// reservation](super#cancelling-a-reservation)).
+    /// A stashed grant of `permits` ready within `max_wait`, if any.
     #[cold]
     #[inline(never)]
     pub(super) fn take_stashed(&self, permits: u32, max_wait: Option<Duration>) -> Option<Grant> {
@@ -75,8 +72,7 @@ impl<C: Clock> Pacer<C> {
 }
 
 impl<C: Clock> Pacer<C> {
-    /// The ideal start of the next free slot (nosqlbench's ticks accumulator),
-    /// as a reading of the pacer's clock.
+    /// The ideal start of the next free slot, as a clock reading.
     pub fn next_slot_nanos(&self) -> u64 {
         // Ordering: Acquire, to observe the latest reservation.
         self.at(self.ideal.load(Ordering::Acquire))
@@ -91,8 +87,8 @@ impl<C: Clock> Pacer<C> {
         (now - next).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }
 
-    /// Wait checkpointed at configuration changes and forfeited by burst
-    /// compensation since the pacer started or was restarted.
+    /// Wait checkpointed at changes and forfeited by compensation since
+    /// the last start or restart.
     pub fn accumulated_wait_nanos(&self) -> u64 {
         // Ordering: Relaxed; a statistic.
         self.accumulated.load(Ordering::Relaxed)
@@ -120,11 +116,8 @@ impl<C: Clock> Pacer<C> {
         self.params.op_nanos.load(Ordering::Relaxed)
     }
 
-    /// The rate the schedule actually keeps, in operations per second:
-    /// `1e9 / nanos_per_op()`, over the whole-nanosecond slot
-    /// `floor(1e9 / rate)`. Never below [`rate`](Self::rate), above it by
-    /// less than one part in the slot's nanoseconds (see
-    /// [`Rate::effective_rate`]); the long-run rate in every mode.
+    /// The rate the schedule keeps (ops/s): `1e9 / nanos_per_op()`, as
+    /// [`Rate::effective_rate`]; the long-run rate in every mode.
     ///
     /// # Examples
     ///
@@ -134,10 +127,6 @@ impl<C: Clock> Pacer<C> {
     /// let pacer = Pacer::builder(Rate::new(3.0)?).build_with_clock(ManualClock::new(0))?;
     /// assert_eq!(pacer.nanos_per_op(), 333_333_333);
     /// assert_eq!(pacer.effective_rate(), 1e9 / 333_333_333.0); // 3.000000003
-    ///
-    /// // 5.1e8/s is a 1.96 ns slot, truncated to 1 ns: 1e9/s, 96 % too fast.
-    /// pacer.set_rate(Rate::new(5.1e8)?)?;
-    /// assert_eq!(pacer.effective_rate(), 1e9);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn effective_rate(&self) -> f64 {
@@ -149,9 +138,8 @@ impl<C: Clock> Pacer<C> {
         &self.clock
     }
 
-    /// [`RateLimiter::recovery`]: idle is [`Recovery::Fresh`]; otherwise
-    /// as [`decision::recovery`] says (a strict pacer behind schedule
-    /// grants as a fresh one would, only its reports differ).
+    /// [`RateLimiter::recovery`]: idle is [`Recovery::Fresh`], otherwise
+    /// [`decision::recovery`].
     fn recovery_now(&self) -> Recovery {
         // Ordering: Acquire, as in `reserve`: the timelines read below are
         // at least those of the mode word's configuration.
@@ -190,12 +178,10 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         self.recovery_now()
     }
 
-    /// Reserves `permits` slices of the schedule.
-    ///
-    /// Without a maximum wait, the common path is one atomic add (plus, in
-    /// strict and burst modes, a clock read and, when off schedule, one
-    /// compare-exchange on the same cache line). With a maximum wait, a
-    /// compare-exchange loop, so a refusal changes nothing.
+    /// Reserves `permits` slices of the schedule. Unbounded: one atomic add
+    /// (strict and burst modes: plus a clock read and, off schedule, a
+    /// compare-exchange on the same line). Bounded: a compare-exchange loop,
+    /// so a refusal changes nothing.
     // Always inlined: its common path is a few instructions around one
     // atomic add, and its result is returned in registers only when inlined.
     #[inline(always)]
@@ -264,8 +250,7 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         }
     }
 
-    /// Accounts for a wait that let its op go late, in strict and burst
-    /// modes; see [Waiting](super#waiting).
+    /// Accounts for a late wait in strict and burst modes ([Waiting](super#waiting)).
     fn released(&self, grant: &Grant) {
         // Ordering: Relaxed for the three: configuration snapshots.
         let mode = self.params.mode.load(Ordering::Relaxed);
@@ -305,9 +290,8 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         self.policy.for_slot(op)
     }
 
-    /// Gives back the slots of the pacer's latest reservation, or hands an
-    /// earlier one to the next caller; see
-    /// [Cancelling a reservation](super#cancelling-a-reservation).
+    /// Gives back the latest reservation's slots, or hands an earlier one on
+    /// ([Cancelling a reservation](super#cancelling-a-reservation)).
     fn cancel(&self, grant: &Grant) -> bool {
         self.cancel_grant(grant)
     }

@@ -14,10 +14,9 @@ use crate::sync::Ordering;
 use crate::wait::saturating_nanos;
 
 impl<C: Clock> Pacer<C> {
-    /// Reserves `nanos` nanoseconds of schedule directly, instead of whole
-    /// permits: for operations whose cost is not a whole number of permits
-    /// (nosqlbench's `acquire(nanos)`). In strict and burst modes the burst
-    /// spacing is scaled by the same proportion. The grant reports 0 permits.
+    /// Reserves `nanos` ns of schedule instead of whole permits (nosqlbench's
+    /// `acquire(nanos)`); strict and burst spacing scales alike. The grant
+    /// reports 0 permits.
     ///
     /// # Errors
     ///
@@ -84,10 +83,8 @@ impl<C: Clock> Pacer<C> {
         }
     }
 
-    /// Starts an idle pacer for a reservation, and returns the mode word
-    /// and the slices to reserve with, read again after starting (a permit
-    /// grant's tag must come from a mode word loaded before its slices; a
-    /// racing rate change may have changed them).
+    /// Starts an idle pacer, then returns the mode word and slices read again
+    /// (a grant's tag must come from a mode word loaded before its slices).
     #[cold]
     #[inline(never)]
     fn start_for(
@@ -213,10 +210,9 @@ impl<C: Clock> Pacer<C> {
         present
     }
 
-    /// The earliest start a strict or burst reservation decided at `now`
-    /// may take: `now`, less the lateness of a wait that woke late while
-    /// the actual timeline has not caught up with the clock since (see
-    /// [Waiting](super#waiting)). Clears that lag once it is caught up.
+    /// The earliest start for a strict or burst reservation at `now`: `now`
+    /// less a late wait's excused lateness until the actual timeline catches
+    /// up (see [Waiting](super#waiting)), then the lag is cleared.
     #[inline(always)]
     fn present(&self, now: u64) -> u64 {
         // Ordering: Relaxed; on the cache line this reservation just wrote,

@@ -1,15 +1,8 @@
 //! Partitioned shards: a [`ShardedPacer`] splits a rate `R` into `N`
-//! [`Pacer`]s of rate `R / N`, maps each thread to one of them, and lets a
-//! thread that would wait on its own shard take a slot another shard has due
-//! now (**work stealing**), so that time the idle shards do not use goes to
-//! the busy threads and the total stays `R`.
-//!
-//! Under heavy contention the pacer's one shared read-modify-write per grant
-//! becomes the bottleneck. Micro-batching ([`PacerHandle`](super::PacerHandle))
-//! amortizes it over a lease of slots; sharding removes the sharing instead:
-//! each shard is a whole pacer on its own cache lines, written by the threads
-//! mapped to it. A thread alone on its shard pays an uncontended atomic add
-//! per grant, in every strictness mode.
+//! [`Pacer`]s of rate `R / N` on their own cache lines, maps each thread to
+//! one, and lets a thread that would wait on its shard take a slot another
+//! shard has due now (**work stealing**), so the total stays `R`. A thread
+//! alone on its shard pays one uncontended atomic add per grant.
 //!
 //! ```
 //! use ratekeeper::{Pacer, Rate, RateLimiter};
@@ -33,48 +26,37 @@
 //!
 //! # Threads and shards
 //!
-//! [`ShardedPacer::handle`] makes a [`ShardHandle`] whose home is one
-//! shard, assigned round-robin: make one per thread. The sharded pacer
-//! itself also implements [`RateLimiter`]: it maps the calling thread to
-//! shard `t mod N`, `t` the thread's number in the order of its first
-//! request to any sharded pacer, which spreads evenly only when the threads
-//! sharing a pacer were numbered in a row.
+//! [`ShardedPacer::handle`] makes a [`ShardHandle`] homed on one shard,
+//! round-robin: make one per thread. The sharded pacer's own
+//! [`RateLimiter`] impl maps a thread to shard `t mod N`, `t` the thread's
+//! number in the order of its first request to any sharded pacer.
 //!
-//! # Cancelling
+//! # Cancelling a reservation
 //!
-//! A grant does not say which shard it came from, so no shard's schedule
-//! ever moves back for a cancel. [`RateLimiter::cancel`] keeps the grant
-//! (its ready time not passed) for the next caller of its size on the
-//! calling thread's shard, as a single [`Pacer`] keeps a reservation that
-//! is not its latest (see [Cancelling a
-//! reservation](crate::pacer#cancelling-a-reservation)): its slots are used
-//! once, so abandoned async waits never admit more. A kept grant nobody
-//! takes before its ready time is dropped, its slots spent.
+//! No shard's schedule moves back: [`RateLimiter::cancel`] keeps the grant
+//! (ready time not passed) for the next caller of its size on the calling
+//! thread's shard, as a [`Pacer`] keeps a reservation that is not its
+//! latest. Its slots are used once; kept and untaken by its ready time, they
+//! are spent.
 //!
 //! # Invariants
 //!
-//! 1. Each shard is a [`Pacer`], and every grant is a reservation on exactly
-//!    one shard through that shard's own decision; a probe of another shard
-//!    is a reservation that may not wait, which grants now or changes
-//!    nothing (in strict and burst modes under contention it may leave a
-//!    hole: fewer grants, never more). So each shard's invariants hold for
-//!    its grants, and the bounds above are their sums.
-//! 2. The path decisions (is a slot due?) read hints only: a stale read
-//!    sends a request to a shard that refuses it, or skips a shard that
-//!    could have granted, never to a grant its shard did not decide.
-//! 3. All shards have the same strictness and slice, except while a runtime
-//!    change is being applied.
+//! 1. Every grant is a reservation on exactly one shard through that shard's
+//!    own decision; a probe of another shard grants now or changes nothing
+//!    (in strict and burst modes it may leave a hole: fewer grants, never
+//!    more). Each shard's invariants hold; the totals are their sums.
+//! 2. Path decisions (is a slot due?) read hints only: a stale read misroutes
+//!    a request, never grants what its shard did not decide.
+//! 3. All shards share strictness and slice, except during a runtime change.
 //!
 //! # Memory ordering
 //!
-//! A grant happens after every grant reserved before it **on the same
-//! shard** (each shard is a pacer; see its memory ordering). Grants on
-//! different shards are not ordered with each other: do not hand data off
-//! between threads through a sharded pacer.
+//! A grant happens after every grant reserved before it on the same shard.
+//! Grants on different shards are not ordered: do not hand data off between
+//! threads through a sharded pacer.
 //!
-//! The repository's `docs/pacer.md` has the fine print: work stealing, what
-//! each mode allows and its slack, rounding, fairness against micro-batching
-//! and runtime changes.
+//! Work stealing, per-mode slack, rounding and runtime changes:
+//! `docs/pacer.md`.
 
 use core::cell::Cell;
 use core::fmt;
@@ -96,8 +78,7 @@ mod handle;
 /// The most shards a [`ShardedPacer`] may have.
 pub const MAX_SHARDS: usize = 1024;
 
-/// Why a sharded pacer could not be built: the detail behind a
-/// [`ConfigError`] of kind [`ConfigErrorKind::Shards`].
+/// Detail of a [`ConfigErrorKind::Shards`] error.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub(crate) enum ShardError {
     /// The shard count is 0 or above [`MAX_SHARDS`].
@@ -117,18 +98,13 @@ impl From<ShardError> for ConfigError {
 }
 
 /// A pacer split into shards with work stealing; see the [module
-/// docs](self).
-///
-/// Build one with [`PacerBuilder::build_sharded`] or
-/// [`PacerBuilder::build_sharded_with_clock`]; take permits through
-/// per-thread [`ShardHandle`]s ([`handle`](Self::handle)) or through the
-/// [`RateLimiter`] methods on the sharded pacer itself (the calling thread is
-/// mapped to a shard).
+/// docs](self). Built by [`PacerBuilder::build_sharded`]; take permits
+/// through per-thread [`ShardHandle`]s or its own [`RateLimiter`] methods.
 ///
 /// # Examples
 ///
-/// Two strict shards of 1 ms slots on a manual clock: a thread whose shard
-/// would make it wait takes the idle shard's slot instead.
+/// Two strict shards of 1 ms slots: a request its shard would delay takes
+/// the idle shard's slot.
 ///
 /// ```
 /// use ratekeeper::{ManualClock, Pacer, Rate, RateLimiter};
@@ -151,27 +127,18 @@ pub struct ShardedPacer<C = DefaultClock> {
     shards: Box<[CachePadded<Pacer<C>>]>,
     /// The next handle's shard, before reduction mod `N`.
     next_handle: AtomicU64,
-    /// How many live handles each shard is home to: a balance hint for
-    /// moving handles (see [`ShardHandle`]).
+    /// Live handles homed on each shard: a balance hint.
     residents: Box<[CachePadded<AtomicU64>]>,
-    /// The total rate `R`. Held while a runtime change is applied to every
-    /// shard, so that changes never interleave across shards.
+    /// The total rate `R`; held while a runtime change is applied to every
+    /// shard, so changes never interleave.
     control: Mutex<Rate>,
-    /// The wait policy's coalescing window (ns): a request that may wait
-    /// stays on its own shard when its op there is due within it.
+    /// Coalescing window (ns): a waiting request due within it stays home.
     window: u64,
 }
 
-/// A handle on a [`ShardedPacer`], bound to one shard at a time; see the
-/// [module docs](self).
-///
-/// Make one per thread with [`ShardedPacer::handle`]. It implements
-/// [`RateLimiter`], so blocking (and, with the `tokio` feature, async)
-/// waiting works on it as on a pacer. It starts on a shard given out
-/// round-robin and moves to a shard it took a grant from instead of its
-/// own (work stealing, `docs/pacer.md`); a clone starts on
-/// the same shard and moves on its own. Like [`PacerHandle`](crate::pacer::PacerHandle)
-/// it is `Send` but not `Sync`: one thread's.
+/// A per-thread [`RateLimiter`] on a [`ShardedPacer`], bound to one shard
+/// at a time (made by [`ShardedPacer::handle`]). It moves to a shard it
+/// stole a grant from; a clone starts on the same shard. `Send`, not `Sync`.
 pub struct ShardHandle<'a, C: Clock = DefaultClock> {
     pacer: &'a ShardedPacer<C>,
     /// The shard this handle's requests try first.
@@ -182,43 +149,25 @@ pub struct ShardHandle<'a, C: Clock = DefaultClock> {
 
 impl PacerBuilder {
     /// Builds a [`ShardedPacer`] of `shards` pacers, each at `rate / shards`
-    /// with this builder's strictness, start state, clock caching and wait
-    /// policy, on the default real clock.
+    /// with this builder's other settings, on the default clock.
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Shards`] for 0 shards
-    /// or more than [`MAX_SHARDS`]; [`ConfigErrorKind::Rate`] or
-    /// [`ConfigErrorKind::Strictness`] if the total rate, a shard's rate or
-    /// the strictness is invalid (as [`build`](Self::build); the total, like one
-    /// Pacer's rate, is at most one op per nanosecond).
+    /// [`ConfigErrorKind::Shards`] for 0 or more than [`MAX_SHARDS`] shards;
+    /// [`ConfigErrorKind::Rate`] or [`ConfigErrorKind::Strictness`] as for
+    /// [`build`](Self::build), for the total (at most one op per nanosecond)
+    /// or a shard's rate.
     pub fn build_sharded(self, shards: usize) -> Result<ShardedPacer, ConfigError> {
         self.build_sharded_with_clock(shards, DefaultClock::new())
     }
 
-    /// As [`build_sharded`](Self::build_sharded), on `clock`: each shard gets
-    /// a clone, and the clones must read the same time (as
-    /// [`MonotonicClock`](crate::MonotonicClock) and
-    /// [`ManualClock`](crate::ManualClock) clones do), since a request
-    /// compares its own shard's reading with other shards' schedules.
+    /// As [`build_sharded`](Self::build_sharded), on `clock`. Each shard gets
+    /// a clone; clones must read the same time (as
+    /// [`ManualClock`](crate::ManualClock) clones do).
     ///
     /// # Errors
     ///
     /// As [`build_sharded`](Self::build_sharded).
-    ///
-    /// ```
-    /// use ratekeeper::{ConfigErrorKind, ManualClock, Pacer, Rate};
-    ///
-    /// let builder = Pacer::builder(Rate::new(1000.0)?);
-    /// let err = builder.build_sharded_with_clock(0, ManualClock::new(0)).unwrap_err();
-    /// assert_eq!(err.kind(), ConfigErrorKind::Shards);
-    /// assert_eq!(err.to_string(), "shard count 0 is outside 1..=1024");
-    /// // 1e-9/s split 10 ways: a shard's slice would exceed 2^62 ns.
-    /// let slow = Pacer::builder(Rate::new(1e-9)?);
-    /// let err = slow.build_sharded_with_clock(10, ManualClock::new(0)).unwrap_err();
-    /// assert_eq!(err.kind(), ConfigErrorKind::Rate);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn build_sharded_with_clock<C: Clock + Clone>(
         self,
         shards: usize,
@@ -257,11 +206,8 @@ impl PacerBuilder {
     }
 }
 
-/// Where shard `k`'s epochs start: its index in the top bits of the 31-bit
-/// epoch, so that twin grants of sibling shards (the same slot of each
-/// schedule) carry different tags, and a grant's tag names its shard (for
-/// 2^21 resets; after that a cancel may be refused, never misapplied,
-/// since shards only keep grants, see [Cancelling](self#cancelling)).
+/// Shard `k`'s epoch base: its index in the epoch's top bits, so sibling
+/// shards' grants carry distinct tags naming their shard.
 fn epoch_base(k: usize) -> u32 {
     (k as u32) << EPOCH_BASE_SHIFT
 }
@@ -276,9 +222,7 @@ fn issuing_shard(grant: &Grant, shards: usize) -> Option<usize> {
     (k < shards).then_some(k)
 }
 
-/// A shard's rate, `total / shards`, validated. The total is held to what
-/// one Pacer accepts (at most one op per nanosecond): sharding spreads the
-/// rate over schedules, it does not raise its ceiling.
+/// `total / shards`, validated; the total is held to one Pacer's ceiling.
 fn shard_rate(total: Rate, shards: usize) -> Result<Rate, RateError> {
     total.nanos_per_op()?;
     let rate = Rate::new(total.get() / shards as f64)?;
@@ -286,9 +230,8 @@ fn shard_rate(total: Rate, shards: usize) -> Result<Rate, RateError> {
     Ok(rate)
 }
 
-/// Process-wide thread numbers for [`ShardedPacer`]'s own [`RateLimiter`]:
-/// the next number to give out. A placement hint only (any number is a
-/// correct mapping), so it is a plain `std` atomic, outside the loom shim.
+/// The next thread number for [`ShardedPacer`]'s own [`RateLimiter`]; a
+/// placement hint only, so a plain `std` atomic outside the loom shim.
 static NEXT_THREAD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// No number yet.
@@ -345,22 +288,14 @@ impl<C: Clock> ShardedPacer<C> {
         self.shards.len()
     }
 
-    /// The total rate, `R` (each shard runs at `R / N`; see
-    /// `docs/pacer.md`, "Rounding").
+    /// The total rate, `R` (each shard runs at `R / N`).
     pub fn rate(&self) -> Rate {
         *lock(&self.control)
     }
 
-    /// The total rate the shards' schedules actually keep, in operations
-    /// per second: the sum over the shards of `1e9 / slot`, each shard's
-    /// slot `floor(1e9 × N / R)` whole nanoseconds (see
-    /// `docs/pacer.md`, "Rounding", and [`Pacer::effective_rate`]), so
-    /// `N × 1e9 / floor(1e9 × N / R)` once every shard has the current rate.
-    ///
-    /// Never below [`rate`](Self::rate), and above it by less than one part
-    /// in a shard's slot: splitting a rate into shards makes each slot about
-    /// `N` times longer, so its truncation weighs about `N` times less than
-    /// one pacer's.
+    /// The total rate the shards' schedules keep (ops/s): the sum of each
+    /// shard's [`Pacer::effective_rate`]. Never below [`rate`](Self::rate);
+    /// slots are `N` times longer, so truncation weighs `N` times less.
     ///
     /// # Examples
     ///
@@ -385,9 +320,7 @@ impl<C: Clock> ShardedPacer<C> {
         self.shards[0].strictness()
     }
 
-    /// Whether the schedule is running (not idle). Shards that were started
-    /// or stopped together agree; a probe by a stealing request starts an
-    /// idle shard, as any request does.
+    /// Whether any shard is running (a stealing probe starts an idle shard).
     pub fn is_started(&self) -> bool {
         self.shards.iter().any(|s| s.is_started())
     }
@@ -397,8 +330,8 @@ impl<C: Clock> ShardedPacer<C> {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::Rate`] if the total (at most one op per nanosecond,
-    /// as for one Pacer) or a shard's rate cannot be kept; nothing changes.
+    /// [`ConfigErrorKind::Rate`] as for
+    /// [`build_sharded`](PacerBuilder::build_sharded); nothing changes.
     pub fn set_rate(&self, rate: Rate) -> Result<(), ConfigError> {
         let per_shard = shard_rate(rate, self.shards.len())?;
         let mut total = lock(&self.control);
@@ -438,21 +371,18 @@ impl<C: Clock> ShardedPacer<C> {
         self.shards.iter().for_each(|s| s.stop());
     }
 
-    /// Restarts every shard: backlogs and accumulated waits cleared, each
-    /// shard's next slot due now (see [`Pacer::restart`]).
+    /// Restarts every shard (see [`Pacer::restart`]).
     pub fn restart(&self) {
         let _control = lock(&self.control);
         self.shards.iter().for_each(|s| s.restart());
     }
 
-    /// The shard the calling thread maps to (see [Threads and
-    /// shards](self#threads-and-shards)).
+    /// The shard the calling thread maps to ([more](self#threads-and-shards)).
     pub fn thread_shard(&self) -> usize {
         (thread_number() % self.shards.len() as u32) as usize
     }
 
-    /// Reserves on shard `home`, or steals; see the [module docs](self).
-    /// Returns the shard that decided, with its answer.
+    /// Reserves on shard `home`, or steals; returns the deciding shard too.
     #[inline(always)]
     fn reserve_from(
         &self,
@@ -476,9 +406,8 @@ impl<C: Clock> ShardedPacer<C> {
         self.reserve_stealing(home, seen, permits, max_wait)
     }
 
-    /// The own shard's next slot is not known due: read the clock, then the
-    /// own shard if due by it, else the first other shard that grants now,
-    /// else the shard whose next op may start first, waiting.
+    /// Slow path: own shard if due now, else the first shard that grants
+    /// now, else wait on the shard whose next op may start first.
     #[inline(never)]
     fn reserve_stealing(
         &self,
@@ -534,11 +463,7 @@ impl<C: Clock> ShardedPacer<C> {
     }
 }
 
-/// Whether `shard` can grant a request by the clock reading `now`, as far
-/// as its next slot (`slot_due`) and its actual timeline (strict and burst
-/// modes: `actual`, the earliest start of its next op) tell. A hint that
-/// picks the path (invariant 2): the shard's own reservation decides the
-/// grant.
+/// Whether `shard`'s hints say it can grant by `now` (invariant 2).
 #[inline(always)]
 fn due<C>(shard: &Pacer<C>, now: u64, slot_due: impl Fn(u64) -> bool) -> bool {
     // Ordering: Relaxed for both: hints. A stale value only sends a request
@@ -549,9 +474,7 @@ fn due<C>(shard: &Pacer<C>, now: u64, slot_due: impl Fn(u64) -> bool) -> bool {
     slot_due(shard.ideal.load(Ordering::Relaxed)) && shard.actual.load(Ordering::Relaxed) <= now
 }
 
-/// When `shard`'s next op may start, as far as its hints tell: its next
-/// slot, or in strict and burst modes the earliest start its spacing allows
-/// if later. A hint (invariant 2), as in [`due`].
+/// When `shard`'s next op may start, by its hints (invariant 2).
 #[inline]
 fn next_start<C>(shard: &Pacer<C>) -> u64 {
     // Ordering: Relaxed for both: hints, see `due`.
@@ -562,8 +485,7 @@ fn next_start<C>(shard: &Pacer<C>) -> u64 {
 }
 
 impl<C: Clock> RateLimiter for ShardedPacer<C> {
-    /// Reserves on the calling thread's shard, or steals; see the [module
-    /// docs](self).
+    /// Reserves on the calling thread's shard, or steals.
     #[inline(always)]
     fn reserve(&self, permits: u32, max_wait: Option<Duration>) -> Result<Grant, AcquireError> {
         self.reserve_from(self.thread_shard(), permits, max_wait).0
@@ -574,8 +496,7 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
         &self.shards[0].clock
     }
 
-    /// The sum over the shards: backlogs (an idle shard's backlog counts,
-    /// though any waiting thread may take it) and accumulated waits.
+    /// The sum over the shards.
     fn wait_stats(&self) -> WaitStats {
         self.shards
             .iter()
@@ -591,10 +512,8 @@ impl<C: Clock> RateLimiter for ShardedPacer<C> {
         self.shards[0].wait_policy()
     }
 
-    /// Keeps a cancelled grant for the next caller of its size on the
-    /// calling thread's shard (or on the shard that already knows the
-    /// grant, which refuses a second cancel); no shard's schedule ever
-    /// moves back. See the [module docs](self#cancelling-a-reservation).
+    /// Keeps the grant for the next caller of its size on the calling
+    /// thread's shard; see [Cancelling](self#cancelling-a-reservation).
     fn cancel(&self, grant: &Grant) -> bool {
         // A shard's grant: made since its shard's latest reset? (A grant
         // handed on from a kept one carries a handoff id instead; only the

@@ -17,18 +17,14 @@ use crate::wait::WaitPolicy;
 
 /// What the pool and its filler thread share.
 ///
-/// Invariants (the module documentation explains them):
+/// Invariants:
 ///
-/// 1. `filled` and `taken` only grow. The active pool is `filled − taken`,
-///    read as a signed difference; it is negative only for an instant while a
-///    fill moves tokens to queued claims (see `commit`), and takers treat a
-///    negative pool as empty.
-/// 2. Only a holder of the `state` lock writes `filled`; `taken` is written by
-///    lock-free takers (a compare-exchange that never takes more than the
-///    active pool holds) and by lock holders (the same compare-exchange).
-/// 3. After every critical section, either no claim is queued or the active
-///    pool is empty: fills serve queued claims first, so a lock-free taker
-///    finds tokens only when nobody is waiting (first come, first served).
+/// 1. `filled` and `taken` only grow; the active pool is `filled − taken`
+///    (signed; negative only for an instant inside `commit`, read as empty).
+/// 2. Only a `state` lock holder writes `filled`; `taken` moves by a
+///    compare-exchange that never takes more than the active pool holds.
+/// 3. After every critical section no claim is queued or the active pool is
+///    empty: a lock-free taker finds tokens only when nobody waits (FIFO).
 pub(crate) struct Shared<C> {
     /// Tokens taken from the active pool since the pool was built.
     pub(super) taken: CachePadded<AtomicU64>,
@@ -46,27 +42,22 @@ pub(crate) struct Shared<C> {
 /// Read-mostly values the lock-free path needs, written under the lock.
 pub(super) struct Params {
     pub(super) nanos_per_op: AtomicU64,
-    /// `scheduled = taken_before + base` (wrapping): the schedule origin minus
-    /// the tokens taken before it and withdrawn since (tokens that left the
-    /// active pool without going to an op).
+    /// `scheduled = taken_before + base` (wrapping): the schedule origin
+    /// minus the tokens taken before it and withdrawn since.
     pub(super) base: AtomicU64,
-    /// The filler thread is parked (`State::parked`): a taker that finds it
-    /// set must wake it. Written only under the lock; see `Shared::try_park`
-    /// for why a taker cannot miss it.
+    /// The filler thread is parked: a taker that finds it set must wake it.
+    /// Written under the lock; see `Shared::try_park`.
     pub(super) idle: AtomicBool,
 }
 
 pub(super) struct State {
     pub(super) rate: Rate,
-    /// The waiting pool and the sizes; its active pool is synced from the
-    /// atomics at each fill.
+    /// The waiting pool and the sizes; active pool synced at each fill.
     pub(super) pools: Pools,
     /// Claims waiting for tokens, oldest first.
     pub(super) queue: Claims,
     /// Tokens the queued claims still need: exactly the sum of their
-    /// `remaining`. `reserve_slow` refuses a claim that would take it past
-    /// `u64::MAX`, so it is never saturated, and `distribute` and `cancel`
-    /// subtract from it exactly.
+    /// `remaining`, never saturated (`reserve_slow` refuses overflow).
     pub(super) owed: u64,
     /// The clock reading of the latest fill.
     pub(super) last_fill: u64,
@@ -79,8 +70,8 @@ pub(super) struct State {
     /// The filling in effect (`Inline` if a filler thread could not start).
     pub(super) mode: Filling,
     pub(super) filler: Option<Handle>,
-    /// The filler thread is parked because the pool is idle: its time since
-    /// `last_fill` is backlog not added yet (see `Shared::catch_up`).
+    /// The filler is parked as idle: its time since `last_fill` is backlog
+    /// not added yet (see `Shared::catch_up`).
     pub(super) parked: bool,
 }
 
@@ -91,16 +82,14 @@ impl State {
     }
 }
 
-/// The active pool given `filled` and `taken` (never negative, see the
-/// invariants on `Shared`).
+/// The active pool given `filled` and `taken` (never negative).
 #[inline]
 pub(super) fn available(filled: u64, taken: u64) -> u64 {
     (filled.wrapping_sub(taken) as i64).max(0) as u64
 }
 
 impl<C: Clock> Shared<C> {
-    /// A pool's shared state, idle, its schedule starting at `clock`'s
-    /// reading.
+    /// A pool's shared state, idle, its schedule starting at `clock`'s reading.
     pub(super) fn new(
         rate: Rate,
         pools: Pools,
@@ -143,8 +132,8 @@ impl<C: Clock> Shared<C> {
         &self.clock
     }
 
-    /// Takes `span` tokens if the active pool holds them: the lock-free path.
-    /// Returns `taken` before the take.
+    /// The lock-free path: takes `span` tokens if the active pool holds them;
+    /// returns `taken` before the take.
     #[inline(always)]
     pub(super) fn try_take(&self, span: u64) -> Option<u64> {
         // Ordering: Acquire, so the `filled` read below is at least as new as
@@ -217,12 +206,8 @@ impl<C: Clock> Shared<C> {
         available(self.filled.load(Ordering::Acquire), taken)
     }
 
-    /// Refills with `nanos` tokens and serves queued claims with what the
-    /// active pool then holds, as one step: the tokens claims receive never
-    /// pass through the active pool where a lock-free taker could take them.
-    ///
-    /// With [`Filling::Inline`], the tokens owed to queued claims are served
-    /// as they arrive, before G2's step sees the rest (see
+    /// Refills with `nanos` tokens and serves queued claims first, as one
+    /// step, so no lock-free taker sees tokens owed to claims (see
     /// [Serving waiting callers first](crate::pool#serving-waiting-callers-first)).
     pub(super) fn refill_locked(&self, st: &mut State, nanos: u64, wake: &mut Vec<Wake>) {
         loop {
@@ -263,10 +248,9 @@ impl<C: Clock> Shared<C> {
         }
     }
 
-    /// Makes the active pool go from `before` to `after`, minus `to_claims`
-    /// tokens handed to queued claims. Takes from the pool (`taken`) with a
-    /// compare-exchange against the snapshot first, then adds (`filled`), so
-    /// the pool is never seen holding tokens that are not there. Returns
+    /// Moves the active pool from `before` to `after`, `to_claims` tokens to
+    /// queued claims: a compare-exchange on `taken` against the snapshot,
+    /// then `filled`, so the pool never shows tokens that are not there.
     /// `false` if a lock-free taker moved `taken` since the snapshot.
     pub(super) fn commit(
         &self,
@@ -308,8 +292,7 @@ impl<C: Clock> Shared<C> {
         true
     }
 
-    /// Gives `tokens` to the queued claims, oldest first; completed claims
-    /// leave the queue and their waiters are woken.
+    /// Gives `tokens` to queued claims, oldest first, waking completed ones.
     pub(super) fn distribute(&self, st: &mut State, mut tokens: u64, wake: &mut Vec<Wake>) {
         st.owed -= tokens;
         while tokens > 0 {
@@ -366,16 +349,15 @@ impl<C: Clock> Shared<C> {
         self.refill_locked(st, elapsed, wake);
     }
 
-    /// The least time an inline fill covers while callers wait: the
-    /// policy's fill granule, at most half the active pool (see `wait_claim`).
+    /// The least time an inline fill covers while callers wait: the fill
+    /// granule, at most half the active pool.
     pub(super) fn fill_granule(&self, st: &State) -> u64 {
         self.policy
             .fill_granule_nanos(&self.clock)
             .min(st.pools.max_active() / 2)
     }
 
-    /// The filler thread's fill; says whether the pool is now idle and the
-    /// thread should park.
+    /// The filler thread's fill; whether the pool is now idle (park).
     pub(super) fn fill_tick(&self, now: u64) -> Next {
         let mut wake = Vec::new();
         let mut st = lock(&self.state);
@@ -401,18 +383,12 @@ impl<C: Clock> Shared<C> {
         next
     }
 
-    /// Parks the filler if the pool is idle: nobody queued and the active
-    /// pool full to `max_over_active`. A fill then can only add to the
-    /// waiting pool (G2's step moves nothing into a full active pool), so
-    /// the parked time is added there later, at once and exactly (see
-    /// `catch_up`), and skipping the fills changes nothing but when the
-    /// backlog is counted.
-    ///
-    /// The first take from the full pool must wake the filler. Takers take
-    /// without the lock, so parking is published through `taken` itself:
-    /// `idle` is set, then `taken` is written back unchanged by a
-    /// compare-exchange against the snapshot the pool was found full in,
-    /// which fails if any take came since (the filler then goes on).
+    /// Parks the filler if the pool is idle (nobody queued, active pool
+    /// full): later fills could only add to the waiting pool, which
+    /// `catch_up` does exactly on wake. Parking is published through
+    /// `taken`: `idle` is set, then `taken` is written back unchanged by a
+    /// compare-exchange against the full snapshot, failing if any take
+    /// came since, so the first take always wakes the filler.
     pub(super) fn try_park(&self, st: &mut State) -> bool {
         if !st.queue.is_empty() || st.filler.is_none() {
             return false;
@@ -447,13 +423,9 @@ impl<C: Clock> Shared<C> {
         }
     }
 
-    /// Adds the time since the last fill, while the filler was parked, to
-    /// the waiting pool. Exact while the active pool is still full: G2's
-    /// step would have sent every token of it there. After a take it is the
-    /// conservative choice: the time between the take and `now` (the waker's
-    /// clock reading, taken after the take) is backlog, caught up at the
-    /// burst ratio, instead of tokens in the active pool, so nothing is
-    /// ever admitted early; the fills that follow top the active pool up.
+    /// Adds the parked time since the last fill to the waiting pool. Exact
+    /// while the active pool is still full; after a take it is conservative
+    /// (that time becomes backlog, never early admission).
     pub(super) fn catch_up(&self, st: &mut State, now: u64) {
         if st.parked {
             let elapsed = elapsed_nanos(st.last_fill, now);
@@ -471,8 +443,7 @@ impl<C: Clock> Shared<C> {
         self.params.idle.store(false, Ordering::Relaxed);
     }
 
-    /// Wakes a parked filler: the pool has work again (a take, a queued
-    /// claim, a new rate, a restart). Its parked time is caught up first.
+    /// Wakes a parked filler, catching up its parked time first.
     pub(super) fn resume(&self, st: &mut State, now: u64, wake: &mut Vec<Wake>) {
         if st.parked {
             self.catch_up(st, now);
@@ -493,18 +464,16 @@ impl<C: Clock> Shared<C> {
         wake_all(&mut wake);
     }
 
-    /// Brings the waiting pool up to date for a reader while the filler is
-    /// parked.
+    /// Brings the waiting pool up to date for a reader while parked.
     pub(super) fn settle(&self, st: &mut State) {
         if st.parked {
             self.catch_up(st, self.clock.now_nanos());
         }
     }
 
-    /// How long a waiter refilling an inline pool for the claim at `pos`
-    /// waits before its next fill (see `TokenPool::wait_claim`): until the
-    /// claim's tokens are due, at least the fill granule and at most half
-    /// the active pool after the last fill.
+    /// How long an inline-refilling waiter for the claim at `pos` waits
+    /// before its next fill: until its tokens are due, clamped to
+    /// [fill granule, half the active pool].
     pub(super) fn refill_span(&self, st: &State, pos: usize, now: u64) -> u64 {
         let due = st.queue.owed_through(pos);
         let since = elapsed_nanos(st.last_fill, now);
@@ -513,8 +482,7 @@ impl<C: Clock> Shared<C> {
         due.max(granule.saturating_sub(since)).min(cap).max(1)
     }
 
-    /// In inline mode with nobody refilling, wakes one waiter to take over
-    /// the refilling.
+    /// In inline mode with nobody refilling, wakes a waiter to refill.
     pub(super) fn hand_over(&self, st: &State, wake: &mut Vec<Wake>) {
         if st.mode == Filling::Inline && !st.filler_busy {
             if let Some(w) = st.queue.iter().find_map(|c| c.waiter.as_ref()) {
@@ -523,12 +491,10 @@ impl<C: Clock> Shared<C> {
         }
     }
 
-    /// Removes the claim at `pos` (its waiter gave up, or its grant was
-    /// cancelled). Tokens it had received go to the claims behind it, then
-    /// back to the active pool up to `max_over_active` (where the tokens it
-    /// took from the active pool came from), and the rest, which fills gave
-    /// it beyond what the active pool can hold, to the waiting pool. Returns
-    /// the tokens it still needed.
+    /// Removes the claim at `pos` (given up or cancelled). Tokens it had go
+    /// to the claims behind it, then the active pool up to
+    /// `max_over_active`, the rest to the waiting pool. Returns the tokens
+    /// it still needed.
     pub(super) fn cancel(&self, st: &mut State, pos: usize, wake: &mut Vec<Wake>) -> u64 {
         let Some(claim) = st.queue.remove(pos) else {
             return 0;
@@ -558,8 +524,8 @@ impl<C: Clock> Shared<C> {
         claim.remaining
     }
 
-    /// Stops metering: checkpoints the backlog, empties the pools, and
-    /// returns the filler thread to stop (with the lock released).
+    /// Stops metering: checkpoints the backlog, empties the pools, returns
+    /// the filler thread to stop.
     pub(super) fn halt(&self, st: &mut State, wake: &mut Vec<Wake>) -> Option<Handle> {
         if !st.started {
             return None;

@@ -16,40 +16,29 @@ use crate::limiter::{AcquireError, Grant, Recovery, WaitStats};
 use crate::sync::{lock, AtomicU128, Mutex, Ordering, Swap};
 use crate::wait::WaitPolicy;
 
-/// The word of a retired [`Core`]: no state packs to it, because its stored
-/// permits would be a NaN with an all-ones payload, and NaNs that arithmetic
-/// makes carry the default payload (no NaN with a payload enters: rates,
-/// burst seconds and cold factors are checked not to be NaN).
+/// The word of a retired [`Core`]: no state packs to it (its permits would
+/// be a NaN with an all-ones payload, which no checked input or arithmetic
+/// makes).
 pub(super) const FROZEN: u128 = u128::MAX;
 
-/// The tag bit saying that the reservation found no stored permits (the
-/// state it started from is then known exactly from the grant; see
-/// `Smooth::give_back`).
+/// Tag bit: the reservation found no stored permits (see `Smooth::give_back`).
 pub(super) const NONE_STORED: u32 = 1;
 
-/// One rate's parameters together with the state they apply to.
-///
-/// The parameters never change: a rate change retires the whole core
-/// (freezing its word forever) and publishes a new one, so a reservation
-/// computed with one core's parameters can only ever commit to that core's
-/// word.
+/// One rate's parameters with the state they apply to. The parameters never
+/// change: a rate change freezes the word and publishes a new core, so a
+/// reservation commits only to the core whose parameters it used.
 #[derive(Debug)]
 pub(super) struct Core {
-    /// The epoch of this core: every new core (a rate change, a cancel)
-    /// moves it on, in steps of two, so the low bit of a grant's tag is free
-    /// for [`NONE_STORED`].
+    /// This core's epoch, moved on by two per new core (the low tag bit is
+    /// [`NONE_STORED`]).
     pub(super) epoch: Epoch,
     /// `pack(stored_permits, next_free)`, or [`FROZEN`] once retired.
     ///
-    /// Ordering: loads are `Acquire` and successful compare-exchanges
-    /// `AcqRel`, so a thread that sees a state also sees (happens after) the
-    /// clock reading the state was computed from; a reservation reads the
-    /// clock *after* loading the state, so it never computes from a state
-    /// newer than its own clock reading. The word carries all the state: no
-    /// other memory is published through it.
+    /// Ordering: `Acquire` loads, `AcqRel` successful compare-exchanges, so
+    /// a state's reader happens after the clock reading it was computed
+    /// from; the clock is read after the load. Nothing else is published.
     pub(super) word: CachePadded<AtomicU128>,
-    /// `max_permits`, `stable_interval` and the kind; its own
-    /// `stored_permits`/`next_free` fields are unused (the word has them).
+    /// `max_permits`, `stable_interval` and the kind (its state fields unused).
     pub(super) params: State,
 }
 
@@ -69,8 +58,7 @@ impl Core {
         self.epoch.tag() | u32::from((word >> 64) as u64 == 0)
     }
 
-    /// How many cores (cancels and rate changes) ago a grant tagged `tag`
-    /// was committed.
+    /// How many cores ago a grant tagged `tag` was committed.
     pub(super) fn age(&self, tag: u32) -> u32 {
         self.epoch.age(tag & !NONE_STORED) / 2
     }
@@ -84,56 +72,39 @@ impl Core {
 
 /// The shared core of both limiters.
 ///
-/// # Lock-free reservations, and why they equal some serial order
+/// # Lock-free reservations
 ///
-/// A reservation loads the current [`Core`] (the inline first one until a
-/// rate change retires it) and its word, and commits Guava's step with
-/// [`decide_on`], retrying (with a new clock reading) from the value it
-/// finds if another commit came first. A rate change takes the `change`
-/// mutex, swaps the current core's word to [`FROZEN`] (getting the latest
-/// state and making every later commit to that core fail), computes
-/// Guava's `setRate` from it, and publishes a new core. A reservation that
-/// finds its core frozen waits for the mutex and starts over on the new
-/// core. A cancel is a change too: under the mutex it compare-exchanges the
-/// word the grant's reservation committed to [`FROZEN`] and publishes a new
-/// core holding the state before the reservation: in commit order, the
-/// reservation's inverse. Each core has its own epoch, which grants carry
-/// as their tag, so no grant is given back twice.
+/// A reservation loads the current [`Core`] and its word and commits
+/// Guava's step with [`decide_on`] by compare-exchange, retrying on a newer
+/// value. A rate change or a cancel, under the `change` mutex, swaps the
+/// word to [`FROZEN`] and publishes a new core (a cancel's holds the state
+/// before the reservation: its inverse). A reservation finding its core
+/// frozen waits for the mutex and starts over. Grants carry the core's
+/// epoch, so none is given back twice.
 ///
 /// Invariants:
 ///
-/// 1. A core's word only ever goes from one state to the next by a whole
-///    reservation computed from exactly that state with exactly that core's
-///    parameters, and once [`FROZEN`] never changes again: no reservation
-///    can be lost, applied twice, or applied across a rate change.
-/// 2. Commits therefore happen in one total order (the word's modification
-///    order), each Guava's step on the state its predecessor left, at a
-///    clock reading taken after loading that state. A reservation that
-///    would leave the word unchanged writes nothing and takes effect at its
-///    load: that needs `now ≤ next_free`, where a step at any time up to
-///    `next_free` does the same thing. So every run equals Guava's serial
-///    run, under its lock, in commit order.
-/// 3. A refusal changes nothing and is Guava's decision on the state it
-///    loaded, at a reading taken after that load.
+/// 1. A core's word moves only by a whole reservation computed from exactly
+///    that state and core, and never changes once [`FROZEN`]: no
+///    reservation is lost, doubled or applied across a rate change.
+/// 2. So commits are totally ordered, each Guava's step on its
+///    predecessor's state at a later clock reading (a no-op commit takes
+///    effect at its load): every run equals Guava's serial run.
+/// 3. A refusal changes nothing and is Guava's decision on the loaded state.
 pub(super) struct Smooth<C> {
-    /// The core the limiter was built with, inline: until the first rate
-    /// change, a reservation reaches its state without going through `later`.
-    /// The first change retires it for good.
+    /// The core built with, inline (no `later` load) until the first rate
+    /// change retires it.
     pub(super) first: Core,
-    /// The current core once `first` is retired (until then, a frozen
-    /// placeholder). Loading it costs a little (ArcSwap's thread-local debt
-    /// slot), so limiters whose rate never changes never pay it.
+    /// The current core once `first` is retired; its load has a cost
+    /// (ArcSwap's debt slot) only limiters whose rate changes pay.
     pub(super) later: Swap<Core>,
-    /// Serialises rate changes and cancels; reservations only wait on it
-    /// while a change is publishing. It guards which grants made before the
-    /// latest cancel may still be given back (the cuts are `next_free`
-    /// values).
+    /// Serialises rate changes and cancels; guards which grants before the
+    /// latest cancel may still be given back.
     pub(super) change: Mutex<CancelWindow<i64>>,
     /// Cancelled grants that could not be given back, for the next callers.
     pub(super) handoff: Handoff,
     created: u64,
-    /// The unit of the schedule (the state's own `res`, kept here too so
-    /// that a clock reading is converted before the state is at hand).
+    /// The schedule's unit (the state's `res`, kept for clock conversion).
     pub(super) res: Resolution,
     pub(super) clock: C,
     pub(super) policy: WaitPolicy,
@@ -194,11 +165,8 @@ impl<C: Clock> Smooth<C> {
         (now, self.ticks_since_created(now))
     }
 
-    /// Ticks from creation to the clock reading `nanos`, saturating at
-    /// `i64::MAX`. A reading below the creation reading is a clock that
-    /// wrapped past `u64::MAX` (the schedule carries on by wrapping
-    /// subtraction) when the wrapped difference is under 2^63 ns, else one
-    /// that stepped back, which is no time passing (0 ticks).
+    /// Ticks from creation to `nanos`, saturating at `i64::MAX`; a wrapped
+    /// clock (difference under 2^63 ns) carries on, a stepped-back one is 0.
     #[inline(always)]
     pub(super) fn ticks_since_created(&self, nanos: u64) -> i64 {
         let elapsed = nanos.wrapping_sub(self.created);
@@ -246,9 +214,8 @@ impl<C: Clock> Smooth<C> {
         self.res.per_second() / self.snapshot().stable_interval
     }
 
-    /// What one-permit calls get once no stored permits are left: each is
-    /// charged `long(stable_interval)` whole ticks, so `ticks per second /
-    /// that`, and `+∞` where it truncates to 0 ticks.
+    /// The rate one-permit calls get with nothing stored: ticks per second
+    /// over `long(stable_interval)` ticks (`+∞` if that is 0).
     pub(super) fn effective_rate(&self) -> f64 {
         match long(self.snapshot().stable_interval) {
             ticks if ticks <= 0 => f64::INFINITY,
@@ -272,9 +239,8 @@ impl<C: Clock> Smooth<C> {
             .map_err(|e| with_max_wait(e, max_wait))
     }
 
-    /// One reservation (`timeout` None) or Guava's `tryAcquire` (Some), with
-    /// the commit protocol described on [`Smooth`]. Lock-free unless a rate
-    /// change or cancel is publishing; O(1) per attempt.
+    /// A reservation (`timeout` None) or Guava's `tryAcquire` (Some), by the
+    /// protocol on [`Smooth`]; O(1) per attempt.
     #[inline(always)]
     fn decide(&self, permits: u32, timeout: Option<i64>) -> Result<Grant, AcquireError> {
         if permits == 0 {
@@ -314,8 +280,7 @@ impl<C: Clock> Smooth<C> {
         }
     }
 
-    /// A cancelled grant of `permits` from the handoff, ready within
-    /// `timeout` ticks if given.
+    /// A stashed grant of `permits`, ready within `timeout` ticks if given.
     #[cold]
     #[inline(never)]
     fn take_stashed(&self, permits: u32, timeout: Option<i64>) -> Option<Grant> {
@@ -324,8 +289,7 @@ impl<C: Clock> Smooth<C> {
         self.handoff.take(permits, max, now)
     }
 
-    /// Waits until the rate change or cancel in progress has published its
-    /// core.
+    /// Waits until the change in progress has published its core.
     #[cold]
     #[inline(never)]
     fn wait_out_change(&self) {
@@ -357,8 +321,7 @@ impl<C: Clock> Smooth<C> {
         }
     }
 
-    /// [`RateLimiter::recovery`](crate::RateLimiter::recovery): the state
-    /// now against a fresh limiter's.
+    /// [`RateLimiter::recovery`](crate::RateLimiter::recovery) now.
     pub(super) fn recovery(&self) -> Recovery {
         let st = self.snapshot();
         let (_, now) = self.read();

@@ -166,8 +166,6 @@ fn is_line_terminator(c: char) -> bool {
 /// The power form of nosqlbench's `numberExponentPattern`,
 /// ` *(?<pre>.*?)?(?<number>([0-9]+)(\.[0-9]+)?+)\^(?<exponent>[0-9]+)(?<post>.*?)?`:
 /// if the whole field matches, it becomes `pre + Double.toString(pow) + post`.
-/// The leading spaces are kept in `pre`, which makes no difference to the
-/// count grammar that follows.
 fn expand_power(field: &str) -> Cow<'_, str> {
     // Java's `.` does not match line terminators, so `pre` and `post` cannot
     // hold one and the pattern does not match at all.
@@ -325,8 +323,8 @@ fn count_multiplier(unit: &str) -> Option<f64> {
 impl std::str::FromStr for Verb {
     type Err = SpecError;
 
-    /// Reads a verb word, ASCII case-insensitively and without trimming. Fails
-    /// with [`SpecErrorKind::UnknownWord`] (and no field number) otherwise.
+    /// Reads a verb word, ASCII case-insensitively, untrimmed.
+    /// [`SpecErrorKind::UnknownWord`] (no field number) otherwise.
     fn from_str(s: &str) -> Result<Verb, SpecError> {
         Verb::from_word(s).ok_or_else(|| SpecError::new(SpecErrorKind::UnknownWord, None, s))
     }
@@ -335,8 +333,7 @@ impl std::str::FromStr for Verb {
 impl std::str::FromStr for Scope {
     type Err = SpecError;
 
-    /// Reads a scope word, ASCII case-insensitively and without trimming. Fails
-    /// with [`SpecErrorKind::UnknownWord`] (and no field number) otherwise.
+    /// Reads a scope word as verbs are read, with the same error.
     fn from_str(s: &str) -> Result<Scope, SpecError> {
         Scope::from_word(s).ok_or_else(|| SpecError::new(SpecErrorKind::UnknownWord, None, s))
     }

@@ -15,32 +15,22 @@ use crate::wait::saturating_nanos;
 
 pin_project! {
     /// A stream that lets each item of `S` through once `L` grants its
-    /// permits: a fixed count per item, or a count computed from the item
-    /// ([`PermitCount`]). Build it with [`ThrottleExt::throttled`] (one
-    /// permit per item), [`ThrottleExt::throttled_by`] or [`new`](Self::new).
-    ///
-    /// Each item is taken from the inner stream, then its permits are
-    /// reserved and waited for on tokio's timer (an item due within one
-    /// timer tick goes at once), then it is yielded. An item that takes
-    /// zero permits goes at once. An item that takes more permits than the
-    /// limiter can grant at once is charged in the largest pieces the
-    /// limiter grants, one after the other.
-    ///
-    /// `L` is any [`RateLimiter`] by value: `&L` or `Arc<L>` to share one
-    /// limiter between streams and tasks.
+    /// permits (a fixed count or [`PermitCount`] from the item). Build with
+    /// [`ThrottleExt::throttled`], [`ThrottleExt::throttled_by`] or
+    /// [`new`](Self::new). Waits are on tokio's timer; zero permits go at
+    /// once; more than the limiter grants at once are charged in its
+    /// largest pieces, in turn. Share a limiter with `&L` or `Arc<L>`.
     ///
     /// # Cancel safety
     ///
-    /// Dropping the stream while an item waits gives that item's
-    /// reservation back ([`RateLimiter::cancel`]) and drops the item. A
-    /// `next()` future dropped while the item waits leaves the item and its
-    /// reservation in the stream: the next poll goes on waiting for it.
+    /// Dropping the stream while an item waits cancels its reservation
+    /// ([`RateLimiter::cancel`]) and drops the item; a dropped `next()`
+    /// future leaves both in the stream, still waiting.
     ///
     /// # Panics
     ///
-    /// Polling panics outside a Tokio runtime with the time driver enabled,
-    /// when an item has to wait, and if the limiter refuses a single permit
-    /// (as [`RateLimiter::acquire`] does).
+    /// Polling panics outside a Tokio runtime with the time driver when an
+    /// item must wait, and if the limiter refuses a single permit.
     ///
     /// # Examples
     ///
@@ -97,9 +87,8 @@ pin_project! {
 }
 
 impl<S: Stream, L: RateLimiter, P> Throttled<S, L, P> {
-    /// `stream`, each item taking `permits` of `limiter`: a `u32` for a
-    /// fixed count, or a closure `Fn(&S::Item) -> u32` (its argument type
-    /// written out: `|item: &T| ...`).
+    /// `stream`, each item taking `permits` of `limiter`: a `u32` or a
+    /// closure `|item: &T| -> u32` (argument type written out).
     pub fn new(stream: S, limiter: L, permits: P) -> Self {
         Throttled {
             stream,

@@ -1,34 +1,10 @@
-//! The blocking driver of the completion protocol: a thread waits for a
-//! grant by asking [`RateLimiter::poll_grant`] what to do, and doing it.
+//! The blocking driver of the completion protocol ([`block_on`]).
 //!
-//! * [`Readiness::Go`]: the op goes.
-//! * [`Readiness::SleepUntil`]: only time stands in the way; the wait is
-//!   [`block_until`](super::block_until) under the limiter's
-//!   [`WaitPolicy`](super::WaitPolicy) (its coalescing, its early bound),
-//!   and the op goes.
-//! * [`Readiness::Pending`]`(None)`: the limiter waits for something other
-//!   than time; the thread parks until the limiter wakes the waker it was
-//!   given, then asks again.
-//! * [`Readiness::Pending`]`(Some(at))`: the waiter itself must act at
-//!   `at` (an inline-filled pool's waiter fills it); the thread sleeps on
-//!   the limiter's clock until then (so a manual clock moves, as a waiter's
-//!   own action would move it) and asks again; a wake before then is seen
-//!   at that ask.
-//!
-//! The first question is asked with the reading the grant was decided
-//! against and a no-op waker, so a grant that only waits for time costs no
-//! clock read and no allocation beyond the plain sleep; a thread waker is
-//! made only once a limiter answers `Pending`.
-//!
-//! A wait that something else may end early (Ctrl-C in the CLI, a
-//! shutdown) is [`RateLimiter::wait_for_or_stop`](crate::RateLimiter::wait_for_or_stop)
-//! with a [`Stop`]: it sleeps on the stop condition until the grant is
-//! [`STOP_TAIL`] from its time, asking `poll_grant` again after each
-//! sleep, and leaves the tail to the limiter's own wait.
-//!
-//! The async driver is [`crate::tokio`]'s `Waiter`. Limiters with a
-//! specialised blocking wait (the Pacer's room, the token pool's queue)
-//! override [`RateLimiter::wait_for`] and answer `poll_grant` the same way.
+//! [`RateLimiter::wait_for_or_stop`](crate::RateLimiter::wait_for_or_stop)
+//! sleeps on a [`Stop`] until [`STOP_TAIL`] before the grant, then leaves
+//! the tail to the limiter's own wait. The async driver is
+//! [`crate::tokio`]'s `Waiter`; limiters with their own blocking wait
+//! override [`RateLimiter::wait_for`](crate::RateLimiter::wait_for).
 
 use std::sync::Arc;
 use std::task::{Wake, Waker};
@@ -52,22 +28,23 @@ impl Wake for Unpark {
     }
 }
 
-/// Blocks the thread until `grant` may go, asking `poll` (a limiter's
-/// [`poll_grant`](crate::RateLimiter::poll_grant)) what to do: on
-/// [`Go`](Readiness::Go) it goes; on [`SleepUntil`](Readiness::SleepUntil)
-/// it sleeps on `clock` under `policy` and goes; on
-/// [`Pending(None)`](Readiness::Pending) it parks until the limiter wakes
-/// the waker it was given and asks again; on `Pending(Some(at))` it sleeps
-/// on `clock` until `at` and asks again (a wake before then is seen at
-/// that ask). The first question is
-/// asked with the grant's decision reading and a no-op waker (no clock
-/// read, no allocation); a thread waker is made only on `Pending`. Returns the
-/// grant with its start time filled in. The default
-/// [`RateLimiter::wait_for`](crate::RateLimiter::wait_for) is this driver
-/// followed by [`released`](crate::RateLimiter::released).
+/// Blocks until `grant` may go, asking `poll` (a limiter's
+/// [`poll_grant`](crate::RateLimiter::poll_grant)) what to do, and doing it:
 ///
-/// It takes the limiter's parts rather than the limiter, so that the
-/// waiting module depends on no limiter.
+/// * [`Readiness::Go`]: the op goes.
+/// * [`Readiness::SleepUntil`]: [`block_until`](super::block_until) under
+///   `policy`, then the op goes.
+/// * [`Readiness::Pending`]`(None)`: park until the limiter wakes the given
+///   waker, then ask again.
+/// * [`Readiness::Pending`]`(Some(at))`: the waiter must act at `at` (an
+///   inline-filled pool); sleep on `clock` until then, ask again.
+///
+/// The first ask uses the grant's decision reading and a no-op waker: a
+/// wait for time costs no clock read and no allocation beyond the sleep.
+/// Returns the grant with its start time. The default
+/// [`RateLimiter::wait_for`](crate::RateLimiter::wait_for) is this, then
+/// [`released`](crate::RateLimiter::released). Takes the limiter's parts so
+/// that waiting depends on no limiter.
 ///
 /// ```
 /// use std::task::Waker;
@@ -132,9 +109,7 @@ pub fn block_on(
 /// use std::time::Duration;
 /// use ratekeeper::wait::Stop;
 ///
-/// /// Stops once the flag is set; sleeps in real time (a real stop
-/// /// condition would also wake its sleepers when set, as a condition
-/// /// variable does).
+/// /// Stops once set (a real one would also wake its sleepers).
 /// struct Flag(AtomicBool);
 ///
 /// impl Stop for Flag {
@@ -156,15 +131,12 @@ pub trait Stop {
     fn sleep(&self, nanos: u64) -> bool;
 }
 
-/// The last part of a wait that a [`Stop`] leaves to the limiter's own
-/// wait (its wait policy: coalescing, the Pacer's room, a pool's queue):
-/// 20 ms, short enough not to delay a stop noticeably, long enough that
-/// the sleeps before it are few.
+/// The last part of a wait that a [`Stop`] leaves to the limiter's own wait:
+/// short enough not to delay a stop noticeably, long enough for few sleeps.
 pub const STOP_TAIL: Duration = Duration::from_millis(20);
 
-/// How long a stoppable wait sleeps on its [`Stop`] at `now` for an answer
-/// due at `due`: until half the tail before it, or `None` once the tail is
-/// reached (the rest is the limiter's own wait).
+/// How long a stoppable wait at `now` sleeps on its [`Stop`] for `due`:
+/// until half the tail before it, or `None` within the tail.
 ///
 /// ```
 /// use ratekeeper::wait::stop_nap_nanos;

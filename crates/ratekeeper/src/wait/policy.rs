@@ -1,5 +1,4 @@
-//! [`WaitPolicy`]: how a blocking wait turns a ready time into sleeps, and
-//! the default's early bound and grouping delay.
+//! [`WaitPolicy`]: how a blocking wait turns a ready time into sleeps.
 
 use std::time::Duration;
 
@@ -14,9 +13,9 @@ use crate::clock::Clock;
 /// use std::time::Duration;
 /// use ratekeeper::{ManualClock, MonotonicClock, WaitPolicy};
 ///
-/// let default = WaitPolicy::default();          // early bound and grouping delay from the clock
-/// let exact = WaitPolicy::coalesce(Duration::ZERO); // sleep for every wait, however short
-/// let precise = WaitPolicy::precise(Duration::from_micros(200)); // sleep, then spin the last 200 µs
+/// let default = WaitPolicy::default(); // early bound, grouping delay
+/// let exact = WaitPolicy::coalesce(Duration::ZERO); // sleep every wait
+/// let precise = WaitPolicy::precise(Duration::from_micros(200)); // spin the last 200 µs
 /// assert_ne!(default, precise);
 /// assert_eq!(exact, WaitPolicy::coalesce(Duration::from_nanos(0)));
 ///
@@ -35,8 +34,7 @@ pub struct WaitPolicy {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) enum Kind {
-    /// The early bound and grouping delay of the [module docs](super), from
-    /// the clock's sleep resolution and the slot.
+    /// The [module docs](super)' early bound and grouping delay.
     #[default]
     ClockDefault,
     /// Coalesce waits within this many nanoseconds.
@@ -45,21 +43,17 @@ pub(super) enum Kind {
     Precise(u64),
 }
 
-/// How many ops the default policy aims to release per sleep at high rates
-/// (the `768` of the grouping delay; see the [module docs](super)). A sleep
-/// costs tens of microseconds of CPU, so several hundred ops per sleep
-/// spend well under 100 ns of an op's CPU on it. Fewer ops per sleep cost
-/// more CPU; more make ops later. The price is lateness: at 1 M ops/s an op
-/// goes up to `768` slots (0.8 ms) late, and its wait says so.
+/// Ops the default policy aims to release per sleep at high rates, so a
+/// sleep's CPU cost is small per op; the price is lateness of up to that
+/// many slots, which the wait reports.
 pub const GROUP_OPS: u64 = 768;
 
 /// The longest grouping delay, in sleep resolutions (`8 × (ρ − 2 × slot)`).
 pub(super) const MAX_DELAY_RESOLUTIONS: u64 = 8;
 
 impl WaitPolicy {
-    /// Sleep, releasing operations whose wait is at most `window` at once
-    /// (up to `window` early), with no grouping delay. `Duration::ZERO`
-    /// sleeps for every wait.
+    /// Sleep, releasing ops whose wait is at most `window` at once (up to
+    /// `window` early), no grouping delay. `Duration::ZERO`: sleep every wait.
     pub fn coalesce(window: Duration) -> WaitPolicy {
         WaitPolicy {
             kind: Kind::Coalesce(saturating_nanos(window)),
@@ -67,13 +61,9 @@ impl WaitPolicy {
         }
     }
 
-    /// Sleep until `spin` before the ready time, then busy-wait until it: no
-    /// operation goes early, at the price of a core while spinning. A `spin`
-    /// of at least the clock's sleep resolution keeps
-    /// operations from going late because of sleep lateness. On a clock
-    /// whose sleeps are exact ([`Clock::sleep_overshoot_nanos`] is 0, as on
-    /// a [`ManualClock`](crate::ManualClock)) it never spins: it sleeps to
-    /// the ready time.
+    /// Sleep until `spin` before the ready time, then busy-wait: nothing goes
+    /// early, at the price of a core while spinning. On a clock whose sleeps
+    /// are exact ([`Clock::sleep_overshoot_nanos`] is 0) it never spins.
     pub fn precise(spin: Duration) -> WaitPolicy {
         WaitPolicy {
             kind: Kind::Precise(saturating_nanos(spin)),
@@ -81,11 +71,9 @@ impl WaitPolicy {
         }
     }
 
-    /// This policy for a limiter that gives each permit `slot_nanos` of its
-    /// schedule: the default policy's early bound and grouping delay follow
-    /// the slot (see the [module docs](super)). Limiters call it in their
-    /// [`wait_policy`](crate::RateLimiter::wait_policy); the other policies
-    /// ignore the slot.
+    /// This policy for a limiter whose permit takes `slot_nanos` of its
+    /// schedule: the default's early bound and grouping delay follow it;
+    /// other policies ignore it.
     pub fn for_slot(self, slot_nanos: u64) -> WaitPolicy {
         WaitPolicy {
             slot: slot_nanos,
@@ -98,17 +86,7 @@ impl WaitPolicy {
         self.kind == Kind::ClockDefault
     }
 
-    /// The spin of a [`precise`](Self::precise) policy; `None` for the
-    /// others.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::WaitPolicy;
-    ///
-    /// let spin = Duration::from_micros(150);
-    /// assert_eq!(WaitPolicy::precise(spin).precise_spin(), Some(spin));
-    /// assert_eq!(WaitPolicy::default().precise_spin(), None);
-    /// ```
+    /// The spin of a [`precise`](Self::precise) policy; `None` for the others.
     pub fn precise_spin(&self) -> Option<Duration> {
         match self.kind {
             Kind::Precise(spin) => Some(Duration::from_nanos(spin)),
@@ -116,17 +94,7 @@ impl WaitPolicy {
         }
     }
 
-    /// The window of a [`coalesce`](Self::coalesce) policy; `None` for the
-    /// others.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use ratekeeper::WaitPolicy;
-    ///
-    /// let window = Duration::from_millis(1);
-    /// assert_eq!(WaitPolicy::coalesce(window).coalesce_window(), Some(window));
-    /// assert_eq!(WaitPolicy::default().coalesce_window(), None);
-    /// ```
+    /// The window of a [`coalesce`](Self::coalesce) policy; `None` for the others.
     pub fn coalesce_window(&self) -> Option<Duration> {
         match self.kind {
             Kind::Coalesce(window) => Some(Duration::from_nanos(window)),
@@ -151,9 +119,8 @@ impl WaitPolicy {
         early_bound(resolution, self.slot)
     }
 
-    /// How late the default policy lets a waiting op go on purpose, so that
-    /// one sleep releases a group (the grouping delay `D`); zero for the
-    /// other policies.
+    /// The default policy's grouping delay `D` on `clock` (how late an op
+    /// goes on purpose so one sleep releases a group); zero for the others.
     pub fn group_delay_nanos(&self, clock: &dyn Clock) -> u64 {
         match self.kind {
             Kind::ClockDefault => group_delay(clock.sleep_overshoot_nanos(), self.slot),
@@ -161,9 +128,8 @@ impl WaitPolicy {
         }
     }
 
-    /// The least time a fill of a [`TokenPool`](crate::TokenPool) covers
-    /// while callers wait: 500 µs on a clock whose sleeps end late, zero on
-    /// an exact one, or the window of a coalescing policy.
+    /// The least time a [`TokenPool`](crate::TokenPool) fill covers while
+    /// callers wait: a granule on a late-sleeping clock, else 0 or the window.
     pub(crate) fn fill_granule_nanos(&self, clock: &dyn Clock) -> u64 {
         match self.kind {
             Kind::ClockDefault if clock.sleep_overshoot_nanos() == 0 => 0,
@@ -174,8 +140,7 @@ impl WaitPolicy {
     }
 }
 
-/// The least time a token pool's fill covers while callers wait under the
-/// default policy on a real clock (see `TokenPool`'s waiting).
+/// The pool fill granule under the default policy on a real clock.
 pub(super) const POOL_FILL_GRANULE_NANOS: u64 = 500_000;
 
 /// The default early bound `E = clamp(slot / 2, ρ / 2, ρ)`; `ρ / 2` when

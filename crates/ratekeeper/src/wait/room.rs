@@ -1,39 +1,26 @@
 //! The waiting room: one thread at a time sleeps on a limiter's schedule.
 //!
-//! With the default policy, a thread that gets ahead of the schedule sleeps
-//! once per group of ops (see the [module docs](super)). With `N` threads
-//! each sleeping on its own, `N` threads wake per group, and the CPU per
-//! permit grows with `N`. A sleep costs the same CPU whoever makes it, so
-//! the room lets one thread do it:
+//! With the default policy a thread ahead of schedule sleeps once per group
+//! of ops ([module docs](super)); `N` threads sleeping on their own would
+//! wake `N` times per group. The room lets one thread do it:
 //!
-//! * **One sleeper.** A thread whose grant has to wait becomes the
-//!   *sleeper* if there is none, and sleeps for it. (A thread that finds a
-//!   sleeper already there while holding a grant of its own sleeps too;
-//!   such races are rare and only cost a sleep.)
-//! * **Park without a slot.** A thread that comes to acquire while the
-//!   sleeper sleeps would only take a slot further ahead and sleep for it:
-//!   it parks instead, holding nothing, before it reserves.
-//! * **Hand over.** When the sleeper is let go, it unparks one parked
-//!   thread (first come, first served), which reserves and either goes
-//!   (an op is due) or becomes the next sleeper. A thread unparked so that
-//!   finds no sleeper passes the hand-over on to the next parked one, so no
-//!   caller stays parked while nobody sleeps on the schedule. If the
-//!   sleeper's own caller comes straight back, it usually becomes the
-//!   sleeper again first, and the woken thread parks again: about one
-//!   sleep and one hand-over per group, whatever `N` (a hand-over to a
-//!   parked thread costs a fraction of a sleep's CPU).
+//! * **One sleeper.** A thread whose grant must wait becomes the sleeper if
+//!   there is none (a rare race may add a second sleep).
+//! * **Park without a slot.** A thread arriving while the sleeper sleeps
+//!   parks before it reserves, holding nothing.
+//! * **Hand over.** The released sleeper unparks the first parked thread,
+//!   which reserves and goes or becomes the next sleeper; one finding no
+//!   sleeper passes the hand-over on. About one sleep and one hand-over per
+//!   group, whatever `N`.
 //!
-//! Parked threads also wake every [`PARK_LIMIT`] on their own and look
-//! again, so that no caller waits forever on a hand-over that was never
-//! made (the room's protocol makes one whenever a sleeper leaves; the
-//! limit is a safety net).
+//! Parked threads also look again every [`PARK_LIMIT`], a safety net
+//! against a hand-over never made.
 //!
 //! # Memory ordering
 //!
 //! The room orders nothing for its callers: the limiter's reservation
-//! does. Its state word is a hint read on the hot path with a relaxed
-//! load; every decision to park or to hand over is taken under the queue's
-//! mutex, which orders it with the others.
+//! does. Its state word is a relaxed hint; every decision to park or hand
+//! over is taken under the queue's mutex.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -50,16 +37,14 @@ const SLEEPER: u64 = 1;
 /// One parked thread, in the count held in the upper bits.
 const PARKED_ONE: u64 = 1 << 8;
 
-/// The longest a caller parked in a limiter's waiting room (see the
-/// [Pacer's Waiting section](crate::pacer#waiting)) waits before it looks
-/// again: a safety net against a hand-over never made.
+/// The longest a parked caller waits before it looks again: a safety net.
 pub const PARK_LIMIT: Duration = Duration::from_millis(50);
 
 /// What the hot path reads: written about twice per sleep.
 #[derive(Debug)]
 struct Hints {
-    /// [`SLEEPER`] and the number of parked threads; written only under
-    /// the queue's lock, except [`SLEEPER`]'s set.
+    /// [`SLEEPER`] and the parked count; written under the queue's lock,
+    /// except [`SLEEPER`]'s set.
     state: AtomicU64,
 }
 
@@ -140,10 +125,9 @@ impl Room {
         }
     }
 
-    /// Waits for a grant that has to wait (see [`block_until`](super::block_until)),
-    /// as the sleeper if there is none; once let go, calls `released` with
-    /// the grant, then, as the sleeper, hands over (so that whoever it wakes
-    /// reserves after `released` took effect).
+    /// Waits for `grant` (see [`block_until`](super::block_until)), as the
+    /// sleeper if there is none; once let go calls `released`, then hands
+    /// over, so whoever it wakes reserves after `released` took effect.
     pub(crate) fn wait(
         &self,
         clock: &dyn Clock,
@@ -162,8 +146,7 @@ impl Room {
         done
     }
 
-    /// The sleeper was let go: clears the role and hands over to the first
-    /// parked thread, if any.
+    /// The sleeper was let go: clears the role, hands over.
     fn leave(&self) {
         let mut queue = lock(&self.parked);
         // Ordering: Relaxed under the lock (see `park_while_asleep`).
