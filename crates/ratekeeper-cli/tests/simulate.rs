@@ -832,20 +832,20 @@ fn pace_plot_options_are_checked() {
         );
 }
 
-/// The README shows `docs/simulate.svg`, the command that drew it and that
-/// command's summary: the committed plot is what the command draws now, and
-/// the summary is what it prints.
+/// The CLI reference (`docs/cli.md`) shows `docs/simulate.svg`, the command
+/// that drew it and that command's summary: the committed plot is what the
+/// command draws now, and the summary is what it prints.
 #[test]
-fn readme_plot_and_summary_are_what_the_command_gives() {
+fn cli_reference_plot_and_summary_are_what_the_command_gives() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let doc = std::fs::read_to_string(root.join("docs/cli.md")).expect("docs/cli.md");
     for shown in [
         "--arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s'",
         "--limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s",
         "--rows 0 --plot docs/simulate.svg",
-        "](docs/simulate.svg)",
+        "](simulate.svg)",
     ] {
-        assert!(readme.contains(shown), "the README no longer shows {shown}");
+        assert!(doc.contains(shown), "docs/cli.md no longer shows {shown}");
     }
     let svg = scratch("readme.svg");
     let text = stdout_of(&[
@@ -871,13 +871,13 @@ fn readme_plot_and_summary_are_what_the_command_gives() {
         .collect();
     assert_eq!(summary.len(), 5, "{text}");
     for line in summary {
-        assert!(readme.contains(line), "the README's summary lacks: {line}");
+        assert!(doc.contains(line), "docs/cli.md's summary lacks: {line}");
     }
     let drawn = std::fs::read(&svg).expect("the SVG was written");
     let committed = std::fs::read(root.join("docs/simulate.svg")).expect("docs/simulate.svg");
     assert!(
         drawn == committed,
-        "docs/simulate.svg is out of date: run the README's simulate command again"
+        "docs/simulate.svg is out of date: run docs/cli.md's simulate command again"
     );
 }
 
