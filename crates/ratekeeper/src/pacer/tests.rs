@@ -851,3 +851,19 @@ fn a_stale_reading_is_refreshed_before_a_refusal() {
         assert!(g.ready_nanos() <= 20 * MS, "{g:?}");
     }
 }
+
+/// The longest span a request may take is granted, one nanosecond more is
+/// refused: the capacity check is `span > MAX_SPAN`, not `>=`.
+#[test]
+fn a_span_of_exactly_the_longest_slice_is_granted() {
+    use super::decision::span_of;
+    assert_eq!(span_of(1, MAX_SPAN), Ok(MAX_SPAN));
+    assert_eq!(span_of(2, MAX_SPAN / 2), Ok(MAX_SPAN));
+    assert_eq!(
+        span_of(2, MAX_SPAN / 2 + 1),
+        Err(AcquireError::InsufficientCapacity {
+            requested: 2,
+            max: 1
+        })
+    );
+}
