@@ -743,3 +743,15 @@ fn a_ranking_names_a_sixteenth_of_the_keys_at_least_one() {
     assert!(k.contains(&1) && !k.contains(&3));
     assert_eq!(k.metrics().evicted_debt, 2);
 }
+
+/// A strict pacer's key first seen late in the clock's life starts its
+/// schedule then: its first grant is scheduled at that reading and waits 0,
+/// as a strict Pacer built then would.
+#[test]
+fn a_strict_key_first_seen_late_is_scheduled_then() {
+    let (k, clock) = keyed("pacer:10,1.0", 10, 1, Overflow::DenyNew);
+    clock.advance_nanos(5_000_000_000);
+    let g = k.try_acquire(&7).unwrap();
+    assert_eq!(g.scheduled_nanos(), 5_000_000_000);
+    assert_eq!(g.wait_nanos(), 0);
+}
