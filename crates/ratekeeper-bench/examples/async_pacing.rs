@@ -263,9 +263,11 @@ fn run(
             // up): the rate R, a bucket of `burst_ticks` ticks.
             let k = tick_permits(target);
             let config = RefillConfig::builder()
-                .limit_for_period(k)
+                .limit_for_period(u64::from(k))
                 .limit_refresh_period(Duration::from_secs_f64(f64::from(k) / target))
-                .permit_capacity(k.checked_mul(burst_ticks).ok_or("bucket too large")?)
+                .permit_capacity(u64::from(
+                    k.checked_mul(burst_ticks).ok_or("bucket too large")?,
+                ))
                 .initial_permits(0)
                 .build()?;
             Ok(Ours(RefillLimiter::new("bench", config)))

@@ -143,7 +143,7 @@ fn run(args: &Args, path: Path, threads: usize, window: Duration) -> Res<Vec<u64
         }
         Limiter::Refill => {
             let config = RefillConfig::builder()
-                .limit_for_period(((args.target * 1e-4).round() as u32).max(1))
+                .limit_for_period(((args.target * 1e-4).round() as u64).max(1))
                 .limit_refresh_period(Duration::from_micros(100))
                 .timeout(Duration::ZERO)
                 .build()?;

@@ -39,10 +39,10 @@ fn env(name: &str, default: u64) -> u64 {
 fn bucket(per_ms: u32, capacity: u32) -> SharedLimit {
     SharedLimit::Refill(
         RefillConfig::builder()
-            .limit_for_period(per_ms)
+            .limit_for_period(u64::from(per_ms))
             .limit_refresh_period(Duration::from_millis(1))
-            .permit_capacity(capacity)
-            .initial_permits(capacity)
+            .permit_capacity(u64::from(capacity))
+            .initial_permits(u64::from(capacity))
             .timeout(Duration::ZERO)
             .build()
             .expect("bucket"),

@@ -123,15 +123,15 @@ impl SharedLimit {
                     .map_err(|e| ConfigError::new(ConfigErrorKind::RefreshPeriod, e))?;
                 KindConfig::Refill(
                     RefillConfig::builder()
-                        .limit_for_period(clamp_u32(c.limit_for_period()))
+                        .limit_for_period(u64::from(clamp_u32(c.limit_for_period())))
                         .limit_refresh_period(period)
                         .timeout(c.timeout())
-                        .permit_capacity(clamp_u32(c.capacity()))
-                        .initial_permits(
+                        .permit_capacity(u64::from(clamp_u32(c.capacity())))
+                        .initial_permits(u64::from(
                             initial
                                 .unwrap_or(clamp_u32(c.initial_permits()))
                                 .min(clamp_u32(c.capacity())),
-                        )
+                        ))
                         .build()?,
                 )
             }

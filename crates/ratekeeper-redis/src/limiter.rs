@@ -1044,8 +1044,8 @@ mod tests {
             RefillConfig::builder()
                 .limit_for_period(1)
                 .limit_refresh_period(every)
-                .permit_capacity(capacity)
-                .initial_permits(initial)
+                .permit_capacity(u64::from(capacity))
+                .initial_permits(u64::from(initial))
                 .timeout(Duration::ZERO)
                 .build()
                 .unwrap(),

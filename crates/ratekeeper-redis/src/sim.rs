@@ -189,12 +189,12 @@ fn bucket(sim: &LeaseSim, clock: ManualClock) -> RefillLimiter<ManualClock> {
     // millisecond-sized period.
     let per_period = (sim.rate / 1000).max(1);
     let config = RefillConfig::builder()
-        .limit_for_period(per_period)
+        .limit_for_period(u64::from(per_period))
         .limit_refresh_period(Duration::from_nanos(
             1_000_000_000 * u64::from(per_period) / u64::from(sim.rate.max(1)),
         ))
-        .permit_capacity(sim.capacity.max(per_period))
-        .initial_permits(sim.capacity.max(per_period))
+        .permit_capacity(u64::from(sim.capacity.max(per_period)))
+        .initial_permits(u64::from(sim.capacity.max(per_period)))
         .timeout(Duration::ZERO)
         .build()
         .expect("a valid simulated bucket");

@@ -30,10 +30,10 @@ async fn patient_backend(url: &str) -> Backend {
 fn bucket(per_period: u32, period: Duration, capacity: u32) -> SharedLimit {
     SharedLimit::Refill(
         RefillConfig::builder()
-            .limit_for_period(per_period)
+            .limit_for_period(u64::from(per_period))
             .limit_refresh_period(period)
-            .permit_capacity(capacity)
-            .initial_permits(capacity)
+            .permit_capacity(u64::from(capacity))
+            .initial_permits(u64::from(capacity))
             .timeout(Duration::ZERO)
             .build()
             .unwrap(),

@@ -91,8 +91,8 @@ impl Kind {
                 RefillConfig::builder()
                     .limit_for_period(1)
                     .limit_refresh_period(Duration::from_secs_f64(1.0 / RATE))
-                    .permit_capacity(CAPACITY)
-                    .initial_permits(CAPACITY)
+                    .permit_capacity(u64::from(CAPACITY))
+                    .initial_permits(u64::from(CAPACITY))
                     .timeout(Duration::from_secs(1))
                     .build()
                     .unwrap(),

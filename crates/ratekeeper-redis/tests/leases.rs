@@ -15,10 +15,10 @@ use ratekeeper_redis::{Backend, RedisLimiter, SharedLimit, Source};
 fn refill(limit: u32, period: Duration, capacity: u32) -> SharedLimit {
     SharedLimit::Refill(
         RefillConfig::builder()
-            .limit_for_period(limit)
+            .limit_for_period(u64::from(limit))
             .limit_refresh_period(period)
-            .permit_capacity(capacity)
-            .initial_permits(capacity)
+            .permit_capacity(u64::from(capacity))
+            .initial_permits(u64::from(capacity))
             .timeout(Duration::ZERO)
             .build()
             .unwrap(),

@@ -196,10 +196,10 @@ proptest! {
         steps in steps(),
     ) {
         let config = RefillConfig::builder()
-            .limit_for_period(limit_for_period)
+            .limit_for_period(u64::from(limit_for_period))
             .limit_refresh_period(Duration::from_micros(period_us))
-            .permit_capacity(capacity)
-            .initial_permits(initial)
+            .permit_capacity(u64::from(capacity))
+            .initial_permits(u64::from(initial))
             .timeout(Duration::from_micros(timeout_us))
             .build()
             .unwrap();

@@ -12,10 +12,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratekeeper::bucket::{
-    limit_for_rate, CycleConfig, PermitConfigError, RefillConfig, DEFAULT_TIMEOUT,
-};
+use ratekeeper::bucket::{limit_for_rate, CycleConfig, RefillConfig, DEFAULT_TIMEOUT};
 
+use crate::config::{refused, JavaShape};
 use crate::{CycleLimiter, RefillLimiter};
 use ratekeeper::ConfigError;
 use ratekeeper::Rate;
@@ -56,7 +55,7 @@ impl Common {
     /// configuration builders hold it.
     fn limit(&self) -> Result<u32, ConfigError> {
         let limit = limit_for_rate(self.rate, self.period)?;
-        Ok(u32::try_from(limit).map_err(|_| PermitConfigError::LimitForPeriodTooLarge(limit))?)
+        u32::try_from(limit).map_err(|_| refused(JavaShape::LimitForPeriodTooLarge(limit)))
     }
 }
 
@@ -152,14 +151,14 @@ impl RefillLimiterBuilder {
     /// period, or what [`RefillConfig::builder`] refuses.
     pub fn config(&self) -> Result<RefillConfig, ConfigError> {
         let mut b = RefillConfig::builder()
-            .limit_for_period(self.common.limit()?)
+            .limit_for_period(u64::from(self.common.limit()?))
             .limit_refresh_period(self.common.period)
             .timeout(self.common.timeout);
         if let Some(c) = self.capacity {
-            b = b.permit_capacity(c);
+            b = b.permit_capacity(u64::from(c));
         }
         if let Some(i) = self.initial {
-            b = b.initial_permits(i);
+            b = b.initial_permits(u64::from(i));
         }
         b.build()
     }
@@ -256,7 +255,7 @@ impl CycleLimiterBuilder {
     /// cycle, or what [`CycleConfig::builder`] refuses.
     pub fn config(&self) -> Result<CycleConfig, ConfigError> {
         CycleConfig::builder()
-            .limit_for_period(self.common.limit()?)
+            .limit_for_period(u64::from(self.common.limit()?))
             .limit_refresh_period(self.common.period)
             .timeout(self.common.timeout)
             .build()
@@ -285,7 +284,8 @@ impl CycleLimiterBuilder {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{PermitConfigError, PermitLimiter};
+    use crate::test_util::PermitConfigError;
+    use crate::PermitLimiter;
     use ratekeeper::ConfigErrorKind;
     use ratekeeper::ManualClock;
     use ratekeeper::RateLimiter;
@@ -336,11 +336,8 @@ mod tests {
     fn a_rate_that_is_no_whole_number_of_permits_is_refused() {
         let err = RefillLimiter::builder(rate(0.5)).build().unwrap_err();
         assert_eq!(err.kind(), ConfigErrorKind::Rate);
-        assert!(matches!(
-            err.downcast_ref(),
-            Some(PermitConfigError::NotWholePermits { suggestion: Some(p), .. })
-                if *p == Duration::from_secs(10)
-        ));
+        assert_eq!(err.reason(), ratekeeper::ConfigReason::NotWholePermits);
+        assert!(err.to_string().ends_with("(e.g. period 10s)"), "{err}");
         let ok = CycleLimiter::builder(rate(0.5)).period(Duration::from_secs(10));
         assert_eq!(ok.config().unwrap().limit_for_period(), 5);
     }
@@ -352,8 +349,8 @@ mod tests {
             .config()
             .unwrap_err();
         assert_eq!(
-            err.downcast_ref(),
-            Some(&PermitConfigError::LimitForPeriodTooLarge(10_000_000_000))
+            err,
+            PermitConfigError::LimitForPeriodTooLarge(10_000_000_000).into()
         );
         assert_eq!(err.kind(), ConfigErrorKind::LimitForPeriod);
     }

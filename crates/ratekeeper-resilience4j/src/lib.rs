@@ -113,6 +113,7 @@
 
 mod builder;
 pub mod compat;
+mod config;
 mod cycle;
 pub mod decorate;
 mod events;
@@ -130,14 +131,14 @@ mod tests;
 pub mod tokio;
 
 pub use builder::{CycleLimiterBuilder, RefillLimiterBuilder, DEFAULT_NAME, DEFAULT_RATE_PERIOD};
-pub use compat::ConfigBuilder;
+pub use config::ConfigBuilder;
 pub use cycle::CycleLimiter;
 pub use events::{EventPublisher, PermitEvent, PermitEventKind, SubscriptionId};
 pub use pending::PendingPermission;
 pub use permit::{ConfigView, Metrics, Permission, PermitError, PermitLimiter, View};
 pub use ratekeeper::bucket::{
-    CycleConfig, CycleConfigBuilder, PermitConfigError, RefillConfig, RefillConfigBuilder,
-    DEFAULT_LIMIT_FOR_PERIOD, DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
+    CycleConfig, CycleConfigBuilder, RefillConfig, RefillConfigBuilder, DEFAULT_LIMIT_FOR_PERIOD,
+    DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
 };
 pub use refill::RefillLimiter;
 pub use registry::{Registry, RegistryError};

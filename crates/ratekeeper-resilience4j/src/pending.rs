@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratekeeper::bucket::PermitConfigError;
 use ratekeeper::wait::{self, WaitPolicy};
 use ratekeeper::{Clock, ConfigError, Grant, Ticket};
 
+use crate::config::{refused, JavaShape};
 use crate::events::{EventPublisher, PermitEvent, PermitEventKind};
 
 /// What both limiters share besides their algorithm: name, events, the
@@ -61,7 +61,7 @@ impl Hub {
 
     pub(crate) fn set_timeout(&self, timeout: Duration) -> Result<(), ConfigError> {
         let t = i64::try_from(timeout.as_nanos())
-            .map_err(|_| PermitConfigError::TimeoutTooLarge(timeout.as_nanos() as i128))?;
+            .map_err(|_| refused(JavaShape::TimeoutTooLarge(timeout.as_nanos() as i128)))?;
         // Ordering: Relaxed; see `timeout_nanos`.
         self.timeout.store(t as u64, Ordering::Relaxed);
         Ok(())

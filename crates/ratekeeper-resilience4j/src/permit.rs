@@ -160,10 +160,11 @@ pub trait PermitLimiter {
     ///
     /// # Errors
     ///
-    /// [`PermitConfigError::InvalidLimitForPeriod`](crate::PermitConfigError::InvalidLimitForPeriod) for 0; for the refill
-    /// limiter also [`PermitConfigError::ZeroNanosPerPermit`](crate::PermitConfigError::ZeroNanosPerPermit) and
-    /// [`PermitConfigError::NanosPerFullCapacityOverflow`](crate::PermitConfigError::NanosPerFullCapacityOverflow). The limiter is
-    /// then unchanged. (A signed limit, as Resilience4j takes it, goes
+    /// [`InvalidLimitForPeriod`](ratekeeper::ConfigReason::InvalidLimitForPeriod)
+    /// for 0; for the refill limiter also
+    /// [`ZeroNanosPerPermit`](ratekeeper::ConfigReason::ZeroNanosPerPermit) and
+    /// [`NanosPerFullCapacityOverflow`](ratekeeper::ConfigReason::NanosPerFullCapacityOverflow).
+    /// The limiter is then unchanged. (A signed limit, as Resilience4j takes it, goes
     /// through [`compat::change_limit_for_period`](crate::compat::change_limit_for_period).)
     fn change_limit_for_period(&self, limit: u32) -> Result<(), ConfigError>;
 
@@ -172,7 +173,8 @@ pub trait PermitLimiter {
     ///
     /// # Errors
     ///
-    /// [`PermitConfigError::TimeoutTooLarge`](crate::PermitConfigError::TimeoutTooLarge) beyond `i64::MAX` ns.
+    /// [`TimeoutTooLarge`](ratekeeper::ConfigReason::TimeoutTooLarge) beyond
+    /// `i64::MAX` ns.
     fn change_timeout(&self, timeout: Duration) -> Result<(), ConfigError>;
 
     /// The limiter's metrics now.

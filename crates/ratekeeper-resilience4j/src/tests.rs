@@ -6,6 +6,7 @@ use std::time::Duration;
 use ratekeeper::{AcquireError, Clock, Grant, ManualClock, RateLimiter, WaitPolicy};
 
 use super::*;
+use crate::test_util::PermitConfigError;
 
 fn refill(
     limit: i64,
@@ -298,16 +299,16 @@ fn config_builder_merges_and_round_trips() {
     assert_eq!(merged.get_initial_permits(), None);
     assert_eq!(ConfigBuilder::new().get_limit_refresh_period_nanos(), 500);
     let c = merged.build().unwrap();
-    assert_eq!(c.to_builder().build(), Ok(c));
-    assert_eq!(RefillConfig::try_from(c.to_builder()), Ok(c));
+    assert_eq!(ConfigBuilder::from(&c).build(), Ok(c));
+    assert_eq!(RefillConfig::try_from(ConfigBuilder::from(&c)), Ok(c));
     let cc = ConfigBuilder::new()
         .limit_for_period(3)
         .build_cycle()
         .unwrap();
-    assert_eq!(CycleConfig::try_from(cc.to_builder()), Ok(cc));
+    assert_eq!(CycleConfig::try_from(ConfigBuilder::from(&cc)), Ok(cc));
     // A refill config with capacity is not a cycle config.
     assert_eq!(
-        c.to_builder().build_cycle(),
+        ConfigBuilder::from(&c).build_cycle(),
         Err(PermitConfigError::CapacityNotSupported.into())
     );
 }

@@ -132,8 +132,8 @@ pub(crate) fn bucket_config(rate: f64, burst: u32) -> Result<LimiterConfig, Conf
     let refill = RefillConfig::builder()
         .limit_for_period(1)
         .limit_refresh_period(Duration::from_nanos(nanos.max(1)))
-        .permit_capacity(burst)
-        .initial_permits(burst)
+        .permit_capacity(u64::from(burst))
+        .initial_permits(u64::from(burst))
         .build()
         .map_err(ConfigError::Core)?;
     Ok(LimiterConfig::new(KindConfig::Refill(refill)))

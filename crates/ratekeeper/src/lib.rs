@@ -89,12 +89,12 @@ pub use bucket::{CycleConfig, CycleLimiter, RefillConfig, RefillLimiter};
 #[cfg(feature = "quanta")]
 pub use clock::TscClock;
 pub use clock::{Clock, DefaultClock, ManualClock, MonotonicClock};
-pub use error::{ConfigError, ConfigErrorKind};
+pub use error::{ConfigError, ConfigErrorKind, ConfigReason};
 pub use grant::{AcquireError, Grant, Readiness, Ticket, WaitStats};
 pub use limiter::{PermitCount, RateLimiter, Recovery};
 pub use pacer::{Pacer, PacerBuilder, PacerHandle, ShardHandle, ShardedPacer};
 pub use pool::{Pools, TokenPool};
-pub use rate::{Rate, RateError};
+pub use rate::Rate;
 pub use smooth::{SmoothBursty, SmoothWarmingUp};
 pub use spec::{BurstRatio, RateSpec, Scope, SpecError, SpecErrorKind, Verb};
 pub use wait::WaitPolicy;

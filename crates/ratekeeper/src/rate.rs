@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
+
 /// Nanoseconds in one second, the unit every schedule in this crate is kept in.
 pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
@@ -24,7 +26,7 @@ pub const MAX_NANOS_PER_OP: u64 = 1 << 62;
 ///
 /// assert!(Rate::new(0.0).is_err());
 /// assert!(Rate::new(f64::NAN).is_err());
-/// # Ok::<(), ratekeeper::RateError>(())
+/// # Ok::<(), ratekeeper::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, PartialOrd)]
 pub struct Rate(f64);
@@ -42,9 +44,16 @@ impl Rate {
     ///
     /// # Errors
     ///
-    /// [`RateError::NotFinite`] for NaN or an infinity, [`RateError::NotPositive`]
-    /// for zero or a negative value.
-    pub fn new(ops_per_second: f64) -> Result<Rate, RateError> {
+    /// A [`ConfigError`] of kind [`Rate`](ConfigErrorKind::Rate):
+    /// [`RateNotFinite`](ConfigReason::RateNotFinite) for NaN or an infinity,
+    /// [`RateNotPositive`](ConfigReason::RateNotPositive) for zero or a
+    /// negative value.
+    pub fn new(ops_per_second: f64) -> Result<Rate, ConfigError> {
+        Ok(Rate::checked(ops_per_second)?)
+    }
+
+    /// [`Rate::new`] with the crate's detail.
+    pub(crate) fn checked(ops_per_second: f64) -> Result<Rate, RateError> {
         if !ops_per_second.is_finite() {
             Err(RateError::NotFinite(ops_per_second))
         } else if ops_per_second <= 0.0 {
@@ -69,9 +78,16 @@ impl Rate {
     ///
     /// # Errors
     ///
-    /// [`RateError::TooFast`] above one operation per nanosecond,
-    /// [`RateError::TooSlow`] when the slice exceeds 2^62 ns.
-    pub fn nanos_per_op(self) -> Result<u64, RateError> {
+    /// A [`ConfigError`] of kind [`Rate`](ConfigErrorKind::Rate):
+    /// [`RateTooFast`](ConfigReason::RateTooFast) above one operation per
+    /// nanosecond, [`RateTooSlow`](ConfigReason::RateTooSlow) when the slice
+    /// exceeds 2^62 ns.
+    pub fn nanos_per_op(self) -> Result<u64, ConfigError> {
+        Ok(self.slice()?)
+    }
+
+    /// [`Rate::nanos_per_op`] with the crate's detail.
+    pub(crate) fn slice(self) -> Result<u64, RateError> {
         let nanos = NANOS_PER_SECOND as f64 / self.0;
         if nanos < 1.0 {
             Err(RateError::TooFast(self.0))
@@ -102,9 +118,9 @@ impl Rate {
     /// assert_eq!(Rate::new(3.0)?.effective_rate()?, 1e9 / 333_333_333.0);
     /// // floor(1e9 / 5.1e8) = 1 ns: 96 % too fast.
     /// assert_eq!(Rate::new(5.1e8)?.effective_rate()?, 1e9);
-    /// # Ok::<(), ratekeeper::RateError>(())
+    /// # Ok::<(), ratekeeper::ConfigError>(())
     /// ```
-    pub fn effective_rate(self) -> Result<f64, RateError> {
+    pub fn effective_rate(self) -> Result<f64, ConfigError> {
         self.nanos_per_op().map(per_second_of_nanos)
     }
 }
@@ -131,10 +147,10 @@ impl fmt::Display for Rate {
     }
 }
 
-/// Why a rate was rejected.
+/// Why a rate was rejected: the detail of a [`ConfigError`] of kind
+/// [`Rate`](ConfigErrorKind::Rate).
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RateError {
+pub(crate) enum RateError {
     /// NaN or an infinity.
     #[error("rate must be finite, got {0}")]
     NotFinite(f64),
@@ -149,9 +165,21 @@ pub enum RateError {
     TooSlow(f64),
 }
 
-impl From<RateError> for crate::error::ConfigError {
+impl RateError {
+    /// The exact reason, for [`ConfigError::reason`].
+    pub(crate) fn reason(self) -> ConfigReason {
+        match self {
+            RateError::NotFinite(_) => ConfigReason::RateNotFinite,
+            RateError::NotPositive(_) => ConfigReason::RateNotPositive,
+            RateError::TooFast(_) => ConfigReason::RateTooFast,
+            RateError::TooSlow(_) => ConfigReason::RateTooSlow,
+        }
+    }
+}
+
+impl From<RateError> for ConfigError {
     fn from(e: RateError) -> Self {
-        crate::error::ConfigError::new(crate::error::ConfigErrorKind::Rate, e)
+        ConfigError::because(ConfigErrorKind::Rate, e.reason(), e)
     }
 }
 

@@ -365,9 +365,9 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         Kind::Refill => {
             // `rate` permits per second as 1 per slot; a 10-permit bucket.
             let period = (SEC as f64 / rate) as i64;
-            let config = ratekeeper::bucket::ConfigBuilder::new()
+            let config = ratekeeper::bucket::RefillConfig::builder()
                 .limit_for_period(1)
-                .limit_refresh_period_nanos(period)
+                .limit_refresh_period(std::time::Duration::from_nanos((period) as u64))
                 .permit_capacity(10)
                 .build()
                 .unwrap();
@@ -387,10 +387,10 @@ fn subject(kind: Kind, rate: f64, start: u64) -> Subject {
         Kind::Cycle => {
             // 10 permits per 10 slots.
             let period = (10.0 * SEC as f64 / rate) as i64;
-            let config = ratekeeper::bucket::ConfigBuilder::new()
+            let config = ratekeeper::bucket::CycleConfig::builder()
                 .limit_for_period(10)
-                .limit_refresh_period_nanos(period)
-                .build_cycle()
+                .limit_refresh_period(std::time::Duration::from_nanos((period) as u64))
+                .build()
                 .unwrap();
             let l = Arc::new(CycleLimiter::new_with_clock(config, clock.clone()));
             let (a, b) = (l.clone(), l.clone());

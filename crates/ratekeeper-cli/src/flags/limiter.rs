@@ -6,12 +6,13 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use ratekeeper::bucket::{PermitConfigError, DEFAULT_TIMEOUT};
+use ratekeeper::bucket::{limit_for_rate, whole_period, DEFAULT_TIMEOUT};
 use ratekeeper::config::{self, Access, Field, KindConfig, LimiterConfig, LimiterKind};
 use ratekeeper::pacer::Strictness;
 use ratekeeper::pool::{Filling, DEFAULT_FILL_INTERVAL};
 use ratekeeper::smooth::{DEFAULT_COLD_FACTOR, DEFAULT_MAX_BURST_SECONDS};
-use ratekeeper::{ConfigError, RateSpec, Scope, WaitPolicy};
+use ratekeeper::{ConfigError, ConfigReason, RateSpec, Scope, WaitPolicy};
+use ratekeeper_resilience4j::ConfigBuilder;
 
 use super::{
     parse_cold_factor, parse_duration, parse_max_burst, parse_permits, parse_shards,
@@ -351,11 +352,11 @@ impl LimiterArgs {
                 cold_factor: self.cold_factor.unwrap_or(DEFAULT_COLD_FACTOR),
             },
             KindArg::Refill | KindArg::Cycle => {
-                let period = self
-                    .refresh_period
-                    .unwrap_or(config::DEFAULT_REFRESH_PERIOD);
-                let mut builder = config::resilience4j_builder(rate, period)
-                    .map_err(|e| self.refused(spec, e))?
+                let period = self.refresh_period();
+                let limit = limit_for_rate(rate, period).map_err(|e| self.refused(spec, e))?;
+                let mut builder = ConfigBuilder::new()
+                    .limit_for_period(limit)
+                    .limit_refresh_period(period)
                     .timeout(self.timeout.unwrap_or(DEFAULT_TIMEOUT));
                 if self.kind == KindArg::Cycle {
                     let cycle = builder.build_cycle();
@@ -372,6 +373,12 @@ impl LimiterArgs {
         })
     }
 
+    /// `--refresh-period`, or the default period.
+    fn refresh_period(&self) -> Duration {
+        self.refresh_period
+            .unwrap_or(config::DEFAULT_REFRESH_PERIOD)
+    }
+
     /// The Pacer's strictness: `--strictness`, or the spec's burst ratio.
     fn strictness(&self, spec: &RateSpec) -> Strictness {
         self.strictness.unwrap_or_else(|| spec.burst().into())
@@ -380,14 +387,11 @@ impl LimiterArgs {
     /// The library's refusal of the configuration, as a usage error; a
     /// limit for period that is not whole, in the flags' terms.
     fn refused(&self, spec: &RateSpec, e: ConfigError) -> anyhow::Error {
-        if let Some(&PermitConfigError::NotWholePermits {
-            rate,
-            period,
-            permits,
-            suggestion,
-        }) = e.downcast_ref()
-        {
-            let suggestion = suggestion
+        if e.reason() == ConfigReason::NotWholePermits {
+            let rate = spec.rate();
+            let period = self.refresh_period();
+            let permits = rate.get() * period.as_secs_f64();
+            let suggestion = whole_period(rate)
                 .map(|p| format!(" (e.g. --refresh-period {})", humantime::format_duration(p)))
                 .unwrap_or_default();
             return UsageError(format!(

@@ -26,7 +26,7 @@
 //! this one actually went): a little slow at 1 MiB/s, far more at
 //! 100 MiB/s, where a chunk's wait is 625 µs.
 
-use ratekeeper::{AcquireError, Clock, Grant, Pacer, Rate, RateError, RateLimiter};
+use ratekeeper::{AcquireError, Clock, ConfigError, Grant, Pacer, Rate, RateLimiter};
 
 use ratekeeper::rate::MAX_NANOS_PER_OP;
 
@@ -125,12 +125,14 @@ impl Schedule {
     ///
     /// # Errors
     ///
-    /// The Pacer's [`RateError`] if no Pacer keeps it: outside
+    /// The Pacer's refusal of the rate if no Pacer keeps it: outside
     /// [`range`](Self::range).
-    pub(super) fn pacer_rate(&self, rate: f64) -> Result<Rate, RateError> {
+    pub(super) fn pacer_rate(&self, rate: f64) -> Result<Rate, ConfigError> {
         let per_permit = if self.bytes {
             if rate > MAX_BYTES_RATE {
-                return Err(RateError::TooFast(rate));
+                // A permit a byte would be above a permit a nanosecond: the
+                // Pacer's own refusal of `rate`, naming it.
+                Rate::new(rate)?.nanos_per_op()?;
             }
             (rate / 1e9).ceil().max(1.0)
         } else {

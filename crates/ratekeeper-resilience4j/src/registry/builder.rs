@@ -25,7 +25,8 @@ enum Named<C> {
 /// ```
 /// use std::time::Duration;
 /// use ratekeeper_resilience4j::RefillLimiter;
-/// use ratekeeper_resilience4j::{ConfigBuilder, PermitConfigError, RefillConfig};
+/// use ratekeeper::ConfigReason;
+/// use ratekeeper_resilience4j::{ConfigBuilder, RefillConfig};
 /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
 ///
 /// let registry = Registry::<RefillLimiter>::builder()
@@ -46,13 +47,10 @@ enum Named<C> {
 ///     .defaults(ConfigBuilder::new().timeout_nanos(-1))
 ///     .build()
 ///     .unwrap_err();
-/// assert_eq!(
-///     err,
-///     RegistryError::InvalidConfiguration {
-///         name: "default".to_owned(),
-///         source: PermitConfigError::NegativeTimeout(-1).into(),
-///     }
-/// );
+/// let RegistryError::InvalidConfiguration { name, source } = err else {
+///     panic!("not an invalid configuration");
+/// };
+/// assert_eq!((name.as_str(), source.reason()), ("default", ConfigReason::NegativeTimeout));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RegistryBuilder<L: RegistryLimiter> {
@@ -170,7 +168,8 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     ///
     /// ```
     /// use ratekeeper_resilience4j::CycleLimiter;
-    /// use ratekeeper_resilience4j::{ConfigBuilder, PermitConfigError};
+    /// use ratekeeper::ConfigReason;
+    /// use ratekeeper_resilience4j::ConfigBuilder;
     /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// // The cycle limiter has no bucket: a capacity is refused, by name.
@@ -178,13 +177,10 @@ impl<L: RegistryLimiter> RegistryBuilder<L> {
     ///     .configuration_overrides("bursty", ConfigBuilder::new().permit_capacity(10))
     ///     .build()
     ///     .unwrap_err();
-    /// assert_eq!(
-    ///     err,
-    ///     RegistryError::InvalidConfiguration {
-    ///         name: "bursty".to_owned(),
-    ///         source: PermitConfigError::CapacityNotSupported.into(),
-    ///     }
-    /// );
+    /// let RegistryError::InvalidConfiguration { name, source } = err else {
+    ///     panic!("not an invalid configuration");
+    /// };
+    /// assert_eq!((name.as_str(), source.reason()), ("bursty", ConfigReason::CapacityNotSupported));
     /// ```
     ///
     /// # Errors

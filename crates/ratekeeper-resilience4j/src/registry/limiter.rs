@@ -80,7 +80,7 @@ impl<C: Clock + Clone + 'static> RegistryLimiter for RefillLimiter<C> {
     }
 
     fn to_builder(config: &RefillConfig) -> ConfigBuilder {
-        config.to_builder()
+        ConfigBuilder::from(config)
     }
 }
 
@@ -97,7 +97,7 @@ impl<C: Clock + Clone + 'static> RegistryLimiter for CycleLimiter<C> {
     }
 
     fn to_builder(config: &CycleConfig) -> ConfigBuilder {
-        config.to_builder()
+        ConfigBuilder::from(config)
     }
 }
 

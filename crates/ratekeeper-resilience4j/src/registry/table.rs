@@ -346,7 +346,8 @@ impl<L: RegistryLimiter> Registry<L> {
     /// ```
     /// use std::time::Duration;
     /// use ratekeeper_resilience4j::RefillLimiter;
-    /// use ratekeeper_resilience4j::{ConfigBuilder, PermitConfigError};
+    /// use ratekeeper::ConfigReason;
+    /// use ratekeeper_resilience4j::ConfigBuilder;
     /// use ratekeeper_resilience4j::registry::{Registry, RegistryError};
     ///
     /// let registry = Registry::<RefillLimiter>::builder()
@@ -359,13 +360,10 @@ impl<L: RegistryLimiter> Registry<L> {
     /// let err = registry
     ///     .add_configuration_overrides("bad", ConfigBuilder::new().limit_for_period(0))
     ///     .unwrap_err();
-    /// assert_eq!(
-    ///     err,
-    ///     RegistryError::InvalidConfiguration {
-    ///         name: "bad".to_owned(),
-    ///         source: PermitConfigError::InvalidLimitForPeriod(0).into(),
-    ///     }
-    /// );
+    /// let RegistryError::InvalidConfiguration { name, source } = err else {
+    ///     panic!("not an invalid configuration");
+    /// };
+    /// assert_eq!((name.as_str(), source.reason()), ("bad", ConfigReason::InvalidLimitForPeriod));
     /// assert_eq!(registry.configuration("bad"), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use ratekeeper::DefaultClock;
 
+use crate::test_util::PermitConfigError;
 use crate::{
     ConfigBuilder, CycleConfig, CycleLimiter, EventPublisher, PermitLimiter, RefillConfig,
     RefillLimiter,
 };
-use crate::{Metrics, PermitConfigError, PermitEventKind};
+use crate::{Metrics, PermitEventKind};
 use ratekeeper::ManualClock;
 
 type Refills = Registry<RefillLimiter<ManualClock>>;

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use ratekeeper::{Clock, ConfigError, ManualClock};
 use ratekeeper_resilience4j::{
-    compat, ConfigBuilder, PendingPermission, PermitConfigError, PermitError, PermitEvent,
-    PermitLimiter, View,
+    compat, ConfigBuilder, PendingPermission, PermitError, PermitEvent, PermitLimiter, View,
 };
 use ratekeeper_resilience4j::{CycleLimiter, RefillLimiter};
 use serde_json::Value;
@@ -91,25 +90,9 @@ fn permit_error_kind(e: PermitError) -> &'static str {
     }
 }
 
-/// The vectors' name for a refusal: its Resilience4j detail's variant.
+/// The vectors' name for a refusal: its reason's stable name.
 fn config_error_kind(e: &ConfigError) -> &'static str {
-    let Some(e) = e.downcast_ref::<PermitConfigError>() else {
-        return "config_other";
-    };
-    match e {
-        PermitConfigError::InvalidLimitForPeriod(_) => "invalid_limit_for_period",
-        PermitConfigError::InvalidLimitRefreshPeriod(_) => "invalid_limit_refresh_period",
-        PermitConfigError::LimitRefreshPeriodTooLarge(_) => "limit_refresh_period_too_large",
-        PermitConfigError::ZeroNanosPerPermit { .. } => "zero_nanos_per_permit",
-        PermitConfigError::NegativeTimeout(_) => "negative_timeout",
-        PermitConfigError::TimeoutTooLarge(_) => "timeout_too_large",
-        PermitConfigError::CapacityBelowLimit { .. } => "capacity_below_limit",
-        PermitConfigError::InitialPermitsOutOfRange { .. } => "initial_permits_out_of_range",
-        PermitConfigError::NanosPerFullCapacityOverflow { .. } => {
-            "nanos_per_full_capacity_overflow"
-        }
-        _ => "config_other",
-    }
+    e.reason().as_str()
 }
 
 /// Applies one builder field of a vector: JSON null leaves it unset, an

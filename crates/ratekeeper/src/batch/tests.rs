@@ -4,8 +4,8 @@ use crate::{ManualClock, RefillConfig, RefillLimiter, SmoothBursty};
 /// A refill limiter of `limit` permits per ms (capacity `limit`), full,
 /// on `clock`.
 fn refill(limit: i64, clock: &ManualClock) -> RefillLimiter<ManualClock> {
-    let config = crate::bucket::ConfigBuilder::new()
-        .limit_for_period(limit)
+    let config = crate::bucket::RefillConfig::builder()
+        .limit_for_period(limit as u64)
         .limit_refresh_period(Duration::from_millis(1))
         .build()
         .unwrap();

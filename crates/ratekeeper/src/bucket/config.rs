@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::error::{ConfigError, ConfigErrorKind as Kind};
+use crate::error::{ConfigError, ConfigReason};
 use crate::rate::Rate;
 
 /// Resilience4j's default `limitForPeriod`: 50 permits per refresh period.
@@ -13,26 +13,24 @@ pub const DEFAULT_LIMIT_REFRESH_PERIOD: Duration = Duration::from_nanos(500);
 /// Resilience4j's default `timeoutDuration`: 5 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Why a configuration, or a change of a running limiter, was refused: a
-/// value the caller supplied (configuration never panics). Builders return
-/// it inside a [`ConfigError`], whose [`kind`](ConfigError::kind) says which
-/// setting was refused. The names follow the conformance vectors.
+/// Why a configuration, or a change of a running limiter, was refused: the
+/// detail of a [`ConfigError`], one variant per [`ConfigReason`] of the
+/// same name.
 ///
 /// ```
-/// use ratekeeper::bucket::{PermitConfigError, RefillConfig};
-/// use ratekeeper::ConfigErrorKind;
+/// use ratekeeper::bucket::RefillConfig;
+/// use ratekeeper::{ConfigErrorKind, ConfigReason};
 ///
 /// let err = RefillConfig::builder().limit_for_period(0).build().unwrap_err();
 /// assert_eq!(err.kind(), ConfigErrorKind::LimitForPeriod);
-/// assert_eq!(err.downcast_ref(), Some(&PermitConfigError::InvalidLimitForPeriod(0)));
+/// assert_eq!(err.reason(), ConfigReason::InvalidLimitForPeriod);
 /// assert_eq!(err.to_string(), "limit for period must be at least 1, got 0");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PermitConfigError {
+pub(crate) enum PermitConfigError {
     /// `limit_for_period` below 1.
     #[error("limit for period must be at least 1, got {0}")]
-    InvalidLimitForPeriod(i64),
+    InvalidLimitForPeriod(i128),
     /// A refresh period shorter than 1 ns (zero or negative), in nanoseconds.
     #[error("limit refresh period must be at least 1 ns, got {0} ns")]
     InvalidLimitRefreshPeriod(i128),
@@ -58,15 +56,18 @@ pub enum PermitConfigError {
     #[error("permit capacity {capacity} is below the limit for period {limit}")]
     CapacityBelowLimit {
         /// The capacity asked for.
-        capacity: i64,
+        capacity: i128,
         /// The limit for period.
         limit: i64,
     },
+    /// Refill limiter: a permit capacity above `i64::MAX`.
+    #[error("permit capacity must be at most {max}, got {0}", max = i64::MAX)]
+    CapacityTooLarge(i128),
     /// Refill limiter: initial permits below 0 or above the capacity.
     #[error("initial permits must be between 0 and the capacity {capacity}, got {initial}")]
     InitialPermitsOutOfRange {
         /// The initial permits asked for.
-        initial: i64,
+        initial: i128,
         /// The bucket's capacity.
         capacity: i64,
     },
@@ -87,6 +88,9 @@ pub enum PermitConfigError {
     /// in a `u32` (Resilience4j's own limit is a Java `int`).
     #[error("limit for period must be at most {max}, got {0}", max = u32::MAX)]
     LimitForPeriodTooLarge(i64),
+    /// A limit for period above `i64::MAX`.
+    #[error("limit for period must be at most {max}, got {0}", max = i64::MAX)]
+    LimitAboveI64(i128),
     /// A limiter built from a rate: `rate × period` is not a whole number of
     /// permits, at least 1.
     #[error(
@@ -111,20 +115,24 @@ pub enum PermitConfigError {
 
 impl From<PermitConfigError> for crate::error::ConfigError {
     fn from(e: PermitConfigError) -> Self {
+        use ConfigReason as R;
         use PermitConfigError as E;
-        let kind = match e {
-            E::InvalidLimitForPeriod(_) | E::LimitForPeriodTooLarge(_) => Kind::LimitForPeriod,
-            E::InvalidLimitRefreshPeriod(_) | E::LimitRefreshPeriodTooLarge(_) => {
-                Kind::RefreshPeriod
-            }
-            E::ZeroNanosPerPermit { .. } | E::NotWholePermits { .. } => Kind::Rate,
-            E::NegativeTimeout(_) | E::TimeoutTooLarge(_) => Kind::Timeout,
-            E::CapacityBelowLimit { .. }
-            | E::NanosPerFullCapacityOverflow { .. }
-            | E::CapacityNotSupported => Kind::Capacity,
-            E::InitialPermitsOutOfRange { .. } => Kind::InitialPermits,
+        let reason = match e {
+            E::InvalidLimitForPeriod(_) => R::InvalidLimitForPeriod,
+            E::LimitForPeriodTooLarge(_) | E::LimitAboveI64(_) => R::LimitForPeriodTooLarge,
+            E::InvalidLimitRefreshPeriod(_) => R::InvalidLimitRefreshPeriod,
+            E::LimitRefreshPeriodTooLarge(_) => R::LimitRefreshPeriodTooLarge,
+            E::ZeroNanosPerPermit { .. } => R::ZeroNanosPerPermit,
+            E::NotWholePermits { .. } => R::NotWholePermits,
+            E::NegativeTimeout(_) => R::NegativeTimeout,
+            E::TimeoutTooLarge(_) => R::TimeoutTooLarge,
+            E::CapacityBelowLimit { .. } => R::CapacityBelowLimit,
+            E::CapacityTooLarge(_) => R::CapacityTooLarge,
+            E::NanosPerFullCapacityOverflow { .. } => R::NanosPerFullCapacityOverflow,
+            E::CapacityNotSupported => R::CapacityNotSupported,
+            E::InitialPermitsOutOfRange { .. } => R::InitialPermitsOutOfRange,
         };
-        crate::error::ConfigError::new(kind, e)
+        ConfigError::with_reason(reason, e)
     }
 }
 
@@ -157,12 +165,11 @@ pub(crate) fn check_timeout_duration(t: Duration) -> Result<i64, PermitConfigErr
     check_timeout(duration_nanos(t))
 }
 
-pub(super) fn check_limit(l: i64) -> Result<i64, PermitConfigError> {
+pub(super) fn check_limit(l: i128) -> Result<i64, PermitConfigError> {
     if l < 1 {
-        Err(PermitConfigError::InvalidLimitForPeriod(l))
-    } else {
-        Ok(l)
+        return Err(PermitConfigError::InvalidLimitForPeriod(l));
     }
+    i64::try_from(l).map_err(|_| PermitConfigError::LimitAboveI64(l))
 }
 
 /// `period / limit`, truncating; at least 1 ns.
@@ -293,7 +300,7 @@ impl RefillConfig {
     ///
     /// # Errors
     ///
-    /// [`PermitConfigError::TimeoutTooLarge`] above `i64::MAX` ns.
+    /// [`TimeoutTooLarge`](crate::ConfigReason::TimeoutTooLarge) above `i64::MAX` ns.
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
         self.timeout = check_timeout_duration(timeout)?;
         Ok(self)
@@ -360,7 +367,7 @@ impl CycleConfig {
     ///
     /// # Errors
     ///
-    /// [`PermitConfigError::TimeoutTooLarge`] above `i64::MAX` ns.
+    /// [`TimeoutTooLarge`](crate::ConfigReason::TimeoutTooLarge) above `i64::MAX` ns.
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
         self.timeout = check_timeout_duration(timeout)?;
         Ok(self)
@@ -372,27 +379,47 @@ impl CycleConfig {
 ///
 /// # Errors
 ///
-/// [`PermitConfigError::NotWholePermits`], with a round period that would
-/// hold a whole number where one exists.
-pub fn limit_for_rate(rate: Rate, period: Duration) -> Result<i64, PermitConfigError> {
-    let whole = |period: Duration| {
-        let exact = rate.get() * period.as_secs_f64();
-        let limit = exact.round();
-        let ok = (exact - limit).abs() <= 1e-9 * limit.max(1.0)
-            && limit >= 1.0
-            && limit < i64::MAX as f64;
-        (exact, ok.then_some(limit as i64))
-    };
-    match whole(period) {
+/// [`NotWholePermits`](crate::ConfigReason::NotWholePermits), whose message
+/// names the [`whole_period`] for this rate, if there is one.
+///
+/// ```
+/// use std::time::Duration;
+/// use ratekeeper::bucket::{limit_for_rate, whole_period};
+/// use ratekeeper::{ConfigReason, Rate};
+///
+/// assert_eq!(limit_for_rate(Rate::new(1000.0)?, Duration::from_millis(100))?, 100);
+/// let err = limit_for_rate(Rate::new(0.5)?, Duration::from_secs(1)).unwrap_err();
+/// assert_eq!(err.reason(), ConfigReason::NotWholePermits);
+/// assert_eq!(whole_period(Rate::new(0.5)?), Some(Duration::from_secs(10)));
+/// # Ok::<(), ratekeeper::ConfigError>(())
+/// ```
+pub fn limit_for_rate(rate: Rate, period: Duration) -> Result<i64, ConfigError> {
+    match whole_permits(rate, period) {
         (_, Some(limit)) => Ok(limit),
         (permits, None) => Err(PermitConfigError::NotWholePermits {
             rate: rate.get(),
             period,
             permits,
-            suggestion: [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0]
-                .into_iter()
-                .map(Duration::from_secs_f64)
-                .find(|p| whole(*p).1.is_some()),
-        }),
+            suggestion: whole_period(rate),
+        }
+        .into()),
     }
+}
+
+/// The first round period (1 ms, 10 ms, ... 1000 s) that holds a whole
+/// number of permits, at least 1, at `rate`; `None` if none does.
+pub fn whole_period(rate: Rate) -> Option<Duration> {
+    [1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0]
+        .into_iter()
+        .map(Duration::from_secs_f64)
+        .find(|p| whole_permits(rate, *p).1.is_some())
+}
+
+/// `rate × period`, and that as a whole number of permits if it is one.
+fn whole_permits(rate: Rate, period: Duration) -> (f64, Option<i64>) {
+    let exact = rate.get() * period.as_secs_f64();
+    let limit = exact.round();
+    let ok =
+        (exact - limit).abs() <= 1e-9 * limit.max(1.0) && limit >= 1.0 && limit < i64::MAX as f64;
+    (exact, ok.then_some(limit as i64))
 }

@@ -473,7 +473,7 @@ impl<C: Clock> CycleLimiter<C> {
     pub fn set_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
         let limit = i64::from(limit);
         if limit < 1 {
-            return Err(PermitConfigError::InvalidLimitForPeriod(limit).into());
+            return Err(PermitConfigError::InvalidLimitForPeriod(limit.into()).into());
         }
         let _changing = lock(&self.change);
         let core = self.core.load();

@@ -113,9 +113,11 @@ mod cycle;
 mod decision;
 mod refill;
 
-pub use builder::{ConfigBuilder, CycleConfigBuilder, RefillConfigBuilder};
+pub(crate) use builder::Fields;
+pub use builder::{CycleConfigBuilder, RefillConfigBuilder};
+pub(crate) use config::PermitConfigError;
 pub use config::{
-    limit_for_rate, CycleConfig, PermitConfigError, RefillConfig, DEFAULT_LIMIT_FOR_PERIOD,
+    limit_for_rate, whole_period, CycleConfig, RefillConfig, DEFAULT_LIMIT_FOR_PERIOD,
     DEFAULT_LIMIT_REFRESH_PERIOD, DEFAULT_TIMEOUT,
 };
 pub use cycle::CycleLimiter;

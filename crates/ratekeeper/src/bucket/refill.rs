@@ -514,7 +514,7 @@ impl<C: Clock> RefillLimiter<C> {
     pub fn set_limit_for_period(&self, limit: u32) -> Result<(), ConfigError> {
         let limit = i64::from(limit);
         if limit < 1 {
-            return Err(PermitConfigError::InvalidLimitForPeriod(limit).into());
+            return Err(PermitConfigError::InvalidLimitForPeriod(limit.into()).into());
         }
         let npp = nanos_per_permit(limit, self.period)?;
         let mut cancels = lock(&self.change);

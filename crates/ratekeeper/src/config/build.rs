@@ -177,7 +177,7 @@ pub(super) fn validate(config: &LimiterConfig) -> Result<(), ConfigError> {
     match config.kind {
         KindConfig::Pacer { rate, .. } => match config.access {
             Access::Sharded(n) => check_shards(rate, n),
-            _ => rate.nanos_per_op().map(drop).map_err(ConfigError::from),
+            _ => rate.nanos_per_op().map(drop),
         },
         KindConfig::Pool {
             rate,

@@ -3,8 +3,7 @@
 
 use super::grammar::KINDS;
 use super::{Field, LimiterKind};
-#[allow(deprecated)]
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
 use crate::pacer::StrictnessError;
 use crate::rate::RateError;
 use crate::spec::SpecError;
@@ -136,13 +135,14 @@ pub(crate) enum LimiterConfigError {
 impl From<LimiterConfigError> for ConfigError {
     fn from(e: LimiterConfigError) -> Self {
         use LimiterConfigError as E;
-        let kind = match &e {
-            E::InvalidValue { field, .. } => field_kind(*field),
-            E::InvalidRate { .. } | E::RateOutOfRange { .. } => ConfigErrorKind::Rate,
-            E::InvalidStrictness { .. } => ConfigErrorKind::Strictness,
-            _ => ConfigErrorKind::Syntax,
+        let (kind, reason) = match &e {
+            E::InvalidValue { field, .. } => (field_kind(*field), ConfigReason::Syntax),
+            E::InvalidRate { .. } => (ConfigErrorKind::Rate, ConfigReason::Syntax),
+            E::RateOutOfRange { source, .. } => (ConfigErrorKind::Rate, source.reason()),
+            E::InvalidStrictness { source, .. } => (ConfigErrorKind::Strictness, source.reason()),
+            _ => (ConfigErrorKind::Syntax, ConfigReason::Syntax),
         };
-        ConfigError::new(kind, e)
+        ConfigError::because(kind, reason, e)
     }
 }
 

@@ -6,7 +6,7 @@ use core::str::FromStr;
 use std::time::Duration;
 
 use super::{Access, Field, KindConfig, LimiterConfig, LimiterConfigError, LimiterKind};
-use crate::bucket::DEFAULT_TIMEOUT;
+use crate::bucket::{Fields as BucketFields, DEFAULT_TIMEOUT};
 use crate::error::ConfigError;
 use crate::pacer::{Strictness, MAX_SHARDS};
 use crate::pool::{Filling, PoolError, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
@@ -278,11 +278,11 @@ impl<'a> Fields<'a> {
             Some(v) => duration(field, v, zero_ok),
         };
         let period = get_duration(Field::Period, false, super::DEFAULT_REFRESH_PERIOD)?;
-        let mut builder = super::resilience4j_builder(rate, period)?.timeout(get_duration(
-            Field::Timeout,
-            true,
-            DEFAULT_TIMEOUT,
-        )?);
+        let limit = crate::bucket::limit_for_rate(rate, period)?;
+        let mut builder = BucketFields::new()
+            .limit_for_period(limit)
+            .limit_refresh_period(period)
+            .timeout(get_duration(Field::Timeout, true, DEFAULT_TIMEOUT)?);
         if self.kind == LimiterKind::Cycle {
             return Ok(KindConfig::Cycle(builder.build_cycle()?));
         }
@@ -347,7 +347,7 @@ fn rate(v: &str) -> Result<Rate, LimiterConfigError> {
             source,
         })?;
     spec.rate()
-        .nanos_per_op()
+        .slice()
         .map_err(|source| LimiterConfigError::RateOutOfRange {
             value: v.to_owned(),
             source,
@@ -389,7 +389,7 @@ fn strictness(v: &str) -> Result<Strictness, LimiterConfigError> {
     let s: f64 = v
         .parse()
         .map_err(|_| invalid(Field::Strictness, v, STRICTNESS_EXPECTED))?;
-    Strictness::new(s).map_err(|source| LimiterConfigError::InvalidStrictness {
+    Strictness::checked(s).map_err(|source| LimiterConfigError::InvalidStrictness {
         value: v.to_owned(),
         source,
     })

@@ -25,7 +25,7 @@
 
 use std::time::Duration;
 
-use crate::bucket::{ConfigBuilder, CycleConfig, RefillConfig};
+use crate::bucket::{CycleConfig, RefillConfig};
 use crate::error::ConfigError;
 use crate::pacer::Strictness;
 use crate::pool::Filling;
@@ -309,38 +309,4 @@ impl From<KindConfig> for LimiterConfig {
     fn from(kind: KindConfig) -> LimiterConfig {
         LimiterConfig::new(kind)
     }
-}
-
-/// A configuration builder for Resilience4j's limiters at `rate`:
-/// `rate × period` permits per `period`, a whole number (within one part in
-/// 10^9) of at least 1.
-///
-/// # Errors
-///
-/// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate), detail
-/// [`PermitConfigError::NotWholePermits`](crate::bucket::PermitConfigError::NotWholePermits)
-/// with a round period that would hold a whole number, if there is one.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use ratekeeper::config::resilience4j_builder;
-/// use ratekeeper::bucket::PermitConfigError;
-/// use ratekeeper::Rate;
-///
-/// let builder = resilience4j_builder(Rate::new(1000.0)?, Duration::from_millis(100))?;
-/// assert_eq!(builder.get_limit_for_period(), 100);
-/// let err = resilience4j_builder(Rate::new(0.5)?, Duration::from_secs(1)).unwrap_err();
-/// assert!(matches!(
-///     err.downcast_ref(),
-///     Some(PermitConfigError::NotWholePermits { suggestion: Some(p), .. }) if *p == Duration::from_secs(10)
-/// ));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn resilience4j_builder(rate: Rate, period: Duration) -> Result<ConfigBuilder, ConfigError> {
-    let limit = crate::bucket::limit_for_rate(rate, period)?;
-    Ok(ConfigBuilder::new()
-        .limit_for_period(limit)
-        .limit_refresh_period(period))
 }

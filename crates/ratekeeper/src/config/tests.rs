@@ -4,7 +4,16 @@
 use std::time::Duration;
 
 use super::*;
-use crate::bucket::PermitConfigError;
+use crate::bucket::{limit_for_rate, Fields, PermitConfigError};
+
+/// The fields of a bucket of `rate × period` permits per `period`, as the
+/// textual configuration builds it.
+fn bucket_fields(rate: Rate, period: Duration) -> Result<Fields, ConfigError> {
+    let limit = limit_for_rate(rate, period)?;
+    Ok(Fields::new()
+        .limit_for_period(limit)
+        .limit_refresh_period(period))
+}
 use crate::clock::ManualClock;
 use crate::error::{ConfigError, ConfigErrorKind};
 use crate::limiter::RateLimiter;
@@ -318,14 +327,14 @@ fn configurations_from_code_are_checked_too() {
     });
     assert_eq!(slow.validate().unwrap_err().kind(), ConfigErrorKind::Rate);
     assert_eq!(
-        resilience4j_builder(rate(10.0), Duration::from_millis(200))
+        bucket_fields(rate(10.0), Duration::from_millis(200))
             .unwrap()
             .build_cycle()
             .map(|c| c.limit_for_period()),
         Ok(2)
     );
     assert_eq!(
-        resilience4j_builder(rate(1e9), Duration::from_secs(1))
+        bucket_fields(rate(1e9), Duration::from_secs(1))
             .unwrap()
             .permit_capacity(1)
             .build()
@@ -340,7 +349,7 @@ fn configurations_from_code_are_checked_too() {
 #[test]
 fn the_limit_for_period_is_a_whole_rate_times_period() {
     let ms = Duration::from_millis;
-    let limit = |r: f64, p| resilience4j_builder(rate(r), p).map(|b| b.get_limit_for_period());
+    let limit = |r: f64, p| limit_for_rate(rate(r), p);
     assert_eq!(limit(1000.0, ms(100)), Ok(100));
     assert_eq!(limit(1e9, ms(1000)), Ok(1_000_000_000));
     // 0.1 x 10 s is 1.0000000000000002 in floating point: still 1.

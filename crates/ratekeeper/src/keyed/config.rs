@@ -6,7 +6,7 @@ use std::hash::{BuildHasher, Hash};
 use super::{KeyHasher, Keyed, Map, Rules};
 use crate::clock::{Clock, DefaultClock};
 use crate::config::{AnyLimiter, LimiterConfig};
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
 use crate::pacer::decision::PacerRule;
 
 /// The largest cap on live keys a keyed limiter takes: 2^32.
@@ -225,7 +225,13 @@ pub fn check_max_keys(cap: usize) -> Result<(), ConfigError> {
 }
 
 fn refused(kind: ConfigErrorKind, detail: KeyedConfigError) -> ConfigError {
-    ConfigError::new(kind, detail)
+    let reason = match detail {
+        KeyedConfigError::ZeroCap => ConfigReason::MaxKeysZero,
+        KeyedConfigError::CapTooLarge(_) => ConfigReason::MaxKeysTooLarge,
+        KeyedConfigError::Shards { .. } => ConfigReason::Shards,
+        KeyedConfigError::Unsupported => ConfigReason::Unsupported,
+    };
+    ConfigError::because(kind, reason, detail)
 }
 
 /// Checked settings.

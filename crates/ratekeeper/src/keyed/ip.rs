@@ -3,7 +3,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::{ConfigError, ConfigReason};
 
 /// The IPv6 prefix an [`IpKeyer`] keys on by default: /64, one subscriber.
 pub const DEFAULT_IPV6_PREFIX: u8 = 64;
@@ -83,12 +83,12 @@ impl IpKeyer {
     ///
     /// # Errors
     ///
-    /// [`ConfigErrorKind::IpPrefix`] for a prefix above 128.
+    /// [`IpPrefix`](ConfigReason::IpPrefix) for a prefix above 128.
     pub fn with_ipv6_prefix(prefix: u32) -> Result<IpKeyer, ConfigError> {
         match u8::try_from(prefix) {
             Ok(p) if p <= 128 => Ok(IpKeyer { ipv6_mask: mask(p) }),
-            _ => Err(ConfigError::new(
-                ConfigErrorKind::IpPrefix,
+            _ => Err(ConfigError::with_reason(
+                ConfigReason::IpPrefix,
                 IpPrefixError(prefix),
             )),
         }

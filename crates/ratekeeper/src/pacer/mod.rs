@@ -97,7 +97,8 @@ pub use batch::{PacerHandle, DEFAULT_MAX_LEASE, MAX_LEASE_SLOTS};
 pub use builder::PacerBuilder;
 pub(crate) use shard::ShardError;
 pub use shard::{ShardHandle, ShardedPacer, MAX_SHARDS};
-pub use strictness::{compensation_shift, Strictness, StrictnessError, StrictnessMode};
+pub(crate) use strictness::StrictnessError;
+pub use strictness::{compensation_shift, Strictness, StrictnessMode};
 
 use crossbeam_utils::CachePadded;
 

@@ -71,7 +71,7 @@ pub(super) struct Params {
 
 /// Nanoseconds per op and burst nanoseconds per op for a configuration.
 pub(super) fn slices(rate: Rate, strictness: Strictness) -> Result<(u64, u64), RateError> {
-    let op = rate.nanos_per_op()?;
+    let op = rate.slice()?;
     let burst = match strictness.mode() {
         StrictnessMode::Strict => op,
         // (long)(1e9 / (rate × burst)), as G1.5 computes it.

@@ -67,7 +67,7 @@ use crossbeam_utils::CachePadded;
 use super::params::slices;
 use super::{Pacer, PacerBuilder, Strictness};
 use crate::clock::{Clock, DefaultClock};
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
 use crate::limiter::{AcquireError, Grant, RateLimiter, WaitStats};
 use crate::rate::{Rate, RateError};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
@@ -93,7 +93,7 @@ pub(crate) enum ShardError {
 
 impl From<ShardError> for ConfigError {
     fn from(e: ShardError) -> Self {
-        ConfigError::new(ConfigErrorKind::Shards, e)
+        ConfigError::because(ConfigErrorKind::Shards, ConfigReason::Shards, e)
     }
 }
 
@@ -224,9 +224,9 @@ fn issuing_shard(grant: &Grant, shards: usize) -> Option<usize> {
 
 /// `total / shards`, validated; the total is held to one Pacer's ceiling.
 fn shard_rate(total: Rate, shards: usize) -> Result<Rate, RateError> {
-    total.nanos_per_op()?;
-    let rate = Rate::new(total.get() / shards as f64)?;
-    rate.nanos_per_op()?;
+    total.slice()?;
+    let rate = Rate::checked(total.get() / shards as f64)?;
+    rate.slice()?;
     Ok(rate)
 }
 

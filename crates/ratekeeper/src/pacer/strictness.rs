@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
+
 /// How a [`Pacer`](crate::Pacer) treats time callers did not use on
 /// schedule: nosqlbench's single "strictness" number.
 ///
@@ -32,7 +34,7 @@ use core::fmt;
 /// assert_eq!(Strictness::new(1.1)?.mode(), StrictnessMode::Burst(1.1));
 /// assert!(Strictness::new(f64::NAN).is_err());
 /// assert!(Strictness::new(-1.0).is_err());
-/// # Ok::<(), ratekeeper::pacer::StrictnessError>(())
+/// # Ok::<(), ratekeeper::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq)]
 pub struct Strictness(f64);
@@ -61,9 +63,16 @@ impl Strictness {
     ///
     /// # Errors
     ///
-    /// [`StrictnessError::NaN`], [`StrictnessError::Negative`] or
-    /// [`StrictnessError::NotFinite`].
-    pub fn new(value: f64) -> Result<Strictness, StrictnessError> {
+    /// A [`ConfigError`] of kind [`Strictness`](ConfigErrorKind::Strictness),
+    /// for the reason [`StrictnessNan`](ConfigReason::StrictnessNan),
+    /// [`StrictnessNegative`](ConfigReason::StrictnessNegative) or
+    /// [`StrictnessNotFinite`](ConfigReason::StrictnessNotFinite).
+    pub fn new(value: f64) -> Result<Strictness, ConfigError> {
+        Ok(Strictness::checked(value)?)
+    }
+
+    /// [`Strictness::new`] with the crate's detail.
+    pub(crate) fn checked(value: f64) -> Result<Strictness, StrictnessError> {
         if value.is_nan() {
             Err(StrictnessError::NaN)
         } else if value < 0.0 {
@@ -88,7 +97,7 @@ impl Strictness {
         } else if s < 1.0 {
             StrictnessMode::Compensate {
                 // Cannot fail: 0 < s < 1 here.
-                shift: compensation_shift(s).unwrap_or(63),
+                shift: shift_of(s).unwrap_or(63),
             }
         } else if s == 1.0 {
             StrictnessMode::Strict
@@ -129,9 +138,15 @@ impl fmt::Display for Strictness {
 ///
 /// # Errors
 ///
-/// [`StrictnessError::AboveOne`] above 1.0; NaN and negative ratios (which
-/// nosqlbench maps to 63 and 0) are errors too.
-pub fn compensation_shift(ratio: f64) -> Result<u32, StrictnessError> {
+/// A [`ConfigError`] for the reason
+/// [`StrictnessAboveOne`](ConfigReason::StrictnessAboveOne) above 1.0; NaN
+/// and negative ratios (which nosqlbench maps to 63 and 0) are errors too.
+pub fn compensation_shift(ratio: f64) -> Result<u32, ConfigError> {
+    Ok(shift_of(ratio)?)
+}
+
+/// [`compensation_shift`] with the crate's detail.
+pub(crate) fn shift_of(ratio: f64) -> Result<u32, StrictnessError> {
     if ratio.is_nan() {
         return Err(StrictnessError::NaN);
     }
@@ -150,10 +165,9 @@ pub fn compensation_shift(ratio: f64) -> Result<u32, StrictnessError> {
     Ok(scaled.leading_zeros().min(63))
 }
 
-/// Why a strictness value was rejected.
+/// Why a strictness value was rejected: the detail of a [`ConfigError`].
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StrictnessError {
+pub(crate) enum StrictnessError {
     /// NaN.
     #[error("strictness must be a number, got NaN")]
     NaN,
@@ -168,8 +182,20 @@ pub enum StrictnessError {
     AboveOne(f64),
 }
 
-impl From<StrictnessError> for crate::error::ConfigError {
+impl StrictnessError {
+    /// The exact reason, for [`ConfigError::reason`].
+    pub(crate) fn reason(self) -> ConfigReason {
+        match self {
+            StrictnessError::NaN => ConfigReason::StrictnessNan,
+            StrictnessError::Negative(_) => ConfigReason::StrictnessNegative,
+            StrictnessError::NotFinite(_) => ConfigReason::StrictnessNotFinite,
+            StrictnessError::AboveOne(_) => ConfigReason::StrictnessAboveOne,
+        }
+    }
+}
+
+impl From<StrictnessError> for ConfigError {
     fn from(e: StrictnessError) -> Self {
-        crate::error::ConfigError::new(crate::error::ConfigErrorKind::Strictness, e)
+        ConfigError::because(ConfigErrorKind::Strictness, e.reason(), e)
     }
 }

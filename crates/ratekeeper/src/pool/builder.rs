@@ -117,7 +117,7 @@ impl TokenPoolBuilder {
     /// [`ConfigErrorKind::BurstRatio`](crate::ConfigErrorKind::BurstRatio) for a burst ratio that is not a finite
     /// number of at least 1.0; [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) for a rate whose op
     /// slice is not between 1 ns and 2^62 ns;
-    /// [`ConfigErrorKind::Filling`](crate::ConfigErrorKind::Filling) ([`TokenPoolError::FillInterval`]) for a
+    /// [`ConfigErrorKind::Filling`](crate::ConfigErrorKind::Filling) ([`FillInterval`](crate::ConfigReason::FillInterval)) for a
     /// thread interval out of range.
     pub fn build(self) -> Result<TokenPool, ConfigError> {
         self.build_with_clock(DefaultClock::new())

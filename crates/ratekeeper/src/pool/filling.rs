@@ -1,10 +1,10 @@
 //! [`Filling`]: where a token pool's tokens come from, and
-//! [`TokenPoolError`], what a pool refuses beyond its sizes.
+//! `TokenPoolError`, what a pool refuses beyond its sizes.
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
 
 /// The interval of [`Filling::Thread`] unless set: 1 ms, nosqlbench's design
 /// value.
@@ -69,8 +69,7 @@ impl fmt::Display for Filling {
 /// [`Filling`](ConfigErrorKind::Filling)) and a hand refill of a pool that
 /// fills itself.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenPoolError {
+pub(crate) enum TokenPoolError {
     /// A [`Filling::Thread`] interval outside [`MIN_FILL_INTERVAL`] ..=
     /// [`MAX_FILL_INTERVAL`].
     #[error("fill interval must be between 1 µs and 1 s, got {0:?}")]
@@ -83,6 +82,10 @@ pub enum TokenPoolError {
 
 impl From<TokenPoolError> for ConfigError {
     fn from(e: TokenPoolError) -> Self {
-        ConfigError::new(ConfigErrorKind::Filling, e)
+        let reason = match e {
+            TokenPoolError::FillInterval(_) => ConfigReason::FillInterval,
+            TokenPoolError::NotManual => ConfigReason::NotManual,
+        };
+        ConfigError::because(ConfigErrorKind::Filling, reason, e)
     }
 }

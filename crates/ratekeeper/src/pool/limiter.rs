@@ -190,11 +190,13 @@ impl<C: Clock + 'static> TokenPool<C> {
     ///
     /// # Errors
     ///
-    /// [`TokenPoolError::NotManual`] for a pool that fills itself.
-    pub fn refill(&self, nanos: u64) -> Result<u64, TokenPoolError> {
+    /// A [`ConfigError`](crate::ConfigError) for the reason
+    /// [`NotManual`](crate::ConfigReason::NotManual) for a pool that fills
+    /// itself.
+    pub fn refill(&self, nanos: u64) -> Result<u64, crate::ConfigError> {
         self.locked(|st, wake| {
             if st.mode != Filling::Manual {
-                return Err(TokenPoolError::NotManual);
+                return Err(TokenPoolError::NotManual.into());
             }
             if !st.started {
                 let now = self.shared.clock.now_nanos();

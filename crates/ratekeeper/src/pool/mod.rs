@@ -130,11 +130,11 @@ mod wait;
 
 pub use builder::TokenPoolBuilder;
 pub use filler::FILLER_THREAD_NAME;
-pub use filling::{
-    Filling, TokenPoolError, DEFAULT_FILL_INTERVAL, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL,
-};
+pub(crate) use filling::TokenPoolError;
+pub use filling::{Filling, DEFAULT_FILL_INTERVAL, MAX_FILL_INTERVAL, MIN_FILL_INTERVAL};
 pub use limiter::TokenPool;
-pub use pools::{PoolError, Pools, MAX_POOL_NANOS, MIN_ACTIVE_NANOS, MIN_CONCURRENT_OPS};
+pub(crate) use pools::PoolError;
+pub use pools::{Pools, MAX_POOL_NANOS, MIN_ACTIVE_NANOS, MIN_CONCURRENT_OPS};
 
 /// The fine print's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -1,5 +1,6 @@
 //! [`Pools`]: the state and arithmetic of G2's token pool.
 
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
 use crate::rate::{Rate, RateError};
 
 /// The least a rate-sized active pool holds: 1 ms ([Sizing](crate::pool#sizing)).
@@ -56,10 +57,10 @@ pub struct Pools {
     waiting: i64,
 }
 
-/// Why pools could not be built or re-sized.
+/// Why pools could not be built or re-sized: the detail of a
+/// [`ConfigError`].
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PoolError {
+pub(crate) enum PoolError {
     /// The rate's op slice is not a whole number of nanoseconds between 1 and
     /// 2^62 (see [`Rate::nanos_per_op`]).
     #[error(transparent)]
@@ -75,16 +76,19 @@ pub enum PoolError {
     PoolSize(u64),
 }
 
-impl From<PoolError> for crate::error::ConfigError {
+impl From<PoolError> for ConfigError {
     fn from(e: PoolError) -> Self {
-        use crate::error::{ConfigError, ConfigErrorKind};
-        match e {
-            PoolError::Rate(e) => e.into(),
-            PoolError::BurstNotFinite(_) | PoolError::BurstBelowOne(_) => {
-                ConfigError::new(ConfigErrorKind::BurstRatio, e)
+        let (kind, reason) = match e {
+            PoolError::Rate(e) => return e.into(),
+            PoolError::BurstNotFinite(_) => {
+                (ConfigErrorKind::BurstRatio, ConfigReason::BurstNotFinite)
             }
-            PoolError::PoolSize(_) => ConfigError::new(ConfigErrorKind::Rate, e),
-        }
+            PoolError::BurstBelowOne(_) => {
+                (ConfigErrorKind::BurstRatio, ConfigReason::BurstBelowOne)
+            }
+            PoolError::PoolSize(_) => (ConfigErrorKind::Rate, ConfigReason::PoolSize),
+        };
+        ConfigError::because(kind, reason, e)
     }
 }
 
@@ -115,7 +119,7 @@ fn max_over_active(max_active: i64, burst_ratio: f64) -> i64 {
 fn sizes_for_rate(rate: Rate, burst_ratio: f64) -> Result<Sizes, PoolError> {
     let burst_ratio = check_burst(burst_ratio)?;
     // 1 ..= 2^62: fits an i64.
-    let nanos_per_op = rate.nanos_per_op()? as i64;
+    let nanos_per_op = rate.slice()? as i64;
     // (long)(nanosPerOp * 2.0): at most 2^63, which the cast saturates.
     let max_active =
         ((nanos_per_op as f64 * MIN_CONCURRENT_OPS as f64) as i64).max(MIN_ACTIVE_NANOS as i64);
@@ -133,10 +137,12 @@ impl Pools {
     ///
     /// # Errors
     ///
-    /// [`PoolError::BurstNotFinite`] or [`PoolError::BurstBelowOne`] for a
-    /// burst ratio that is not finite and at least 1.0; [`PoolError::Rate`]
-    /// for an op slice outside 1 ns ..= 2^62 ns.
-    pub fn new(rate: Rate, burst_ratio: f64) -> Result<Pools, PoolError> {
+    /// A [`ConfigError`] for the reason
+    /// [`BurstNotFinite`](ConfigReason::BurstNotFinite) or
+    /// [`BurstBelowOne`](ConfigReason::BurstBelowOne) for a burst ratio that
+    /// is not finite and at least 1.0, or a rate reason for an op slice
+    /// outside 1 ns ..= 2^62 ns.
+    pub fn new(rate: Rate, burst_ratio: f64) -> Result<Pools, ConfigError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         Ok(Pools {
             rate: Some(rate),
@@ -156,12 +162,12 @@ impl Pools {
     ///
     /// # Errors
     ///
-    /// [`PoolError::PoolSize`] for 0 or above [`MAX_POOL_NANOS`]; the burst
-    /// ratio errors of [`Pools::new`].
-    pub fn with_pool_size(pool_size: u64, burst_ratio: f64) -> Result<Pools, PoolError> {
+    /// The reason [`PoolSize`](ConfigReason::PoolSize) for 0 or above
+    /// [`MAX_POOL_NANOS`]; the burst ratio errors of [`Pools::new`].
+    pub fn with_pool_size(pool_size: u64, burst_ratio: f64) -> Result<Pools, ConfigError> {
         let burst_ratio = check_burst(burst_ratio)?;
         if pool_size == 0 || pool_size > MAX_POOL_NANOS {
-            return Err(PoolError::PoolSize(pool_size));
+            return Err(PoolError::PoolSize(pool_size).into());
         }
         let max_active = pool_size as i64;
         Ok(Pools {
@@ -182,7 +188,7 @@ impl Pools {
     /// # Errors
     ///
     /// As [`Pools::new`]; on an error nothing changes.
-    pub fn apply(&mut self, rate: Rate, burst_ratio: f64) -> Result<(), PoolError> {
+    pub fn apply(&mut self, rate: Rate, burst_ratio: f64) -> Result<(), ConfigError> {
         let sizes = sizes_for_rate(rate, burst_ratio)?;
         self.rate = Some(rate);
         self.burst_ratio = burst_ratio;

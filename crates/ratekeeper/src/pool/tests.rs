@@ -825,14 +825,14 @@ fn a_failed_configure_changes_nothing() {
 fn refill_needs_manual_filling() {
     let (_, pool) = inline(1000.0, 1.1);
     let before = snapshot(&pool);
-    assert_eq!(pool.refill(MS), Err(TokenPoolError::NotManual));
+    assert_eq!(pool.refill(MS), Err(TokenPoolError::NotManual.into()));
     assert_eq!(snapshot(&pool), before);
 
     let pool = TokenPool::builder(Rate::new(1000.0).unwrap())
         .filling(Filling::Thread(Duration::from_millis(1)))
         .build_with_clock(ManualClock::new(0))
         .unwrap();
-    assert_eq!(pool.refill(MS), Err(TokenPoolError::NotManual));
+    assert_eq!(pool.refill(MS), Err(TokenPoolError::NotManual.into()));
     assert_eq!(pool.active_nanos(), MS);
     pool.stop(); // joins the filler
 }

@@ -29,7 +29,7 @@ impl SmoothBursty {
     /// # Errors
     ///
     /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate)
-    /// ([`SmoothError::Rate`]) unless `permits_per_second > 0` (`+∞` is
+    /// ([`RateNotPositive`](crate::ConfigReason::RateNotPositive)) unless `permits_per_second > 0` (`+∞` is
     /// accepted).
     pub fn new(permits_per_second: f64) -> Result<SmoothBursty, ConfigError> {
         SmoothBursty::builder(permits_per_second).build()
@@ -81,7 +81,7 @@ impl SmoothBurstyBuilder {
     ///
     /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate) or
     /// [`ConfigErrorKind::MaxBurst`](crate::ConfigErrorKind::MaxBurst)
-    /// (details [`SmoothError::Rate`], [`SmoothError::MaxBurstSeconds`]).
+    /// (details [`RateNotPositive`](crate::ConfigReason::RateNotPositive), [`MaxBurstSeconds`](crate::ConfigReason::MaxBurstSeconds)).
     pub fn build(self) -> Result<SmoothBursty, ConfigError> {
         self.build_with_clock(DefaultClock::new())
     }

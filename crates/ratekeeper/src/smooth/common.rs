@@ -22,7 +22,7 @@ macro_rules! smooth_limiter {
             /// # Errors
             ///
             /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate)
-            /// ([`SmoothError::Rate`](super::SmoothError::Rate)) unless
+            /// ([`RateNotPositive`](crate::ConfigReason::RateNotPositive)) unless
             /// `permits_per_second > 0`; nothing changes.
             pub fn set_rate(&self, permits_per_second: f64) -> Result<(), ConfigError> {
                 Ok(self.core.set_rate(permits_per_second)?)

@@ -16,8 +16,8 @@
 //!
 //! ```
 //! use ratekeeper::smooth::compat::{GuavaTimeouts, GuavaWarmup};
-//! use ratekeeper::smooth::{SmoothError, SmoothWarmingUp};
-//! use ratekeeper::{ManualClock, SmoothBursty};
+//! use ratekeeper::smooth::SmoothWarmingUp;
+//! use ratekeeper::{ConfigReason, ManualClock, SmoothBursty};
 //!
 //! let limiter = SmoothBursty::builder(1.0).build_with_clock(ManualClock::new(0))?;
 //! GuavaTimeouts::try_acquire_micros(&limiter, 1, -5)?; // negative: no wait allowed, and none needed
@@ -26,7 +26,8 @@
 //!
 //! let builder = GuavaWarmup::warmup_micros(SmoothWarmingUp::builder(1.0), -1);
 //! let err = builder.build().unwrap_err();
-//! assert_eq!(err.downcast_ref(), Some(&SmoothError::WarmupNegative(-1)));
+//! assert_eq!(err.reason(), ConfigReason::WarmUpNegative);
+//! assert_eq!(err.to_string(), "warm-up period must not be negative, got -1 µs");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -62,7 +63,7 @@ impl<C: Clock> GuavaTimeouts for SmoothWarmingUp<C> {
 pub trait GuavaWarmup {
     /// The warm-up period in signed microseconds, as Guava's
     /// `unit.toMicros(period)` gives it; a negative value is refused at build
-    /// with [`SmoothError::WarmupNegative`](super::SmoothError::WarmupNegative).
+    /// with [`WarmUpNegative`](crate::ConfigReason::WarmUpNegative).
     fn warmup_micros(self, micros: i64) -> Self;
 }
 

@@ -1,22 +1,12 @@
-//! [`SmoothError`]: why a smooth limiter could not be built or its rate
+//! `SmoothError`: why a smooth limiter could not be built or its rate
 //! changed.
 
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::{ConfigError, ConfigErrorKind, ConfigReason};
 
-/// Why a smooth limiter could not be built or its rate changed.
-///
-/// # Examples
-///
-/// ```
-/// use ratekeeper::smooth::{SmoothError, SmoothBursty};
-///
-/// let err = SmoothBursty::new(0.0).unwrap_err();
-/// assert_eq!(err.downcast_ref(), Some(&SmoothError::Rate(0.0)));
-/// assert_eq!(SmoothError::Rate(-1.0).to_string(), "rate must be positive, got -1");
-/// ```
+/// Why a smooth limiter could not be built or its rate changed: the detail
+/// of a [`ConfigError`].
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SmoothError {
+pub(crate) enum SmoothError {
     /// The rate is not greater than 0 (zero, negative or NaN).
     #[error("rate must be positive, got {0}")]
     Rate(f64),
@@ -33,13 +23,17 @@ pub enum SmoothError {
 
 impl From<SmoothError> for ConfigError {
     fn from(e: SmoothError) -> Self {
-        let kind = match e {
-            SmoothError::Rate(_) => ConfigErrorKind::Rate,
-            SmoothError::WarmupNegative(_) => ConfigErrorKind::WarmUp,
-            SmoothError::ColdFactor(_) => ConfigErrorKind::ColdFactor,
-            SmoothError::MaxBurstSeconds(_) => ConfigErrorKind::MaxBurst,
+        let (kind, reason) = match e {
+            SmoothError::Rate(_) => (ConfigErrorKind::Rate, ConfigReason::RateNotPositive),
+            SmoothError::WarmupNegative(_) => {
+                (ConfigErrorKind::WarmUp, ConfigReason::WarmUpNegative)
+            }
+            SmoothError::ColdFactor(_) => (ConfigErrorKind::ColdFactor, ConfigReason::ColdFactor),
+            SmoothError::MaxBurstSeconds(_) => {
+                (ConfigErrorKind::MaxBurst, ConfigReason::MaxBurstSeconds)
+            }
         };
-        ConfigError::new(kind, e)
+        ConfigError::because(kind, reason, e)
     }
 }
 

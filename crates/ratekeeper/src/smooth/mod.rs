@@ -87,7 +87,7 @@ pub(crate) mod rule;
 mod warming_up;
 
 pub use bursty::{SmoothBurstyBuilder, DEFAULT_MAX_BURST_SECONDS};
-pub use error::SmoothError;
+pub(crate) use error::SmoothError;
 pub use resolution::Resolution;
 pub use warming_up::{SmoothWarmingUpBuilder, DEFAULT_COLD_FACTOR};
 

@@ -42,7 +42,7 @@ impl SmoothWarmingUp {
     /// # Errors
     ///
     /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate)
-    /// ([`SmoothError::Rate`]) unless `permits_per_second > 0`.
+    /// ([`RateNotPositive`](crate::ConfigReason::RateNotPositive)) unless `permits_per_second > 0`.
     pub fn new(permits_per_second: f64, warmup: Duration) -> Result<SmoothWarmingUp, ConfigError> {
         SmoothWarmingUp::builder(permits_per_second)
             .warmup(warmup)
@@ -108,7 +108,7 @@ impl SmoothWarmingUpBuilder {
     /// # Errors
     ///
     /// [`ConfigErrorKind::WarmUp`](crate::ConfigErrorKind::WarmUp)
-    /// ([`SmoothError::WarmupNegative`], checked first, as Guava does), then
+    /// ([`WarmUpNegative`](crate::ConfigReason::WarmUpNegative), checked first, as Guava does), then
     /// [`ConfigErrorKind::Rate`](crate::ConfigErrorKind::Rate), then
     /// [`ConfigErrorKind::ColdFactor`](crate::ConfigErrorKind::ColdFactor).
     pub fn build(self) -> Result<SmoothWarmingUp, ConfigError> {

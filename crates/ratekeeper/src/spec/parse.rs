@@ -29,7 +29,7 @@ pub(super) fn parse_spec(s: &str) -> Result<RateSpec, SpecError> {
 
     // Field 1: the rate.
     let value = parse_rate_number(fields[0]).map_err(|kind| SpecError::at(kind, 1, fields[0]))?;
-    let rate = Rate::new(value).map_err(|e| {
+    let rate = Rate::checked(value).map_err(|e| {
         let kind = match e {
             RateError::NotFinite(_) => SpecErrorKind::RateNotFinite,
             _ => SpecErrorKind::RateNotPositive,

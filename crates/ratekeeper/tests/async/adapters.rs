@@ -24,11 +24,11 @@ fn strict(clock: TokioClock, rate: f64) -> Pacer<TokioClock> {
 /// 1 permit per 10 ms, a bucket of `capacity`, `initial` stored, a timeout.
 fn bucket(
     clock: TokioClock,
-    capacity: i64,
-    initial: i64,
+    capacity: u64,
+    initial: u64,
     timeout_ms: u64,
 ) -> RefillLimiter<TokioClock> {
-    let config = ratekeeper::bucket::ConfigBuilder::new()
+    let config = ratekeeper::bucket::RefillConfig::builder()
         .limit_for_period(1)
         .limit_refresh_period(ms(10))
         .permit_capacity(capacity)

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 
 use ratekeeper::smooth::compat::{GuavaTimeouts, GuavaWarmup};
-use ratekeeper::smooth::SmoothError;
 use ratekeeper::{
-    AcquireError, Clock, ConfigError, Grant, ManualClock, RateLimiter, SmoothBursty,
+    AcquireError, Clock, ConfigReason, Grant, ManualClock, RateLimiter, SmoothBursty,
     SmoothWarmingUp,
 };
 use serde_json::Value;
@@ -113,12 +112,12 @@ impl Smooth {
         }
     }
 
-    fn set_rate(&self, permits_per_second: f64) -> Result<(), SmoothError> {
+    fn set_rate(&self, permits_per_second: f64) -> Result<(), ConfigReason> {
         match self {
             Smooth::Bursty(l) => l.set_rate(permits_per_second),
             Smooth::WarmingUp(l) => l.set_rate(permits_per_second),
         }
-        .map_err(smooth_detail)
+        .map_err(|e| e.reason())
     }
 
     fn rate(&self) -> f64 {
@@ -491,7 +490,7 @@ fn replay_guava(v: &Value) -> Result<Option<String>, String> {
                             &events,
                         ))
                     }
-                    (Err(SmoothError::Rate(_)), Some(_)) => {
+                    (Err(ConfigReason::RateNotPositive), Some(_)) => {
                         let after = limiter.rate();
                         if after.to_bits() != before.to_bits() {
                             return Err(fail(
@@ -507,7 +506,7 @@ fn replay_guava(v: &Value) -> Result<Option<String>, String> {
                             format!(
                                 "set_rate({rate}): expected {}, got Err({e:?})",
                                 want.map_or("Ok".to_owned(), |w| format!(
-                                    "{w} (SmoothError::Rate)"
+                                    "{w} (ConfigReason::RateNotPositive)"
                                 ))
                             ),
                             &events,
@@ -598,16 +597,10 @@ fn java_to_micros(d: i64, unit: &str) -> Result<i64, String> {
 }
 
 /// What a validation call ended with.
-/// The Guava limiter's own refusal inside a builder's [`ConfigError`]: the
-/// vectors name its variant.
-fn smooth_detail(e: ConfigError) -> SmoothError {
-    *e.downcast_ref::<SmoothError>()
-        .unwrap_or_else(|| panic!("a smooth limiter refused with {e:?}, not a SmoothError"))
-}
 
 #[derive(Debug)]
 enum Caught {
-    Smooth(SmoothError),
+    Smooth(ConfigReason),
     Acquire(AcquireError),
 }
 
@@ -633,7 +626,7 @@ fn replay_guava_validation(v: &Value) -> Result<(), String> {
                 let out = SmoothBursty::builder(r)
                     .build_with_clock(clock)
                     .map(drop)
-                    .map_err(|e| Caught::Smooth(smooth_detail(e)));
+                    .map_err(|e| Caught::Smooth(e.reason()));
                 (out, bad_rate(r).then_some("Rate"))
             }
             "create_warmup" => {
@@ -655,7 +648,7 @@ fn replay_guava_validation(v: &Value) -> Result<(), String> {
                 let out = GuavaWarmup::warmup_micros(SmoothWarmingUp::builder(r), micros)
                     .build_with_clock(clock)
                     .map(drop)
-                    .map_err(|e| Caught::Smooth(smooth_detail(e)));
+                    .map_err(|e| Caught::Smooth(e.reason()));
                 let predicted = if micros < 0 {
                     Some("WarmupNegative")
                 } else {
@@ -736,8 +729,8 @@ fn replay_guava_validation(v: &Value) -> Result<(), String> {
             (Err(e), false) => return Err(format!("{what}: expected ok, got Err({e:?})")),
             (Err(e), true) => {
                 let variant = match &e {
-                    Caught::Smooth(SmoothError::Rate(_)) => "Rate",
-                    Caught::Smooth(SmoothError::WarmupNegative(_)) => "WarmupNegative",
+                    Caught::Smooth(ConfigReason::RateNotPositive) => "Rate",
+                    Caught::Smooth(ConfigReason::WarmUpNegative) => "WarmupNegative",
                     Caught::Acquire(AcquireError::ZeroPermits) => "ZeroPermits",
                     _ => "other",
                 };

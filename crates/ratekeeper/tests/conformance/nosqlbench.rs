@@ -2,9 +2,8 @@
 //! `cas_accumulator`, `dual_timeline` and `strictness_shift` families, the
 //! rate spec grammar (`rate_spec`) and the G2 token pool (`token_pool`).
 
-use ratekeeper::pacer::{compensation_shift, StrictnessError};
-use ratekeeper::pool::PoolError;
-use ratekeeper::{Clock, ManualClock, Pacer, Pools, Rate, RateError, RateLimiter, RateSpec};
+use ratekeeper::pacer::compensation_shift;
+use ratekeeper::{Clock, ConfigError, ManualClock, Pacer, Pools, Rate, RateLimiter, RateSpec};
 use serde_json::Value;
 
 use crate::{check_fields, expect_of, f64_of, u64_of, Tally};
@@ -208,13 +207,9 @@ fn replay_dual(v: &Value) -> Result<(), String> {
 
 // ---------------------------------------------------------------- strictness_shift
 
-fn strictness_error_kind(e: StrictnessError) -> &'static str {
-    match e {
-        StrictnessError::AboveOne(_) => "strictness_above_one",
-        StrictnessError::Negative(_) => "strictness_negative",
-        StrictnessError::NaN => "strictness_nan",
-        _ => "strictness_other",
-    }
+/// The vectors' name of a refusal: the reason's own stable name.
+fn error_kind(e: &ConfigError) -> &'static str {
+    e.reason().as_str()
 }
 
 fn replay_strictness(v: &Value) -> Result<(), String> {
@@ -223,7 +218,7 @@ fn replay_strictness(v: &Value) -> Result<(), String> {
         let expect = expect_of(step).ok_or_else(|| format!("step {i}: no expect"))?;
         let got: Vec<(&str, Value)> = match compensation_shift(ratio) {
             Ok(shift) => vec![("shift", shift.into())],
-            Err(e) => vec![("error", strictness_error_kind(e).into())],
+            Err(e) => vec![("error", error_kind(&e).into())],
         };
         check_fields(i, &format!("strictness_shift {ratio}"), expect, &got)?;
     }
@@ -265,21 +260,8 @@ fn replay_spec(v: &Value) -> Result<(), String> {
 
 // ---------------------------------------------------------------- token_pool
 
-fn pool_error_kind(e: PoolError) -> &'static str {
-    match e {
-        PoolError::BurstBelowOne(_) => "burst_below_one",
-        PoolError::BurstNotFinite(_) => "burst_not_finite",
-        PoolError::PoolSize(_) => "pool_size",
-        PoolError::Rate(RateError::NotPositive(_)) => "rate_not_positive",
-        PoolError::Rate(RateError::NotFinite(_)) => "rate_not_finite",
-        PoolError::Rate(RateError::TooFast(_)) => "rate_too_fast",
-        PoolError::Rate(RateError::TooSlow(_)) => "rate_too_slow",
-        _ => "pool_other",
-    }
-}
-
 /// Pools sized for a step's (or config's) `rate` and `burst_ratio`.
-fn pools_for(obj: &Value) -> Result<Pools, PoolError> {
+fn pools_for(obj: &Value) -> Result<Pools, ConfigError> {
     let rate = Rate::new(f64_of(&obj["rate"]))?;
     Pools::new(rate, f64_of(&obj["burst_ratio"]))
 }
@@ -320,7 +302,7 @@ fn check_pool_error(
     step_no: usize,
     op: &str,
     step: &Value,
-    err: PoolError,
+    err: ConfigError,
     changed: bool,
 ) -> Result<(), String> {
     let Some(e) = expect_of(step) else {
@@ -329,7 +311,7 @@ fn check_pool_error(
     if !e.contains_key("error") {
         return Err(format!("step {step_no} ({op}): unexpected error: {err}"));
     }
-    check_fields(step_no, op, e, &[("error", pool_error_kind(err).into())])?;
+    check_fields(step_no, op, e, &[("error", error_kind(&err).into())])?;
     if changed {
         return Err(format!(
             "step {step_no} ({op}): failed but changed the pools"
@@ -403,7 +385,6 @@ fn replay_pool(v: &Value) -> Result<(), String> {
             "apply" => {
                 let before = pools.clone();
                 let result = Rate::new(f64_of(&step["rate"]))
-                    .map_err(PoolError::from)
                     .and_then(|rate| pools.apply(rate, f64_of(&step["burst_ratio"])));
                 match result {
                     Ok(()) if expects_error(step) => {

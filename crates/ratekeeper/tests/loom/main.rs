@@ -550,9 +550,9 @@ fn pacer_cancels_race_each_other_and_a_reservation() {
 fn refill_cancel_races_a_reservation() {
     use ratekeeper::RefillLimiter;
     loom::model(|| {
-        let config = ratekeeper::bucket::ConfigBuilder::new()
+        let config = ratekeeper::bucket::RefillConfig::builder()
             .limit_for_period(1)
-            .limit_refresh_period_nanos(1_000)
+            .limit_refresh_period(std::time::Duration::from_nanos((1_000) as u64))
             .permit_capacity(2)
             .initial_permits(0)
             .build()

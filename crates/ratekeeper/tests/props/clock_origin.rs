@@ -109,9 +109,11 @@ fn subject(kind: Kind, rate: f64, clock: &ManualClock) -> Subject {
             (Box::new(l), Box::new(move |f| a.set_rate(rate * f).is_ok()))
         }
         Kind::Refill => {
-            let config = ratekeeper::bucket::ConfigBuilder::new()
+            let config = ratekeeper::bucket::RefillConfig::builder()
                 .limit_for_period(1)
-                .limit_refresh_period_nanos((SEC as f64 / rate) as i64)
+                .limit_refresh_period(std::time::Duration::from_nanos(
+                    ((SEC as f64 / rate) as i64) as u64,
+                ))
                 .permit_capacity(10)
                 .build()
                 .unwrap();
@@ -123,10 +125,12 @@ fn subject(kind: Kind, rate: f64, clock: &ManualClock) -> Subject {
             )
         }
         Kind::Cycle => {
-            let config = ratekeeper::bucket::ConfigBuilder::new()
+            let config = ratekeeper::bucket::CycleConfig::builder()
                 .limit_for_period(10)
-                .limit_refresh_period_nanos((10.0 * SEC as f64 / rate) as i64)
-                .build_cycle()
+                .limit_refresh_period(std::time::Duration::from_nanos(
+                    ((10.0 * SEC as f64 / rate) as i64) as u64,
+                ))
+                .build()
                 .unwrap();
             let l = Arc::new(CycleLimiter::new_with_clock(config, clock));
             let a = l.clone();

@@ -114,11 +114,11 @@ fn refill() -> impl Strategy<Value = Option<RefillConfig>> {
     )
         .prop_map(|(limit, period, extra, full, timeout)| {
             let capacity = limit + extra;
-            ratekeeper::bucket::ConfigBuilder::new()
-                .limit_for_period(limit)
+            ratekeeper::bucket::RefillConfig::builder()
+                .limit_for_period(limit as u64)
                 .limit_refresh_period(Duration::from_nanos(period))
-                .permit_capacity(capacity)
-                .initial_permits((capacity as f64 * full) as i64)
+                .permit_capacity(capacity as u64)
+                .initial_permits((capacity as f64 * full) as u64)
                 .timeout(timeout)
                 .build()
                 .ok()
@@ -133,11 +133,11 @@ fn cycle() -> impl Strategy<Value = Option<CycleConfig>> {
         nanos(10_000_000_000),
     )
         .prop_map(|(limit, period, timeout)| {
-            ratekeeper::bucket::ConfigBuilder::new()
-                .limit_for_period(limit)
+            ratekeeper::bucket::CycleConfig::builder()
+                .limit_for_period(limit as u64)
                 .limit_refresh_period(Duration::from_nanos(period))
                 .timeout(timeout)
-                .build_cycle()
+                .build()
                 .ok()
         })
 }

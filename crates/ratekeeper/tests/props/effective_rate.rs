@@ -185,9 +185,9 @@ proptest! {
     ) {
         // Any period from `limit` ns on: `limit × per_permit` plus a remainder.
         let period = limit * per_permit + extra % limit.max(1);
-        let config = ratekeeper::bucket::ConfigBuilder::new()
-            .limit_for_period(limit)
-            .limit_refresh_period_nanos(period)
+        let config = ratekeeper::bucket::RefillConfig::builder()
+            .limit_for_period(limit as u64)
+            .limit_refresh_period(std::time::Duration::from_nanos(period as u64))
             .build()
             .unwrap();
         let limiter = RefillLimiter::new_with_clock(config, ManualClock::new(0));
@@ -205,10 +205,10 @@ proptest! {
 
     #[test]
     fn cycle_limiter_rounds_nothing(limit in 1i64..1_000_000_000, period in 1i64..i64::MAX / 2) {
-        let config = ratekeeper::bucket::ConfigBuilder::new()
-            .limit_for_period(limit)
-            .limit_refresh_period_nanos(period)
-            .build_cycle()
+        let config = ratekeeper::bucket::CycleConfig::builder()
+            .limit_for_period(limit as u64)
+            .limit_refresh_period(std::time::Duration::from_nanos(period as u64))
+            .build()
             .unwrap();
         let limiter = CycleLimiter::new_with_clock(config, ManualClock::new(0));
         let exact = limit as f64 * 1e9 / period as f64;

@@ -14,9 +14,9 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::pool::{Filling, PoolError, TokenPool, MAX_POOL_NANOS};
+use ratekeeper::pool::{Filling, TokenPool, MAX_POOL_NANOS};
 use ratekeeper::{
-    AcquireError, Clock, ManualClock, Pools, Rate, RateError, RateLimiter, WaitStats,
+    AcquireError, Clock, ConfigReason, ManualClock, Pools, Rate, RateLimiter, WaitStats,
 };
 
 #[derive(Debug, Clone)]
@@ -198,22 +198,22 @@ proptest! {
         let built = if use_size {
             Pools::with_pool_size(size, burst)
         } else {
-            Rate::new(rate).map_err(PoolError::from).and_then(|r| Pools::new(r, burst))
+            Rate::new(rate).and_then(|r| Pools::new(r, burst))
         };
         let mut p = match built {
             Err(e) => {
                 // The error names the problem, which was really there.
                 let _ = e.to_string();
-                match e {
-                    PoolError::BurstNotFinite(b) => prop_assert!(!b.is_finite()),
-                    PoolError::BurstBelowOne(b) => prop_assert!(b < 1.0),
-                    PoolError::PoolSize(s) => {
-                        prop_assert!(use_size && (s == 0 || s > MAX_POOL_NANOS));
+                match e.reason() {
+                    ConfigReason::BurstNotFinite => prop_assert!(!burst.is_finite()),
+                    ConfigReason::BurstBelowOne => prop_assert!(burst < 1.0),
+                    ConfigReason::PoolSize => {
+                        prop_assert!(use_size && (size == 0 || size > MAX_POOL_NANOS));
                     }
-                    PoolError::Rate(RateError::NotFinite(r)) => prop_assert!(!r.is_finite()),
-                    PoolError::Rate(RateError::NotPositive(r)) => prop_assert!(r <= 0.0),
-                    PoolError::Rate(RateError::TooFast(r)) => prop_assert!(r > 1e9),
-                    PoolError::Rate(RateError::TooSlow(r)) => prop_assert!(r < 1e-9),
+                    ConfigReason::RateNotFinite => prop_assert!(!use_size && !rate.is_finite()),
+                    ConfigReason::RateNotPositive => prop_assert!(!use_size && rate <= 0.0),
+                    ConfigReason::RateTooFast => prop_assert!(!use_size && rate > 1e9),
+                    ConfigReason::RateTooSlow => prop_assert!(!use_size && rate < 1e-9),
                     other => prop_assert!(false, "unexpected error {:?}", other),
                 }
                 return Ok(());
@@ -234,9 +234,7 @@ proptest! {
                 _ => {
                     // Re-sizing with arbitrary values fails cleanly or works.
                     let before = p.clone();
-                    let r = Rate::new(resize.0)
-                        .map_err(PoolError::from)
-                        .and_then(|r| p.apply(r, resize.1));
+                    let r = Rate::new(resize.0).and_then(|r| p.apply(r, resize.1));
                     if r.is_err() {
                         prop_assert_eq!(&p, &before);
                     }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use ratekeeper::bucket::ConfigBuilder;
+use ratekeeper::bucket::{CycleConfig, RefillConfig};
 use ratekeeper::{
     BatchHandle, Clock, CycleLimiter, ManualClock, Pacer, Rate, RateLimiter, RefillLimiter,
     SmoothBursty, SmoothWarmingUp, TokenPool,
@@ -67,11 +67,27 @@ fn pacer(rate: f64, s: f64, clock: &ManualClock) -> Pacer<ManualClock> {
         .unwrap()
 }
 
-/// A 1 ms period holding `rate / 1000` permits (at least 4).
-fn refill_config(rate: f64) -> ConfigBuilder {
-    ConfigBuilder::new()
-        .limit_for_period(((rate / 1000.0) as i64).max(4))
+/// The permits a 1 ms period holds at `rate`: `rate / 1000`, at least 4.
+fn limit_per_ms(rate: f64) -> u64 {
+    ((rate / 1000.0) as u64).max(4)
+}
+
+/// A refill bucket of [`limit_per_ms`] permits per 1 ms.
+fn refill_config(rate: f64) -> RefillConfig {
+    RefillConfig::builder()
+        .limit_for_period(limit_per_ms(rate))
         .limit_refresh_period(Duration::from_millis(1))
+        .build()
+        .unwrap()
+}
+
+/// A cycle of [`limit_per_ms`] permits per 1 ms.
+fn cycle_config(rate: f64) -> CycleConfig {
+    CycleConfig::builder()
+        .limit_for_period(limit_per_ms(rate))
+        .limit_refresh_period(Duration::from_millis(1))
+        .build()
+        .unwrap()
 }
 
 proptest! {
@@ -113,12 +129,12 @@ proptest! {
         let slot = Rate::new(rate).unwrap().nanos_per_op().unwrap();
 
         let clock = ManualClock::new(start);
-        let l = RefillLimiter::new_with_clock(refill_config(rate).build().unwrap(), clock.clone());
+        let l = RefillLimiter::new_with_clock(refill_config(rate), clock.clone());
         check("refill", &l, &clock, slot, &ops)?;
         check("batch handle on refill", &BatchHandle::new(&l), &clock, slot, &ops)?;
 
         let clock = ManualClock::new(start);
-        let l = CycleLimiter::new_with_clock(refill_config(rate).build_cycle().unwrap(), clock.clone());
+        let l = CycleLimiter::new_with_clock(cycle_config(rate), clock.clone());
         check("cycle", &l, &clock, slot, &ops)?;
         check("batch handle on cycle", &BatchHandle::new(&l), &clock, slot, &ops)?;
 

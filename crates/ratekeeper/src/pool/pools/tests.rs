@@ -178,17 +178,17 @@ fn pool_size_form_takes_zero_per_op() {
 fn bad_burst_ratios_are_errors() {
     for b in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
         let e = Pools::new(rate(1000.0), b).unwrap_err();
-        assert!(matches!(e, PoolError::BurstNotFinite(_)), "{b}");
+        assert_eq!(e.reason(), crate::ConfigReason::BurstNotFinite, "{b}");
         assert!(Pools::with_pool_size(100, b).is_err());
     }
     for b in [0.999_999, 0.0, -0.0, -1.0] {
         assert_eq!(
             Pools::new(rate(1000.0), b),
-            Err(PoolError::BurstBelowOne(b))
+            Err(PoolError::BurstBelowOne(b).into())
         );
         assert_eq!(
             Pools::with_pool_size(100, b),
-            Err(PoolError::BurstBelowOne(b))
+            Err(PoolError::BurstBelowOne(b).into())
         );
     }
     assert_eq!(
@@ -201,21 +201,24 @@ fn bad_burst_ratios_are_errors() {
 fn bad_rates_and_sizes_are_errors() {
     assert_eq!(
         Pools::new(rate(2e9), 1.1),
-        Err(PoolError::Rate(RateError::TooFast(2e9)))
+        Err(PoolError::Rate(RateError::TooFast(2e9)).into())
     );
     assert_eq!(
         Pools::new(rate(1e-12), 1.1),
-        Err(PoolError::Rate(RateError::TooSlow(1e-12)))
+        Err(PoolError::Rate(RateError::TooSlow(1e-12)).into())
     );
     // Transparent: the rate error's own message, naming the value.
     assert_eq!(
         PoolError::from(RateError::TooFast(2e9)).to_string(),
         RateError::TooFast(2e9).to_string()
     );
-    assert_eq!(Pools::with_pool_size(0, 1.1), Err(PoolError::PoolSize(0)));
+    assert_eq!(
+        Pools::with_pool_size(0, 1.1),
+        Err(PoolError::PoolSize(0).into())
+    );
     assert_eq!(
         Pools::with_pool_size(u64::MAX, 1.1),
-        Err(PoolError::PoolSize(u64::MAX))
+        Err(PoolError::PoolSize(u64::MAX).into())
     );
     assert_eq!(
         PoolError::PoolSize(0).to_string(),
