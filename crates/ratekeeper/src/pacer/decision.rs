@@ -6,7 +6,8 @@
 //! helpers over one key's cell: one word (average, compensation; strict as
 //! its next start, [`Spacing`]) or two (burst ratio: `ideal` bounds the
 //! average, `actual` spaces ops a burst slice apart). Each helper is O(1)
-//! but for compare-exchange retries, and reads no clock.
+//! but for compare-exchange retries, and reads no clock: the bounded loops
+//! ([`take_bounded`], [`dual_bounded`]) get their readings from the caller.
 
 use super::params::{KIND_AVERAGE, KIND_COMPENSATE, KIND_DUAL, KIND_SHIFT};
 use crate::grant::{AcquireError, Grant};
@@ -107,6 +108,122 @@ pub(super) fn hand_back(ideal: &AtomicU64, slot: u64, span: u64) {
     let _ = ideal.compare_exchange(slot + span, slot, Ordering::AcqRel, Ordering::Relaxed);
 }
 
+/// What refuses a reservation with a maximum wait: a slot or start at or
+/// past `limit`, a wait over `max` ns. With `retry_on_fresh_reading`, a
+/// wait over `max` is decided once more on a fresh clock reading before it
+/// is refused (the Pacer; a keyed rule decides on one reading).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bound {
+    pub(super) limit: u64,
+    pub(super) max: u64,
+    pub(super) retry_on_fresh_reading: bool,
+}
+
+/// A slot [`take_bounded`] took, the reading it was decided on, and the
+/// grant's start.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Taken {
+    pub(super) slot: u64,
+    pub(super) now: u64,
+    pub(super) ready: u64,
+}
+
+/// A slot [`dual_bounded`] took, the reading and earliest start it was
+/// decided on, and the `actual` it saw: what [`space`] needs besides.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DualTaken {
+    pub(super) slot: u64,
+    pub(super) now: u64,
+    pub(super) present: u64,
+    pub(super) actual: u64,
+}
+
+/// Average and compensation modes with a maximum wait: takes `span` ns at
+/// the accumulator's end with a compare-exchange, so a refusal changes
+/// nothing. `read(slot)` gives the clock reading `now` and the start
+/// `ready` of the slot `slot`; the caller applies burst compensation.
+#[inline]
+pub(super) fn take_bounded(
+    ideal: &AtomicU64,
+    span: u64,
+    bound: Bound,
+    mut read: impl FnMut(u64) -> (u64, u64),
+) -> Result<Taken, AcquireError> {
+    // Ordering: Acquire, to decide on the latest published schedule.
+    let mut slot = ideal.load(Ordering::Acquire);
+    let mut retry = bound.retry_on_fresh_reading;
+    loop {
+        if slot >= bound.limit {
+            return Err(AcquireError::ScheduleExhausted);
+        }
+        let (now, ready) = read(slot);
+        if ready - now > bound.max {
+            if retry {
+                // The reading may predate grants other threads made since
+                // (this one preempted between reading the clock and
+                // deciding): decide once more on a fresh reading before
+                // refusing. Ordering: Acquire, as above.
+                retry = false;
+                slot = ideal.load(Ordering::Acquire);
+                continue;
+            }
+            return Err(would_wait(ready - now, bound.max));
+        }
+        match take_at(ideal, slot, span) {
+            Ok(_) => return Ok(Taken { slot, now, ready }),
+            Err(current) => slot = current,
+        }
+    }
+}
+
+/// Strict and burst modes with a maximum wait: takes `span` ns on `ideal`
+/// if the op's start, [`dual_start`] of the slot, `actual` and
+/// `present(now)`, is within the bound, for `now = read()`; the clock is
+/// read before the timelines, `present` after. The caller then spaces the
+/// op with [`space`] (another op may have moved `actual` since).
+#[inline]
+pub(super) fn dual_bounded(
+    ideal: &AtomicU64,
+    actual_cell: &AtomicU64,
+    span: u64,
+    bound: Bound,
+    mut read: impl FnMut() -> u64,
+    mut present: impl FnMut(u64) -> u64,
+) -> Result<DualTaken, AcquireError> {
+    let mut retry = bound.retry_on_fresh_reading;
+    loop {
+        let now = read();
+        // Ordering: Acquire for both, to decide on the latest published state.
+        let slot = ideal.load(Ordering::Acquire);
+        if slot >= bound.limit {
+            return Err(AcquireError::ScheduleExhausted);
+        }
+        let actual = actual_cell.load(Ordering::Acquire);
+        let present = present(now);
+        let start = dual_start(actual, slot, present);
+        if start >= bound.limit {
+            return Err(AcquireError::ScheduleExhausted);
+        }
+        if start.saturating_sub(now) > bound.max {
+            if retry {
+                // As in `take_bounded`: once more on a fresh reading (the
+                // loop reads the clock again).
+                retry = false;
+                continue;
+            }
+            return Err(would_wait(start - now, bound.max));
+        }
+        if take_at(ideal, slot, span).is_ok() {
+            return Ok(DualTaken {
+                slot,
+                now,
+                present,
+                actual,
+            });
+        }
+    }
+}
+
 /// A strict or burst reservation whose slot is taken, being spaced.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Spaced {
@@ -162,6 +279,16 @@ pub(super) fn space(
             Ok(_) => return Ok(start),
             Err(current) => actual = current,
         }
+    }
+}
+
+/// A keyed rule's bound: the schedule's limit, `max` ns, one reading.
+#[inline(always)]
+fn keyed_bound(max: u64) -> Bound {
+    Bound {
+        limit: SCHEDULE_LIMIT,
+        max,
+        retry_on_fresh_reading: false,
     }
 }
 
@@ -241,26 +368,12 @@ impl Rule for Accumulator {
             }
             return Ok(Grant::new(slot, slot.max(now), now, permits));
         };
-        // Ordering: Acquire, to decide on the latest published schedule.
-        let mut slot = cell.load(Ordering::Acquire);
-        loop {
-            if slot >= SCHEDULE_LIMIT {
-                return Err(AcquireError::ScheduleExhausted);
-            }
-            let ready = slot.max(now);
-            if ready - now > max {
-                return Err(would_wait(ready - now, max));
-            }
-            match take_at(cell, slot, span) {
-                Ok(_) => {
-                    if let Some(shift) = self.shift {
-                        forfeit_gap(cell, slot + span, now, shift);
-                    }
-                    return Ok(Grant::new(slot, ready, now, permits));
-                }
-                Err(current) => slot = current,
-            }
+        let Taken { slot, ready, .. } =
+            take_bounded(cell, span, keyed_bound(max), |slot| (now, slot.max(now)))?;
+        if let Some(shift) = self.shift {
+            forfeit_gap(cell, slot + span, now, shift);
         }
+        Ok(Grant::new(slot, ready, now, permits))
     }
 
     fn recovery(&self, cell: &AtomicU64, now: u64) -> Recovery {
@@ -390,21 +503,16 @@ impl Rule for Dual {
             let slot = take(&t.ideal, span, SCHEDULE_LIMIT)?;
             return self.space(t, slot, span, permits, None, now);
         };
-        loop {
-            // Ordering: Acquire for both, to decide on the latest state.
-            let slot = t.ideal.load(Ordering::Acquire);
-            let actual = t.actual.load(Ordering::Acquire);
-            let start = dual_start(actual, slot, now);
-            if slot >= SCHEDULE_LIMIT || start >= SCHEDULE_LIMIT {
-                return Err(AcquireError::ScheduleExhausted);
-            }
-            if start - now > max {
-                return Err(would_wait(start - now, max));
-            }
-            if take_at(&t.ideal, slot, span).is_ok() {
-                return self.space(t, slot, span, permits, Some(max), now);
-            }
-        }
+        let taken = dual_bounded(
+            &t.ideal,
+            &t.actual,
+            span,
+            keyed_bound(max),
+            || now,
+            |now| now,
+        )?;
+        // Spaced on `actual` loaded again, as an unbounded op.
+        self.space(t, taken.slot, span, permits, Some(max), now)
     }
 
     fn recovery(&self, t: &Timelines, now: u64) -> Recovery {

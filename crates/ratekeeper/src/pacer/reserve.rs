@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::decision::{self, Spaced, MAX_SPAN};
+use super::decision::{self, Bound, Spaced, Taken, MAX_SPAN};
 use super::params::{kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, SPACED};
 use super::Pacer;
 use crate::clock::Clock;
@@ -269,8 +269,9 @@ impl<C: Clock> Pacer<C> {
         Ok(self.grant(slot, start, now, permits).with_claim(tag(mode)))
     }
 
-    /// Average and compensation modes with a maximum wait: compare-exchange,
-    /// so a refusal changes nothing.
+    /// Average and compensation modes with a maximum wait: the accumulator
+    /// decision's bounded loop ([`decision::take_bounded`]) on the cached or
+    /// a fresh clock, once more on a fresh reading before refusing.
     fn reserve_accumulator_bounded(
         &self,
         span: u64,
@@ -279,54 +280,35 @@ impl<C: Clock> Pacer<C> {
         cached: bool,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
-        let max = saturating_nanos(max_wait);
-        // Ordering: Acquire, to start from the latest published schedule.
-        let mut slot = self.ideal.load(Ordering::Acquire);
-        let mut refreshed = false;
-        loop {
-            if slot >= self.params.limit {
-                return Err(AcquireError::ScheduleExhausted);
-            }
-            let (seen, now) = if cached {
+        let bound = self.bound(max_wait);
+        // The last-seen clock the taken slot was decided on (0 uncached).
+        let mut seen = 0;
+        let taken = decision::take_bounded(&self.ideal, span, bound, |slot| {
+            let now = if cached {
                 // Ordering: Relaxed; see `refresh`.
-                let seen = self.last_seen.load(Ordering::Relaxed);
-                (
-                    seen,
-                    if slot < seen {
-                        seen
-                    } else {
-                        self.refresh(seen)
-                    },
-                )
+                seen = self.last_seen.load(Ordering::Relaxed);
+                if slot < seen {
+                    seen
+                } else {
+                    self.refresh(seen)
+                }
             } else {
-                (0, self.now())
+                self.now()
             };
-            let ready = self.spaced(mode, slot.max(now));
-            if ready - now > max {
-                if !refreshed {
-                    // The reading may predate grants other threads made
-                    // since (this one preempted between reading the clock
-                    // and deciding): decide once more on a fresh reading
-                    // before refusing. Ordering: Acquire, as above.
-                    refreshed = true;
-                    slot = self.ideal.load(Ordering::Acquire);
-                    continue;
-                }
-                return Err(would_wait(ready - now, max_wait));
-            }
-            match decision::take_at(&self.ideal, slot, span) {
-                Ok(_) => {
-                    if kind(mode) == KIND_COMPENSATE && !(cached && slot < seen) {
-                        self.compensate(slot, span, now, shift(mode));
-                    }
-                    return Ok(self.grant(slot, ready, now, permits).with_claim(tag(mode)));
-                }
-                Err(current) => slot = current,
-            }
+            (now, self.spaced(mode, slot.max(now)))
+        })
+        .map_err(|e| with_max_wait(e, max_wait))?;
+        let Taken { slot, now, ready } = taken;
+        if kind(mode) == KIND_COMPENSATE && !(cached && slot < seen) {
+            self.compensate(slot, span, now, shift(mode));
         }
+        Ok(self.grant(slot, ready, now, permits).with_claim(tag(mode)))
     }
 
-    /// Strict and burst modes with a maximum wait.
+    /// Strict and burst modes with a maximum wait: the dual decision's
+    /// bounded loop ([`decision::dual_bounded`]) on a fresh reading per try
+    /// (as in `reserve_dual`), less excused lateness, once more on a fresh
+    /// reading before refusing; then the spacing on the actual timeline.
     fn reserve_dual_bounded(
         &self,
         span: u64,
@@ -335,48 +317,42 @@ impl<C: Clock> Pacer<C> {
         mode: u64,
         max_wait: Duration,
     ) -> Result<Grant, AcquireError> {
-        let max = saturating_nanos(max_wait);
-        let mut refreshed = false;
-        loop {
-            // A fresh reading, taken first, as in `reserve_dual`.
-            let now = self.now();
-            // Ordering: Acquire for both, to decide on the latest published state.
-            let slot = self.ideal.load(Ordering::Acquire);
-            if slot >= self.params.limit {
-                return Err(AcquireError::ScheduleExhausted);
-            }
-            let actual = self.actual.load(Ordering::Acquire);
-            let present = self.present(now);
-            let start = decision::dual_start(actual, slot, present);
-            if start >= self.params.limit {
-                return Err(AcquireError::ScheduleExhausted);
-            }
-            if start.saturating_sub(now) > max {
-                if !refreshed {
-                    // As in `reserve_accumulator_bounded`: once more on a
-                    // fresh reading (the loop reads the clock again).
-                    refreshed = true;
-                    continue;
-                }
-                return Err(would_wait(start - now, max_wait));
-            }
-            if decision::take_at(&self.ideal, slot, span).is_err() {
-                continue;
-            }
-            // The slot is ours; now the spacing on the actual timeline
-            // (another op may have moved `actual` since we looked).
-            let op = Spaced {
-                slot,
-                span,
-                burst_span,
-                now,
-                present,
-                max: Some(max),
-                limit: self.params.limit,
-            };
-            let start = decision::space(&self.ideal, &self.actual, actual, op)
-                .map_err(|e| with_max_wait(e, max_wait))?;
-            return Ok(self.grant(slot, start, now, permits).with_claim(tag(mode)));
+        let bound = self.bound(max_wait);
+        let taken = decision::dual_bounded(
+            &self.ideal,
+            &self.actual,
+            span,
+            bound,
+            || self.now(),
+            |now| self.present(now),
+        )
+        .map_err(|e| with_max_wait(e, max_wait))?;
+        // The slot is ours; now the spacing on the actual timeline
+        // (another op may have moved `actual` since we looked).
+        let op = Spaced {
+            slot: taken.slot,
+            span,
+            burst_span,
+            now: taken.now,
+            present: taken.present,
+            max: Some(bound.max),
+            limit: bound.limit,
+        };
+        let start = decision::space(&self.ideal, &self.actual, taken.actual, op)
+            .map_err(|e| with_max_wait(e, max_wait))?;
+        Ok(self
+            .grant(taken.slot, start, taken.now, permits)
+            .with_claim(tag(mode)))
+    }
+
+    /// The Pacer's bound: its schedule's limit and `max_wait`, deciding
+    /// once more on a fresh reading before refusing.
+    #[inline]
+    fn bound(&self, max_wait: Duration) -> Bound {
+        Bound {
+            limit: self.params.limit,
+            max: saturating_nanos(max_wait),
+            retry_on_fresh_reading: true,
         }
     }
 }

@@ -4,7 +4,11 @@
 //! limiter runs (`src/pacer/decision.rs`): on a manual clock, one key of a
 //! [`Keyed`] built from the same configuration must grant exactly what the
 //! [`Pacer`] grants, and refuse exactly what it refuses, on any sequence of
-//! clock moves and reservations.
+//! clock moves and reservations. The bounded retry loops
+//! (`decision::take_bounded`, `decision::dual_bounded`) run on both sides,
+//! so this checks what each side passes them; a bug inside a loop shared by
+//! both sides (an off-by-one on the maximum wait) is left to the unit tests
+//! in `src/pacer/tests.rs`.
 
 use std::time::Duration;
 
