@@ -70,7 +70,11 @@ fn run(rate: f64, strictness: f64, steps: &[Step]) -> Result<(), TestCaseError> 
         .build_with_clock(&config, clock.clone())
         .unwrap();
     let tenth = (pacer.nanos_per_op() / 10).max(1);
-    let scheduled = strictness != 1.0;
+    // A key spaced by a burst slice no shorter than the op slice (strict
+    // mode, or a burst ratio just above 1 whose slice rounds to the op's)
+    // is kept by the one-word spacing rule, whose schedule is its next start.
+    let burst = (1e9 / (rate * strictness)) as u64;
+    let scheduled = !(strictness >= 1.0 && burst >= pacer.nanos_per_op());
     // The key is first seen when the pacer is built, so both start at 0.
     let first = [Step::Reserve {
         permits: 1,
