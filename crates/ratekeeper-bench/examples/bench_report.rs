@@ -86,6 +86,10 @@
 //! * the floor to beat, no limiter at all (`sleep-loop`): each thread keeps
 //!   its own absolute schedule at `r / threads` and sleeps until each op's
 //!   time with `std::thread::sleep` (unthrottled, it never sleeps);
+//! * beside the unthrottled table, the 1-thread floor of a grant: one
+//!   read of the default (TSC) clock and one `fetch_add`, no limiter, once
+//!   per run, with the default Pacer's ratio to it and issue 33's ratios to
+//!   governor (`examples/grant_profile.rs` counts their instructions);
 //! * governor 0.10: `Quota::with_period(1/r)` with a burst of `r × 10 µs`
 //!   (governor's default `per_second` burst would be 1 s of permits, handed
 //!   out at once); a denied `check()` retries;
@@ -124,8 +128,8 @@ use hdrhistogram::Histogram;
 use ratekeeper::pool::Filling;
 use ratekeeper::smooth::Resolution;
 use ratekeeper::{
-    BatchHandle, DefaultClock, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter, ShardHandle,
-    ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
+    BatchHandle, Clock, DefaultClock, MonotonicClock, Pacer, PacerHandle, Rate, RateLimiter,
+    ShardHandle, ShardedPacer, SmoothBursty, SmoothWarmingUp, TokenPool, Verb,
 };
 use ratekeeper_resilience4j::CycleConfig;
 use ratekeeper_resilience4j::{CycleLimiter, RefillLimiter};
@@ -411,6 +415,40 @@ impl Subject for SleepLoop {
             waited,
         }
     }
+}
+
+/// The floor of an unthrottled grant (issue 33): one read of the clock the
+/// limiters read by default and one `fetch_add`, no limiter; what a Pacer
+/// grant (one clock read, one atomic add) is measured against.
+struct Floor {
+    clock: DefaultClock,
+    next: AtomicU64,
+}
+
+impl Subject for Floor {
+    type Local = ();
+    fn local(&self) -> Res<()> {
+        Ok(())
+    }
+    #[inline(always)]
+    fn take(&self, _: &mut ()) -> Taken {
+        let now = self.clock.now_nanos();
+        // Ordering: AcqRel, as the Pacer's add on its schedule.
+        let slot = self.next.fetch_add(1, Ordering::AcqRel);
+        Taken {
+            sched_wait: Some(now.wrapping_sub(slot)),
+            waited: false,
+        }
+    }
+}
+
+/// The floor on one thread, unthrottled.
+fn run_floor(run_for: Duration) -> Res<Run> {
+    let floor = Floor {
+        clock: DefaultClock::new(),
+        next: AtomicU64::new(0),
+    };
+    measure(&floor, 1, Load::Unthrottled, run_for)
 }
 
 fn run_sleep_loop(load: Load, threads: usize, run_for: Duration) -> Res<Run> {
@@ -1290,7 +1328,15 @@ fn main() -> Res<()> {
     }
     let mut results: Results =
         vec![vec![(Vec::new(), Vec::new()); args.threads.len()]; args.entries.len()];
+    let mut floor = Vec::new();
     for r in 0..args.runs {
+        let f = run_floor(unthrottled_for)?;
+        eprintln!(
+            "run {} floor (1 thread, clock read + fetch_add) {:>8.2} M/s",
+            r + 1,
+            f.rate() / 1e6
+        );
+        floor.push(f);
         for (ni, &threads) in args.threads.iter().enumerate() {
             for (ei, e) in args.entries.iter().enumerate() {
                 let u = (e.run)(Load::Unthrottled, threads, unthrottled_for)
@@ -1322,6 +1368,7 @@ fn main() -> Res<()> {
     report(
         &args,
         &results,
+        &floor,
         &command,
         cores,
         elapsed,
@@ -1331,9 +1378,11 @@ fn main() -> Res<()> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)] // the run's parts, each printed once
 fn report(
     args: &Args,
     results: &Results,
+    floor: &[Run],
     command: &str,
     cores: usize,
     elapsed: Duration,
@@ -1409,6 +1458,8 @@ fn report(
             verdict
         );
     }
+
+    print_floor(args, results, floor, one);
 
     // Throttled.
     println!();
@@ -1540,6 +1591,48 @@ fn report(
     );
     println!();
     summarize(&scale_unthrottled);
+}
+
+/// The 1-thread floor beside the unthrottled table, and issue 33's targets
+/// for the entries of this run that they name (ratios per run, then the
+/// median).
+fn print_floor(args: &Args, results: &Results, floor: &[Run], one: Option<usize>) {
+    let find = |name: &str| args.entries.iter().position(|e| e.name == name);
+    let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
+    println!();
+    println!(
+        "Floor, 1 thread, no limiter: one `DefaultClock` read + one `fetch_add` a grant: {} M/s",
+        show(over(floor, Run::rate), millions)
+    );
+    let ratio =
+        |a: &[Run], b: &[Run]| stat(a.iter().zip(b).map(|(a, b)| a.rate() / b.rate()).collect());
+    if let (Some(d), Some(one)) = (find("pacer-burst-1.1"), one) {
+        let r = ratio(floor, &results[d][one].0);
+        println!(
+            "* pacer-burst-1.1 at 1 thread within 1.3× of the floor (floor / pacer): {}× — {}",
+            show(r, |x| format!("{x:.2}")),
+            verdict(r.med <= 1.3)
+        );
+    }
+    let Some(g) = find("governor") else {
+        return;
+    };
+    for (name, n, factor) in [
+        ("pacer-burst-1.1", 1, 1.0),
+        ("pacer-burst-1.1", 2, 1.5),
+        ("pacer-strict-1.0", 1, 1.0),
+        ("pacer-strict-1.0", 2, 1.0),
+    ] {
+        let (Some(e), Some(ti)) = (find(name), args.threads.iter().position(|&t| t == n)) else {
+            continue;
+        };
+        let r = ratio(&results[e][ti].0, &results[g][ti].0);
+        println!(
+            "* {name} ≥ {factor}× governor at {n} thread(s), unthrottled: {}× — {}",
+            show(r, |x| format!("{x:.2}")),
+            verdict(r.med >= factor)
+        );
+    }
 }
 
 /// Issue 15's targets, for the entries of this run that they name.

@@ -55,6 +55,31 @@ impl Grant {
         }
     }
 
+    /// The grant as four words (scheduled, ready, started, and the permits
+    /// with the ticket above them), for a slow path's call to return.
+    #[inline(always)]
+    pub(crate) fn to_words(self) -> [u64; 4] {
+        let ticket = self.ticket.map_or(0, |t| t.0.get());
+        let tail = u64::from(self.permits) | u64::from(ticket) << 32;
+        [self.scheduled, self.ready, self.started, tail]
+    }
+
+    /// The grant [`to_words`](Self::to_words) gave. A caller whose paths
+    /// merge takes a slow path's grant this way, so that they merge as
+    /// values (kept in registers): a `Grant` returned by a call would be
+    /// the memory the call wrote, and every path's grant would go through
+    /// it.
+    #[inline(always)]
+    pub(crate) fn from_words(w: [u64; 4]) -> Grant {
+        Grant {
+            scheduled: w[0],
+            ready: w[1],
+            started: w[2],
+            permits: w[3] as u32,
+            ticket: NonZeroU32::new((w[3] >> 32) as u32).map(Ticket),
+        }
+    }
+
     /// When the operation was due on the ideal schedule.
     #[inline]
     pub fn scheduled_nanos(&self) -> u64 {

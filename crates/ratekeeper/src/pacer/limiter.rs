@@ -6,12 +6,14 @@ use core::fmt;
 use std::time::Duration;
 
 use super::decision::{self, PacerRule};
-use super::params::{kind, CACHED_CLOCK, IDLE, KIND_AVERAGE, KIND_DUAL, KIND_SHIFT};
+use super::params::{
+    kind, CACHED_CLOCK, IDLE, KIND_AVERAGE, KIND_DUAL, KIND_MASK, KIND_SHIFT, NOT_PLAIN,
+};
 use super::strictness::Strictness;
 use super::Pacer;
 use crate::clock::Clock;
 use crate::internal::cancel::CancelWindow;
-use crate::limiter::{AcquireError, Grant, RateLimiter, Recovery, WaitStats};
+use crate::limiter::{refused, AcquireError, Grant, RateLimiter, Recovery, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::sync::{lock, Ordering};
 use crate::wait::{saturating_nanos, WaitPolicy};
@@ -33,6 +35,23 @@ impl<C: Clock> Pacer<C> {
     #[inline(always)]
     pub(super) fn now(&self) -> u64 {
         self.on_timeline(self.clock.now_nanos())
+    }
+
+    /// A clock reading no earlier than the origin: `at(now())` without the
+    /// round trip (`at(on_timeline(t))` is `t.max(origin)`), so a grant's
+    /// `started` costs no arithmetic. `reading() − origin` is `now()`.
+    #[inline(always)]
+    pub(super) fn reading(&self) -> u64 {
+        self.clock.now_nanos().max(self.params.origin)
+    }
+
+    /// The clock reading of a slot or start `t` the schedule handed out:
+    /// `at(t)` without the saturation, which never applies to them (they
+    /// are below `limit`, at most `u64::MAX − origin + 1`).
+    #[inline(always)]
+    pub(super) fn at_granted(&self, t: u64) -> u64 {
+        debug_assert!(t < self.params.limit);
+        t.wrapping_add(self.params.origin)
     }
 
     /// A clock reading `t` (a grant's time) on the timeline.
@@ -59,6 +78,71 @@ impl<C: Clock> Pacer<C> {
     pub(crate) fn wait_slow(&self, grant: Grant) -> Grant {
         self.room
             .wait(&self.clock, grant, self.wait_policy(), |g| self.released(g))
+    }
+
+    /// `acquire` on the plain, strict and burst paths: its turn, then the
+    /// decision and, if ready when decided, the grant; `None` (having done
+    /// nothing) on the other paths.
+    #[inline(always)]
+    fn acquire_fast(&self) -> Option<Grant> {
+        self.room.enter();
+        // Ordering: as in `reserve`.
+        let mode = self.params.mode.load(Ordering::Acquire);
+        let op = self.params.op_nanos.load(Ordering::Relaxed);
+        if !self.handoff.is_empty() {
+            return None;
+        }
+        let dual = mode & (IDLE | KIND_MASK) == KIND_DUAL << KIND_SHIFT;
+        if mode & NOT_PLAIN != 0 && !dual {
+            return None;
+        }
+        let span = match decision::span_of(1, op) {
+            Ok(span) => span,
+            Err(e) => refused(e),
+        };
+        let reserved = if dual {
+            // Ordering: Relaxed; configuration snapshot, read after the mode
+            // word (as in `reserve`).
+            let burst = self.params.burst_nanos.load(Ordering::Relaxed);
+            if burst == 0 {
+                return None;
+            }
+            self.reserve_dual(span, burst, 1, mode)
+        } else {
+            self.reserve_plain(span, 1, mode)
+        };
+        let grant = match reserved {
+            Ok(g) => g,
+            Err(e) => refused(e),
+        };
+        if grant.ready_nanos() <= grant.started_nanos() {
+            // Ready when decided: no clock read.
+            return Some(grant);
+        }
+        Some(Grant::from_words(self.wait_for_cold(grant.to_words())))
+    }
+
+    /// `acquire` past its turn, on the paths `acquire_fast` does not take:
+    /// `reserve(1, None)`, then `wait_for`.
+    /// Returns words ([`Grant::to_words`]), as `wait_for_cold` does, so
+    /// that `acquire`'s paths merge as values.
+    #[cold]
+    #[inline(never)]
+    fn acquire_general(&self) -> [u64; 4] {
+        match self.reserve(1, None) {
+            Ok(g) => self.wait_for(g).to_words(),
+            Err(e) => refused(e),
+        }
+    }
+
+    /// `wait_for` a grant not ready when decided, out of line; it comes
+    /// as words, so that the grant is not written to memory before the
+    /// test that it has to wait.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_cold(&self, [scheduled, ready, started, tail]: [u64; 4]) -> [u64; 4] {
+        let grant = Grant::from_words([scheduled, ready, started, tail]);
+        self.wait_for(grant).to_words()
     }
 
     /// A stashed grant of `permits` ready within `max_wait`, if any.
@@ -203,8 +287,13 @@ impl<C: Clock> RateLimiter for Pacer<C> {
             }
         }
         let span = decision::span_of(permits, op)?;
-        // The common path: a started pacer in average or compensation mode
-        // (or a burst slice of zero), no maximum wait: one fetch_add.
+        // The common path: a started pacer in average mode (or a burst
+        // slice of zero) on the exact clock, no maximum wait: one fetch_add
+        // and one clock read, after one test of the mode word.
+        if mode & NOT_PLAIN == 0 && max_wait.is_none() {
+            return self.reserve_plain(span, permits, mode);
+        }
+        // Average or compensation mode otherwise: one fetch_add.
         if mode & (IDLE | (KIND_DUAL << KIND_SHIFT)) == 0 && max_wait.is_none() {
             return self.reserve_accumulator(span, permits, mode, mode & CACHED_CLOCK != 0);
         }
@@ -212,6 +301,20 @@ impl<C: Clock> RateLimiter for Pacer<C> {
         let burst =
             u64::from(permits).saturating_mul(self.params.burst_nanos.load(Ordering::Relaxed));
         self.reserve_span(span, burst, permits, max_wait, mode)
+    }
+
+    /// [`RateLimiter::acquire`]'s steps (`wait_turn`, `reserve(1, None)`,
+    /// `wait_for`), with the plain and the strict and burst paths taken
+    /// straight from the mode word. Their grant stays in registers: the
+    /// paths merge as the grant's fields, never as a `Result` or as the
+    /// memory a slow path's call returned into (which went through the
+    /// stack, some 20 instructions a grant).
+    #[inline(always)]
+    fn acquire(&self) -> Grant {
+        match self.acquire_fast() {
+            Some(g) => g,
+            None => Grant::from_words(self.acquire_general()),
+        }
     }
 
     /// Parks while another caller sleeps on the schedule (see

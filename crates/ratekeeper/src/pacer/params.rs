@@ -20,6 +20,12 @@ pub(super) const CACHED_CLOCK: u64 = 1 << 17;
 /// to the next op, so the accumulator paths also start no op before
 /// `actual` (which they never write) until the next change.
 pub(super) const SPACED: u64 = 1 << 18;
+/// The mode bits any of which takes an unbounded reservation off the plain
+/// accumulator (average mode, exact clock, running, no spacing left over):
+/// one test for the default grant's path.
+pub(super) const NOT_PLAIN: u64 = IDLE | CACHED_CLOCK | SPACED | KIND_MASK;
+/// The kind's bits in the mode word.
+pub(super) const KIND_MASK: u64 = 0b11 << KIND_SHIFT;
 pub(super) const EPOCH_SHIFT: u32 = 32;
 /// The epoch: moved on by every reset of the schedule and every cancel (see
 /// [Cancelling a reservation](super#cancelling-a-reservation)).

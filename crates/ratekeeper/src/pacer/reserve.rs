@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use super::decision::{self, Bound, Spaced, Taken, MAX_SPAN};
-use super::params::{kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, SPACED};
+use super::params::{
+    kind, shift, tag, CACHED_CLOCK, IDLE, KIND_COMPENSATE, KIND_DUAL, NOT_PLAIN, SPACED,
+};
 use super::Pacer;
 use crate::clock::Clock;
 use crate::limiter::{AcquireError, Grant, RateLimiter};
@@ -123,6 +125,24 @@ impl<C: Clock> Pacer<C> {
         now
     }
 
+    /// Plain average mode ([`NOT_PLAIN`] clear), no maximum wait: one
+    /// `fetch_add`, then one clock read. `reserve_accumulator` on that mode
+    /// word with its tests folded away: the grant is ready at `now`, kept
+    /// as the clock's reading (`at(now())` is `reading()`).
+    #[inline(always)]
+    pub(super) fn reserve_plain(
+        &self,
+        span: u64,
+        permits: u32,
+        mode: u64,
+    ) -> Result<Grant, AcquireError> {
+        debug_assert_eq!(mode & NOT_PLAIN, 0);
+        let slot = decision::take(&self.ideal, span, self.params.limit)?;
+        // As in `reserve_accumulator`: read after taking the slot.
+        let started = self.reading();
+        Ok(Grant::new(self.at_granted(slot), started, started, permits).with_claim(tag(mode)))
+    }
+
     /// Average and compensation modes, no maximum wait: one `fetch_add`.
     #[inline(always)]
     pub(super) fn reserve_accumulator(
@@ -236,8 +256,8 @@ impl<C: Clock> Pacer<C> {
     /// Strict and burst modes, no maximum wait: a clock reading, `fetch_add`
     /// for the slot, then (only when not exactly on schedule) a
     /// compare-exchange on `actual`, on the slot's cache line.
-    #[inline]
-    fn reserve_dual(
+    #[inline(always)]
+    pub(super) fn reserve_dual(
         &self,
         span: u64,
         burst_span: u64,
@@ -250,7 +270,8 @@ impl<C: Clock> Pacer<C> {
         // core rarely takes away in between (module docs, "Strict and burst
         // modes under contention"). A reading taken before the add is still
         // a lower bound of the present when the grant is decided.
-        let now = self.now();
+        let started = self.reading();
+        let now = started - self.params.origin;
         let slot = decision::take(&self.ideal, span, self.params.limit)?;
         // Ordering: Acquire, pairing with the AcqRel compare-exchange in
         // `decision::space`, so the spacing decided by an earlier op is seen
@@ -266,7 +287,9 @@ impl<C: Clock> Pacer<C> {
             limit: self.params.limit,
         };
         let start = decision::space(&self.ideal, &self.actual, actual, op)?;
-        Ok(self.grant(slot, start, now, permits).with_claim(tag(mode)))
+        // `space` returns its slot or a start below the limit.
+        let (scheduled, ready) = (self.at_granted(slot), self.at_granted(start));
+        Ok(Grant::new(scheduled, ready, started, permits).with_claim(tag(mode)))
     }
 
     /// Average and compensation modes with a maximum wait: the accumulator

@@ -12,7 +12,7 @@ use super::pools::Pools;
 use super::shared::{Shared, State};
 use crate::clock::{Clock, DefaultClock};
 use crate::error::ConfigError;
-use crate::limiter::{AcquireError, Grant, RateLimiter, Readiness, WaitStats};
+use crate::limiter::{refused, AcquireError, Grant, RateLimiter, Readiness, WaitStats};
 use crate::rate::{per_second_of_nanos, Rate};
 use crate::spec::{RateSpec, Verb};
 use crate::sync::{lock, Ordering};
@@ -316,13 +316,7 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         }
         // Ordering: Relaxed; a configuration snapshot.
         let npo = self.shared.params.nanos_per_op.load(Ordering::Relaxed);
-        let span = u64::from(permits).saturating_mul(npo);
-        if span > MAX_SPAN {
-            return Err(AcquireError::InsufficientCapacity {
-                requested: permits,
-                max: u32::try_from(MAX_SPAN / npo.max(1)).unwrap_or(u32::MAX),
-            });
-        }
+        let span = span_of(permits, npo)?;
         if let Some(taken) = self.shared.try_take(span) {
             // Ordering: Relaxed; the take's AcqRel compare-exchange on
             // `taken` comes after the one that parked the filler, if any, and
@@ -333,6 +327,29 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
             return Ok(self.shared.grant_now(taken, permits));
         }
         self.reserve_slow(span, permits, max_wait)
+    }
+
+    /// [`RateLimiter::acquire`]'s steps (`reserve(1, None)`, `wait_for`),
+    /// with the lock-free take's grant kept in registers: the queued path
+    /// comes back as words ([`Grant::to_words`]), so the paths merge as
+    /// values rather than through the memory a call returned into.
+    #[inline(always)]
+    fn acquire(&self) -> Grant {
+        // Ordering: Relaxed; a configuration snapshot, as in `reserve`.
+        let npo = self.shared.params.nanos_per_op.load(Ordering::Relaxed);
+        let span = match span_of(1, npo) {
+            Ok(span) => span,
+            Err(e) => refused(e),
+        };
+        if let Some(taken) = self.shared.try_take(span) {
+            // Ordering: Relaxed, as in `reserve`.
+            if self.shared.params.idle.load(Ordering::Relaxed) {
+                self.shared.wake_filler();
+            }
+            // No claim: `wait_for` would return it as it is.
+            return self.shared.grant_now(taken, 1);
+        }
+        Grant::from_words(self.acquire_queued(span))
     }
 
     #[inline]
@@ -419,6 +436,33 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
                 max_wait: timeout,
             })
     }
+}
+
+impl<C: Clock + 'static> TokenPool<C> {
+    /// `acquire` when the lock-free take found too few tokens: the rest of
+    /// `reserve(1, None)`, then `wait_for`, as words.
+    #[cold]
+    #[inline(never)]
+    fn acquire_queued(&self, span: u64) -> [u64; 4] {
+        match self.reserve_slow(span, 1, None) {
+            Ok(g) => self.wait_for(g).to_words(),
+            Err(e) => refused(e),
+        }
+    }
+}
+
+/// `permits` ops of `npo` tokens, or the refusal of a request the pool can
+/// never hold.
+#[inline(always)]
+fn span_of(permits: u32, npo: u64) -> Result<u64, AcquireError> {
+    let span = u64::from(permits).saturating_mul(npo);
+    if span > MAX_SPAN {
+        return Err(AcquireError::InsufficientCapacity {
+            requested: permits,
+            max: u32::try_from(MAX_SPAN / npo.max(1)).unwrap_or(u32::MAX),
+        });
+    }
+    Ok(span)
 }
 
 impl<C> Drop for TokenPool<C> {
