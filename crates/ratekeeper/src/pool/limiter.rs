@@ -329,12 +329,13 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
         self.reserve_slow(span, permits, max_wait)
     }
 
-    /// [`RateLimiter::acquire`]'s steps (`reserve(1, None)`, `wait_for`),
-    /// with the lock-free take's grant kept in registers: the queued path
-    /// comes back as words ([`Grant::to_words`]), so the paths merge as
-    /// values rather than through the memory a call returned into.
+    /// [`RateLimiter::acquire`]'s steps: `reserve(1, None)`, then
+    /// `wait_for`.
     #[inline(always)]
     fn acquire(&self) -> Grant {
+        // The lock-free take's grant stays in registers: the queued path
+        // comes back as words (`Grant::to_words`), so the paths merge as
+        // values rather than through the memory a call returned into.
         // Ordering: Relaxed; a configuration snapshot, as in `reserve`.
         let npo = self.shared.params.nanos_per_op.load(Ordering::Relaxed);
         let span = match span_of(1, npo) {
