@@ -23,12 +23,12 @@ pub(crate) fn park_timeout(_: std::time::Duration) {
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-#[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
 /// A reader-writer lock whose readers take a slot of their own (no shared
 /// reader count): crossbeam's `ShardedLock`.
 #[cfg(not(loom))]
 pub(crate) use crossbeam_utils::sync::ShardedLock as RwLock;
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
 pub(crate) use std::thread::{
     current as current_thread, park, park_timeout, Builder as ThreadBuilder, JoinHandle, Thread,

@@ -181,7 +181,10 @@ impl<C> Shard<C> {
         for _ in 0..n {
             let bucket = &self.buckets[b].0;
             if tomb.is_none() {
-                tomb = bucket.iter().position(|s| s.fp == TOMBSTONE).map(|s| (b, s));
+                tomb = bucket
+                    .iter()
+                    .position(|s| s.fp == TOMBSTONE)
+                    .map(|s| (b, s));
             }
             if let Some(s) = bucket.iter().position(|s| s.fp == EMPTY) {
                 return tomb.unwrap_or((b, s));

@@ -97,16 +97,14 @@ fn sweep_model<R: Rule<Cell = AtomicU64>>(
         return;
     }
     let mut next = u64::MAX;
-    model.retain(
-        |_, s| match rule.recovery(&AtomicU64::new(*s), now) {
-            Recovery::Fresh | Recovery::Credit => false,
-            Recovery::Debt { nanos } => {
-                next = next.min(nanos);
-                true
-            }
-            _ => true,
-        },
-    );
+    model.retain(|_, s| match rule.recovery(&AtomicU64::new(*s), now) {
+        Recovery::Fresh | Recovery::Credit => false,
+        Recovery::Debt { nanos } => {
+            next = next.min(nanos);
+            true
+        }
+        _ => true,
+    });
     *quiet = if model.len() >= cap {
         now.saturating_add(next)
     } else {
