@@ -331,7 +331,7 @@ impl<C: Clock + 'static> RateLimiter for TokenPool<C> {
 
     /// [`RateLimiter::acquire`]'s steps (`reserve(1, None)`, `wait_for`),
     /// with the lock-free take's grant kept in registers: the queued path
-    /// comes back as words ([`Grant::to_words`]), so the paths merge as
+    /// comes back as words (`Grant::to_words`), so the paths merge as
     /// values rather than through the memory a call returned into.
     #[inline(always)]
     fn acquire(&self) -> Grant {
