@@ -81,6 +81,7 @@ fn decide_model<R: Rule<Cell = AtomicU64>>(
 ) -> Result<Grant, AcquireError> {
     let cell = AtomicU64::new(*state);
     let got = rule.reserve(&cell, permits, max, now);
+    // Ordering: Relaxed; one thread, the cell is local.
     *state = cell.load(Ordering::Relaxed);
     got
 }
@@ -133,6 +134,7 @@ fn run<R: Rule<Cell = AtomicU64>>(rule: &R, cap: usize, hasher: u8, ops: &[Op]) 
     let counters = Counters::default();
     let mut model: HashMap<u64, u64> = HashMap::new();
     let (mut now, mut quiet) = (0u64, 0u64);
+    // Ordering: Relaxed; one thread owns the shard and the cells.
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     for op in ops {
         match *op {
@@ -204,6 +206,8 @@ fn churn_in_one_home_bucket_keeps_every_key_and_the_size() {
     let cap = 50;
     let mut shard = Shard::new(cap, &rule);
     let mut model = HashMap::new();
+    // Ordering: Relaxed; one thread owns the shard and the cells.
+    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     for round in 0..2_000u64 {
         let key = round % 70;
         let fp = fp_of(1, key);
@@ -211,9 +215,9 @@ fn churn_in_one_home_bucket_keeps_every_key_and_the_size() {
             model.remove(&fp);
         } else if !shard.is_full() {
             shard.insert(fp, rule.fresh(0), &rule);
-            model.insert(fp, rule.fresh(0).load(Ordering::Relaxed));
+            model.insert(fp, load(&rule.fresh(0)));
         }
-        agree(&shard, &model, cap, |c| c.load(Ordering::Relaxed));
+        agree(&shard, &model, cap, load);
     }
     assert!(shard.table_bytes() <= cap.div_ceil(3) * 64);
 }
@@ -231,6 +235,12 @@ fn a_full_table_costs_at_most_24_bytes_a_key() {
         assert_eq!(shard.len(), cap);
         let per_key = shard.table_bytes() as f64 / cap as f64;
         assert!(cap < 100 || per_key <= 24.0, "{cap}: {per_key} bytes a key");
-        assert_eq!(std::mem::size_of::<Bucket<AtomicU64>>(), 64);
     }
+    assert_eq!(std::mem::size_of::<Bucket<AtomicU64>>(), 64);
+    // Wider states, as docs/keyed.md states: 128-byte buckets.
+    assert_eq!(std::mem::size_of::<Bucket<crate::sync::AtomicU128>>(), 128);
+    assert_eq!(
+        std::mem::size_of::<Bucket<crate::pacer::decision::Timelines>>(),
+        128
+    );
 }
