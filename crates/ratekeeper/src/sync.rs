@@ -6,6 +6,10 @@
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
+/// A reader-writer lock: loom's under `--cfg loom`, so models see the
+/// keyed map's shard locks.
+#[cfg(loom)]
+pub(crate) use loom::sync::RwLock;
 #[cfg(loom)]
 pub(crate) use loom::thread::{
     current as current_thread, park, Builder as ThreadBuilder, JoinHandle, Thread,
@@ -19,6 +23,10 @@ pub(crate) fn park_timeout(_: std::time::Duration) {
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+/// A reader-writer lock whose readers take a slot of their own (no shared
+/// reader count): crossbeam's `ShardedLock`.
+#[cfg(not(loom))]
+pub(crate) use crossbeam_utils::sync::ShardedLock as RwLock;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]

@@ -3,10 +3,9 @@
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
 use std::sync::{OnceLock, PoisonError};
 use std::time::Duration;
-
-use crossbeam_utils::sync::ShardedLock;
 
 use crate::bucket::{CycleRule, RefillRule};
 use crate::clock::{Clock, DefaultClock};
@@ -16,11 +15,11 @@ use crate::limiter::RateLimiter;
 use crate::limiter::Recovery;
 use crate::pacer::decision::{Accumulator, Dual, Spacing};
 use crate::smooth::rule::SmoothRule;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, RwLock};
 use crate::wait::saturating_nanos;
 
 use super::config::{self, KeyedBuilder};
-use super::shard::{Counters, Shard};
+use super::shard::{fingerprint, Counters, Shard};
 use super::KeyHasher;
 use super::Overflow;
 use crate::store::Rule;
@@ -58,11 +57,12 @@ macro_rules! each {
 }
 
 /// A shard behind its lock: a read slot per thread, one writer.
-type Locked<K, V> = ShardedLock<Shard<K, V>>;
+type Locked<C> = RwLock<Shard<C>>;
 
-/// The keys of one rule: shards of (key, state), and what a full map does.
+/// The keys of one rule: shards of (fingerprint, state), and what a full
+/// map does. Keys are not stored: a key is its [`fingerprint`].
 pub(crate) struct Map<K, R: Rule, S> {
-    shards: Box<[Locked<K, R::Cell>]>,
+    shards: Box<[Locked<R::Cell>]>,
     hasher: S,
     rule: R,
     /// The state untracked keys share under [`Overflow::Shared`], started at
@@ -71,6 +71,7 @@ pub(crate) struct Map<K, R: Rule, S> {
     overflow: Overflow,
     max_keys: usize,
     counters: Counters,
+    key: PhantomData<fn(&K)>,
 }
 
 /// Why a keyed limiter refused a request.
@@ -214,14 +215,14 @@ impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
     }
 }
 
-impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
+impl<K: Hash, R: Rule, S: BuildHasher> Map<K, R, S> {
     pub(super) fn new(rule: R, settings: &config::Settings, hasher: S) -> Self {
         let (share, rest) = (
             settings.max_keys / settings.shards,
             settings.max_keys % settings.shards,
         );
         let shards = (0..settings.shards)
-            .map(|i| ShardedLock::new(Shard::new(share + usize::from(i < rest))))
+            .map(|i| RwLock::new(Shard::new(share + usize::from(i < rest), &rule)))
             .collect();
         Map {
             shards,
@@ -231,22 +232,23 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
             overflow: settings.overflow,
             max_keys: settings.max_keys,
             counters: Counters::default(),
+            key: PhantomData,
         }
     }
 
     #[inline]
-    fn shard(&self, hash: u64) -> &Locked<K, R::Cell> {
-        &self.shards[shard_of(hash, self.shards.len())]
+    fn shard(&self, fp: u64) -> &Locked<R::Cell> {
+        &self.shards[shard_of(fp, self.shards.len())]
     }
 
     /// `f` of `key`'s state, under its shard's read lock, if tracked.
     fn with_cell<T>(&self, key: &K, f: impl FnOnce(&R::Cell) -> T) -> Option<T> {
-        let hash = self.hasher.hash_one(key);
+        let fp = fingerprint(self.hasher.hash_one(key));
         let read = self
-            .shard(hash)
+            .shard(fp)
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        read.get(hash, key).map(f)
+        read.get(fp).map(f)
     }
 
     #[inline(always)]
@@ -261,17 +263,17 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
         // and a reading taken before them is still a lower bound of the
         // present when the key's state is decided on.
         let now = clock.now_nanos();
-        let hash = self.hasher.hash_one(key);
+        let fp = fingerprint(self.hasher.hash_one(key));
         {
             let read = self
-                .shard(hash)
+                .shard(fp)
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
-            if let Some(cell) = read.get(hash, key) {
+            if let Some(cell) = read.get(fp) {
                 return Ok(decide(&self.rule, cell, permits, max, clock, now)?);
             }
         }
-        self.reserve_new(hash, key, permits, max, clock)
+        self.reserve_new(fp, permits, max, clock)
     }
 
     /// A key not found under the read lock: under the write lock, found
@@ -279,17 +281,16 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
     #[cold]
     fn reserve_new<C: Clock>(
         &self,
-        hash: u64,
-        key: &K,
+        fp: u64,
         permits: u32,
         max: Option<u64>,
         clock: &C,
     ) -> Result<Grant, KeyedError> {
         let mut write = self
-            .shard(hash)
+            .shard(fp)
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(cell) = write.get(hash, key) {
+        if let Some(cell) = write.get(fp) {
             return Ok(decide(
                 &self.rule,
                 cell,
@@ -315,7 +316,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
                     return Ok(decide(&self.rule, spare, permits, max, clock, now)?);
                 }
                 Overflow::EvictLeastDebt => {
-                    if !write.evict_least_debt(&self.rule, now, &self.hasher, &self.counters) {
+                    if !write.evict_least_debt(&self.rule, now, &self.counters) {
                         return Err(KeyedError::Full);
                     }
                 }
@@ -329,7 +330,7 @@ impl<K: Hash + Eq + Clone, R: Rule, S: BuildHasher> Map<K, R, S> {
         let cell = self.rule.fresh(now);
         let decided = self.rule.reserve(&cell, permits, max, now);
         if matches!(decided, Ok(_) | Err(AcquireError::WouldWait { .. })) {
-            write.insert(hash, key.clone(), cell, &self.hasher);
+            write.insert(fp, cell, &self.rule);
             // Ordering: Relaxed; a gauge, changed under the shard's write lock.
             self.counters.live.fetch_add(1, Ordering::Relaxed);
         }

@@ -34,22 +34,42 @@
 //! is admitted untracked. Token pools and sharded pacers are refused at
 //! build.
 //!
+//! # Key identity
+//!
+//! A key is its fingerprint: a 64-bit hash of it by the map's
+//! [`BuildHasher`](std::hash::BuildHasher); the key itself is not stored.
+//! Two keys whose fingerprints are equal share one state (one limit). With
+//! the default [`KeyHasher`]'s random seed per map, an outsider cannot aim
+//! a collision at another client's key; keys that collide by chance (about
+//! one pair in 2^64 / n² for n keys) only share their limits.
+//!
 //! # Cost
 //!
-//! A key costs its own size, one or two words of state and a control byte.
+//! A key costs a slot of its shard's table: its fingerprint and its state,
+//! side by side. For the limiters whose state is one word (a refill bucket,
+//! a pacer without a burst ratio) four slots fill one 64-byte cache line,
+//! and a table at its cap is at most 3/4 full: at most 24 bytes a key.
+//! Wider states (a pacer with a burst ratio, Guava's smooth limiters, the
+//! cycle limiter) take wider buckets. Each shard's table grows by doubling
+//! under its write lock, up to the size for its share of the cap.
+//!
 //! Each key is decided by its limiter's own arithmetic, without cancels,
 //! rate changes or a waiting room; wait until
 //! [`Grant::ready_nanos`](crate::Grant::ready_nanos) by your own means. A
-//! check on a tracked key is a clock read, a hash, a read lock, a lookup and
-//! one compare-exchange: O(1), no allocation. A new key takes the shard's
-//! write lock (amortised O(1)).
+//! check on a tracked key is a clock read, a hash, a read lock, a probe
+//! from the key's home bucket (usually that bucket alone) and one
+//! compare-exchange: O(1), no allocation. A new key takes the shard's
+//! write lock (amortised O(1); a doubling or a clean-up of removed keys'
+//! slots moves every key of the shard once).
 //!
 //! # Memory ordering
 //!
 //! A grant on a key happens after every earlier grant on that key (one
 //! `AcqRel` read-modify-write of its state). The map is a lock per shard
-//! ([`ShardedLock`](crossbeam_utils::sync::ShardedLock)): read for known
-//! keys, write to insert or drop.
+//! ([`ShardedLock`](crossbeam_utils::sync::ShardedLock)): read to find a
+//! key and decide on its state, write to insert, drop, or rebuild. A slot's
+//! fingerprint changes only under the write lock, so no check ever decides
+//! on a state that another key took over while it looked.
 //!
 //! The repository's `docs/keyed.md` has the fresh/credit table per limiter,
 //! the memory per key and the shard count rule.
