@@ -91,8 +91,16 @@ fn keyed<S: BuildHasher + Default>(
     config: &str,
     keys: u64,
 ) -> Result<Keyed<u64, DefaultClock, S>, Box<dyn Error>> {
+    keyed_capped(config, keys.max(64) * 2)
+}
+
+/// A keyed limiter of `config` capped at `cap` keys.
+fn keyed_capped<S: BuildHasher + Default>(
+    config: &str,
+    cap: u64,
+) -> Result<Keyed<u64, DefaultClock, S>, Box<dyn Error>> {
     let config: LimiterConfig = config.parse()?;
-    let cap = usize::try_from(keys.max(64) * 2)?;
+    let cap = usize::try_from(cap)?;
     let builder = Keyed::builder().max_keys(cap);
     Ok(builder.build_with_hasher(&config, DefaultClock::new(), S::default())?)
 }
@@ -210,8 +218,13 @@ fn child_mem(which: &str, keys: u64) -> Result<(), Box<dyn Error>> {
             Box::new(g)
         }
         name => {
+            // `NAME@cap`: capped at the key count, so the keys fill it.
+            let (name, cap) = match name.strip_suffix("@cap") {
+                Some(name) => (name, keys),
+                None => (name, keys.max(64) * 2),
+            };
             let (_, config) = LIMITERS.iter().find(|(n, _)| *n == name).ok_or("limiter")?;
-            let k = keyed::<KeyHasher>(config, keys)?;
+            let k = keyed_capped::<KeyHasher>(config, cap)?;
             (0..keys).for_each(|key| drop(k.try_acquire(&key)));
             Box::new(k)
         }
@@ -242,8 +255,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("  governor keyed   {gov_mem:>8.1}");
     for (name, _) in LIMITERS {
         println!(
-            "  keyed {name:<10} {:>8.1}",
-            mem_per_key(name, args.mem_keys)?
+            "  keyed {name:<10} {:>8.1}   (cap twice the keys; at the cap: {:.1})",
+            mem_per_key(name, args.mem_keys)?,
+            mem_per_key(&format!("{name}@cap"), args.mem_keys)?
         );
     }
     println!("\nflood (strict pacer:100,1.0 per key, the default cap):");
