@@ -82,6 +82,17 @@ impl<C> Bucket<C> {
     fn has_empty(&self) -> bool {
         self.0.iter().any(|s| s.fp == EMPTY)
     }
+
+    /// Bit `i` set where slot `i`'s fingerprint is `fp`. Every slot is
+    /// compared, without a branch per slot: where in its bucket a key sits
+    /// is random, and a branch on it would be mispredicted half the time.
+    #[inline(always)]
+    fn matches(&self, fp: u64) -> u32 {
+        self.0
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, slot)| m | u32::from(slot.fp == fp) << i)
+    }
 }
 
 /// A shard's keys. Read under the shard's read lock (lookups), changed
@@ -146,10 +157,11 @@ impl<C> Shard<C> {
         let mut b = self.home(fp);
         for _ in 0..n {
             let bucket = &self.buckets[b];
-            if let Some(s) = bucket.0.iter().position(|slot| slot.fp == fp) {
-                return Some((b, s));
+            let hits = bucket.matches(fp);
+            if hits != 0 {
+                return Some((b, hits.trailing_zeros() as usize));
             }
-            if bucket.has_empty() {
+            if bucket.matches(EMPTY) != 0 {
                 return None;
             }
             b = if b + 1 == n { 0 } else { b + 1 };
