@@ -88,7 +88,7 @@
 //!   time with `std::thread::sleep` (unthrottled, it never sleeps);
 //! * beside the unthrottled table, the 1-thread floor of a grant: one
 //!   read of the default (TSC) clock and one `fetch_add`, no limiter, once
-//!   per run, with the default Pacer's ratio to it and issue 33's ratios to
+//!   per run, with the default Pacer's ratio to it and the target ratios to
 //!   governor (`examples/grant_profile.rs` counts their instructions);
 //! * governor 0.10: `Quota::with_period(1/r)` with a burst of `r × 10 µs`
 //!   (governor's default `per_second` burst would be 1 s of permits, handed
@@ -417,7 +417,7 @@ impl Subject for SleepLoop {
     }
 }
 
-/// The floor of an unthrottled grant (issue 33): one read of the clock the
+/// The floor of an unthrottled grant: one read of the clock the
 /// limiters read by default and one `fetch_add`, no limiter; what a Pacer
 /// grant (one clock read, one atomic add) is measured against.
 struct Floor {
@@ -1593,7 +1593,7 @@ fn report(
     summarize(&scale_unthrottled);
 }
 
-/// The 1-thread floor beside the unthrottled table, and issue 33's targets
+/// The 1-thread floor beside the unthrottled table, and the hot-path targets
 /// for the entries of this run that they name (ratios per run, then the
 /// median).
 fn print_floor(args: &Args, results: &Results, floor: &[Run], one: Option<usize>) {

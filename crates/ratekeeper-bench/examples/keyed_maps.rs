@@ -1,4 +1,4 @@
-//! Keyed maps (issue 33): the concurrent maps a keyed limiter could keep its
+//! Keyed maps: the concurrent maps a keyed limiter could keep its
 //! per-key states in, measured on one workload, beside the current `Keyed`,
 //! governor's keyed limiter, the floor, and a prototype table of our own
 //! (module `own`): check throughput and bytes per live key.
