@@ -297,6 +297,9 @@ fn config_builder_merges_and_round_trips() {
     assert_eq!(merged.get_timeout_nanos(), 9);
     assert_eq!(merged.get_permit_capacity(), Some(30));
     assert_eq!(merged.get_initial_permits(), None);
+    let seeded = merged.overwrite(ConfigBuilder::new().initial_permits(3));
+    assert_eq!(seeded.get_initial_permits(), Some(3));
+    assert_eq!(seeded.get_permit_capacity(), Some(30));
     assert_eq!(ConfigBuilder::new().get_limit_refresh_period_nanos(), 500);
     let c = merged.build().unwrap();
     assert_eq!(ConfigBuilder::from(&c).build(), Ok(c));

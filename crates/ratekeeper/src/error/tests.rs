@@ -248,3 +248,20 @@ fn each_detail_converts_to_its_own_reason() {
         assert_eq!(reason(e.into()), want);
     }
 }
+
+#[test]
+fn debug_names_kind_reason_and_detail() {
+    let err = ConfigError::with_reason(ConfigReason::RateTooFast, Inner);
+    assert_eq!(
+        format!("{err:?}"),
+        "ConfigError { kind: Rate, reason: RateTooFast, detail: Inner }"
+    );
+}
+
+#[test]
+fn durations_read_back_as_one_word() {
+    use std::time::Duration;
+    assert_eq!(fmt_duration(Duration::ZERO), "0s");
+    assert_eq!(fmt_duration(Duration::from_secs(90)), "1m30s");
+    assert_eq!(fmt_duration(Duration::from_millis(1500)), "1s500ms");
+}
