@@ -244,3 +244,19 @@ fn a_full_table_costs_at_most_24_bytes_a_key() {
         128
     );
 }
+
+#[test]
+fn the_reserved_fingerprints_move_and_the_rest_stay() {
+    assert_eq!(fingerprint(EMPTY), 2);
+    assert_eq!(fingerprint(TOMBSTONE), 3);
+    for hash in [2, 3, 5, u64::MAX] {
+        assert_eq!(fingerprint(hash), hash);
+    }
+}
+
+#[test]
+fn a_table_keeps_a_quarter_of_its_slots_free_of_keys_and_an_eighth_unused() {
+    for (slots, live, used) in [(4, 3, 3), (8, 6, 7), (16, 12, 14), (64, 48, 56)] {
+        assert_eq!((max_live(slots), max_used(slots)), (live, used), "{slots} slots");
+    }
+}
