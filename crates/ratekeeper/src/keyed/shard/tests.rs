@@ -257,6 +257,10 @@ fn the_reserved_fingerprints_move_and_the_rest_stay() {
 #[test]
 fn a_table_keeps_a_quarter_of_its_slots_free_of_keys_and_an_eighth_unused() {
     for (slots, live, used) in [(4, 3, 3), (8, 6, 7), (16, 12, 14), (64, 48, 56)] {
-        assert_eq!((max_live(slots), max_used(slots)), (live, used), "{slots} slots");
+        assert_eq!(
+            (max_live(slots), max_used(slots)),
+            (live, used),
+            "{slots} slots"
+        );
     }
 }
