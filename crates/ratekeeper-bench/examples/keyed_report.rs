@@ -19,7 +19,7 @@
 //! the timing (the cap is twice the key count: no eviction while timed).
 //! Memory: the resident-set growth of a child process that inserts
 //! `--mem-keys` keys (default 1 M) into one structure, divided by the key
-//! count. Flood: as many unique keys, sent as fast as one thread can, into
+//! count. Flood: as many unique keys, sent as fast as two threads can, into
 //! a keyed limit with the default cap (100 000 keys) while a steady client
 //! asks every millisecond: the cap, the memory and the client's limit
 //! under the flood.
@@ -27,7 +27,7 @@
 use std::error::Error;
 use std::num::NonZeroU32;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use std::hash::{BuildHasher, RandomState};
@@ -154,19 +154,23 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
-/// In a child process: a flood of `keys` unique keys, as fast as one
-/// thread can send them, into a strict 100/s per key limit capped at
+/// In a child process: a flood of `keys` unique keys, as fast as
+/// [`FLOOD_THREADS`] threads can send them, into a strict 100/s per key limit capped at
 /// 100 000 keys (the default), while a steady client asks every
 /// millisecond on its own thread; prints the resident growth, the live
 /// keys at most, the evictions, and the steady client's grants against
 /// what its limit allows over the same span.
+/// The flood's sending threads.
+const FLOOD_THREADS: u64 = 2;
+
 fn child_flood(keys: u64) -> Result<(), Box<dyn Error>> {
     let config: LimiterConfig = "pacer:100,1.0".parse()?;
     let before = rss_bytes();
     let k: Keyed<u64> = Keyed::builder().build(&config)?;
     let stop = AtomicBool::new(false);
     let start = Instant::now();
-    let (steady, live_max) = std::thread::scope(|s| {
+    let live_max = AtomicU64::new(0);
+    let steady = std::thread::scope(|s| {
         let steady = s.spawn(|| {
             let mut granted = 0u64;
             while !stop.load(Ordering::Relaxed) {
@@ -175,20 +179,32 @@ fn child_flood(keys: u64) -> Result<(), Box<dyn Error>> {
             }
             granted
         });
-        let mut live_max = 0;
-        for key in 0..keys {
-            let _ = k.try_acquire(&key);
-            if key % 4096 == 0 {
-                live_max = live_max.max(k.metrics().live_keys);
-            }
-        }
+        let flooders: Vec<_> = (0..FLOOD_THREADS)
+            .map(|t| {
+                let (k, live_max) = (&k, &live_max);
+                s.spawn(move || {
+                    // Thread t sends keys t, t + FLOOD_THREADS, ...
+                    for key in (t..keys).step_by(FLOOD_THREADS as usize) {
+                        let _ = k.try_acquire(&key);
+                        if key % 4096 == t {
+                            // Relaxed: a statistic, read after the joins.
+                            live_max.fetch_max(k.metrics().live_keys, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        flooders
+            .into_iter()
+            .for_each(|f| f.join().expect("flooder"));
         stop.store(true, Ordering::Relaxed);
-        (steady.join().expect("steady client"), live_max)
+        steady.join().expect("steady client")
     });
+    let live_max = live_max.into_inner();
     let elapsed = start.elapsed().as_secs_f64();
     let m = k.metrics();
     println!(
-        "  {keys} unique keys in {elapsed:.2} s into a cap of {}: live at most {live_max}, \
+        "  {keys} unique keys from {FLOOD_THREADS} threads in {elapsed:.2} s into a cap of {}: live at most {live_max}, \
          resident growth {:.1} MB; evicted fresh {}, with credit {}, in debt {}; \
          new keys denied {}",
         m.max_keys,
