@@ -1491,3 +1491,12 @@ fn cycle_effective_rate_is_exact() {
     l.change_limit_for_period(7).unwrap();
     assert_eq!(l.effective_rate(), 7e8);
 }
+
+#[test]
+fn signed_changes_take_their_smallest_valid_values() {
+    let limiter = RefillLimiter::of_defaults("edge");
+    compat::change_limit_for_period(&limiter, 1).unwrap();
+    assert_eq!(limiter.config().limit_for_period(), 1);
+    compat::change_timeout_nanos(&limiter, 0).unwrap();
+    assert_eq!(limiter.config().timeout(), Duration::ZERO);
+}
