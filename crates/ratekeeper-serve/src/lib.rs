@@ -1,6 +1,16 @@
 //! A rate-limit service over ratekeeper's limiters.
 //!
 //! `ratekeeper serve` answers Envoy's RLS v3 gRPC API and an HTTP/JSON API
-//! from limits written in envoyproxy/ratelimit's YAML shape ([`config`]).
+//! from limits written in envoyproxy/ratelimit's YAML shape ([`config`]),
+//! decided by [`Limits`]: each descriptor against the limit it matches, on
+//! a capped keyed store, a refused request taking nothing.
 
+mod check;
 pub mod config;
+mod limits;
+
+pub use check::{
+    CheckError, CheckRequest, CheckResponse, Code, CurrentLimit, Descriptor, DescriptorStatus,
+    MAX_DESCRIPTORS, MAX_ENTRIES, MAX_TEXT_BYTES,
+};
+pub use limits::{Limits, LimitsBuilder, LimitsError, DEFAULT_MAX_KEYS_PER_LIMIT};

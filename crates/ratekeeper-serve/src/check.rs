@@ -1,0 +1,223 @@
+//! What a caller asks and what it is answered, whatever the protocol: the
+//! shapes of Envoy's `RateLimitRequest` and `RateLimitResponse`, checked.
+
+use std::time::Duration;
+
+use crate::config::Unit;
+
+/// At most this many descriptors in one request.
+pub const MAX_DESCRIPTORS: usize = 64;
+/// At most this many entries in one descriptor.
+pub const MAX_ENTRIES: usize = 32;
+/// At most this many bytes in a domain, an entry's key or its value.
+pub const MAX_TEXT_BYTES: usize = 4_096;
+
+/// One question: may these descriptors of `domain` take their hits?
+///
+/// ```
+/// use ratekeeper_serve::{CheckRequest, Descriptor};
+///
+/// let request = CheckRequest::new("api", vec![Descriptor::new([("user", "alice")])]);
+/// assert_eq!(request.hits_addend, 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRequest {
+    /// The domain whose limits apply.
+    pub domain: String,
+    /// The descriptors, each decided against the limit it matches.
+    pub descriptors: Vec<Descriptor>,
+    /// The hits each descriptor takes unless it says its own; Envoy's 0
+    /// (not set) means 1.
+    pub hits_addend: u32,
+}
+
+impl CheckRequest {
+    /// `descriptors` of `domain`, one hit each.
+    pub fn new(domain: impl Into<String>, descriptors: Vec<Descriptor>) -> CheckRequest {
+        CheckRequest {
+            domain: domain.into(),
+            descriptors,
+            hits_addend: 1,
+        }
+    }
+
+    /// Checks the sizes and the text a request may hold.
+    ///
+    /// # Errors
+    ///
+    /// The first [`CheckError`] found, in the request's order.
+    pub fn validate(&self) -> Result<(), CheckError> {
+        if self.domain.is_empty() {
+            return Err(CheckError::EmptyDomain);
+        }
+        check_text("domain", &self.domain)?;
+        if self.descriptors.is_empty() {
+            return Err(CheckError::NoDescriptors);
+        }
+        if self.descriptors.len() > MAX_DESCRIPTORS {
+            return Err(CheckError::TooManyDescriptors(self.descriptors.len()));
+        }
+        for (i, d) in self.descriptors.iter().enumerate() {
+            if d.entries.is_empty() {
+                return Err(CheckError::NoEntries { descriptor: i });
+            }
+            if d.entries.len() > MAX_ENTRIES {
+                return Err(CheckError::TooManyEntries {
+                    descriptor: i,
+                    entries: d.entries.len(),
+                });
+            }
+            for (key, value) in &d.entries {
+                if key.is_empty() {
+                    return Err(CheckError::EmptyKey { descriptor: i });
+                }
+                check_text("entry key", key)?;
+                check_text("entry value", value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The hits descriptor `d` takes: its own, else the request's (0
+    /// meaning 1). A descriptor's own 0 asks without taking.
+    pub fn hits_of(&self, d: &Descriptor) -> u64 {
+        d.hits_addend
+            .unwrap_or_else(|| u64::from(self.hits_addend.max(1)))
+    }
+}
+
+fn check_text(what: &'static str, text: &str) -> Result<(), CheckError> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(CheckError::TooLong {
+            what,
+            bytes: text.len(),
+        });
+    }
+    Ok(())
+}
+
+/// One descriptor: ordered (key, value) entries, and optionally its own
+/// hits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Descriptor {
+    /// The entries, outermost first.
+    pub entries: Vec<(String, String)>,
+    /// This descriptor's hits, overriding the request's; 0 asks without
+    /// taking.
+    pub hits_addend: Option<u64>,
+}
+
+impl Descriptor {
+    /// A descriptor of `entries`, taking the request's hits.
+    pub fn new<K: Into<String>, V: Into<String>>(
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) -> Descriptor {
+        Descriptor {
+            entries: entries
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            hits_addend: None,
+        }
+    }
+}
+
+/// A request found unanswerable; nothing was taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// The domain is empty.
+    #[error("the domain is empty: name one of the configured domains")]
+    EmptyDomain,
+    /// No domain of that name is configured.
+    #[error("unknown domain {0:?}: no config file declares it")]
+    UnknownDomain(String),
+    /// The request has no descriptors.
+    #[error("the request has no descriptors: send at least one")]
+    NoDescriptors,
+    /// More than [`MAX_DESCRIPTORS`] descriptors.
+    #[error("{0} descriptors in one request: at most {MAX_DESCRIPTORS} are answered")]
+    TooManyDescriptors(usize),
+    /// A descriptor without entries.
+    #[error("descriptor {descriptor} has no entries: send at least one key and value")]
+    NoEntries {
+        /// Its index in the request.
+        descriptor: usize,
+    },
+    /// More than [`MAX_ENTRIES`] entries in a descriptor.
+    #[error("descriptor {descriptor} has {entries} entries: at most {MAX_ENTRIES} are matched")]
+    TooManyEntries {
+        /// Its index in the request.
+        descriptor: usize,
+        /// How many it has.
+        entries: usize,
+    },
+    /// An entry with an empty key.
+    #[error("descriptor {descriptor} has an entry with an empty key")]
+    EmptyKey {
+        /// Its index in the request.
+        descriptor: usize,
+    },
+    /// A domain, key or value longer than [`MAX_TEXT_BYTES`].
+    #[error("a {what} of {bytes} bytes: at most {MAX_TEXT_BYTES} are accepted")]
+    TooLong {
+        /// Which text.
+        what: &'static str,
+        /// Its length.
+        bytes: usize,
+    },
+}
+
+/// A descriptor's or a request's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// Admitted (or no limit applies).
+    Ok,
+    /// Refused: over the limit.
+    OverLimit,
+}
+
+/// The limit a descriptor matched, as Envoy's `RateLimit` message shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentLimit {
+    /// The limit's name, if the config gives one.
+    pub name: Option<String>,
+    /// Permits per unit.
+    pub requests_per_unit: u32,
+    /// The unit.
+    pub unit: Unit,
+}
+
+/// One descriptor's answer, in the request's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescriptorStatus {
+    /// The verdict (always [`Code::Ok`] in shadow mode).
+    pub code: Code,
+    /// The limit matched; `None` when none (or an unlimited one) did.
+    pub current_limit: Option<CurrentLimit>,
+    /// Permits left for this descriptor's key after the decision;
+    /// `u32::MAX` for an unlimited one.
+    pub limit_remaining: u32,
+    /// Until the key's state is as a fresh one's: a bucket full again, a
+    /// window over.
+    pub duration_until_reset: Duration,
+    /// For a refusal, when a retry could be admitted, if known.
+    pub retry_after: Option<Duration>,
+    /// Whether a shadow-mode limit would have refused.
+    pub shadow_over_limit: bool,
+}
+
+/// The answer to a [`CheckRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckResponse {
+    /// [`Code::OverLimit`] if any descriptor is.
+    pub overall_code: Code,
+    /// One status per descriptor, in the request's order.
+    pub statuses: Vec<DescriptorStatus>,
+    /// The draft RateLimit / RateLimit-Policy fields (and Retry-After on a
+    /// refusal) for the caller's response, lower-case names.
+    pub response_headers: Vec<(String, String)>,
+    /// How long the caller must be held before an admission is due (zero
+    /// unless a limit's `max_wait` allowed a wait).
+    pub wait: Duration,
+}
