@@ -8,9 +8,11 @@
 mod check;
 pub mod config;
 mod limits;
+mod service;
 
 pub use check::{
     CheckError, CheckRequest, CheckResponse, Code, CurrentLimit, Descriptor, DescriptorStatus,
     MAX_DESCRIPTORS, MAX_ENTRIES, MAX_TEXT_BYTES,
 };
 pub use limits::{Limits, LimitsBuilder, LimitsError, DEFAULT_MAX_KEYS_PER_LIMIT};
+pub use service::Service;
