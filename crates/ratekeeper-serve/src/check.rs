@@ -29,6 +29,9 @@ pub struct CheckRequest {
     /// The hits each descriptor takes unless it says its own; Envoy's 0
     /// (not set) means 1.
     pub hits_addend: u32,
+    /// The longest the caller accepts to wait for an admission, at most
+    /// each limit's own `max_wait`; `None`: the limit's.
+    pub max_wait: Option<Duration>,
 }
 
 impl CheckRequest {
@@ -38,6 +41,7 @@ impl CheckRequest {
             domain: domain.into(),
             descriptors,
             hits_addend: 1,
+            max_wait: None,
         }
     }
 
@@ -205,6 +209,10 @@ pub struct DescriptorStatus {
     pub retry_after: Option<Duration>,
     /// Whether a shadow-mode limit would have refused.
     pub shadow_over_limit: bool,
+    /// The matched limit's name in metrics and `RateLimit-Policy`: its
+    /// configured name, else the domain and the keys of its place in the
+    /// tree (`api/user/path`); `None` when no counted limit matched.
+    pub limit_id: Option<std::sync::Arc<str>>,
 }
 
 /// The answer to a [`CheckRequest`].

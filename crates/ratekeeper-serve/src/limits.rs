@@ -124,6 +124,7 @@ struct Counted<C> {
     keyed: Keyed<String, C>,
     current: CurrentLimit,
     policy: Policy,
+    id: Arc<str>,
     max_wait: Duration,
     /// A refill bucket's nanoseconds per permit, for the retry of a
     /// refusal decided without taking.
@@ -298,13 +299,10 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             Algorithm::Cycle => rate.requests_per_unit,
             Algorithm::Pacer => 1,
         };
-        let policy = Policy::new(
-            printable(&name),
-            u64::from(rate.requests_per_unit),
-            unit_secs,
-        )
-        .and_then(|p| p.with_burst(burst))
-        .map_err(|e| fail(format!("the limit's policy is refused: {e}")))?;
+        let id: Arc<str> = printable(&name).into();
+        let policy = Policy::new(id.to_string(), u64::from(rate.requests_per_unit), unit_secs)
+            .and_then(|p| p.with_burst(burst))
+            .map_err(|e| fail(format!("the limit's policy is refused: {e}")))?;
         Ok(Counted {
             keyed,
             current: CurrentLimit {
@@ -313,6 +311,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
                 unit: rate.unit,
             },
             policy,
+            id,
             max_wait: rate.max_wait,
             permit_nanos: (rate.algorithm == Algorithm::Refill).then(|| {
                 let unit = rate.unit.duration().as_nanos() as u64;
@@ -339,13 +338,14 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             .iter()
             .map(|d| (d, tree.find(d), entries_key(d), request.hits_of(d)))
             .collect();
+        let asked_wait = request.max_wait.unwrap_or(Duration::MAX);
         // With one counted descriptor its own refusal takes nothing; with
         // several, one that lacks its hits now refuses them all first.
         let counted = matched.iter().filter(|m| m.1.is_some_and(Limit::counts));
         let refuse_all = counted.clone().count() > 1
-            && counted
-                .clone()
-                .any(|(_, limit, key, hits)| limit.is_some_and(|l| l.lacks(key, *hits)));
+            && counted.clone().any(|(_, limit, key, hits)| {
+                limit.is_some_and(|l| l.lacks(key, *hits, asked_wait))
+            });
         let mut response = CheckResponse {
             overall_code: Code::Ok,
             statuses: Vec::with_capacity(matched.len()),
@@ -356,7 +356,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
         for (_, limit, key, hits) in &matched {
             let (status, wait) = match limit {
                 None => (no_limit(), Duration::ZERO),
-                Some(l) => l.decide(key, *hits, refuse_all, &mut headers),
+                Some(l) => l.decide(key, *hits, asked_wait, refuse_all, &mut headers),
             };
             if status.code == Code::OverLimit {
                 response.overall_code = Code::OverLimit;
@@ -471,11 +471,11 @@ impl<C: Clock> Limit<C> {
 
     /// Whether this limit refuses `hits` for `key` now without waiting
     /// (and so the whole request is refused before anything is taken).
-    fn lacks(&self, key: &String, hits: u64) -> bool {
+    fn lacks(&self, key: &String, hits: u64, asked_wait: Duration) -> bool {
         let Some(c) = &self.counted else {
             return false;
         };
-        if self.shadow || hits == 0 || !c.max_wait.is_zero() {
+        if self.shadow || hits == 0 || !c.max_wait.min(asked_wait).is_zero() {
             return false;
         }
         c.keyed.available(key).is_some_and(|a| a < hits)
@@ -487,6 +487,7 @@ impl<C: Clock> Limit<C> {
         &self,
         key: &String,
         hits: u64,
+        asked_wait: Duration,
         query_only: bool,
         headers: &mut Headers,
     ) -> (DescriptorStatus, Duration) {
@@ -505,7 +506,7 @@ impl<C: Clock> Limit<C> {
                 _ => Ok(Duration::ZERO),
             }
         } else {
-            take(c, key, hits)
+            take(c, key, hits, c.max_wait.min(asked_wait))
         };
         let remaining = c.keyed.available(key).unwrap_or(0);
         let reset = match c.keyed.recovery(key) {
@@ -528,6 +529,7 @@ impl<C: Clock> Limit<C> {
             duration_until_reset: reset,
             retry_after: if self.shadow { None } else { retry_after },
             shadow_over_limit: over && self.shadow,
+            limit_id: Some(Arc::clone(&c.id)),
         };
         (status, wait)
     }
@@ -535,11 +537,16 @@ impl<C: Clock> Limit<C> {
 
 /// Takes `hits` for `key`: the wait before they are due, or a refusal
 /// with the wait a retry needs, if known.
-fn take<C: Clock>(c: &Counted<C>, key: &String, hits: u64) -> Result<Duration, Option<Duration>> {
+fn take<C: Clock>(
+    c: &Counted<C>,
+    key: &String,
+    hits: u64,
+    max_wait: Duration,
+) -> Result<Duration, Option<Duration>> {
     let Ok(permits) = u32::try_from(hits) else {
         return Err(None);
     };
-    match c.keyed.reserve(key, permits, Some(c.max_wait)) {
+    match c.keyed.reserve(key, permits, Some(max_wait)) {
         Ok(grant) => Ok(Duration::from_nanos(grant.delay_nanos())),
         Err(e @ KeyedError::Limiter(_)) => Err(e.retry_after()),
         Err(_) => Err(None),
@@ -554,6 +561,7 @@ fn no_limit() -> DescriptorStatus {
         duration_until_reset: Duration::ZERO,
         retry_after: None,
         shadow_over_limit: false,
+        limit_id: None,
     }
 }
 

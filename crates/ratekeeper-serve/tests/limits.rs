@@ -381,3 +381,26 @@ fn a_burst_below_the_rate_refills_at_the_rate() {
     clock.advance(Duration::from_nanos(1));
     assert_eq!(admitted("b"), 1);
 }
+
+#[test]
+fn a_caller_may_shorten_a_limits_wait_but_never_lengthen_it() {
+    let mut pacer = rate(10, Unit::Second);
+    pacer.algorithm = Algorithm::Pacer;
+    pacer.max_wait = Duration::from_millis(150);
+    let (limits, _) = build(&config(vec![node("k", None, limited(pacer))]));
+    let with = |max: Option<u64>| {
+        let mut req = ask(&[("k", "v")]);
+        req.max_wait = max.map(Duration::from_millis);
+        let r = limits.check(&req).unwrap();
+        (r.overall_code, r.wait.as_millis())
+    };
+    assert_eq!(with(Some(0)), (Code::Ok, 0));
+    assert_eq!(with(Some(50)), (Code::OverLimit, 0));
+    assert_eq!(with(Some(10_000)), (Code::Ok, 100));
+    assert_eq!(
+        with(Some(10_000)),
+        (Code::OverLimit, 0),
+        "200 ms > the limit's 150"
+    );
+    assert_eq!(with(None), (Code::OverLimit, 0));
+}
