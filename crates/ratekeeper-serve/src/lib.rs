@@ -7,7 +7,9 @@
 
 mod check;
 pub mod config;
+pub mod http;
 mod limits;
+mod metrics;
 mod service;
 
 pub use check::{

@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use crate::check::{CheckError, CheckRequest, CheckResponse};
 use crate::config::Config;
 use crate::limits::{Limits, LimitsError};
+use crate::metrics::Metrics;
 
 /// The limits in force and what every handler does with a request: decide,
 /// then hold an admitted request whose limit allows a wait until it is due.
@@ -35,6 +36,7 @@ use crate::limits::{Limits, LimitsError};
 #[derive(Debug, Clone)]
 pub struct Service {
     limits: Arc<RwLock<Arc<Limits>>>,
+    metrics: Arc<Metrics>,
 }
 
 impl Service {
@@ -42,6 +44,7 @@ impl Service {
     pub fn new(limits: Limits) -> Service {
         Service {
             limits: Arc::new(RwLock::new(Arc::new(limits))),
+            metrics: Arc::new(Metrics::new()),
         }
     }
 
@@ -58,11 +61,45 @@ impl Service {
     ///
     /// As [`Limits::check`].
     pub async fn check(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
-        let response = self.limits().check(request)?;
+        let response = self.decide(request)?;
         if !response.wait.is_zero() {
             tokio::time::sleep(response.wait).await;
         }
         Ok(response)
+    }
+
+    /// Decides `request` on the limits in force and counts the result,
+    /// without holding: an admission's [`wait`](CheckResponse::wait) is
+    /// the caller's to wait out.
+    ///
+    /// # Errors
+    ///
+    /// As [`Limits::check`].
+    pub fn decide(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
+        match self.limits().check(request) {
+            Ok(response) => {
+                self.metrics.decided(&request.domain, &response);
+                Ok(response)
+            }
+            Err(e) => {
+                tracing::debug!(domain = %request.domain, error = %e, "request refused");
+                self.metrics.refused(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// The metrics in Prometheus' text format: decisions by domain,
+    /// descriptor (the limit's id) and result; refused requests by reason;
+    /// reloads by result; live keys.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode(self.limits().live_keys())
+    }
+
+    /// Counts a reload that failed before it reached
+    /// [`reload`](Self::reload) (a config file that could not be read).
+    pub fn reload_failed(&self) {
+        self.metrics.reloaded(false);
     }
 
     /// Puts `config` in force, keeping the state of every unchanged limit
@@ -74,8 +111,15 @@ impl Service {
     pub fn reload(&self, config: &Config) -> Result<(), LimitsError> {
         // Built outside the lock, under which only the pointer is swapped;
         // two reloads at once may both build, and the later swap wins.
-        let next = Arc::new(self.limits().reload(config)?);
+        let next = match self.limits().reload(config) {
+            Ok(limits) => Arc::new(limits),
+            Err(e) => {
+                self.metrics.reloaded(false);
+                return Err(e);
+            }
+        };
         *self.limits.write().unwrap_or_else(PoisonError::into_inner) = next;
+        self.metrics.reloaded(true);
         Ok(())
     }
 }
