@@ -177,5 +177,6 @@ pub enum FailurePolicy {
 }
 
 mod load;
+mod parse;
 
-pub use load::ConfigFileError;
+pub use load::{ConfigErrorKind, ConfigFileError};
