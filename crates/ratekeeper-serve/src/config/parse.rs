@@ -124,14 +124,15 @@ impl<'s> Check<'s> {
         let scanned = parser.load(&mut loader, true);
         let failed = scanned.err().or_else(|| loader.error().cloned());
         if let Some(e) = failed {
+            let fix = if e.info().contains("duplicated key") {
+                "keep one of the two"
+            } else {
+                "check the indentation, the `key: value` pairs and the quoting here"
+            };
             return Err(self.error(
                 ConfigErrorKind::Syntax,
                 e.marker().line().max(1),
-                format!(
-                    "invalid YAML: {}: check the indentation, the `key: value` \
-                     pairs and the quoting here",
-                    e.info()
-                ),
+                format!("invalid YAML: {}: {fix}", e.info()),
             ));
         }
         Ok(loader.into_documents())
