@@ -559,3 +559,21 @@ fn deep_nesting_is_refused() {
     let err = Config::from_yaml(&yaml, "t").unwrap_err();
     assert!(err.message().contains("deeper than 64"), "{err}");
 }
+
+#[test]
+fn non_utf8_file_is_an_io_error() {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("config-latin1.yaml");
+    std::fs::write(&path, b"domain: caf\xe9\n").unwrap();
+    let err = Config::load(&path).unwrap_err();
+    assert_eq!((err.kind(), err.line()), (ConfigErrorKind::Io, 0));
+    assert!(err.message().contains("not UTF-8"), "{err}");
+}
+
+#[test]
+fn a_file_named_directly_is_read_whatever_its_name() {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("config-domain.conf");
+    std::fs::write(&path, "domain: conf\n").unwrap();
+    let config = Config::load(&path).unwrap();
+    assert_eq!(config.domains[0].domain, "conf");
+    assert_eq!(config.domains[0].source, path.display().to_string());
+}

@@ -131,7 +131,7 @@ impl<'s> Check<'s> {
             };
             return Err(self.error(
                 ConfigErrorKind::Syntax,
-                e.marker().line().max(1),
+                e.marker().line().clamp(1, last_line(text)),
                 format!("invalid YAML: {}: {fix}", e.info()),
             ));
         }
@@ -588,6 +588,13 @@ impl Check<'_> {
 /// The 1-based line a node starts on.
 fn line_of(node: &Node<'_>) -> usize {
     node.span.start.line().max(1)
+}
+
+/// The number of the text's last line, where the scanner's end-of-input
+/// errors are pointed (it may count one past it).
+fn last_line(text: &str) -> usize {
+    let lone_cr = text.matches('\r').count() - text.matches("\r\n").count();
+    1 + text.matches('\n').count() + lone_cr
 }
 
 /// A scalar's text as written, or `None` for anything else.
