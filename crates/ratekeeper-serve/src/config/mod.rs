@@ -26,6 +26,49 @@
 //! `descriptors`. ratekeeper's own, per descriptor: `algorithm` (`refill`,
 //! the default, `cycle` or `pacer`), `burst` (the refill bucket's
 //! capacity), `max_wait` and `on_redis_failure`.
+//!
+//! # Loading
+//!
+//! [`Config::load`] reads a file, or every `*.yaml` and `*.yml` file of a
+//! folder in the order of their names, one domain per file. A folder is not
+//! searched recursively: subfolders and hidden files (names starting with
+//! `.`, as the `..data` links of a Kubernetes ConfigMap) are skipped, and a
+//! folder without a YAML file is an error. [`Config::from_yaml`] reads one
+//! file's text.
+//!
+//! The fields follow envoyproxy/ratelimit's, with these rules:
+//!
+//! - `domain` and each descriptor's `key` are required and not empty; two
+//!   files with the same `domain` are refused, and so are two sibling
+//!   descriptors with the same `key` and `value`.
+//! - `unit` is case-insensitive (`second` or `SECOND`); `requests_per_unit`
+//!   is a whole number from 1 to 4,294,967,295 (envoyproxy/ratelimit's `0`,
+//!   refusing everything, has no counterpart here). `unlimited: true` takes
+//!   neither `unit` nor `requests_per_unit`.
+//! - `algorithm`, `burst`, `max_wait` (a duration such as `50ms` or `1s`, or
+//!   `0`) and `on_redis_failure` need a counted `rate_limit` on the same
+//!   descriptor; `burst` (at least 1) needs `algorithm: refill`.
+//! - `detailed_metric` and `value_to_metric` only shape envoyproxy/ratelimit's
+//!   metrics: they are checked to be booleans, then ignored.
+//! - `share_threshold` and `rate_limit.replaces` are refused as not supported
+//!   by `ratekeeper serve`: every limit that matches a request applies.
+//! - Any other field is an error that names it and lists the allowed ones.
+//! - Scalars are taken as written: `value: 010` is the string `010`.
+//!
+//! # Errors
+//!
+//! Every error is a [`ConfigFileError`]: the file, the 1-based line of the
+//! item at fault, and a message that says what is wrong and what to write
+//! instead, displayed as `FILE:LINE: MESSAGE`:
+//!
+//! ```text
+//! api.yaml:4: unit "minutes" is not a unit: write one of second, minute, hour, day, week, month, year
+//! ```
+//!
+//! A file or folder that cannot be read has line 0, displays as
+//! `PATH: MESSAGE`, and carries the I/O error as its
+//! [`source`](std::error::Error::source). [`ConfigErrorKind`] tells the kinds
+//! apart.
 
 use std::time::Duration;
 
@@ -177,5 +220,6 @@ pub enum FailurePolicy {
 }
 
 mod load;
+mod parse;
 
-pub use load::ConfigFileError;
+pub use load::{ConfigErrorKind, ConfigFileError};
