@@ -7,6 +7,7 @@
 
 mod check;
 pub mod config;
+pub mod grpc;
 mod limits;
 mod service;
 
