@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::{
@@ -307,4 +308,70 @@ async fn shutdown_answers_a_held_call_in_flight_then_returns_ok() {
         started.elapsed()
     );
     finished(server.serving).await;
+}
+
+/// The Python interpreter to run `tests/python/rls_client.py` with
+/// (`RATEKEEPER_TEST_PYTHON`, else `python3`), and whether it was named.
+fn python() -> (String, bool) {
+    match std::env::var("RATEKEEPER_TEST_PYTHON") {
+        Ok(named) => (named, true),
+        Err(_) => ("python3".into(), false),
+    }
+}
+
+/// Why the Python client cannot run here, if it cannot.
+fn python_missing(python: &str) -> Option<String> {
+    let probe = "import grpclib, envoy_data_plane.envoy.service.ratelimit.v3";
+    match Command::new(python).args(["-c", probe]).output() {
+        Err(e) => Some(format!("{python} does not run: {e}")),
+        Ok(out) if !out.status.success() => Some(format!(
+            "{python} lacks envoy-data-plane or grpclib: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Runs the Python client on `addr` and parses what it prints.
+async fn python_call(python: &str, addr: SocketAddr, args: &[&str]) -> serde_json::Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/rls_client.py");
+    let mut command = Command::new(python);
+    command.arg(script).arg(addr.to_string()).args(args);
+    let out = tokio::task::spawn_blocking(move || command.output()).await;
+    let out = out.unwrap().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_client_of_envoys_protos_is_answered() {
+    // An interpreter named on purpose must work; the default may be absent.
+    let (python, named) = python();
+    if let Some(reason) = python_missing(&python) {
+        assert!(!named, "RATEKEEPER_TEST_PYTHON: {reason}");
+        eprintln!("skipped: {reason}; set RATEKEEPER_TEST_PYTHON to one that has them");
+        return;
+    }
+    let server = start().await;
+    let user = ["api", "user=py"];
+    let first = python_call(&python, server.addr, &user).await;
+    assert_eq!(first["overall_code"], "OK", "{first}");
+    let status = &first["statuses"][0];
+    assert_eq!(status["limit_remaining"], 1);
+    assert_eq!(status["current_limit"]["name"], "per-user");
+    assert_eq!(status["current_limit"]["requests_per_unit"], 2);
+    assert_eq!(status["current_limit"]["unit"], "MINUTE");
+    let policy = r#""per-user";q=2;w=60;rk-burst=2"#;
+    assert_eq!(first["headers"]["ratelimit-policy"], policy);
+    python_call(&python, server.addr, &user).await;
+    let refused = python_call(&python, server.addr, &user).await;
+    assert_eq!(refused["overall_code"], "OVER_LIMIT", "{refused}");
+    assert_eq!(refused["statuses"][0]["code"], "OVER_LIMIT");
+    let unknown = python_call(&python, server.addr, &["nope", "user=py"]).await;
+    assert_eq!(unknown["error"], "NOT_FOUND", "{unknown}");
+    server.stop().await;
 }
