@@ -23,7 +23,7 @@
 //! Errors map by [`status_of`]: an unknown domain is `NOT_FOUND`, any
 //! other unanswerable request `INVALID_ARGUMENT`, the message saying why.
 //! A message larger than tonic's decoding limit (4 MiB) is refused by the
-//! transport with `RESOURCE_EXHAUSTED` before it reaches the service.
+//! transport with `OUT_OF_RANGE` before it reaches the service.
 
 use std::future::Future;
 use std::time::Duration;

@@ -241,6 +241,7 @@ fn malformed() -> Vec<(&'static str, RateLimitRequest, GrpcCode)> {
     let many: Vec<(String, String)> = (0..10_000).map(|i| (format!("k{i}"), "v".into())).collect();
     let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let big = "x".repeat(1 << 20);
+    let huge = "x".repeat(5 << 20);
     let mut overridden = descriptor(&[("good", "g")], None);
     overridden.limit = Some(RateLimitOverride::default());
     vec![
@@ -266,6 +267,12 @@ fn malformed() -> Vec<(&'static str, RateLimitRequest, GrpcCode)> {
             invalid,
         ),
         ("a limit override", ask("api", vec![overridden], 1), invalid),
+        // Past tonic's 4 MiB decoding limit: the transport refuses it.
+        (
+            "a 5 MiB message",
+            ask("api", vec![descriptor(&[("good", &huge)], None)], 1),
+            GrpcCode::OutOfRange,
+        ),
     ]
 }
 
