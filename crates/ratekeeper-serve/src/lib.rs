@@ -7,6 +7,7 @@
 
 mod check;
 pub mod config;
+pub mod grpc;
 pub mod http;
 mod limits;
 mod metrics;
