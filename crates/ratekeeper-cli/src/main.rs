@@ -40,6 +40,7 @@ mod progress;
 mod props;
 mod report;
 mod run;
+mod serve;
 mod shared;
 mod simulate;
 #[cfg(test)]
@@ -65,6 +66,7 @@ Examples:
   seq 1000 | ratekeeper pipe --rate 100
   cat big.bin | ratekeeper pipe --bytes --rate 1MiB > copy.bin
   ratekeeper simulate --arrivals 'burst 20 @0s; every 50ms for 3s; idle 2s; burst 10' --limiter pacer:10,1.0 --limiter pacer:10,1.5 --limiter warmup:10,2s
+  ratekeeper serve --config limits.yaml --grpc 127.0.0.1:8081 --http 127.0.0.1:8080
   ratekeeper simulate --arrivals 'every 40ms for 2s; idle 2s; burst 30; every 40ms for 2s' --limiter pacer:25,1 --limiter pacer:25,1.5 --limiter pacer:25,0 --limiter warmup:25,1s --rows 0 --plot compare.svg
 
 Run `ratekeeper help <COMMAND>` or `ratekeeper <COMMAND> --help` for a command's options.";
@@ -117,6 +119,10 @@ enum Command {
         after_long_help = simulate::AFTER_LONG_HELP
     )]
     Simulate(simulate::SimulateArgs),
+    /// Serve rate limits to other services: Envoy's RLS v3 gRPC API and an
+    /// HTTP/JSON API, from limits in envoyproxy/ratelimit's YAML shape.
+    #[command(long_about = serve::LONG_ABOUT, after_help = serve::AFTER_HELP)]
+    Serve(serve::ServeArgs),
 }
 
 /// How a run that did not fail outright ended.
@@ -256,6 +262,10 @@ fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Simulate(args) => {
             let report = simulate::run(&args)?;
             report::emit(&report, args.json)?;
+            Ok(Outcome::Done)
+        }
+        Command::Serve(args) => {
+            serve::run(&args)?;
             Ok(Outcome::Done)
         }
     }

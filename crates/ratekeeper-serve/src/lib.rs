@@ -11,6 +11,7 @@ pub mod grpc;
 pub mod http;
 mod limits;
 mod metrics;
+pub mod server;
 mod service;
 
 pub use check::{
