@@ -38,6 +38,22 @@ skip_summary() {
   rm -f "$RATEKEEPER_SKIP_LOG"
 }
 trap skip_summary EXIT
+# ratekeeper-serve's gRPC test also calls the server from Python, with the
+# RLS v3 stubs PyPI's envoy-data-plane generates from Envoy's own protos: a
+# virtual environment under target/ (made once; without python3's venv or
+# PyPI the test skips, except under CI).
+if [ -z "${RATEKEEPER_TEST_PYTHON:-}" ]; then
+  venv=target/rls-py
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import envoy_data_plane, grpclib' 2>/dev/null; then
+    python3 -m venv "$venv" >/dev/null 2>&1 &&
+      "$venv/bin/pip" install -q 'envoy-data-plane==2.2.0' 'grpclib==0.4.9' >/dev/null 2>&1 ||
+      echo "note: could not install envoy-data-plane in $venv: the Python RLS client test skips"
+  fi
+  if "$venv/bin/python" -c 'import envoy_data_plane, grpclib' 2>/dev/null; then
+    RATEKEEPER_TEST_PYTHON="$PWD/$venv/bin/python"
+    export RATEKEEPER_TEST_PYTHON
+  fi
+fi
 if command -v redis-server >/dev/null 2>&1; then
   bash scripts/with-redis.sh cargo test --workspace --all-features
 else

@@ -20,3 +20,8 @@ pub use check::{
 };
 pub use limits::{Limits, LimitsBuilder, LimitsError, DEFAULT_MAX_KEYS_PER_LIMIT};
 pub use service::Service;
+
+/// The README's example, compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
