@@ -162,6 +162,11 @@ pub enum CheckError {
         /// Its index in the request.
         descriptor: usize,
     },
+    /// A descriptor matched a limit kept on Redis, which
+    /// [`Limits::check`](crate::Limits::check) does not decide (use
+    /// [`check_async`](crate::Limits::check_async)).
+    #[error("the limit {0:?} is kept on Redis: decide it with check_async")]
+    SharedStore(String),
     /// A domain, key or value longer than [`MAX_TEXT_BYTES`].
     #[error("a {what} of {bytes} bytes: at most {MAX_TEXT_BYTES} are accepted")]
     TooLong {
@@ -213,6 +218,9 @@ pub struct DescriptorStatus {
     /// configured name, else the domain and the keys of its place in the
     /// tree (`api/user/path`); `None` when no counted limit matched.
     pub limit_id: Option<std::sync::Arc<str>>,
+    /// Whether the shared store (Redis) failed and the limit's failure
+    /// policy decided instead.
+    pub store_error: bool,
 }
 
 /// The answer to a [`CheckRequest`].

@@ -340,6 +340,7 @@ mod tests {
             retry_after: None,
             shadow_over_limit: false,
             limit_id: None,
+            store_error: false,
         }
     }
 

@@ -20,6 +20,11 @@ struct DecisionLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DomainLabels {
+    domain: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     reason: &'static str,
 }
@@ -35,6 +40,7 @@ pub(crate) struct Metrics {
     decisions: Family<DecisionLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     reloads: Family<ReloadLabels, Counter>,
+    store_errors: Family<DomainLabels, Counter>,
     live_keys: Gauge,
 }
 
@@ -65,10 +71,16 @@ impl Metrics {
             "Config reloads, by result (ok, or error: the old config stays)",
             reloads.clone(),
         );
+        let store_errors = Family::<DomainLabels, Counter>::default();
+        registry.register(
+            "store_errors",
+            "Descriptors decided by their failure policy because Redis failed, by domain",
+            store_errors.clone(),
+        );
         let live_keys = Gauge::default();
         registry.register(
             "live_keys",
-            "Keys tracked by every counted limit",
+            "Keys tracked in this process by every counted limit (none for limits on Redis)",
             live_keys.clone(),
         );
         Metrics {
@@ -76,6 +88,7 @@ impl Metrics {
             decisions,
             errors,
             reloads,
+            store_errors,
             live_keys,
         }
     }
@@ -89,6 +102,12 @@ impl Metrics {
                 result: result(status),
             };
             self.decisions.get_or_create(&labels).inc();
+            if status.store_error {
+                let domain = domain.to_owned();
+                self.store_errors
+                    .get_or_create(&DomainLabels { domain })
+                    .inc();
+            }
         }
     }
 

@@ -59,9 +59,9 @@ impl Service {
     ///
     /// # Errors
     ///
-    /// As [`Limits::check`].
+    /// As [`Limits::check_async`].
     pub async fn check(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
-        let response = self.decide(request)?;
+        let response = self.decide(request).await?;
         if !response.wait.is_zero() {
             tokio::time::sleep(response.wait).await;
         }
@@ -74,9 +74,10 @@ impl Service {
     ///
     /// # Errors
     ///
-    /// As [`Limits::check`].
-    pub fn decide(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
-        match self.limits().check(request) {
+    /// As [`Limits::check_async`].
+    pub async fn decide(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
+        let limits = self.limits();
+        match limits.check_async(request).await {
             Ok(response) => {
                 self.metrics.decided(&request.domain, &response);
                 Ok(response)

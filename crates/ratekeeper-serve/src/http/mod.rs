@@ -77,7 +77,7 @@ async fn check(State(service): State<Service>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(message) => return error(StatusCode::BAD_REQUEST, &message),
     };
-    match service.decide(&request) {
+    match service.decide(&request).await {
         Ok(response) => {
             let body = plain::response_body(&response);
             with_fields(status_of(&response), &response, body)
