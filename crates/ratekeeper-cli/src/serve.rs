@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use ratekeeper_serve::config::FailurePolicy;
 use ratekeeper_serve::server::{self, Options, ServeError};
 
 use crate::error::UsageError;
@@ -51,6 +52,24 @@ pub struct ServeArgs {
     /// SIGHUP reloads).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_watch)]
     pub watch: WatchEvery,
+    /// Keep every counted limit on this Redis server, shared by every
+    /// replica given the same URL and config (refill and pacer limits).
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// What a limit without its own on_redis_failure does while Redis
+    /// fails: allow (admit), deny (refuse) or local (decide in this process
+    /// at its learned share of the rate).
+    #[arg(long, value_name = "POLICY", default_value = "local", value_parser = parse_policy)]
+    pub on_redis_failure: FailurePolicy,
+}
+
+fn parse_policy(s: &str) -> Result<FailurePolicy, String> {
+    match s {
+        "allow" => Ok(FailurePolicy::Allow),
+        "deny" => Ok(FailurePolicy::Deny),
+        "local" => Ok(FailurePolicy::Local),
+        _ => Err("write allow, deny or local".into()),
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +103,8 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         http: args.http,
         max_keys: args.max_keys,
         watch: args.watch.0,
+        redis: args.redis.clone(),
+        on_redis_failure: args.on_redis_failure,
     };
     let signals = Signals::new()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -1,7 +1,8 @@
 //! `ratekeeper serve` as a real process: start-up errors, answers over HTTP
 //! to curl, reloads on SIGHUP and on a file change (a raised quota admits
 //! at once, a bad file leaves the old config in force), and SIGTERM
-//! answering a held request before exit status 0.
+//! answering a held request before exit status 0; two replicas sharing
+//! their limits on Redis (needs `REDIS_URL`: scripts/with-redis.sh).
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
@@ -11,6 +12,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod common;
 
 const LIMITS: &str = "\
 domain: api
@@ -231,4 +234,59 @@ fn sigterm_answers_the_request_held_then_exits_0() {
     assert!(took >= Duration::from_millis(600), "{took:?}");
     let status = serve.child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn two_replicas_on_one_redis_never_admit_more_than_burst_plus_rate_times_t() {
+    let url = match std::env::var("REDIS_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var_os("CI").is_some() => panic!("REDIS_URL is not set under CI"),
+        _ => return common::skipped("no REDIS_URL (run through scripts/with-redis.sh)"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = config_file(
+        &dir,
+        "domain: api\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n",
+    );
+    let extra = ["--watch", "off", "--redis", url.as_str()];
+    let replicas = [spawn(&path, &extra), spawn(&path, &extra)];
+    // A value no other run shares (the keys live on a shared server).
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let body = format!(
+        r#"{{"domain":"api","key":"user","value":"{}-{nanos}"}}"#,
+        std::process::id()
+    );
+    let started = Instant::now();
+    let mut admitted = Vec::new();
+    let mut asked = 0;
+    while started.elapsed() < Duration::from_millis(2_000) {
+        let replica = &replicas[asked % 2];
+        asked += 1;
+        let (code, answer) = replica.post("/v1/check", &body);
+        assert!(code == 200 || code == 429, "{code} {answer}");
+        if code == 200 {
+            admitted.push(started.elapsed());
+        }
+    }
+    // Over any span: the burst (10) plus 10 a second, plus one for the
+    // server's clock running between readings.
+    for (i, first) in admitted.iter().enumerate() {
+        for (j, last) in admitted.iter().enumerate().skip(i) {
+            let span = (*last - *first).as_secs_f64();
+            assert!(
+                (j - i + 1) as f64 <= 11.0 + 10.0 * span,
+                "{} in {span} s",
+                j - i + 1
+            );
+        }
+    }
+    assert!(
+        admitted.len() > 10,
+        "{} admitted of {asked}",
+        admitted.len()
+    );
+    assert!(asked > admitted.len(), "some refused: {asked}");
 }

@@ -18,7 +18,7 @@ pub use check::{
     CheckError, CheckRequest, CheckResponse, Code, CurrentLimit, Descriptor, DescriptorStatus,
     MAX_DESCRIPTORS, MAX_ENTRIES, MAX_TEXT_BYTES,
 };
-pub use limits::{Limits, LimitsBuilder, LimitsError, DEFAULT_MAX_KEYS_PER_LIMIT};
+pub use limits::{Limits, LimitsBuilder, LimitsError, RedisStore, DEFAULT_MAX_KEYS_PER_LIMIT};
 pub use service::Service;
 
 /// The README's example, compiled as a doc test.

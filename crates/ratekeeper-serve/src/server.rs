@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::{Config, ConfigFileError};
-use crate::limits::{Limits, LimitsError, DEFAULT_MAX_KEYS_PER_LIMIT};
+use crate::config::{Config, ConfigFileError, FailurePolicy};
+use crate::limits::{Limits, LimitsError, RedisStore, DEFAULT_MAX_KEYS_PER_LIMIT};
 use crate::service::Service;
 
 /// envoyproxy/ratelimit's gRPC address.
@@ -35,6 +35,12 @@ pub struct Options {
     /// How often the config is looked at for a change; `None`: only on
     /// SIGHUP.
     pub watch: Option<Duration>,
+    /// A Redis URL: every counted limit is kept there, shared by the
+    /// replicas given the same URL and config; `None`: in memory.
+    pub redis: Option<String>,
+    /// What a limit that names no `on_redis_failure` does while Redis
+    /// fails.
+    pub on_redis_failure: FailurePolicy,
 }
 
 impl Options {
@@ -46,6 +52,8 @@ impl Options {
             http: DEFAULT_HTTP_ADDR.parse().expect("a valid address"),
             max_keys: DEFAULT_MAX_KEYS_PER_LIMIT,
             watch: Some(DEFAULT_WATCH_INTERVAL),
+            redis: None,
+            on_redis_failure: FailurePolicy::Local,
         }
     }
 }
@@ -60,6 +68,9 @@ pub enum ServeError {
     /// A limit of the config could not be built.
     #[error(transparent)]
     Limits(#[from] LimitsError),
+    /// The Redis server could not be reached at start-up.
+    #[error("cannot connect to Redis: {0}")]
+    Redis(#[source] ratekeeper_redis::RedisError),
     /// An address could not be bound, or a server failed.
     #[error("{what}: {source}")]
     Io {
@@ -109,9 +120,15 @@ pub async fn start(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Started<impl Future<Output = Result<(), ServeError>>>, ServeError> {
     let config = Config::load(&options.config)?;
-    let limits = Limits::builder()
-        .max_keys(options.max_keys)
-        .build(&config)?;
+    let mut builder = Limits::builder().max_keys(options.max_keys);
+    if let Some(url) = &options.redis {
+        let backend = ratekeeper_redis::Backend::builder(url.as_str())
+            .connect()
+            .await
+            .map_err(ServeError::Redis)?;
+        builder = builder.redis(RedisStore::new(backend).on_failure(options.on_redis_failure));
+    }
+    let limits = builder.build(&config)?;
     let service = Service::new(limits);
     let bind = |addr: SocketAddr, what: &'static str| async move {
         TcpListener::bind(addr)

@@ -1,0 +1,249 @@
+//! Limits kept on a real Redis: two replicas never admit more than the
+//! limit together, refusals take nothing, and a killed server is answered
+//! by each limit's failure policy within the deadline, the replicas
+//! deciding on Redis again once it is back. Needs `REDIS_URL`
+//! (scripts/with-redis.sh) and `redis-server` (the outage test runs its
+//! own); skipped with a message without them, failed under `CI`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ratekeeper_redis::Backend;
+use ratekeeper_serve::config::Config;
+use ratekeeper_serve::{CheckRequest, Code, Descriptor, Limits, RedisStore};
+
+fn skipped(why: &str) {
+    let line = format!(
+        "skipped: ratekeeper-serve --test redis {}: {why}\n",
+        std::thread::current().name().unwrap_or("?")
+    );
+    eprint!("{line}");
+    if let Some(log) = std::env::var_os("RATEKEEPER_SKIP_LOG") {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        let _ = file.and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+}
+
+fn redis_url() -> Option<String> {
+    match std::env::var("REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("REDIS_URL is not set under CI: run the tests through scripts/with-redis.sh")
+        }
+        _ => {
+            skipped("no REDIS_URL (run through scripts/with-redis.sh)");
+            None
+        }
+    }
+}
+
+/// A prefix no other run shares.
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("rk-serve-test:{name}:{}:{nanos}:", std::process::id())
+}
+
+fn config(yaml: &str) -> Config {
+    Config {
+        domains: vec![Config::from_yaml(yaml, "test.yaml").unwrap()],
+    }
+}
+
+async fn replica(url: &str, prefix: &str, yaml: &str, deadline: Duration) -> Limits {
+    let backend = Backend::builder(url)
+        .deadline(deadline)
+        .connect()
+        .await
+        .unwrap();
+    let store = RedisStore::new(backend).prefix(prefix);
+    Limits::builder().redis(store).build(&config(yaml)).unwrap()
+}
+
+fn ask(entries: &[(&str, &str)]) -> CheckRequest {
+    CheckRequest::new("api", vec![Descriptor::new(entries.iter().copied())])
+}
+
+const PER_SECOND: &str = "\
+domain: api
+descriptors:
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 20}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_never_admit_more_than_burst_plus_rate_times_t() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique("replicas");
+    let secs = Duration::from_secs(2);
+    let a = replica(&url, &prefix, PER_SECOND, secs).await;
+    let b = replica(&url, &prefix, PER_SECOND, secs).await;
+    let started = Instant::now();
+    let run = |limits: Limits| async move {
+        let mut admitted = Vec::new();
+        while started.elapsed() < Duration::from_millis(1_500) {
+            let r = limits.check_async(&ask(&[("user", "u")])).await.unwrap();
+            assert!(!r.statuses[0].store_error, "Redis decided");
+            if r.overall_code == Code::Ok {
+                admitted.push(started.elapsed());
+            }
+        }
+        admitted
+    };
+    let (x, y) = tokio::join!(tokio::spawn(run(a)), tokio::spawn(run(b)));
+    let mut times: Vec<Duration> = x.unwrap().into_iter().chain(y.unwrap()).collect();
+    times.sort();
+    // Over any span of the run: at most the burst (20) plus 20 a second,
+    // plus one for the server's clock running between the two readings.
+    for (i, first) in times.iter().enumerate() {
+        for (j, last) in times.iter().enumerate().skip(i) {
+            let span = (*last - *first).as_secs_f64();
+            let bound = 20.0 + 20.0 * span + 1.0;
+            assert!((j - i + 1) as f64 <= bound, "{} in {span} s", j - i + 1);
+        }
+    }
+    assert!(times.len() >= 40, "both replicas admitted: {}", times.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_on_redis_take_nothing() {
+    let Some(url) = redis_url() else { return };
+    let yaml = "domain: api\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 2}\n";
+    let limits = replica(&url, &unique("refusals"), yaml, Duration::from_secs(2)).await;
+    let mut codes = Vec::new();
+    for _ in 0..12 {
+        codes.push(
+            limits
+                .check_async(&ask(&[("user", "v")]))
+                .await
+                .unwrap()
+                .overall_code,
+        );
+    }
+    assert_eq!(&codes[..2], [Code::Ok, Code::Ok]);
+    assert!(codes[2..].iter().all(|c| *c == Code::OverLimit));
+    // One permit comes back every 0.5 s, whatever the refusals before.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut admitted = 0;
+    for _ in 0..3 {
+        if limits
+            .check_async(&ask(&[("user", "v")]))
+            .await
+            .unwrap()
+            .overall_code
+            == Code::Ok
+        {
+            admitted += 1;
+        }
+    }
+    assert_eq!(admitted, 1);
+}
+
+/// A redis-server of this test's own, on a free loopback port.
+struct OwnRedis {
+    port: u16,
+    child: Child,
+}
+
+impl OwnRedis {
+    fn start(port: u16) -> Option<OwnRedis> {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .ok()?;
+        let server = OwnRedis { port, child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+const POLICIES: &str = "\
+domain: api
+descriptors:
+  - key: open
+    on_redis_failure: allow
+    rate_limit: {unit: second, requests_per_unit: 1000}
+  - key: closed
+    on_redis_failure: deny
+    rate_limit: {unit: second, requests_per_unit: 1000}
+  - key: local
+    on_redis_failure: local
+    rate_limit: {unit: second, requests_per_unit: 1000}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_is_answered_by_each_policy_within_the_deadline() {
+    if redis_url().is_none() {
+        return;
+    }
+    let port = free_port();
+    let Some(server) = OwnRedis::start(port) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "redis-server does not run"
+        );
+        return skipped("redis-server does not run");
+    };
+    let deadline = Duration::from_millis(100);
+    let limits = replica(&server.url(), &unique("outage"), POLICIES, deadline).await;
+    for key in ["open", "closed", "local"] {
+        let r = limits.check_async(&ask(&[(key, "k")])).await.unwrap();
+        assert_eq!(
+            (r.overall_code, r.statuses[0].store_error),
+            (Code::Ok, false)
+        );
+    }
+    drop(server);
+    for (key, code) in [
+        ("open", Code::Ok),
+        ("closed", Code::OverLimit),
+        ("local", Code::Ok),
+    ] {
+        for _ in 0..3 {
+            let started = Instant::now();
+            let r = limits.check_async(&ask(&[(key, "k")])).await.unwrap();
+            let took = started.elapsed();
+            assert_eq!(r.overall_code, code, "{key}");
+            assert!(r.statuses[0].store_error, "{key}: the policy decided");
+            assert!(took < deadline * 5, "{key}: {took:?}");
+        }
+    }
+    let _back = OwnRedis::start(port).unwrap();
+    let recovered = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = limits.check_async(&ask(&[("closed", "k")])).await.unwrap();
+        if r.overall_code == Code::Ok && !r.statuses[0].store_error {
+            break;
+        }
+        assert!(Instant::now() < recovered, "still failing over: {r:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
