@@ -404,3 +404,51 @@ fn a_caller_may_shorten_a_limits_wait_but_never_lengthen_it() {
     );
     assert_eq!(with(None), (Code::OverLimit, 0));
 }
+
+#[test]
+fn reloads_under_load_lose_no_state() {
+    use std::sync::Arc;
+    let c = config(vec![
+        node("k", None, limited(rate(100, Unit::Day))),
+        node("other", None, limited(rate(1, Unit::Day))),
+    ]);
+    // The default clock: one permit comes back every 864 s.
+    let service = ratekeeper_serve::Service::new(Limits::new(&c).unwrap());
+    let admitted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let (service, admitted) = (service.clone(), Arc::clone(&admitted));
+                tokio::spawn(async move {
+                    for _ in 0..100 {
+                        let r = service.check(&ask(&[("k", "v")])).await.unwrap();
+                        if r.overall_code == Code::Ok {
+                            admitted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        // The same limit for `k` each time; `other` changes, and starts fresh.
+        for i in 0..50 {
+            let mut next = c.clone();
+            if let Some(LimitConfig::Limited(r)) = &mut next.domains[0].descriptors[1].limit {
+                r.requests_per_unit = 1 + i % 2;
+            }
+            service.reload(&next).unwrap();
+            tokio::task::yield_now().await;
+        }
+        for w in workers {
+            w.await.unwrap();
+        }
+    });
+    // 400 asks of a limit of 100 a day: exactly 100 admitted, whatever the
+    // reloads in between.
+    assert_eq!(admitted.load(std::sync::atomic::Ordering::Relaxed), 100);
+}
