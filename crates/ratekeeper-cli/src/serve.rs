@@ -22,7 +22,9 @@ algorithm is a rolling refill bucket (no boundary burst), and a refused request 
 takes nothing.
 
 The config is reloaded when its files change and on SIGHUP: an unchanged limit \
-keeps its state; an invalid config is logged and counted, and the one in force \
+keeps its state, a changed one what each key was granted (a raised quota admits \
+the difference at once, a lowered one never re-hands what was granted); an \
+invalid config is logged and counted, and the one in force \
 stays. SIGTERM or SIGINT stops the service after answering the requests in \
 flight (exit status 0). Logs go to stderr (RUST_LOG sets the level; default \
 info).";

@@ -339,7 +339,7 @@ fn bad_requests_are_refused_before_anything_is_taken() {
 }
 
 #[test]
-fn a_reload_keeps_unchanged_limits_and_starts_changed_ones_fresh() {
+fn a_reload_keeps_unchanged_limits_and_a_new_key_starts_fresh() {
     let before = config(vec![
         node("same", None, limited(rate(1, Unit::Minute))),
         node("changed", None, limited(rate(1, Unit::Minute))),
@@ -353,7 +353,58 @@ fn a_reload_keeps_unchanged_limits_and_starts_changed_ones_fresh() {
     ]);
     let reloaded = limits.reload(&after).unwrap();
     assert_eq!(code(&reloaded, &[("same", "v")]), Code::OverLimit);
-    assert_eq!(code(&reloaded, &[("changed", "v")]), Code::Ok);
+    assert_eq!(code(&reloaded, &[("changed", "w")]), Code::Ok);
+    assert_eq!(code(&reloaded, &[("changed", "w")]), Code::Ok);
+    assert_eq!(code(&reloaded, &[("changed", "w")]), Code::OverLimit);
+}
+
+/// Limits of `n` a minute for `k`, before and after a reload.
+fn per_minute(n: u32) -> Config {
+    config(vec![node("k", None, limited(rate(n, Unit::Minute)))])
+}
+
+fn taken(limits: &Limits<ManualClock>, n: usize) -> usize {
+    (0..n)
+        .filter(|_| code(limits, &[("k", "v")]) == Code::Ok)
+        .count()
+}
+
+#[test]
+fn a_raised_limit_admits_the_difference_at_once() {
+    let (limits, _) = build(&per_minute(2));
+    assert_eq!(taken(&limits, 5), 2);
+    let raised = limits.reload(&per_minute(5)).unwrap();
+    assert_eq!(taken(&raised, 10), 3, "5 less the 2 granted");
+}
+
+#[test]
+fn a_lowered_limit_never_hands_out_again_what_was_granted() {
+    let (limits, clock) = build(&per_minute(5));
+    assert_eq!(taken(&limits, 4), 4);
+    let lowered = limits.reload(&per_minute(2)).unwrap();
+    // 4 granted against a bucket of 2: empty, and 2 permits (60 s at the
+    // new rate) owed before the next one comes, 30 s later.
+    assert_eq!(taken(&lowered, 3), 0);
+    clock.advance(Duration::from_secs(89));
+    assert_eq!(taken(&lowered, 1), 0);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(taken(&lowered, 3), 1);
+    // A key that had used 1 of 5 keeps 1 of the new 2.
+    let (limits, _) = build(&per_minute(5));
+    assert_eq!(taken(&limits, 1), 1);
+    let lowered = limits.reload(&per_minute(2)).unwrap();
+    assert_eq!(taken(&lowered, 3), 1);
+}
+
+#[test]
+fn a_key_recovered_before_its_first_request_after_a_reload_starts_fresh() {
+    let (limits, clock) = build(&per_minute(2));
+    assert_eq!(taken(&limits, 2), 2);
+    let lowered = limits.reload(&per_minute(1)).unwrap();
+    // The old bucket of 2 at 2 a minute is full again after 60 s: by then
+    // nothing is carried over, and the key starts as a new one.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(taken(&lowered, 3), 1);
 }
 
 #[test]

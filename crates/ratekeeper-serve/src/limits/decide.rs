@@ -1,7 +1,7 @@
 //! One descriptor's decision on its limit, in memory or on Redis, and the
 //! draft RateLimit fields of a response.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ratekeeper::keyed::KeyedError;
@@ -23,7 +23,13 @@ pub(super) struct Limit<C> {
 
 /// A counted limit: its store and what its answers show.
 pub(super) struct Counted<C> {
-    pub(super) store: Store<C>,
+    pub(super) store: Arc<Store<C>>,
+    /// The most permits a key holds (a bucket's capacity, a window's
+    /// limit); `None` for the Pacer, whose schedule counts no permits.
+    pub(super) capacity: Option<u64>,
+    /// The store of the limit this one replaced on a reload, while its
+    /// keys may still hold what they were granted.
+    pub(super) previous: Option<Previous<C>>,
     pub(super) current: CurrentLimit,
     pub(super) policy: Policy,
     pub(super) id: Arc<str>,
@@ -31,6 +37,55 @@ pub(super) struct Counted<C> {
     /// A refill bucket's nanoseconds per permit, for the retry of a
     /// refusal decided without taking.
     pub(super) permit_nanos: Option<u64>,
+    /// How long a key takes to recover fully from empty.
+    pub(super) full_nanos: u64,
+}
+
+/// A replaced limit's keys: what each was granted carries over to the new
+/// limit at the key's first request after the reload (checkpoint and
+/// keep), until `until` (a clock reading), when every old key has
+/// recovered.
+pub(super) struct Previous<C> {
+    pub(super) store: Arc<Store<C>>,
+    pub(super) capacity: u64,
+    pub(super) until: u64,
+    /// Held while a key's grants are carried over, so that two first
+    /// requests do not carry them twice.
+    pub(super) carrying: Mutex<()>,
+}
+
+impl<C: Clock> Counted<C> {
+    /// Carries `key`'s permits in use under the replaced limit (its
+    /// capacity less what it has now) into this limit, as grants taken at
+    /// once (debt where they exceed the new capacity): a raised limit
+    /// admits the difference at once, a lowered one never hands out again
+    /// what was granted. Does nothing once the key is tracked here.
+    fn carry_over(&self, keyed: &ratekeeper::keyed::Keyed<String, C>, key: &String) {
+        let (Some(prev), Some(capacity)) = (&self.previous, self.capacity) else {
+            return;
+        };
+        if keyed.contains(key) || keyed.clock().now_nanos() >= prev.until {
+            return;
+        }
+        let Store::Memory(old) = &*prev.store else {
+            return;
+        };
+        let Some(available) = old.available(key).filter(|_| old.contains(key)) else {
+            return;
+        };
+        let _carrying = prev.carrying.lock().unwrap_or_else(PoisonError::into_inner);
+        if keyed.contains(key) {
+            return;
+        }
+        let mut used = prev.capacity.saturating_sub(available);
+        // In pieces the bucket can hold; the first empties it, so a request
+        // between two pieces is never given what was granted.
+        while used > 0 && capacity > 0 {
+            let piece = used.min(capacity).min(u64::from(u32::MAX));
+            let _ = keyed.reserve(key, piece as u32, None);
+            used -= piece;
+        }
+    }
 }
 
 /// What deciding one descriptor came to: the wait before an admission is
@@ -91,9 +146,10 @@ impl<C: Clock> Limit<C> {
         let Some(c) = &self.counted else {
             return Some((unlimited(), Duration::ZERO));
         };
-        let Store::Memory(keyed) = &c.store else {
+        let Store::Memory(keyed) = &*c.store else {
             return None;
         };
+        c.carry_over(keyed, key);
         let outcome = if hits == 0 {
             Ok(Duration::ZERO)
         } else if query_only {
@@ -133,7 +189,7 @@ impl<C: Clock> Limit<C> {
         let Some(c) = &self.counted else {
             return (unlimited(), Duration::ZERO);
         };
-        let outcome = match (&c.store, u32::try_from(hits)) {
+        let outcome = match (&*c.store, u32::try_from(hits)) {
             (_, Ok(0)) => Outcome::of(Ok(Duration::ZERO)),
             (Store::Redis(limiter), Ok(permits)) => {
                 let wait = c.max_wait.min(asked_wait);

@@ -19,7 +19,7 @@ mod decide;
 mod store;
 mod tree;
 
-use decide::{entries_key, no_limit, Counted, Headers, Limit};
+use decide::{entries_key, no_limit, Counted, Headers, Limit, Previous};
 pub use store::RedisStore;
 use store::{limiter_config, Store};
 use tree::{Node, Nodes};
@@ -169,9 +169,19 @@ impl LimitsBuilder {
 }
 
 impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
-    /// New limits for `config` on the same clock and cap, keeping the state
-    /// of every limit whose domain, place in the tree and definition are
-    /// unchanged; a changed or new limit starts fresh.
+    /// New limits for `config` on the same clock, cap and store, keeping
+    /// the state of every limit whose domain, place in the tree and
+    /// definition are unchanged.
+    ///
+    /// A changed limit in memory is checkpointed and kept: a key's
+    /// permits in use under the old limit (its capacity less what the key
+    /// holds) are taken from the new one at the key's first request, so a
+    /// raised limit admits the difference at once and a lowered one never
+    /// hands out again what was granted (a key that used more than the new
+    /// capacity owes the rest). A key that has recovered by then starts
+    /// as a new one; so does every key of a changed Pacer limit, whose
+    /// schedule counts no permits. On Redis the server keeps each key's
+    /// permits, at most the new capacity.
     ///
     /// # Errors
     ///
@@ -244,9 +254,10 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
                 return Ok(Arc::clone(kept));
             }
         }
+        let replaced = old.and_then(|n| n.limit.as_deref());
         let counted = match config {
             LimitConfig::Unlimited { .. } => None,
-            LimitConfig::Limited(rate) => Some(self.counted(domain, d, rate, path)?),
+            LimitConfig::Limited(rate) => Some(self.counted(domain, d, rate, path, replaced)?),
         };
         Ok(Arc::new(Limit {
             definition,
@@ -261,6 +272,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
         d: &DescriptorConfig,
         rate: &RateLimitConfig,
         path: &[&str],
+        replaced: Option<&Limit<C>>,
     ) -> Result<Counted<C>, LimitsError> {
         let fail = |message: String| LimitsError {
             file: domain.source.clone(),
@@ -293,8 +305,19 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
                     .map_err(|e| fail(format!("the limit is refused: {e}")))?,
             ),
         };
+        let unit_nanos = u64::try_from(rate.unit.duration().as_nanos()).unwrap_or(u64::MAX);
+        let permit_nanos = unit_nanos.div_ceil(u64::from(rate.requests_per_unit));
+        let capacity = match rate.algorithm {
+            Algorithm::Pacer => None,
+            _ => Some(u64::from(burst)),
+        };
+        let previous = replaced
+            .and_then(|l| l.counted.as_ref())
+            .and_then(|c| self.previous(c));
         Ok(Counted {
-            store,
+            store: Arc::new(store),
+            capacity,
+            previous,
             current: CurrentLimit {
                 name: rate.name.clone(),
                 requests_per_unit: rate.requests_per_unit,
@@ -303,10 +326,29 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             policy,
             id,
             max_wait: rate.max_wait,
-            permit_nanos: (rate.algorithm == Algorithm::Refill).then(|| {
-                let unit = rate.unit.duration().as_nanos() as u64;
-                unit.div_ceil(u64::from(rate.requests_per_unit))
-            }),
+            permit_nanos: (rate.algorithm == Algorithm::Refill).then_some(permit_nanos),
+            full_nanos: match rate.algorithm {
+                Algorithm::Refill => permit_nanos.saturating_mul(u64::from(burst)),
+                _ => unit_nanos,
+            },
+        })
+    }
+
+    /// The replaced limit `c`'s keys, to carry over, while any may still
+    /// hold grants: for a limit in memory that counts permits.
+    fn previous(&self, c: &Counted<C>) -> Option<Previous<C>> {
+        let capacity = c.capacity?;
+        if c.store.is_shared() {
+            return None;
+        }
+        // A key recovers fully in its capacity's worth of refills (a
+        // bucket) or one window (a cycle): `full_nanos`.
+        let until = self.clock.now_nanos().saturating_add(c.full_nanos);
+        Some(Previous {
+            store: Arc::clone(&c.store),
+            capacity,
+            until,
+            carrying: std::sync::Mutex::new(()),
         })
     }
 

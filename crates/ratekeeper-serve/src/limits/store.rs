@@ -117,6 +117,10 @@ impl RedisStore {
             limit,
         )
         .failure_policy(policy)
+        // A reload that changes the limit takes its keys over (the
+        // server's scripts keep what was granted) instead of refusing them
+        // as another limit's.
+        .adopt(true)
         .build()
         .map(Box::new)
         .map_err(|e| format!("the limit is refused on Redis: {e}"))
