@@ -17,7 +17,8 @@ Serve rate limits to other services: Envoy's RLS v3 gRPC API \
 (envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit) and an HTTP/JSON \
 API (POST /json as envoyproxy/ratelimit's, POST /v1/check, GET /healthz, GET \
 /metrics), from limits written in envoyproxy/ratelimit's YAML shape. Limits are \
-kept in memory, one state per descriptor value on a capped store; the default \
+kept in memory, one state per descriptor value on a capped store (or on Redis \
+with --redis, shared by replicas); the default \
 algorithm is a rolling refill bucket (no boundary burst), and a refused request \
 takes nothing.
 
