@@ -1,7 +1,11 @@
 //! What a caller asks and what it is answered, whatever the protocol: the
 //! shapes of Envoy's `RateLimitRequest` and `RateLimitResponse`, checked.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use ratekeeper_tower::headers::{ratelimit_item, retry_after_secs};
+use ratekeeper_tower::Policy;
 
 use crate::config::Unit;
 
@@ -214,13 +218,22 @@ pub struct DescriptorStatus {
     pub retry_after: Option<Duration>,
     /// Whether a shadow-mode limit would have refused.
     pub shadow_over_limit: bool,
-    /// The matched limit's name in metrics and `RateLimit-Policy`: its
-    /// configured name, else the domain and the keys of its place in the
-    /// tree (`api/user/path`); `None` when no counted limit matched.
-    pub limit_id: Option<std::sync::Arc<str>>,
     /// Whether the shared store (Redis) failed and the limit's failure
     /// policy decided instead.
     pub store_error: bool,
+    /// The matched counted limit's policy, which the draft RateLimit
+    /// fields announce; its name is the limit's id
+    /// ([`limit_id`](Self::limit_id)).
+    pub policy: Option<Arc<Policy>>,
+}
+
+impl DescriptorStatus {
+    /// The matched limit's name in metrics and `RateLimit-Policy`: its
+    /// configured name, else the domain and the keys of its place in the
+    /// tree (`api/user/path`); `None` when no counted limit matched.
+    pub fn limit_id(&self) -> Option<&str> {
+        self.policy.as_deref().map(Policy::name)
+    }
 }
 
 /// The answer to a [`CheckRequest`].
@@ -230,10 +243,58 @@ pub struct CheckResponse {
     pub overall_code: Code,
     /// One status per descriptor, in the request's order.
     pub statuses: Vec<DescriptorStatus>,
-    /// The draft RateLimit / RateLimit-Policy fields (and Retry-After on a
-    /// refusal) for the caller's response, lower-case names.
-    pub response_headers: Vec<(String, String)>,
     /// How long the caller must be held before an admission is due (zero
     /// unless a limit's `max_wait` allowed a wait).
     pub wait: Duration,
+}
+
+impl CheckResponse {
+    /// The draft `RateLimit-Policy` and `RateLimit` fields for the
+    /// caller's response, one list member per descriptor that matched a
+    /// counted limit, and `Retry-After` (whole seconds, rounded up, at
+    /// least 1) on a refusal; lower-case names. Built on each call, from
+    /// the statuses: a caller that sends no fields pays nothing for them.
+    ///
+    /// ```
+    /// use ratekeeper_serve::CheckResponse;
+    ///
+    /// # fn show(response: &CheckResponse) {
+    /// for (name, value) in response.response_headers() {
+    ///     println!("{name}: {value}");
+    /// }
+    /// # }
+    /// ```
+    pub fn response_headers(&self) -> Vec<(String, String)> {
+        let counted = || {
+            self.statuses
+                .iter()
+                .filter_map(|s| s.policy.as_deref().map(|p| (s, p)))
+        };
+        if counted().next().is_none() {
+            return Vec::new();
+        }
+        let policies: Vec<String> = counted().map(|(_, p)| p.to_string()).collect();
+        let limits: Vec<String> = counted()
+            .map(|(s, p)| {
+                let reset = s.duration_until_reset;
+                let reset_secs = reset.as_secs() + u64::from(reset.subsec_nanos() > 0);
+                ratelimit_item(p, u64::from(s.limit_remaining), reset_secs)
+            })
+            .collect();
+        let mut fields = vec![
+            ("ratelimit-policy".to_owned(), policies.join(", ")),
+            ("ratelimit".to_owned(), limits.join(", ")),
+        ];
+        let retry = counted()
+            .filter(|(s, _)| s.code == Code::OverLimit)
+            .map(|(s, _)| s.retry_after.unwrap_or(s.duration_until_reset))
+            .max();
+        if let (Code::OverLimit, Some(retry)) = (self.overall_code, retry) {
+            fields.push((
+                "retry-after".to_owned(),
+                retry_after_secs(retry).to_string(),
+            ));
+        }
+        fields
+    }
 }

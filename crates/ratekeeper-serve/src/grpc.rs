@@ -180,11 +180,11 @@ pub fn rate_limit_response(response: &CheckResponse) -> RateLimitResponse {
         overall_code: proto_code(response.overall_code) as i32,
         statuses: response.statuses.iter().map(proto_status).collect(),
         response_headers_to_add: response
-            .response_headers
-            .iter()
+            .response_headers()
+            .into_iter()
             .map(|(key, value)| HeaderValue {
-                key: key.clone(),
-                value: value.clone(),
+                key,
+                value,
                 raw_value: Vec::new(),
             })
             .collect(),
@@ -255,6 +255,7 @@ mod tests {
 
     use super::*;
     use crate::check::CurrentLimit;
+    use ratekeeper_tower::Policy;
 
     fn proto_descriptor(entries: &[(&str, &str)], hits: Option<u64>) -> RateLimitDescriptor {
         RateLimitDescriptor {
@@ -339,8 +340,8 @@ mod tests {
             duration_until_reset: Duration::from_millis(1_500),
             retry_after: None,
             shadow_over_limit: false,
-            limit_id: None,
             store_error: false,
+            policy: None,
         }
     }
 
@@ -351,10 +352,12 @@ mod tests {
             requests_per_unit: 10,
             unit: Unit::Minute,
         };
+        let mut refused = status(Code::OverLimit, Some(limit));
+        refused.policy = Some(Policy::new("per-user", 10, 60).unwrap().into());
+        refused.retry_after = Some(Duration::from_millis(1_200));
         let response = CheckResponse {
             overall_code: Code::OverLimit,
-            statuses: vec![status(Code::OverLimit, Some(limit)), status(Code::Ok, None)],
-            response_headers: vec![("retry-after".into(), "2".into())],
+            statuses: vec![refused, status(Code::Ok, None)],
             wait: Duration::ZERO,
         };
         let proto = rate_limit_response(&response);
@@ -374,10 +377,18 @@ mod tests {
         };
         assert_eq!(s[0].duration_until_reset, Some(reset));
         assert_eq!((s[1].code, s[1].current_limit.as_ref()), (1, None));
-        let header = &proto.response_headers_to_add[0];
+        let headers: Vec<_> = proto
+            .response_headers_to_add
+            .iter()
+            .map(|h| (h.key.as_str(), h.value.as_str()))
+            .collect();
         assert_eq!(
-            (header.key.as_str(), header.value.as_str()),
-            ("retry-after", "2")
+            headers,
+            [
+                ("ratelimit-policy", r#""per-user";q=10;w=60;rk-burst=1"#),
+                ("ratelimit", r#""per-user";r=3;t=2"#),
+                ("retry-after", "2"),
+            ]
         );
     }
 

@@ -98,7 +98,7 @@ impl Metrics {
         for status in &response.statuses {
             let labels = DecisionLabels {
                 domain: domain.to_owned(),
-                descriptor: status.limit_id.as_deref().unwrap_or("").to_owned(),
+                descriptor: status.limit_id().unwrap_or("").to_owned(),
                 result: result(status),
             };
             self.decisions.get_or_create(&labels).inc();
@@ -136,7 +136,7 @@ impl Metrics {
 }
 
 fn result(status: &DescriptorStatus) -> &'static str {
-    match (status.code, status.limit_id.is_some()) {
+    match (status.code, status.limit_id().is_some()) {
         (Code::OverLimit, _) => "over_limit",
         (Code::Ok, _) if status.shadow_over_limit => "shadow_over_limit",
         (Code::Ok, true) => "ok",

@@ -64,11 +64,11 @@ fn code(limits: &Limits<ManualClock>, entries: &[(&str, &str)]) -> Code {
     limits.check(&ask(entries)).unwrap().overall_code
 }
 
-fn header<'a>(r: &'a CheckResponse, name: &str) -> Option<&'a str> {
-    r.response_headers
-        .iter()
+fn header(r: &CheckResponse, name: &str) -> Option<String> {
+    r.response_headers()
+        .into_iter()
         .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v)
 }
 
 #[test]
@@ -115,9 +115,12 @@ fn an_over_limit_status_says_the_limit_the_remaining_and_when_to_retry() {
     assert_eq!(s.current_limit.as_ref().unwrap().requests_per_unit, 2);
     assert_eq!(s.current_limit.as_ref().unwrap().unit, Unit::Second);
     assert_eq!(s.duration_until_reset, Duration::from_millis(500));
-    assert_eq!(header(&first, "ratelimit"), Some(r#""per-user";r=1;t=1"#));
     assert_eq!(
-        header(&first, "ratelimit-policy"),
+        header(&first, "ratelimit").as_deref(),
+        Some(r#""per-user";r=1;t=1"#)
+    );
+    assert_eq!(
+        header(&first, "ratelimit-policy").as_deref(),
         Some(r#""per-user";q=2;w=1;rk-burst=2"#)
     );
     assert_eq!(header(&first, "retry-after"), None);
@@ -128,7 +131,7 @@ fn an_over_limit_status_says_the_limit_the_remaining_and_when_to_retry() {
     assert_eq!(s.limit_remaining, 0);
     assert_eq!(s.duration_until_reset, Duration::from_secs(1));
     assert_eq!(s.retry_after, Some(Duration::from_millis(500)));
-    assert_eq!(header(&refused, "retry-after"), Some("1"));
+    assert_eq!(header(&refused, "retry-after").as_deref(), Some("1"));
 }
 
 #[test]
@@ -153,7 +156,7 @@ fn nested_descriptors_match_the_node_the_last_entry_reaches() {
         let r = limits.check(&ask(entries)).unwrap();
         assert_eq!(r.overall_code, Code::Ok);
         assert_eq!(r.statuses[0].current_limit, None);
-        assert!(r.response_headers.is_empty());
+        assert!(r.response_headers().is_empty());
     }
 }
 

@@ -105,7 +105,7 @@ fn status_of(response: &CheckResponse) -> StatusCode {
 /// A JSON answer with the response's draft RateLimit fields.
 fn with_fields(status: StatusCode, response: &CheckResponse, body: String) -> Response {
     let mut http = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-    for (name, value) in &response.response_headers {
+    for (name, value) in &response.response_headers() {
         // The names are ours and the values printable ASCII.
         if let (Ok(n), Ok(v)) = (
             HeaderName::try_from(name.as_str()),

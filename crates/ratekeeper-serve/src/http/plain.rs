@@ -143,9 +143,9 @@ pub fn response_body(response: &CheckResponse) -> String {
 }
 
 fn status(s: &DescriptorStatus) -> Status {
-    let counted = s.limit_id.is_some();
+    let counted = s.limit_id().is_some();
     Status {
-        limit: s.limit_id.as_deref().map(str::to_owned),
+        limit: s.limit_id().map(str::to_owned),
         allowed: s.code == Code::Ok,
         remaining: counted.then_some(s.limit_remaining),
         reset_secs: counted.then_some(s.duration_until_reset.as_secs_f64()),

@@ -160,12 +160,9 @@ pub fn response_body(response: &CheckResponse) -> String {
         overall_code: code_name(response.overall_code),
         statuses: response.statuses.iter().map(status).collect(),
         response_headers_to_add: response
-            .response_headers
-            .iter()
-            .map(|(key, value)| Header {
-                key: key.clone(),
-                value: value.clone(),
-            })
+            .response_headers()
+            .into_iter()
+            .map(|(key, value)| Header { key, value })
             .collect(),
     };
     // Plain structs of strings and integers always serialize.

@@ -5,8 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ratekeeper::keyed::KeyedError;
-use ratekeeper::{Clock, Recovery};
-use ratekeeper_tower::headers::{ratelimit_item, retry_after_secs};
+use ratekeeper::Clock;
 use ratekeeper_tower::Policy;
 
 use super::store::Store;
@@ -31,7 +30,7 @@ pub(super) struct Counted<C> {
     /// keys may still hold what they were granted.
     pub(super) previous: Option<Previous<C>>,
     pub(super) current: CurrentLimit,
-    pub(super) policy: Policy,
+    pub(super) policy: Arc<Policy>,
     pub(super) id: Arc<str>,
     pub(super) max_wait: Duration,
     /// A refill bucket's nanoseconds per permit, for the retry of a
@@ -141,7 +140,6 @@ impl<C: Clock> Limit<C> {
         hits: u64,
         asked_wait: Duration,
         query_only: bool,
-        headers: &mut Headers,
     ) -> Option<(DescriptorStatus, Duration)> {
         let Some(c) = &self.counted else {
             return Some((unlimited(), Duration::ZERO));
@@ -161,7 +159,7 @@ impl<C: Clock> Limit<C> {
             }
         } else {
             let Ok(permits) = u32::try_from(hits) else {
-                return Some(self.status(c, key, Outcome::of(Err(None)), headers));
+                return Some(self.status(c, key, Outcome::of(Err(None))));
             };
             match keyed.reserve(key, permits, Some(c.max_wait.min(asked_wait))) {
                 Ok(grant) => Ok(Duration::from_nanos(grant.delay_nanos())),
@@ -169,7 +167,7 @@ impl<C: Clock> Limit<C> {
                 Err(_) => Err(None),
             }
         };
-        Some(self.status(c, key, Outcome::of(outcome), headers))
+        Some(self.status(c, key, Outcome::of(outcome)))
     }
 
     /// [`decide_now`](Self::decide_now) on any store: a limit on Redis
@@ -181,9 +179,8 @@ impl<C: Clock> Limit<C> {
         hits: u64,
         asked_wait: Duration,
         query_only: bool,
-        headers: &mut Headers,
     ) -> (DescriptorStatus, Duration) {
-        if let Some(decided) = self.decide_now(key, hits, asked_wait, query_only, headers) {
+        if let Some(decided) = self.decide_now(key, hits, asked_wait, query_only) {
             return decided;
         }
         let Some(c) = &self.counted else {
@@ -204,7 +201,7 @@ impl<C: Clock> Limit<C> {
             }
             _ => Outcome::of(Err(None)),
         };
-        self.status(c, key, outcome, headers)
+        self.status(c, key, outcome)
     }
 
     fn status(
@@ -212,18 +209,13 @@ impl<C: Clock> Limit<C> {
         c: &Counted<C>,
         key: &String,
         outcome: Outcome,
-        headers: &mut Headers,
     ) -> (DescriptorStatus, Duration) {
-        let remaining = c.store.available(key).unwrap_or(0);
-        let reset = match c.store.recovery(key) {
-            Some(Recovery::Debt { nanos }) => Duration::from_nanos(nanos),
-            _ => Duration::ZERO,
-        };
+        let (remaining, reset) = c.store.snapshot(key);
+        let remaining = remaining.unwrap_or(0);
         let (over, retry_after, wait) = match outcome.result {
             Ok(wait) => (false, None, wait),
             Err(retry) => (true, retry, Duration::ZERO),
         };
-        headers.add(&c.policy, remaining, reset, over.then_some(retry_after));
         let status = DescriptorStatus {
             code: if over && !self.shadow {
                 Code::OverLimit
@@ -235,8 +227,8 @@ impl<C: Clock> Limit<C> {
             duration_until_reset: reset,
             retry_after: if self.shadow { None } else { retry_after },
             shadow_over_limit: over && self.shadow,
-            limit_id: Some(Arc::clone(&c.id)),
             store_error: outcome.store_error,
+            policy: Some(Arc::clone(&c.policy)),
         };
         (status, wait)
     }
@@ -251,8 +243,8 @@ pub(super) fn no_limit() -> DescriptorStatus {
         duration_until_reset: Duration::ZERO,
         retry_after: None,
         shadow_over_limit: false,
-        limit_id: None,
         store_error: false,
+        policy: None,
     }
 }
 
@@ -267,59 +259,12 @@ fn unlimited() -> DescriptorStatus {
 /// The key of a descriptor's state: its entries, each part prefixed by its
 /// length so that no two descriptors share one.
 pub(super) fn entries_key(d: &Descriptor) -> String {
-    let mut key = String::new();
+    use std::fmt::Write;
+    let text: usize = d.entries.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
+    let mut key = String::with_capacity(text);
     for (k, v) in &d.entries {
-        key.push_str(&k.len().to_string());
-        key.push(':');
-        key.push_str(k);
-        key.push_str(&v.len().to_string());
-        key.push(':');
-        key.push_str(v);
+        // Writing to a String cannot fail.
+        let _ = write!(key, "{}:{k}{}:{v}", k.len(), v.len());
     }
     key
-}
-
-/// The draft RateLimit fields of one response, one list member per
-/// counted descriptor.
-#[derive(Default)]
-pub(super) struct Headers {
-    policies: Vec<String>,
-    limits: Vec<String>,
-    retry_after: Option<Duration>,
-}
-
-impl Headers {
-    fn add(
-        &mut self,
-        policy: &Policy,
-        remaining: u64,
-        reset: Duration,
-        refused: Option<Option<Duration>>,
-    ) {
-        let reset_secs = reset.as_secs() + u64::from(reset.subsec_nanos() > 0);
-        self.policies.push(policy.to_string());
-        self.limits
-            .push(ratelimit_item(policy, remaining, reset_secs));
-        if let Some(retry) = refused {
-            let retry = retry.unwrap_or(reset);
-            self.retry_after = Some(self.retry_after.map_or(retry, |r| r.max(retry)));
-        }
-    }
-
-    pub(super) fn finish(self, overall: Code) -> Vec<(String, String)> {
-        if self.limits.is_empty() {
-            return Vec::new();
-        }
-        let mut out = vec![
-            ("ratelimit-policy".to_owned(), self.policies.join(", ")),
-            ("ratelimit".to_owned(), self.limits.join(", ")),
-        ];
-        if let (Code::OverLimit, Some(retry)) = (overall, self.retry_after) {
-            out.push((
-                "retry-after".to_owned(),
-                retry_after_secs(retry).to_string(),
-            ));
-        }
-        out
-    }
 }

@@ -19,7 +19,7 @@ mod decide;
 mod store;
 mod tree;
 
-use decide::{entries_key, no_limit, Counted, Headers, Limit, Previous};
+use decide::{entries_key, no_limit, Counted, Limit, Previous};
 pub use store::RedisStore;
 use store::{limiter_config, Store};
 use tree::{Node, Nodes};
@@ -323,7 +323,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
                 requests_per_unit: rate.requests_per_unit,
                 unit: rate.unit,
             },
-            policy,
+            policy: Arc::new(policy),
             id,
             max_wait: rate.max_wait,
             permit_nanos: (rate.algorithm == Algorithm::Refill).then_some(permit_nanos),
@@ -376,13 +376,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
         for m in &plan.matched {
             let decided = match m.limit {
                 None => Some((no_limit(), Duration::ZERO)),
-                Some(l) => l.decide_now(
-                    &m.key,
-                    m.hits,
-                    plan.asked_wait,
-                    plan.refuse_all,
-                    &mut answer.headers,
-                ),
+                Some(l) => l.decide_now(&m.key, m.hits, plan.asked_wait, plan.refuse_all),
             };
             // Every limit is in memory (checked above).
             if let Some((status, wait)) = decided {
@@ -406,14 +400,8 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             let (status, wait) = match m.limit {
                 None => (no_limit(), Duration::ZERO),
                 Some(l) => {
-                    l.decide(
-                        &m.key,
-                        m.hits,
-                        plan.asked_wait,
-                        plan.refuse_all,
-                        &mut answer.headers,
-                    )
-                    .await
+                    l.decide(&m.key, m.hits, plan.asked_wait, plan.refuse_all)
+                        .await
                 }
             };
             answer.add(status, wait);
@@ -492,7 +480,6 @@ struct Matched<'a, C> {
 #[derive(Default)]
 struct Answer {
     statuses: Vec<crate::check::DescriptorStatus>,
-    headers: Headers,
     over: bool,
     wait: Duration,
 }
@@ -508,7 +495,6 @@ impl Answer {
         let overall_code = if self.over { Code::OverLimit } else { Code::Ok };
         CheckResponse {
             overall_code,
-            response_headers: self.headers.finish(overall_code),
             statuses: self.statuses,
             wait: self.wait,
         }

@@ -34,11 +34,15 @@ impl<C: Clock> Store<C> {
         }
     }
 
-    /// How `key` compares with a fresh state, where the store can tell.
-    pub(super) fn recovery(&self, key: &String) -> Option<Recovery> {
+    /// The permits `key` could take now and how long until it is as a new
+    /// one, where the store can tell without a round trip (one lookup).
+    pub(super) fn snapshot(&self, key: &String) -> (Option<u64>, Duration) {
         match self {
-            Store::Memory(k) => k.recovery(key),
-            Store::Redis(_) => None,
+            Store::Memory(k) => match k.snapshot(key) {
+                (available, Recovery::Debt { nanos }) => (available, Duration::from_nanos(nanos)),
+                (available, _) => (available, Duration::ZERO),
+            },
+            Store::Redis(_) => (None, Duration::ZERO),
         }
     }
 

@@ -183,6 +183,29 @@ impl<K: Hash + Eq + Clone, C: Clock, S: BuildHasher> Keyed<K, C, S> {
             .unwrap_or_else(|| m.rule.available(&m.rule.fresh(now), now)))
     }
 
+    /// [`available`](Self::available) and [`recovery`](Self::recovery)
+    /// together, on one clock reading and one lookup: what a caller shows
+    /// after a decision (the permits left, when the key is as a new one).
+    /// An untracked key is a new one's: its initial permits, fresh.
+    ///
+    /// ```
+    /// use ratekeeper::keyed::Keyed;
+    /// use ratekeeper::{ManualClock, Recovery};
+    ///
+    /// let config = "refill:1,1s,capacity=2,initial=2".parse()?;
+    /// let keyed: Keyed<&str, ManualClock> = Keyed::builder().build_with_clock(&config, ManualClock::new(0))?;
+    /// assert_eq!(keyed.snapshot(&"a"), (Some(2), Recovery::Fresh));
+    /// keyed.try_acquire(&"a")?;
+    /// assert_eq!(keyed.snapshot(&"a"), (Some(1), Recovery::Debt { nanos: 1_000_000_000 }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot(&self, key: &K) -> (Option<u64>, Recovery) {
+        let now = self.clock.now_nanos();
+        each!(&self.map, m => m
+            .with_cell(key, |cell| (m.rule.available(cell, now), m.rule.recovery(cell, now)))
+            .unwrap_or_else(|| (m.rule.available(&m.rule.fresh(now), now), Recovery::Fresh)))
+    }
+
     /// Whether `key` is tracked now.
     pub fn contains(&self, key: &K) -> bool {
         each!(&self.map, m => m.with_cell(key, |_| ()).is_some())
