@@ -156,6 +156,47 @@ fn a_bad_config_stops_the_start_with_its_file_and_line() {
 }
 
 #[test]
+fn an_unreachable_redis_or_a_busy_address_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config_file(&dir, LIMITS);
+    let start = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ratekeeper"))
+            .args(["serve", "--config"])
+            .arg(&path)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let redis = format!("redis://127.0.0.1:{port}/");
+    let (code, err) = start(&[
+        "--grpc",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--redis",
+        &redis,
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("cannot connect to Redis"), "{err}");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let (code, err) = start(&["--grpc", &addr, "--http", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen for gRPC on {addr}")),
+        "{err}"
+    );
+    assert_eq!(err.matches("in use").count(), 1, "said once: {err}");
+}
+
+#[test]
 fn sighup_reloads_a_raised_quota_at_once_and_keeps_the_old_on_a_bad_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = config_file(&dir, LIMITS);

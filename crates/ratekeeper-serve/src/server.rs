@@ -69,10 +69,10 @@ pub enum ServeError {
     #[error(transparent)]
     Limits(#[from] LimitsError),
     /// The Redis server could not be reached at start-up.
-    #[error("cannot connect to Redis: {0}")]
+    #[error("cannot connect to Redis")]
     Redis(#[source] ratekeeper_redis::RedisError),
     /// An address could not be bound, or a server failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What failed.
         what: String,
@@ -104,51 +104,27 @@ impl<F> std::fmt::Debug for Started<F> {
 }
 
 /// Loads the config, binds both addresses and returns the serving future:
-/// errors in the config or an address in use are reported before anything
-/// is served.
+/// errors in the config, in reaching Redis or an address in use are
+/// reported before anything is served.
 ///
-/// Reloads (on a change of the config's files, looked at every
-/// [`Options::watch`], or on [`reload`](Started::service)) keep the limits
-/// in force when the new config is invalid, logging and counting the
-/// error.
+/// While serving, the config's files are looked at every
+/// [`Options::watch`] and reloaded on a change ([`reload_from`]); a config
+/// that cannot be used is logged and counted, and the limits in force
+/// stay.
 ///
 /// # Errors
 ///
-/// A [`ServeError`] for the config or an address.
+/// A [`ServeError`] for the config, Redis or an address.
 pub async fn start(
     options: Options,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Started<impl Future<Output = Result<(), ServeError>>>, ServeError> {
-    let config = Config::load(&options.config)?;
-    let mut builder = Limits::builder().max_keys(options.max_keys);
-    if let Some(url) = &options.redis {
-        let backend = ratekeeper_redis::Backend::builder(url.as_str())
-            .connect()
-            .await
-            .map_err(ServeError::Redis)?;
-        builder = builder.redis(RedisStore::new(backend).on_failure(options.on_redis_failure));
-    }
-    let limits = builder.build(&config)?;
-    let service = Service::new(limits);
-    let bind = |addr: SocketAddr, what: &'static str| async move {
-        TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServeError::Io {
-                what: format!("cannot listen for {what} on {addr}"),
-                source,
-            })
-    };
+    let service = Service::new(limits(&options).await?);
     let grpc_listener = bind(options.grpc, "gRPC").await?;
     let http_listener = bind(options.http, "HTTP").await?;
-    let local = |l: &TcpListener, what: &str| {
-        l.local_addr().map_err(|source| ServeError::Io {
-            what: format!("the {what} listener's address"),
-            source,
-        })
-    };
     let (grpc, http) = (
-        local(&grpc_listener, "gRPC")?,
-        local(&http_listener, "HTTP")?,
+        local_addr(&grpc_listener, "gRPC")?,
+        local_addr(&http_listener, "HTTP")?,
     );
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = move || {
@@ -187,6 +163,36 @@ pub async fn start(
         grpc,
         http,
         serving,
+    })
+}
+
+/// The config's limits, in memory or on the Redis server named.
+async fn limits(options: &Options) -> Result<Limits, ServeError> {
+    let config = Config::load(&options.config)?;
+    let mut builder = Limits::builder().max_keys(options.max_keys);
+    if let Some(url) = &options.redis {
+        let backend = ratekeeper_redis::Backend::builder(url.as_str())
+            .connect()
+            .await
+            .map_err(ServeError::Redis)?;
+        builder = builder.redis(RedisStore::new(backend).on_failure(options.on_redis_failure));
+    }
+    Ok(builder.build(&config)?)
+}
+
+async fn bind(addr: SocketAddr, what: &str) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Io {
+            what: format!("cannot listen for {what} on {addr}"),
+            source,
+        })
+}
+
+fn local_addr(listener: &TcpListener, what: &str) -> Result<SocketAddr, ServeError> {
+    listener.local_addr().map_err(|source| ServeError::Io {
+        what: format!("the {what} listener's address"),
+        source,
     })
 }
 
