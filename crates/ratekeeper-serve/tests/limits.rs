@@ -506,3 +506,41 @@ fn reloads_under_load_lose_no_state() {
     // reloads in between.
     assert_eq!(admitted.load(std::sync::atomic::Ordering::Relaxed), 100);
 }
+
+#[test]
+fn a_request_refused_before_taking_says_when_its_hits_come_back() {
+    let unlimited = Some(LimitConfig::Unlimited { name: None });
+    let mut window = rate(3, Unit::Minute);
+    window.algorithm = Algorithm::Cycle;
+    let (limits, clock) = build(&config(vec![
+        node("a", None, limited(rate(2, Unit::Minute))),
+        node("w", None, limited(window)),
+        node("free", None, unlimited),
+    ]));
+    let both = |other: &str| {
+        CheckRequest::new(
+            "d",
+            vec![
+                Descriptor::new([("a", "x")]),
+                Descriptor::new([(other, "y")]),
+            ],
+        )
+    };
+    assert_eq!(limits.check(&both("free")).unwrap().overall_code, Code::Ok);
+    assert_eq!(limits.check(&both("free")).unwrap().overall_code, Code::Ok);
+    clock.advance(Duration::from_secs(20));
+    // `a` lacks its permit: the next one is 10 s away (one every 30 s).
+    let refused = limits.check(&both("free")).unwrap();
+    assert_eq!(
+        refused.statuses[0].retry_after,
+        Some(Duration::from_secs(10))
+    );
+    // Beside another counted limit, refused before anything is taken: the
+    // same wait, and the window's permit is not taken.
+    let refused = limits.check(&both("w")).unwrap();
+    assert_eq!(
+        refused.statuses[0].retry_after,
+        Some(Duration::from_secs(10))
+    );
+    assert_eq!(refused.statuses[1].limit_remaining, 3);
+}

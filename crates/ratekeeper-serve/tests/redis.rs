@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ratekeeper_redis::Backend;
 use ratekeeper_serve::config::Config;
-use ratekeeper_serve::{CheckRequest, Code, Descriptor, Limits, RedisStore};
+use ratekeeper_serve::{CheckError, CheckRequest, Code, Descriptor, Limits, RedisStore};
 
 fn skipped(why: &str) {
     let line = format!(
@@ -246,4 +246,19 @@ async fn a_killed_server_is_answered_by_each_policy_within_the_deadline() {
         assert!(Instant::now() < recovered, "still failing over: {r:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_synchronous_check_names_a_limit_it_cannot_decide() {
+    let Some(url) = redis_url() else { return };
+    let limits = replica(&url, &unique("sync"), PER_SECOND, Duration::from_secs(2)).await;
+    let ask = ask(&[("user", "s")]);
+    assert_eq!(
+        limits.check(&ask),
+        Err(CheckError::SharedStore("api/user".into()))
+    );
+    // Nothing was taken: the first asynchronous check sees the whole burst.
+    let first = limits.check_async(&ask).await.unwrap();
+    assert_eq!(first.overall_code, Code::Ok);
+    assert!(!first.statuses[0].store_error);
 }

@@ -54,6 +54,19 @@ pub(super) struct Previous<C> {
 }
 
 impl<C: Clock> Counted<C> {
+    /// When a key lacking `hits` could take them, from `reset`, its time
+    /// until full: a refill bucket holds `hits` that many permits' refills
+    /// before it is full; a window's permits come back when it ends.
+    fn retry_for(&self, hits: u64, reset: Duration) -> Duration {
+        match (self.permit_nanos, self.capacity) {
+            (Some(per), Some(capacity)) => {
+                let beyond = capacity.saturating_sub(hits).saturating_mul(per);
+                reset.saturating_sub(Duration::from_nanos(beyond))
+            }
+            _ => reset,
+        }
+    }
+
     /// Carries `key`'s permits in use under the replaced limit (its
     /// capacity less what it has now) into this limit, as grants taken at
     /// once (debt where they exceed the new capacity): a raised limit
@@ -151,10 +164,8 @@ impl<C: Clock> Limit<C> {
         let outcome = if hits == 0 {
             Ok(Duration::ZERO)
         } else if query_only {
-            match keyed.available(key) {
-                Some(a) if a < hits => Err(c
-                    .permit_nanos
-                    .map(|ns| Duration::from_nanos(ns.saturating_mul(hits - a)))),
+            match c.store.snapshot(key) {
+                (Some(a), reset) if a < hits => Err(Some(c.retry_for(hits, reset))),
                 _ => Ok(Duration::ZERO),
             }
         } else {
