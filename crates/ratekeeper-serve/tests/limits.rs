@@ -544,3 +544,40 @@ fn a_request_refused_before_taking_says_when_its_hits_come_back() {
     );
     assert_eq!(refused.statuses[1].limit_remaining, 3);
 }
+
+#[test]
+fn only_a_limit_that_would_refuse_now_refuses_a_request_before_taking() {
+    let mut shadow = node("shadow", None, limited(rate(1, Unit::Minute)));
+    shadow.shadow_mode = true;
+    let mut held = rate(1, Unit::Second);
+    held.max_wait = Duration::from_secs(5);
+    let (limits, _) = build(&config(vec![
+        shadow,
+        node("held", None, limited(held)),
+        node("other", None, limited(rate(10, Unit::Minute))),
+    ]));
+    let with = |first: &str| {
+        let r = CheckRequest::new(
+            "d",
+            vec![
+                Descriptor::new([(first, "x")]),
+                Descriptor::new([("other", "y")]),
+            ],
+        );
+        limits.check(&r).unwrap()
+    };
+    assert_eq!(with("shadow").overall_code, Code::Ok);
+    assert_eq!(with("held").overall_code, Code::Ok);
+    // The shadow limit is over, and never refuses: `other` is taken.
+    let r = with("shadow");
+    assert!(r.statuses[0].shadow_over_limit);
+    assert_eq!(
+        (r.overall_code, r.statuses[1].limit_remaining),
+        (Code::Ok, 7)
+    );
+    // The held limit lacks its permit now, but may wait for it: admitted,
+    // held 1 s, and `other` is taken.
+    let r = with("held");
+    assert_eq!((r.overall_code, r.wait), (Code::Ok, Duration::from_secs(1)));
+    assert_eq!(r.statuses[1].limit_remaining, 6);
+}
