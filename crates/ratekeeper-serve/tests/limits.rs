@@ -195,7 +195,8 @@ fn shadow_mode_reports_but_never_refuses() {
     let mut n = node("k", None, limited(rate(1, Unit::Minute)));
     n.shadow_mode = true;
     let (limits, _) = build(&config(vec![n]));
-    limits.check(&ask(&[("k", "v")])).unwrap();
+    let first = limits.check(&ask(&[("k", "v")])).unwrap();
+    assert!(!first.statuses[0].shadow_over_limit, "within the limit");
     let r = limits.check(&ask(&[("k", "v")])).unwrap();
     assert_eq!(r.overall_code, Code::Ok);
     assert_eq!(r.statuses[0].code, Code::Ok);
@@ -580,4 +581,24 @@ fn only_a_limit_that_would_refuse_now_refuses_a_request_before_taking() {
     let r = with("held");
     assert_eq!((r.overall_code, r.wait), (Code::Ok, Duration::from_secs(1)));
     assert_eq!(r.statuses[1].limit_remaining, 6);
+}
+
+#[test]
+fn a_descriptor_holding_exactly_its_hits_is_not_over_when_another_refuses() {
+    let (limits, _) = build(&config(vec![
+        node("a", None, limited(rate(1, Unit::Minute))),
+        node("b", None, limited(rate(1, Unit::Minute))),
+    ]));
+    assert_eq!(code(&limits, &[("a", "x")]), Code::Ok);
+    let both = CheckRequest::new(
+        "d",
+        vec![Descriptor::new([("a", "x")]), Descriptor::new([("b", "y")])],
+    );
+    let r = limits.check(&both).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit);
+    assert_eq!(
+        (r.statuses[0].code, r.statuses[1].code),
+        (Code::OverLimit, Code::Ok)
+    );
+    assert_eq!(r.statuses[1].limit_remaining, 1, "b's permit not taken");
 }
