@@ -602,3 +602,20 @@ fn a_descriptor_holding_exactly_its_hits_is_not_over_when_another_refuses() {
     );
     assert_eq!(r.statuses[1].limit_remaining, 1, "b's permit not taken");
 }
+
+#[test]
+fn a_reload_keeps_the_state_of_prefix_and_nested_limits() {
+    let mut api = node("path", Some("/api/*"), limited(rate(1, Unit::Hour)));
+    api.descriptors = vec![node("user", None, limited(rate(1, Unit::Hour)))];
+    let c = config(vec![
+        node("path", Some("/app/*"), limited(rate(5, Unit::Hour))),
+        api,
+    ]);
+    let (limits, _) = build(&c);
+    let nested = [("path", "/api/x"), ("user", "u")];
+    assert_eq!(code(&limits, &[("path", "/api/x")]), Code::Ok);
+    assert_eq!(code(&limits, &nested), Code::Ok);
+    let reloaded = limits.reload(&c).unwrap();
+    assert_eq!(code(&reloaded, &[("path", "/api/x")]), Code::OverLimit);
+    assert_eq!(code(&reloaded, &nested), Code::OverLimit);
+}
