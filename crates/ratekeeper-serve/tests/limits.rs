@@ -618,4 +618,32 @@ fn a_reload_keeps_the_state_of_prefix_and_nested_limits() {
     let reloaded = limits.reload(&c).unwrap();
     assert_eq!(code(&reloaded, &[("path", "/api/x")]), Code::OverLimit);
     assert_eq!(code(&reloaded, &nested), Code::OverLimit);
+    // The prefix node's key and its child's, counted through the tree.
+    assert_eq!(reloaded.live_keys(), 2);
+}
+
+#[test]
+fn each_limit_keeps_at_most_max_keys_and_refuses_a_new_key_when_all_owe() {
+    let c = config(vec![node("k", None, limited(rate(1, Unit::Hour)))]);
+    let limits = Limits::builder()
+        .max_keys(2)
+        .build_with_clock(&c, ManualClock::new(0))
+        .unwrap();
+    assert_eq!(code(&limits, &[("k", "a")]), Code::Ok);
+    assert_eq!(code(&limits, &[("k", "b")]), Code::Ok);
+    // Both keys owe time: a third is refused rather than tracked.
+    assert_eq!(code(&limits, &[("k", "c")]), Code::OverLimit);
+    assert_eq!(limits.live_keys(), 2);
+}
+
+#[test]
+fn a_pacer_limit_announces_a_burst_of_one() {
+    let mut pacer = rate(30, Unit::Minute);
+    pacer.algorithm = Algorithm::Pacer;
+    let (limits, _) = build(&config(vec![node("k", None, limited(pacer))]));
+    let r = limits.check(&ask(&[("k", "v")])).unwrap();
+    assert_eq!(
+        header(&r, "ratelimit-policy").as_deref(),
+        Some(r#""d/k";q=30;w=60;rk-burst=1"#)
+    );
 }
