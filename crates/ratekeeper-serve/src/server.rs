@@ -1,4 +1,4 @@
-//! [`run`]: the whole service as `ratekeeper serve` runs it: the config
+//! [`start`]: the whole service as `ratekeeper serve` runs it: the config
 //! loaded, both APIs served, reloads on a change or SIGHUP, a graceful stop.
 
 use std::future::Future;
@@ -21,7 +21,7 @@ pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8080";
 /// How often the config's files are looked at for a change.
 pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
-/// What [`run`] serves, and where.
+/// What [`start`] serves, and where.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// A config file, or a folder of them.
