@@ -31,7 +31,6 @@ pub(super) struct Counted<C> {
     pub(super) previous: Option<Previous<C>>,
     pub(super) current: CurrentLimit,
     pub(super) policy: Arc<Policy>,
-    pub(super) id: Arc<str>,
     pub(super) max_wait: Duration,
     /// A refill bucket's nanoseconds per permit, for the retry of a
     /// refusal decided without taking.

@@ -289,8 +289,8 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             Algorithm::Cycle => rate.requests_per_unit,
             Algorithm::Pacer => 1,
         };
-        let id: Arc<str> = printable(&name).into();
-        let policy = Policy::new(id.to_string(), u64::from(rate.requests_per_unit), unit_secs)
+        let id = printable(&name);
+        let policy = Policy::new(id.clone(), u64::from(rate.requests_per_unit), unit_secs)
             .and_then(|p| p.with_burst(burst))
             .map_err(|e| fail(format!("the limit's policy is refused: {e}")))?;
         let store = match &self.redis {
@@ -324,7 +324,6 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
                 unit: rate.unit,
             },
             policy: Arc::new(policy),
-            id,
             max_wait: rate.max_wait,
             permit_nanos: (rate.algorithm == Algorithm::Refill).then_some(permit_nanos),
             full_nanos: match rate.algorithm {
@@ -369,7 +368,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             .iter()
             .find_map(|m| m.limit.filter(|l| l.is_shared()))
         {
-            let id = shared.counted.as_ref().map(|c| c.id.to_string());
+            let id = shared.counted.as_ref().map(|c| c.policy.name().to_owned());
             return Err(CheckError::SharedStore(id.unwrap_or_default()));
         }
         let mut answer = Answer::default();
