@@ -24,6 +24,10 @@
 //! Memory: the resident-set growth of a child process that builds one
 //! structure holding `--mem-keys` keys, divided by the key count.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::rss_bytes;
 use std::error::Error;
 use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU32;
@@ -691,16 +695,6 @@ fn throughput(threads: usize, keys: u64, millis: u64, check: &(dyn Fn(u64) -> bo
         workers.into_iter().map(|w| w.join().expect("worker")).sum()
     });
     done as f64 / start.elapsed().as_secs_f64()
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// In a child process: the resident growth per key of one structure.

@@ -24,6 +24,10 @@
 //! asks every millisecond: the cap, the memory and the client's limit
 //! under the flood.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::rss_bytes;
 use std::error::Error;
 use std::num::NonZeroU32;
 use std::process::Command;
@@ -142,16 +146,6 @@ fn throughput(threads: usize, keys: u64, millis: u64, check: &(dyn Fn(u64) -> bo
         workers.into_iter().map(|w| w.join().expect("worker")).sum()
     });
     granted as f64 / start.elapsed().as_secs_f64()
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// In a child process: a flood of `keys` unique keys, as fast as

@@ -43,6 +43,10 @@
 //! `--only ours` (or `limitador`, `keyed`) times one side alone, for a profiler;
 //! `--mem-keys ''` skips the memory table.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{median, rss_bytes};
 use std::collections::HashMap;
 use std::error::Error;
 use std::process::Command;
@@ -252,26 +256,6 @@ fn run_side(
         }
     };
     Ok((elapsed.as_nanos() as f64 / checks as f64, refused))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// The key `Limits` gives a state of descriptor `[(user, value)]`: each

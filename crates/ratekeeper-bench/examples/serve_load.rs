@@ -27,6 +27,13 @@
 //!   (`currentLimit`, `limitRemaining`, `durationUntilReset` and the draft
 //!   `RateLimit` header fields).
 //!
+//! With `--redis URL`, a fifth side, `redis`: ours with the limit kept on
+//! that Redis server (`ratekeeper serve --redis URL`), a key prefix of its
+//! own each round, a 1 s deadline and the `deny` failure policy, so that a
+//! decision the store could not make shows as an `OVER_LIMIT`. It has no
+//! target: its summary gives it beside the same floor rounds. Add it with
+//! `--kinds floor,ours,redis --redis redis://127.0.0.1:6379/`.
+//!
 //! The limit: domain `api`, `key: user`, refill, 1,000,000 a second for
 //! each value, so every check is admitted; the clients cycle through
 //! `--users` distinct users (default 10,000). Any `OVER_LIMIT` (a 429 over
@@ -84,8 +91,9 @@ use hyper::{Method, Request as HttpRequest, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
-use ratekeeper_serve::config::Config;
-use ratekeeper_serve::{grpc, http, Limits, Service};
+use ratekeeper_redis::Backend;
+use ratekeeper_serve::config::{Config, FailurePolicy};
+use ratekeeper_serve::{grpc, http, Limits, RedisStore, Service};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -130,6 +138,8 @@ impl fmt::Display for Proto {
 enum Kind {
     Floor,
     Ours,
+    /// Ours on a Redis store.
+    Redis,
 }
 
 impl fmt::Display for Kind {
@@ -137,6 +147,7 @@ impl fmt::Display for Kind {
         f.write_str(match self {
             Kind::Floor => "floor",
             Kind::Ours => "ours",
+            Kind::Redis => "redis",
         })
     }
 }
@@ -152,6 +163,7 @@ struct Args {
     server_threads: usize,
     client_threads: usize,
     users: usize,
+    redis: Option<String>,
 }
 
 fn args() -> Res<Args> {
@@ -166,6 +178,7 @@ fn args() -> Res<Args> {
         server_threads: nproc,
         client_threads: nproc,
         users: 10_000,
+        redis: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -188,15 +201,20 @@ fn args() -> Res<Args> {
                 args.kinds = list(&value, |x| match x {
                     "floor" => Ok(Kind::Floor),
                     "ours" => Ok(Kind::Ours),
+                    "redis" => Ok(Kind::Redis),
                     _ => Err(format!("unknown server {x}").into()),
                 })?;
             }
             "--users" => args.users = value.parse()?,
+            "--redis" => args.redis = Some(value),
             _ => return Err(format!("unknown flag {flag}").into()),
         }
     }
     if args.rounds == 0 || args.users == 0 || args.conc.contains(&0) {
         return Err("--rounds, --users and each of --conc must be at least 1".into());
+    }
+    if args.kinds.contains(&Kind::Redis) != args.redis.is_some() {
+        return Err("the redis side and --redis URL go together".into());
     }
     Ok(args)
 }
@@ -209,12 +227,30 @@ fn runtime(threads: usize, name: &str) -> Res<Runtime> {
         .build()?)
 }
 
-/// The service on the benchmark's limit.
-fn service() -> Res<Service> {
-    let domain = Config::from_yaml(LIMITS, "api.yaml")?;
-    Ok(Service::new(Limits::new(&Config {
-        domains: vec![domain],
-    })?))
+/// The service on the benchmark's limit: in memory, or on the Redis
+/// server of `redis` under a key prefix no other round shares.
+async fn service(redis: Option<&str>) -> Res<Service> {
+    let config = Config {
+        domains: vec![Config::from_yaml(LIMITS, "api.yaml")?],
+    };
+    let Some(url) = redis else {
+        return Ok(Service::new(Limits::new(&config)?));
+    };
+    // A deadline far above any round trip here: the failure policy (deny,
+    // counted as over limit) never stands in for Redis unnoticed.
+    let backend = Backend::builder(url)
+        .deadline(Duration::from_secs(1))
+        .connect()
+        .await?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    let store = RedisStore::new(backend)
+        .prefix(format!(
+            "rk-serve-load:{}:{}:",
+            std::process::id(),
+            nanos.as_nanos()
+        ))
+        .on_failure(FailurePolicy::Deny);
+    Ok(Service::new(Limits::builder().redis(store).build(&config)?))
 }
 
 /// The gRPC floor: answers OK to everything, deciding nothing.
@@ -263,7 +299,7 @@ struct Running {
     rt: Runtime,
 }
 
-fn start(proto: Proto, kind: Kind, threads: usize) -> Res<Running> {
+fn start(proto: Proto, kind: Kind, threads: usize, redis: Option<&str>) -> Res<Running> {
     let rt = runtime(threads, SERVER_THREAD)?;
     let listener = rt.block_on(TcpListener::bind("127.0.0.1:0"))?;
     let port = listener.local_addr()?.port();
@@ -272,8 +308,8 @@ fn start(proto: Proto, kind: Kind, threads: usize) -> Res<Running> {
         let _ = stopped.await;
     };
     let done = match (proto, kind) {
-        (Proto::Grpc, Kind::Ours) => {
-            let service = service()?;
+        (Proto::Grpc, Kind::Ours | Kind::Redis) => {
+            let service = rt.block_on(service(redis.filter(|_| kind == Kind::Redis)))?;
             rt.spawn(async move {
                 grpc::serve_grpc(service, listener, shutdown)
                     .await
@@ -290,8 +326,8 @@ fn start(proto: Proto, kind: Kind, threads: usize) -> Res<Running> {
                 .await
                 .map_err(|e| e.to_string())
         }),
-        (Proto::Http, Kind::Ours) => {
-            let service = service()?;
+        (Proto::Http, Kind::Ours | Kind::Redis) => {
+            let service = rt.block_on(service(redis.filter(|_| kind == Kind::Redis)))?;
             rt.spawn(async move {
                 http::serve_http(service, listener, shutdown)
                     .await
@@ -593,7 +629,7 @@ fn round(
     args: &Args,
     requests: &Requests,
 ) -> Res<Round> {
-    let server = start(proto, kind, args.server_threads)?;
+    let server = start(proto, kind, args.server_threads, args.redis.as_deref())?;
     // The client (its channel, its pool) is dropped at the end of `drive`,
     // before the server is asked to stop.
     let result = client.block_on(drive(proto, kind, server.port, conc, args, requests));
@@ -655,24 +691,28 @@ fn main() -> Res<()> {
         }
     }
     println!("load average {} at the end", loadavg());
-    if args.kinds.contains(&Kind::Floor) && args.kinds.contains(&Kind::Ours) {
-        summary(&args, &rounds);
+    if args.kinds.contains(&Kind::Floor) {
+        for &side in args.kinds.iter().filter(|&&k| k != Kind::Floor) {
+            summary(&args, &rounds, side);
+        }
     }
     Ok(())
 }
 
-fn summary(args: &Args, rounds: &[Round]) {
+/// The table of `side` against the floor: medians, ratios and, in memory,
+/// the verdict against the target (none on Redis).
+fn summary(args: &Args, rounds: &[Round], side: Kind) {
     for &proto in &args.protos {
         println!();
         println!(
-            "{proto}: medians of {} rounds; server threads {}, client threads {}",
+            "{proto}, {side}: medians of {} rounds; server threads {}, client threads {}",
             args.rounds, args.server_threads, args.client_threads
         );
         println!();
         println!(
-            "| C | conns | floor dec/s | ours dec/s | ours ÷ floor (of medians; per round) | \
-             floor p50 / p99 µs | ours p50 / p99 µs | server CPU µs/dec floor / ours | \
-             process CPU µs/dec floor / ours (floor ÷ ours) | over limit / errors | \
+            "| C | conns | floor dec/s | {side} dec/s | {side} ÷ floor (of medians; per round) | \
+             floor p50 / p99 µs | {side} p50 / p99 µs | server CPU µs/dec floor / {side} | \
+             process CPU µs/dec floor / {side} (floor ÷ {side}) | over limit / errors | \
              verdict (≥ 0.8) |"
         );
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
@@ -683,7 +723,7 @@ fn summary(args: &Args, rounds: &[Round]) {
                     .filter(|x| x.proto == proto && x.conc == conc && x.kind == kind)
                     .collect()
             };
-            let (floor, ours) = (of(Kind::Floor), of(Kind::Ours));
+            let (floor, ours) = (of(Kind::Floor), of(side));
             let med = |v: &[&Round], f: fn(&Round) -> f64| median(v.iter().map(|x| f(x)).collect());
             let (f_rate, o_rate) = (med(&floor, |x| x.per_sec), med(&ours, |x| x.per_sec));
             let ratio = o_rate / f_rate;
@@ -713,7 +753,11 @@ fn summary(args: &Args, rounds: &[Round]) {
                 med(&floor, |x| x.process_us),
                 med(&ours, |x| x.process_us),
                 med(&floor, |x| x.process_us) / med(&ours, |x| x.process_us),
-                if ratio >= 0.8 { "met" } else { "**missed**" }
+                match side {
+                    Kind::Redis => "no target",
+                    _ if ratio >= 0.8 => "met",
+                    _ => "**missed**",
+                }
             );
         }
     }

@@ -20,25 +20,21 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 fn limit(n: u32, unit: Unit, algorithm: Algorithm, max_wait: Duration) -> Option<LimitConfig> {
-    Some(LimitConfig::Limited(RateLimitConfig {
-        name: None,
-        unit,
-        requests_per_unit: n,
-        algorithm,
-        burst: None,
-        max_wait,
-        on_redis_failure: None,
-    }))
+    Some(
+        RateLimitConfig {
+            algorithm,
+            max_wait,
+            ..RateLimitConfig::new(n, unit)
+        }
+        .into(),
+    )
 }
 
 fn node(key: &str, value: Option<&str>, limit: Option<LimitConfig>) -> DescriptorConfig {
     DescriptorConfig {
-        key: key.into(),
         value: value.map(Into::into),
         limit,
-        shadow_mode: false,
-        descriptors: Vec::new(),
-        line: 1,
+        ..DescriptorConfig::new(key)
     }
 }
 

@@ -12,30 +12,19 @@ use ratekeeper_serve::{CheckError, CheckRequest, CheckResponse, Code, Descriptor
 const SEC: u64 = 1_000_000_000;
 
 fn rate(n: u32, unit: Unit) -> RateLimitConfig {
-    RateLimitConfig {
-        name: None,
-        unit,
-        requests_per_unit: n,
-        algorithm: Algorithm::Refill,
-        burst: None,
-        max_wait: Duration::ZERO,
-        on_redis_failure: None,
-    }
+    RateLimitConfig::new(n, unit)
 }
 
 fn node(key: &str, value: Option<&str>, limit: Option<LimitConfig>) -> DescriptorConfig {
     DescriptorConfig {
-        key: key.into(),
         value: value.map(Into::into),
         limit,
-        shadow_mode: false,
-        descriptors: Vec::new(),
-        line: 1,
+        ..DescriptorConfig::new(key)
     }
 }
 
 fn limited(r: RateLimitConfig) -> Option<LimitConfig> {
-    Some(LimitConfig::Limited(r))
+    Some(r.into())
 }
 
 fn config(descriptors: Vec<DescriptorConfig>) -> Config {

@@ -5,49 +5,20 @@
 //! (scripts/with-redis.sh) and `redis-server` (the outage test runs its
 //! own); skipped with a message without them, failed under `CI`.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ratekeeper_redis::Backend;
 use ratekeeper_serve::config::Config;
 use ratekeeper_serve::{CheckError, CheckRequest, Code, Descriptor, Limits, RedisStore};
 
-fn skipped(why: &str) {
-    let line = format!(
-        "skipped: ratekeeper-serve --test redis {}: {why}\n",
-        std::thread::current().name().unwrap_or("?")
-    );
-    eprint!("{line}");
-    if let Some(log) = std::env::var_os("RATEKEEPER_SKIP_LOG") {
-        use std::io::Write;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log);
-        let _ = file.and_then(|mut f| f.write_all(line.as_bytes()));
-    }
-}
+// The Redis tests' helpers, shared with ratekeeper-redis's own tests.
+#[path = "../../ratekeeper-redis/tests/common/mod.rs"]
+mod common;
+use common::{redis_url, OwnServer};
 
-fn redis_url() -> Option<String> {
-    match std::env::var("REDIS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("REDIS_URL is not set under CI: run the tests through scripts/with-redis.sh")
-        }
-        _ => {
-            skipped("no REDIS_URL (run through scripts/with-redis.sh)");
-            None
-        }
-    }
-}
-
-/// A prefix no other run shares.
+/// A key prefix no other run shares.
 fn unique(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("rk-serve-test:{name}:{}:{nanos}:", std::process::id())
+    format!("{}:", common::key(&format!("serve:{name}")))
 }
 
 fn config(yaml: &str) -> Config {
@@ -150,46 +121,6 @@ async fn refusals_on_redis_take_nothing() {
     assert_eq!(admitted, 1);
 }
 
-/// A redis-server of this test's own, on a free loopback port.
-struct OwnRedis {
-    port: u16,
-    child: Child,
-}
-
-impl OwnRedis {
-    fn start(port: u16) -> Option<OwnRedis> {
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .ok()?;
-        let server = OwnRedis { port, child };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 const POLICIES: &str = "\
 domain: api
 descriptors:
@@ -209,13 +140,8 @@ async fn a_killed_server_is_answered_by_each_policy_within_the_deadline() {
     if redis_url().is_none() {
         return;
     }
-    let port = free_port();
-    let Some(server) = OwnRedis::start(port) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "redis-server does not run"
-        );
-        return skipped("redis-server does not run");
+    let Some(mut server) = OwnServer::start("serve-outage") else {
+        return;
     };
     let deadline = Duration::from_millis(100);
     let limits = replica(&server.url(), &unique("outage"), POLICIES, deadline).await;
@@ -226,7 +152,7 @@ async fn a_killed_server_is_answered_by_each_policy_within_the_deadline() {
             (Code::Ok, false)
         );
     }
-    drop(server);
+    server.kill();
     for (key, code) in [
         ("open", Code::Ok),
         ("closed", Code::OverLimit),
@@ -241,7 +167,7 @@ async fn a_killed_server_is_answered_by_each_policy_within_the_deadline() {
             assert!(took < deadline * 5, "{key}: {took:?}");
         }
     }
-    let _back = OwnRedis::start(port).unwrap();
+    server.restart();
     let recovered = Instant::now() + Duration::from_secs(10);
     loop {
         let r = limits.check_async(&ask(&[("closed", "k")])).await.unwrap();

@@ -1,5 +1,5 @@
 //! What the measuring examples share: medians over runs, timing a phase,
-//! and list options.
+//! resident memory, and list options.
 //!
 //! Included by each example with `#[path = "common/mod.rs"] mod common;`
 //! (not an example itself: Cargo only builds `examples/*.rs` and
@@ -25,6 +25,18 @@ pub fn spread(v: Vec<f64>) -> (f64, f64, f64) {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (median(v), lo, hi)
+}
+
+/// This process's resident memory in bytes (Linux's `/proc/self/statm`,
+/// 4 KiB pages); 0 where it cannot be read.
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
 }
 
 /// Milliseconds `f` takes.

@@ -143,6 +143,68 @@ pub struct RateLimitConfig {
     pub on_redis_failure: Option<FailurePolicy>,
 }
 
+impl DescriptorConfig {
+    /// A node matching `key` with any value, with no limit, no children and
+    /// no source line (0): the start of a tree built in code, the other
+    /// fields set by struct update.
+    ///
+    /// ```
+    /// use ratekeeper_serve::config::{DescriptorConfig, RateLimitConfig, Unit};
+    ///
+    /// // Each value of `user`: 100 a minute, rolling.
+    /// let per_user = DescriptorConfig {
+    ///     limit: Some(RateLimitConfig::new(100, Unit::Minute).into()),
+    ///     ..DescriptorConfig::new("user")
+    /// };
+    /// assert_eq!(per_user.value, None);
+    /// ```
+    pub fn new(key: impl Into<String>) -> DescriptorConfig {
+        DescriptorConfig {
+            key: key.into(),
+            value: None,
+            limit: None,
+            shadow_mode: false,
+            descriptors: Vec::new(),
+            line: 0,
+        }
+    }
+}
+
+impl RateLimitConfig {
+    /// `requests_per_unit` per `unit` with the YAML's defaults: no name,
+    /// [`Algorithm::Refill`] holding one unit's worth, refused at once (no
+    /// `max_wait`), the command line's failure policy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ratekeeper_serve::config::{Algorithm, RateLimitConfig, Unit};
+    ///
+    /// let spaced = RateLimitConfig {
+    ///     algorithm: Algorithm::Pacer,
+    ///     max_wait: Duration::from_millis(50),
+    ///     ..RateLimitConfig::new(10, Unit::Second)
+    /// };
+    /// assert_eq!(spaced.burst, None);
+    /// ```
+    pub fn new(requests_per_unit: u32, unit: Unit) -> RateLimitConfig {
+        RateLimitConfig {
+            name: None,
+            unit,
+            requests_per_unit,
+            algorithm: Algorithm::Refill,
+            burst: None,
+            max_wait: Duration::ZERO,
+            on_redis_failure: None,
+        }
+    }
+}
+
+impl From<RateLimitConfig> for LimitConfig {
+    fn from(rate: RateLimitConfig) -> LimitConfig {
+        LimitConfig::Limited(rate)
+    }
+}
+
 /// envoyproxy/ratelimit's units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Unit {

@@ -57,10 +57,15 @@
 //! always so at 20 checks per key; give it few checks, e.g. `--checks`
 //! twice `--keys`, one concurrency, and a `timeout`.
 
+// Medians as the workspace's measuring examples take them.
+#[path = "../../../examples/common/mod.rs"]
+mod common;
+
 use std::collections::HashMap;
 use std::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use common::median;
 
 use hdrhistogram::Histogram;
 #[cfg(feature = "limitador-redis")]
@@ -323,16 +328,6 @@ fn round(
     // Ends the tasks a store left behind (the cached store's flusher).
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
