@@ -27,6 +27,10 @@
 //!   (`currentLimit`, `limitRemaining`, `durationUntilReset` and the draft
 //!   `RateLimit` header fields).
 //!
+//! Every server, the floors included, sets `TCP_NODELAY` on the
+//! connections it accepts, as ours does; both clients set it too (tonic's
+//! `Endpoint` by default).
+//!
 //! With `--redis URL`, a fifth side, `redis`: ours with the limit kept on
 //! that Redis server (`ratekeeper serve --redis URL`), a key prefix of its
 //! own each round, a 1 s deadline and the `deny` failure policy, so that a
@@ -74,6 +78,7 @@ use axum::body::Bytes;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response as AxumResponse};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use axum::Router;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
@@ -320,7 +325,7 @@ fn start(proto: Proto, kind: Kind, threads: usize, redis: Option<&str>) -> Res<R
             Server::builder()
                 .serve_with_incoming_shutdown(
                     RateLimitServiceServer::new(FloorRls),
-                    TcpIncoming::from(listener),
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
                     shutdown,
                 )
                 .await
@@ -336,6 +341,9 @@ fn start(proto: Proto, kind: Kind, threads: usize, redis: Option<&str>) -> Res<R
         }
         (Proto::Http, Kind::Floor) => rt.spawn(async move {
             let router = Router::new().route("/json", post(floor_json));
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             axum::serve(listener, router)
                 .with_graceful_shutdown(shutdown)
                 .await

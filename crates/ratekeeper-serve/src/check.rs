@@ -201,13 +201,80 @@ pub struct CurrentLimit {
     pub unit: Unit,
 }
 
+/// The counted limit a descriptor matched: what Envoy's `RateLimit`
+/// message shows of it ([`current`](Self::current)) and the policy the
+/// draft RateLimit fields announce ([`policy`](Self::policy)).
+///
+/// Cloning it counts a reference. The limits hand out clones of several
+/// copies, one per group of threads, so that threads deciding on the same
+/// limit at once do not count on one shared counter; two copies of one
+/// limit compare equal.
+///
+/// ```
+/// use ratekeeper_serve::config::Unit;
+/// use ratekeeper_serve::{CurrentLimit, MatchedLimit};
+/// use ratekeeper_tower::Policy;
+///
+/// let current = CurrentLimit { name: None, requests_per_unit: 10, unit: Unit::Minute };
+/// let limit = MatchedLimit::new(current, Policy::new("api/user", 10, 60)?);
+/// assert_eq!(limit.id(), "api/user");
+/// assert_eq!(limit.current().requests_per_unit, 10);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct MatchedLimit(Arc<Shown>);
+
+/// A limit's shown parts, on cache lines of their own: the reference
+/// count at its head is written by every clone and drop, and must not
+/// share a line with another copy's.
+#[derive(Debug, PartialEq, Eq)]
+#[repr(align(128))]
+struct Shown {
+    current: CurrentLimit,
+    policy: Policy,
+}
+
+impl MatchedLimit {
+    /// The limit `current` announced by `policy`.
+    pub fn new(current: CurrentLimit, policy: Policy) -> MatchedLimit {
+        MatchedLimit(Arc::new(Shown { current, policy }))
+    }
+
+    /// The limit as Envoy's `RateLimit` message shows it.
+    pub fn current(&self) -> &CurrentLimit {
+        &self.0.current
+    }
+
+    /// The policy the draft `RateLimit-Policy` field announces.
+    pub fn policy(&self) -> &Policy {
+        &self.0.policy
+    }
+
+    /// The limit's name in metrics and `RateLimit-Policy`: its configured
+    /// name, else the domain and the keys of its place in the tree
+    /// (`api/user/path`).
+    pub fn id(&self) -> &str {
+        self.0.policy.name()
+    }
+}
+
+impl std::fmt::Debug for MatchedLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatchedLimit")
+            .field("current", &self.0.current)
+            .field("policy", &self.0.policy)
+            .finish()
+    }
+}
+
 /// One descriptor's answer, in the request's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DescriptorStatus {
     /// The verdict (always [`Code::Ok`] in shadow mode).
     pub code: Code,
-    /// The limit matched; `None` when none (or an unlimited one) did.
-    pub current_limit: Option<CurrentLimit>,
+    /// The counted limit matched; `None` when none (or an unlimited one)
+    /// did.
+    pub limit: Option<MatchedLimit>,
     /// Permits left for this descriptor's key after the decision;
     /// `u32::MAX` for an unlimited one.
     pub limit_remaining: u32,
@@ -221,18 +288,19 @@ pub struct DescriptorStatus {
     /// Whether the shared store (Redis) failed and the limit's failure
     /// policy decided instead.
     pub store_error: bool,
-    /// The matched counted limit's policy, which the draft RateLimit
-    /// fields announce; its name is the limit's id
-    /// ([`limit_id`](Self::limit_id)).
-    pub policy: Option<Arc<Policy>>,
 }
 
 impl DescriptorStatus {
-    /// The matched limit's name in metrics and `RateLimit-Policy`: its
-    /// configured name, else the domain and the keys of its place in the
-    /// tree (`api/user/path`); `None` when no counted limit matched.
+    /// The matched limit as Envoy's `RateLimit` message shows it; `None`
+    /// when no counted limit matched.
+    pub fn current_limit(&self) -> Option<&CurrentLimit> {
+        self.limit.as_ref().map(MatchedLimit::current)
+    }
+
+    /// The matched limit's [`id`](MatchedLimit::id); `None` when no
+    /// counted limit matched.
     pub fn limit_id(&self) -> Option<&str> {
-        self.policy.as_deref().map(Policy::name)
+        self.limit.as_ref().map(MatchedLimit::id)
     }
 }
 
@@ -268,7 +336,7 @@ impl CheckResponse {
         let counted = || {
             self.statuses
                 .iter()
-                .filter_map(|s| s.policy.as_deref().map(|p| (s, p)))
+                .filter_map(|s| s.limit.as_ref().map(|l| (s, l.policy())))
         };
         if counted().next().is_none() {
             return Vec::new();

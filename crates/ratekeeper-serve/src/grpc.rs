@@ -99,9 +99,16 @@ pub async fn serve_grpc(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     Server::builder()
-        .serve_with_incoming_shutdown(server(service), TcpIncoming::from(listener), shutdown)
+        .serve_with_incoming_shutdown(server(service), incoming(listener), shutdown)
         .await
         .map_err(ServeError::Transport)
+}
+
+/// The connections of `listener`, with Nagle's algorithm off: an answer's
+/// frames go out as they are written, not held for the peer's delayed ACK
+/// (up to 40 ms on Linux).
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// The gRPC server failed.
@@ -195,7 +202,7 @@ pub fn rate_limit_response(response: &CheckResponse) -> RateLimitResponse {
 fn proto_status(s: &DescriptorStatus) -> ProtoStatus {
     ProtoStatus {
         code: proto_code(s.code) as i32,
-        current_limit: s.current_limit.as_ref().map(|l| RateLimit {
+        current_limit: s.current_limit().map(|l| RateLimit {
             name: l.name.clone().unwrap_or_default(),
             requests_per_unit: l.requests_per_unit,
             unit: proto_unit(l.unit) as i32,
@@ -254,7 +261,7 @@ mod tests {
     use tonic::Code as GrpcCode;
 
     use super::*;
-    use crate::check::CurrentLimit;
+    use crate::check::{CurrentLimit, MatchedLimit};
     use ratekeeper_tower::Policy;
 
     fn proto_descriptor(entries: &[(&str, &str)], hits: Option<u64>) -> RateLimitDescriptor {
@@ -332,16 +339,26 @@ mod tests {
         assert_eq!(status.message(), CheckError::NoDescriptors.to_string());
     }
 
-    fn status(code: Code, current_limit: Option<CurrentLimit>) -> DescriptorStatus {
+    #[tokio::test]
+    async fn accepted_connections_send_without_nagles_delay() {
+        use tokio_stream::StreamExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut incoming = incoming(listener);
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let accepted = incoming.next().await.unwrap().unwrap();
+        assert!(accepted.nodelay().unwrap());
+    }
+
+    fn status(code: Code, limit: Option<MatchedLimit>) -> DescriptorStatus {
         DescriptorStatus {
             code,
-            current_limit,
+            limit,
             limit_remaining: 3,
             duration_until_reset: Duration::from_millis(1_500),
             retry_after: None,
             shadow_over_limit: false,
             store_error: false,
-            policy: None,
         }
     }
 
@@ -352,8 +369,8 @@ mod tests {
             requests_per_unit: 10,
             unit: Unit::Minute,
         };
-        let mut refused = status(Code::OverLimit, Some(limit));
-        refused.policy = Some(Policy::new("per-user", 10, 60).unwrap().into());
+        let policy = Policy::new("per-user", 10, 60).unwrap();
+        let mut refused = status(Code::OverLimit, Some(MatchedLimit::new(limit, policy)));
         refused.retry_after = Some(Duration::from_millis(1_200));
         let response = CheckResponse {
             overall_code: Code::OverLimit,

@@ -16,7 +16,7 @@ mod service;
 
 pub use check::{
     CheckError, CheckRequest, CheckResponse, Code, CurrentLimit, Descriptor, DescriptorStatus,
-    MAX_DESCRIPTORS, MAX_ENTRIES, MAX_TEXT_BYTES,
+    MatchedLimit, MAX_DESCRIPTORS, MAX_ENTRIES, MAX_TEXT_BYTES,
 };
 pub use limits::{Limits, LimitsBuilder, LimitsError, RedisStore, DEFAULT_MAX_KEYS_PER_LIMIT};
 pub use service::Service;

@@ -140,9 +140,7 @@ fn result(status: &DescriptorStatus) -> &'static str {
         (Code::OverLimit, _) => "over_limit",
         (Code::Ok, _) if status.shadow_over_limit => "shadow_over_limit",
         (Code::Ok, true) => "ok",
-        (Code::Ok, false)
-            if status.current_limit.is_none() && status.limit_remaining == u32::MAX =>
-        {
+        (Code::Ok, false) if status.limit.is_none() && status.limit_remaining == u32::MAX => {
             "unlimited"
         }
         (Code::Ok, false) => "no_limit",

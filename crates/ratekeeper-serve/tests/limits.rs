@@ -101,8 +101,8 @@ fn an_over_limit_status_says_the_limit_the_remaining_and_when_to_retry() {
     let first = limits.check(&ask(&[("k", "v")])).unwrap();
     let s = &first.statuses[0];
     assert_eq!(s.limit_remaining, 1);
-    assert_eq!(s.current_limit.as_ref().unwrap().requests_per_unit, 2);
-    assert_eq!(s.current_limit.as_ref().unwrap().unit, Unit::Second);
+    assert_eq!(s.current_limit().unwrap().requests_per_unit, 2);
+    assert_eq!(s.current_limit().unwrap().unit, Unit::Second);
     assert_eq!(s.duration_until_reset, Duration::from_millis(500));
     assert_eq!(
         header(&first, "ratelimit").as_deref(),
@@ -121,6 +121,37 @@ fn an_over_limit_status_says_the_limit_the_remaining_and_when_to_retry() {
     assert_eq!(s.duration_until_reset, Duration::from_secs(1));
     assert_eq!(s.retry_after, Some(Duration::from_millis(500)));
     assert_eq!(header(&refused, "retry-after").as_deref(), Some("1"));
+}
+
+#[test]
+fn threads_deciding_at_once_get_copies_of_their_own_of_the_limit_shown() {
+    let (limits, _) = build(&config(vec![node(
+        "k",
+        None,
+        limited(rate(9, Unit::Second)),
+    )]));
+    let shown = |value: &'static str| {
+        let limits = &limits;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let r = limits.check(&ask(&[("k", value)])).unwrap();
+                r.statuses[0].limit.clone().unwrap()
+            })
+            .join()
+            .unwrap()
+        })
+    };
+    let (a, b) = (shown("a"), shown("b"));
+    assert_eq!(a, b, "copies of one limit");
+    assert_eq!(a.id(), "d/k");
+    let copies = std::thread::available_parallelism().map_or(1, |n| n.get().min(64));
+    // Two threads in turn take consecutive stripes: distinct copies unless
+    // there is only one.
+    assert_eq!(
+        std::ptr::eq(a.policy(), b.policy()),
+        copies == 1,
+        "one copy per stripe ({copies} stripes)"
+    );
 }
 
 #[test]
@@ -144,7 +175,7 @@ fn nested_descriptors_match_the_node_the_last_entry_reaches() {
     ] {
         let r = limits.check(&ask(entries)).unwrap();
         assert_eq!(r.overall_code, Code::Ok);
-        assert_eq!(r.statuses[0].current_limit, None);
+        assert_eq!(r.statuses[0].current_limit(), None);
         assert!(r.response_headers().is_empty());
     }
 }

@@ -17,14 +17,16 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::{Listener, ListenerExt};
 use axum::Router;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::check::{CheckError, CheckResponse, Code};
 use crate::service::Service;
@@ -53,9 +55,20 @@ pub async fn serve_http(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, router(service))
+    axum::serve(nodelay(listener), router(service))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// `listener` with Nagle's algorithm off on each connection it accepts: an
+/// answer goes out as it is written, not held for the peer's delayed ACK
+/// (up to 40 ms on Linux).
+fn nodelay(listener: TcpListener) -> impl Listener<Io = TcpStream, Addr = SocketAddr> {
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!("could not set TCP_NODELAY on a connection: {e}");
+        }
+    })
 }
 
 async fn json(State(service): State<Service>, body: Bytes) -> Response {
@@ -128,4 +141,20 @@ fn check_error(e: &CheckError) -> Response {
 fn error(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({ "error": message }).to_string();
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener;
+    use tokio::net::TcpListener;
+
+    #[tokio::test]
+    async fn accepted_connections_send_without_nagles_delay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = super::nodelay(listener);
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (accepted, _) = listener.accept().await;
+        assert!(accepted.nodelay().unwrap());
+    }
 }

@@ -172,7 +172,7 @@ pub fn response_body(response: &CheckResponse) -> String {
 fn status(s: &DescriptorStatus) -> Status {
     Status {
         code: code_name(s.code),
-        current_limit: s.current_limit.as_ref().map(|l| Limit {
+        current_limit: s.current_limit().map(|l| Limit {
             name: l.name.clone(),
             requests_per_unit: l.requests_per_unit,
             unit: l.unit.as_proto_name(),

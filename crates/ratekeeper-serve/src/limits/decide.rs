@@ -1,15 +1,15 @@
 //! One descriptor's decision on its limit, in memory or on Redis, and the
 //! draft RateLimit fields of a response.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ratekeeper::keyed::KeyedError;
 use ratekeeper::Clock;
-use ratekeeper_tower::Policy;
 
 use super::store::Store;
-use crate::check::{Code, CurrentLimit, Descriptor, DescriptorStatus};
+use crate::check::{Code, Descriptor, DescriptorStatus, MatchedLimit};
 use crate::config::LimitConfig;
 
 /// A node's limit, with the definition that made it (kept across reloads
@@ -29,8 +29,9 @@ pub(super) struct Counted<C> {
     /// The store of the limit this one replaced on a reload, while its
     /// keys may still hold what they were granted.
     pub(super) previous: Option<Previous<C>>,
-    pub(super) current: CurrentLimit,
-    pub(super) policy: Arc<Policy>,
+    /// Copies of what the answers show of the limit, one per group of
+    /// threads (see [`shown`](Self::shown)).
+    pub(super) shown: Box<[MatchedLimit]>,
     pub(super) max_wait: Duration,
     /// A refill bucket's nanoseconds per permit, for the retry of a
     /// refusal decided without taking.
@@ -50,6 +51,40 @@ pub(super) struct Previous<C> {
     /// Held while a key's grants are carried over, so that two first
     /// requests do not carry them twice.
     pub(super) carrying: Mutex<()>,
+}
+
+impl<C> Counted<C> {
+    /// The limit as this thread's answers show it: a clone of the copy
+    /// for the thread's stripe, so that threads deciding at once count
+    /// references on counters of their own rather than all on one.
+    pub(super) fn shown(&self) -> MatchedLimit {
+        // The count is a power of two: the mask is the remainder.
+        self.shown[stripe() & (self.shown.len() - 1)].clone()
+    }
+
+    /// The limit's id (its policy's name).
+    pub(super) fn id(&self) -> &str {
+        self.shown[0].id()
+    }
+}
+
+/// How many copies a limit keeps of what its answers show: one per
+/// thread that may run at once (rounded up to a power of two), at most 64.
+pub(super) fn stripes() -> usize {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    threads.min(64).next_power_of_two()
+}
+
+/// This thread's stripe: threads are numbered in the order they first
+/// decide.
+fn stripe() -> usize {
+    // Relaxed: the counter only hands out distinct numbers; nothing else
+    // is published through it.
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    STRIPE.with(|s| *s)
 }
 
 impl<C: Clock> Counted<C> {
@@ -232,13 +267,12 @@ impl<C: Clock> Limit<C> {
             } else {
                 Code::Ok
             },
-            current_limit: Some(c.current.clone()),
+            limit: Some(c.shown()),
             limit_remaining: u32::try_from(remaining).unwrap_or(u32::MAX),
             duration_until_reset: reset,
             retry_after: if self.shadow { None } else { retry_after },
             shadow_over_limit: over && self.shadow,
             store_error: outcome.store_error,
-            policy: Some(Arc::clone(&c.policy)),
         };
         (status, wait)
     }
@@ -248,13 +282,12 @@ impl<C: Clock> Limit<C> {
 pub(super) fn no_limit() -> DescriptorStatus {
     DescriptorStatus {
         code: Code::Ok,
-        current_limit: None,
+        limit: None,
         limit_remaining: 0,
         duration_until_reset: Duration::ZERO,
         retry_after: None,
         shadow_over_limit: false,
         store_error: false,
-        policy: None,
     }
 }
 
@@ -267,14 +300,77 @@ fn unlimited() -> DescriptorStatus {
 }
 
 /// The key of a descriptor's state: its entries, each part prefixed by its
-/// length so that no two descriptors share one.
+/// length so that no two descriptors share one (`4:user3:ann` for
+/// `user=ann`).
 pub(super) fn entries_key(d: &Descriptor) -> String {
-    use std::fmt::Write;
     let text: usize = d.entries.iter().map(|(k, v)| k.len() + v.len() + 8).sum();
     let mut key = String::with_capacity(text);
     for (k, v) in &d.entries {
-        // Writing to a String cannot fail.
-        let _ = write!(key, "{}:{k}{}:{v}", k.len(), v.len());
+        for part in [k, v] {
+            push_decimal(&mut key, part.len());
+            key.push(':');
+            key.push_str(part);
+        }
     }
     key
+}
+
+/// Appends `n` in decimal (without `fmt`'s machinery: this is on every
+/// check).
+fn push_decimal(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::entries_key;
+    use crate::check::Descriptor;
+
+    fn descriptor(entries: &[(&str, &str)]) -> Descriptor {
+        Descriptor {
+            entries: entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            hits_addend: None,
+        }
+    }
+
+    #[test]
+    fn a_key_is_each_part_behind_its_length() {
+        assert_eq!(entries_key(&descriptor(&[("user", "ann")])), "4:user3:ann");
+        let long = "v".repeat(1234);
+        assert_eq!(
+            entries_key(&descriptor(&[("a", ""), ("path", &long)])),
+            format!("1:a0:4:path1234:{long}")
+        );
+    }
+
+    proptest! {
+        /// The same text as `format!` writes, so keys already in a shared
+        /// store keep their names.
+        #[test]
+        fn a_key_is_what_format_writes(entries in proptest::collection::vec((".{0,12}", ".{0,120}"), 1..4)) {
+            let d = Descriptor { entries: entries.clone(), hits_addend: None };
+            let expected: String = entries
+                .iter()
+                .map(|(k, v)| format!("{}:{k}{}:{v}", k.len(), v.len()))
+                .collect();
+            prop_assert_eq!(entries_key(&d), expected);
+        }
+    }
 }

@@ -1,7 +1,6 @@
 //! [`Limits`]: a config's descriptor trees, each counted limit on a capped
 //! keyed store, and the decision of a [`CheckRequest`].
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use ratekeeper::keyed::Keyed;
 use ratekeeper::{Clock, DefaultClock};
 use ratekeeper_tower::Policy;
 
-use crate::check::{CheckError, CheckRequest, CheckResponse, Code, CurrentLimit};
+use crate::check::{CheckError, CheckRequest, CheckResponse, Code, CurrentLimit, MatchedLimit};
 use crate::config::{
     Algorithm, Config, DescriptorConfig, DomainConfig, LimitConfig, RateLimitConfig,
 };
@@ -22,7 +21,7 @@ mod tree;
 use decide::{entries_key, no_limit, Counted, Limit, Previous};
 pub use store::RedisStore;
 use store::{limiter_config, Store};
-use tree::{Node, Nodes};
+use tree::{HashMap, Node, Nodes};
 
 /// The live keys each counted limit may hold unless set otherwise.
 pub const DEFAULT_MAX_KEYS_PER_LIMIT: usize = 1_000_000;
@@ -159,7 +158,7 @@ impl LimitsBuilder {
         clock: C,
     ) -> Result<Limits<C>, LimitsError> {
         let empty = Limits {
-            domains: HashMap::new(),
+            domains: HashMap::default(),
             clock,
             max_keys: self.max_keys,
             redis: self.redis,
@@ -187,7 +186,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
     ///
     /// As [`Limits::new`]; `self` is unchanged.
     pub fn reload(&self, config: &Config) -> Result<Limits<C>, LimitsError> {
-        let mut domains = HashMap::new();
+        let mut domains = HashMap::default();
         for d in &config.domains {
             let old = self.domains.get(&d.domain);
             domains.insert(d.domain.clone(), self.nodes(d, &d.descriptors, old, &[])?);
@@ -318,12 +317,16 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             store: Arc::new(store),
             capacity,
             previous,
-            current: CurrentLimit {
-                name: rate.name.clone(),
-                requests_per_unit: rate.requests_per_unit,
-                unit: rate.unit,
+            shown: {
+                let current = CurrentLimit {
+                    name: rate.name.clone(),
+                    requests_per_unit: rate.requests_per_unit,
+                    unit: rate.unit,
+                };
+                (0..decide::stripes())
+                    .map(|_| MatchedLimit::new(current.clone(), policy.clone()))
+                    .collect()
             },
-            policy: Arc::new(policy),
             max_wait: rate.max_wait,
             permit_nanos: (rate.algorithm == Algorithm::Refill).then_some(permit_nanos),
             full_nanos: match rate.algorithm {
@@ -368,10 +371,10 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
             .iter()
             .find_map(|m| m.limit.filter(|l| l.is_shared()))
         {
-            let id = shared.counted.as_ref().map(|c| c.policy.name().to_owned());
+            let id = shared.counted.as_ref().map(|c| c.id().to_owned());
             return Err(CheckError::SharedStore(id.unwrap_or_default()));
         }
-        let mut answer = Answer::default();
+        let mut answer = Answer::for_statuses(plan.matched.len());
         for m in &plan.matched {
             let decided = match m.limit {
                 None => Some((no_limit(), Duration::ZERO)),
@@ -394,7 +397,7 @@ impl<C: Clock + Clone + Send + Sync + 'static> Limits<C> {
     /// As [`check`](Self::check), but for [`CheckError::SharedStore`].
     pub async fn check_async(&self, request: &CheckRequest) -> Result<CheckResponse, CheckError> {
         let plan = self.plan(request)?;
-        let mut answer = Answer::default();
+        let mut answer = Answer::for_statuses(plan.matched.len());
         for m in &plan.matched {
             let (status, wait) = match m.limit {
                 None => (no_limit(), Duration::ZERO),
@@ -484,6 +487,14 @@ struct Answer {
 }
 
 impl Answer {
+    /// An answer with room for `n` statuses.
+    fn for_statuses(n: usize) -> Answer {
+        Answer {
+            statuses: Vec::with_capacity(n),
+            ..Answer::default()
+        }
+    }
+
     fn add(&mut self, status: crate::check::DescriptorStatus, wait: Duration) {
         self.over |= status.code == Code::OverLimit;
         self.wait = self.wait.max(wait);

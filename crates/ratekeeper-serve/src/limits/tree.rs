@@ -1,12 +1,16 @@
 //! A domain's descriptor tree and envoyproxy/ratelimit's matching.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ratekeeper::Clock;
 
 use super::decide::Limit;
 use crate::check::Descriptor;
+
+/// The tree's maps: a request's keys and values are looked up on every
+/// check, on the keyed store's fast seeded hash rather than std's SipHash.
+/// Only the config inserts, so a caller's strings cannot crowd a map.
+pub(super) type HashMap<K, V> = std::collections::HashMap<K, V, ratekeeper::keyed::KeyHasher>;
 
 /// One level of a descriptor tree.
 pub(super) struct Nodes<C> {
@@ -25,9 +29,9 @@ pub(super) struct Node<C> {
 impl<C> Default for Nodes<C> {
     fn default() -> Self {
         Nodes {
-            exact: HashMap::new(),
+            exact: HashMap::default(),
             prefixes: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: HashMap::default(),
         }
     }
 }
