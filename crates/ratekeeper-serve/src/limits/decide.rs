@@ -2,7 +2,7 @@
 //! draft RateLimit fields of a response.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use ratekeeper::keyed::KeyedError;
@@ -69,10 +69,14 @@ impl<C> Counted<C> {
 }
 
 /// How many copies a limit keeps of what its answers show: one per
-/// thread that may run at once (rounded up to a power of two), at most 64.
+/// thread that may run at once (rounded up to a power of two), at most 64;
+/// read once per process.
 pub(super) fn stripes() -> usize {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    threads.min(64).next_power_of_two()
+    static STRIPES: LazyLock<usize> = LazyLock::new(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        threads.min(64).next_power_of_two()
+    });
+    *STRIPES
 }
 
 /// This thread's stripe: threads are numbered in the order they first
