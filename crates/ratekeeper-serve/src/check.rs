@@ -366,3 +366,71 @@ impl CheckResponse {
         fields
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(descriptors: usize, entries: usize, text: usize) -> CheckRequest {
+        let value = "v".repeat(text);
+        let entries: Vec<_> = (0..entries)
+            .map(|i| (format!("k{i}"), value.clone()))
+            .collect();
+        CheckRequest::new("d", vec![Descriptor::new(entries); descriptors])
+    }
+
+    #[test]
+    fn each_bound_admits_its_maximum_and_refuses_one_more() {
+        assert_eq!(ask(MAX_DESCRIPTORS, 1, 1).validate(), Ok(()));
+        assert_eq!(
+            ask(MAX_DESCRIPTORS + 1, 1, 1).validate(),
+            Err(CheckError::TooManyDescriptors(MAX_DESCRIPTORS + 1))
+        );
+        assert_eq!(ask(1, MAX_ENTRIES, 1).validate(), Ok(()));
+        assert_eq!(
+            ask(1, MAX_ENTRIES + 1, 1).validate(),
+            Err(CheckError::TooManyEntries {
+                descriptor: 0,
+                entries: MAX_ENTRIES + 1
+            })
+        );
+        assert_eq!(ask(1, 1, MAX_TEXT_BYTES).validate(), Ok(()));
+        assert_eq!(
+            ask(1, 1, MAX_TEXT_BYTES + 1).validate(),
+            Err(CheckError::TooLong {
+                what: "entry value",
+                bytes: MAX_TEXT_BYTES + 1
+            })
+        );
+    }
+
+    #[test]
+    fn the_reset_is_whole_seconds_rounded_up() {
+        let current = CurrentLimit {
+            name: None,
+            requests_per_unit: 10,
+            unit: crate::config::Unit::Minute,
+        };
+        let limit = MatchedLimit::new(current, Policy::new("p", 10, 60).unwrap());
+        let field = |reset: Duration| {
+            let status = DescriptorStatus {
+                code: Code::Ok,
+                limit: Some(limit.clone()),
+                limit_remaining: 3,
+                duration_until_reset: reset,
+                retry_after: None,
+                shadow_over_limit: false,
+                store_error: false,
+            };
+            let response = CheckResponse {
+                overall_code: Code::Ok,
+                statuses: vec![status],
+                wait: Duration::ZERO,
+            };
+            response.response_headers()[1].1.clone()
+        };
+        assert_eq!(field(Duration::from_secs(2)), r#""p";r=3;t=2"#);
+        assert_eq!(field(Duration::from_millis(1_001)), r#""p";r=3;t=2"#);
+        assert_eq!(field(Duration::ZERO), r#""p";r=3;t=0"#);
+    }
+}
