@@ -285,3 +285,26 @@ mod load;
 mod parse;
 
 pub use load::{ConfigErrorKind, ConfigFileError};
+
+#[cfg(test)]
+mod tests {
+    use super::Unit;
+
+    #[test]
+    fn units_last_as_envoyproxy_ratelimit_counts_them() {
+        let day = 86_400;
+        let units = [
+            (Unit::Second, 1, "SECOND"),
+            (Unit::Minute, 60, "MINUTE"),
+            (Unit::Hour, 3_600, "HOUR"),
+            (Unit::Day, day, "DAY"),
+            (Unit::Week, 7 * day, "WEEK"),
+            (Unit::Month, 30 * day, "MONTH"),
+            (Unit::Year, 365 * day, "YEAR"),
+        ];
+        for (unit, secs, name) in units {
+            assert_eq!(unit.duration().as_secs(), secs, "{name}");
+            assert_eq!(unit.as_proto_name(), name);
+        }
+    }
+}
