@@ -549,14 +549,35 @@ fn addition_values_must_be_known() {
     invalid(&limited("    max_wait:\n"), 5, &["`max_wait` is empty"]);
 }
 
+/// A domain whose descriptors nest `levels` deep, the last with a limit.
+fn nested(levels: usize) -> String {
+    let mut yaml = String::from("domain: a\ndescriptors:\n");
+    for depth in 0..levels {
+        let pad = "  ".repeat(2 * depth + 1);
+        yaml.push_str(&format!("{pad}- key: k{depth}\n"));
+        if depth + 1 < levels {
+            yaml.push_str(&format!("{pad}  descriptors:\n"));
+        } else {
+            yaml.push_str(&format!(
+                "{pad}  rate_limit: {{unit: second, requests_per_unit: 1}}\n"
+            ));
+        }
+    }
+    yaml
+}
+
 #[test]
 fn deep_nesting_is_refused() {
-    let mut yaml = String::from("domain: a\ndescriptors:\n");
-    for depth in 0..70 {
-        let pad = "  ".repeat(2 * depth + 1);
-        yaml.push_str(&format!("{pad}- key: k{depth}\n{pad}  descriptors:\n"));
+    let err = Config::from_yaml(&nested(70), "t").unwrap_err();
+    assert!(err.message().contains("deeper than 64"), "{err}");
+    // The deepest tree allowed, and one level more.
+    let deepest = Config::from_yaml(&nested(64), "t").unwrap();
+    let mut level = &deepest.descriptors;
+    for _ in 1..64 {
+        level = &level[0].descriptors;
     }
-    let err = Config::from_yaml(&yaml, "t").unwrap_err();
+    assert_eq!(level[0].key, "k63");
+    let err = Config::from_yaml(&nested(65), "t").unwrap_err();
     assert!(err.message().contains("deeper than 64"), "{err}");
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use saphyr::{LoadableYamlNode, MarkedYaml, ScalarStyle, YamlData, YamlLoader};
+use saphyr::{MarkedYaml, ScalarStyle, YamlData, YamlLoader};
 use saphyr_parser::Parser;
 
 use super::load::{ConfigErrorKind, ConfigFileError};
@@ -57,7 +57,6 @@ pub(super) fn parse_domain(
     let docs = check.load(text)?;
     let root = match docs.as_slice() {
         [] => return Err(check.invalid(1, EMPTY)),
-        [root] if root.is_badvalue() => return Err(check.invalid(line_of(root), EMPTY)),
         [root] => root,
         [_, second, ..] => {
             return Err(check.error(
