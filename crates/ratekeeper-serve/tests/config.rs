@@ -207,6 +207,23 @@ fn empty_file_is_refused() {
 }
 
 #[test]
+fn an_error_at_the_end_of_input_names_the_last_line_whatever_the_line_ends() {
+    // The scanner points one line past the end; the error names the last.
+    for text in [
+        "domain: a\ndescriptors:\n  - key: [a",
+        "domain: a\r\ndescriptors:\r\n  - key: [a",
+        "domain: a\rdescriptors:\r  - key: [a",
+    ] {
+        fails(text, 3, ConfigErrorKind::Syntax, &["invalid YAML"]);
+    }
+}
+
+#[test]
+fn a_document_of_nothing_is_refused_as_nothing() {
+    invalid("---\n", 2, &["must be a mapping", "not nothing"]);
+}
+
+#[test]
 fn root_must_be_a_mapping() {
     invalid(
         "- a\n- b\n",
@@ -394,6 +411,9 @@ fn requests_per_unit_is_a_positive_u32() {
         &["too large", "at most 4294967295"],
     );
     invalid(&count("[1]"), 6, &["needs a whole number"]);
+    for nothing in ["~", "", "null"] {
+        invalid(&count(nothing), 6, &["needs a whole number"]);
+    }
     let max = Config::from_yaml(&count("4294967295"), "t").unwrap();
     assert_eq!(counted(&max.descriptors[0]).requests_per_unit, u32::MAX);
 }
