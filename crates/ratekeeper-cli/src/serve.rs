@@ -202,3 +202,36 @@ impl Signals {
         let _ = stop.send(());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ratekeeper_serve::config::FailurePolicy;
+
+    use super::{parse_policy, parse_watch};
+
+    #[test]
+    fn each_failure_policy_parses_to_its_own() {
+        assert_eq!(parse_policy("allow"), Ok(FailurePolicy::Allow));
+        assert_eq!(parse_policy("deny"), Ok(FailurePolicy::Deny));
+        assert_eq!(parse_policy("local"), Ok(FailurePolicy::Local));
+        assert_eq!(
+            parse_policy("open"),
+            Err("write allow, deny or local".into())
+        );
+    }
+
+    #[test]
+    fn watch_takes_a_nonzero_duration_or_off() {
+        assert_eq!(parse_watch("off").unwrap().0, None);
+        assert_eq!(
+            parse_watch("250ms").unwrap().0,
+            Some(Duration::from_millis(250))
+        );
+        assert!(parse_watch("0s").unwrap_err().contains("zero interval"));
+        assert!(parse_watch("soon")
+            .unwrap_err()
+            .contains("write a duration"));
+    }
+}
