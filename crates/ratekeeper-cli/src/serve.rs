@@ -61,15 +61,16 @@ pub struct ServeArgs {
     pub redis: Option<String>,
     /// What a limit without its own on_redis_failure does while Redis
     /// fails: allow (admit), deny (refuse) or local (decide in this process
-    /// at its learned share of the rate).
+    /// at its learned share of the rate); open and closed, as the other
+    /// commands name them, are taken for allow and deny.
     #[arg(long, value_name = "POLICY", default_value = "local", value_parser = parse_policy)]
     pub on_redis_failure: FailurePolicy,
 }
 
 fn parse_policy(s: &str) -> Result<FailurePolicy, String> {
     match s {
-        "allow" => Ok(FailurePolicy::Allow),
-        "deny" => Ok(FailurePolicy::Deny),
+        "allow" | "open" => Ok(FailurePolicy::Allow),
+        "deny" | "closed" => Ok(FailurePolicy::Deny),
         "local" => Ok(FailurePolicy::Local),
         _ => Err("write allow, deny or local".into()),
     }
@@ -216,8 +217,11 @@ mod tests {
         assert_eq!(parse_policy("allow"), Ok(FailurePolicy::Allow));
         assert_eq!(parse_policy("deny"), Ok(FailurePolicy::Deny));
         assert_eq!(parse_policy("local"), Ok(FailurePolicy::Local));
+        // The other commands' names for the first two.
+        assert_eq!(parse_policy("open"), Ok(FailurePolicy::Allow));
+        assert_eq!(parse_policy("closed"), Ok(FailurePolicy::Deny));
         assert_eq!(
-            parse_policy("open"),
+            parse_policy("shut"),
             Err("write allow, deny or local".into())
         );
     }

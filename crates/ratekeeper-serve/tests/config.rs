@@ -500,6 +500,20 @@ fn additions_parse() {
     let limit = counted(&Config::from_yaml(&yaml, "t").unwrap().descriptors[0]).clone();
     assert_eq!((limit.burst, limit.max_wait), (Some(1), Duration::ZERO));
     assert_eq!(limit.on_redis_failure, Some(FailurePolicy::Allow));
+    // The CLI's other names for allow and deny, and a name of neither.
+    for (text, policy) in [
+        ("open", FailurePolicy::Allow),
+        ("Closed", FailurePolicy::Deny),
+    ] {
+        let yaml = limited(&format!("    on_redis_failure: {text}\n"));
+        let limit = counted(&Config::from_yaml(&yaml, "t").unwrap().descriptors[0]).clone();
+        assert_eq!(limit.on_redis_failure, Some(policy), "{text}");
+    }
+    invalid(
+        &limited("    on_redis_failure: shut\n"),
+        5,
+        &["\"shut\" is not a policy", "allow, deny or local"],
+    );
 }
 
 #[test]

@@ -13,9 +13,13 @@ use super::parse_duration;
 /// (`--on-redis-failure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailureArg {
-    /// admit every request unchecked while Redis fails (no limit at all)
+    /// admit every request unchecked while Redis fails (no limit at all);
+    /// also `allow`, as `serve` names it
+    #[value(alias = "allow")]
     Open,
-    /// refuse it: the run stops with its report and exit status 4
+    /// refuse it: the run stops with its report and exit status 4; also
+    /// `deny`, as `serve` names it
+    #[value(alias = "deny")]
     Closed,
     /// decide in this process, on a limiter of the same kind at this
     /// process's share of the rate: --redis-share, or without it the share
@@ -389,6 +393,15 @@ mod tests {
         );
         assert_eq!(
             with(&["--on-redis-failure", "closed"]),
+            Ok(FailurePolicy::Closed)
+        );
+        // serve's names for the first two.
+        assert_eq!(
+            with(&["--on-redis-failure", "allow"]),
+            Ok(FailurePolicy::Open)
+        );
+        assert_eq!(
+            with(&["--on-redis-failure", "deny"]),
             Ok(FailurePolicy::Closed)
         );
         assert_eq!(

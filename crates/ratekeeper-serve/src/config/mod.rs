@@ -270,7 +270,9 @@ pub enum Algorithm {
     Pacer,
 }
 
-/// What a limit on a failed Redis store answers.
+/// What a limit on a failed Redis store answers: `allow`, `deny` or
+/// `local` in the YAML (`open` and `closed` are taken for the first two,
+/// as the CLI's `--on-redis-failure` of the other commands names them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailurePolicy {
     /// Admit (fail open, as Envoy's filter by default).

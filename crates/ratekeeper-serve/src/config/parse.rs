@@ -464,8 +464,8 @@ impl Check<'_> {
         };
         let text = self.required_string(node, "on_redis_failure", line)?;
         match text.to_ascii_lowercase().as_str() {
-            "allow" => Ok(Some(FailurePolicy::Allow)),
-            "deny" => Ok(Some(FailurePolicy::Deny)),
+            "allow" | "open" => Ok(Some(FailurePolicy::Allow)),
+            "deny" | "closed" => Ok(Some(FailurePolicy::Deny)),
             "local" => Ok(Some(FailurePolicy::Local)),
             _ => Err(self.invalid(
                 line_of(node),
