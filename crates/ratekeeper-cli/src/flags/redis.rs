@@ -347,6 +347,23 @@ mod tests {
     }
 
     #[test]
+    fn lease_and_idle_ttl_parse_durations_within_their_bounds() {
+        assert_eq!(parse_lease("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_lease("0"), Ok(Duration::ZERO));
+        assert!(parse_lease("soon")
+            .unwrap_err()
+            .contains("or 0 for no leases"));
+        let max = ratekeeper_redis::MAX_IDLE_TTL.as_secs();
+        assert_eq!(
+            parse_idle_ttl(&format!("{max}s")),
+            Ok(ratekeeper_redis::MAX_IDLE_TTL)
+        );
+        assert!(parse_idle_ttl(&format!("{}s", max + 1))
+            .unwrap_err()
+            .contains("at most 100 years"));
+    }
+
+    #[test]
     fn key_and_redis_go_together() {
         let e = parse(&["--redis", "redis://h/"]).unwrap_err();
         assert!(e.contains("--key <NAME>"), "{e}");
@@ -418,5 +435,9 @@ mod tests {
         );
         let e = with(&["--on-redis-failure", "open", "--redis-share", "0.5"]).unwrap_err();
         assert!(e.contains("--on-redis-failure local"), "{e}");
+        assert!(e.ends_with("not to --on-redis-failure open"), "{e}");
+        // An alias is named by the policy's own name.
+        let e = with(&["--on-redis-failure", "deny", "--redis-share", "0.5"]).unwrap_err();
+        assert!(e.ends_with("not to --on-redis-failure closed"), "{e}");
     }
 }
